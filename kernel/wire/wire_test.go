@@ -1,0 +1,246 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustSigner(t testing.TB, key string) *Signer {
+	t.Helper()
+	s, err := NewSigner("hmac-sha256", []byte(key), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func sample() *Message {
+	parent := &Message{Header: NewHeader("client-session", "alice", "execute_request")}
+	m, err := Reply(parent, "kernel-session", "execute_reply", map[string]any{"status": "ok", "execution_count": 3})
+	if err != nil {
+		panic(err)
+	}
+	m.Identities = [][]byte{[]byte("peer-1"), []byte("peer-2")}
+	m.Metadata = json.RawMessage(`{"x":1}`)
+	m.Buffers = [][]byte{{0, 1, 2}}
+	return m
+}
+
+func TestRoundTrip(t *testing.T) {
+	s := mustSigner(t, "secret")
+	m := sample()
+	frames, err := s.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(frames[2]); got != Delimiter {
+		t.Fatalf("frame 2 = %q, want delimiter", got)
+	}
+	if len(frames[3]) != 64 {
+		t.Fatalf("signature length %d, want 64 hex digits", len(frames[3]))
+	}
+	got, err := s.Decode(frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Header != m.Header {
+		t.Errorf("header = %+v, want %+v", got.Header, m.Header)
+	}
+	if len(got.Identities) != 2 || string(got.Identities[1]) != "peer-2" {
+		t.Errorf("identities = %q", got.Identities)
+	}
+	p, err := got.Parent()
+	if err != nil || p.MsgType != "execute_request" || p.Username != "alice" {
+		t.Errorf("parent = %+v, %v", p, err)
+	}
+	var c struct {
+		Status string `json:"status"`
+		Count  int    `json:"execution_count"`
+	}
+	if err := got.DecodeContent(&c); err != nil || c.Status != "ok" || c.Count != 3 {
+		t.Errorf("content = %+v, %v", c, err)
+	}
+	if len(got.Buffers) != 1 || !bytes.Equal(got.Buffers[0], []byte{0, 1, 2}) {
+		t.Errorf("buffers = %v", got.Buffers)
+	}
+	if got.Header.Version != ProtocolVersion {
+		t.Errorf("version = %q", got.Header.Version)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, got.Header.Date); err != nil {
+		t.Errorf("date %q is not ISO 8601: %v", got.Header.Date, err)
+	}
+}
+
+// TestKnownSignature checks our HMAC against Python's:
+// hmac.new(b"key", b"{}{}{}{}", hashlib.sha256).hexdigest().
+func TestKnownSignature(t *testing.T) {
+	s := mustSigner(t, "key")
+	got := string(s.sign(nil, []byte("{}"), []byte("{}"), []byte("{}"), []byte("{}")))
+	const want = "ca767b02c5bc061ed184a9a029e7f93a7f2f7ed4e8fe74120fc1212f0b008fa3"
+	if got != want {
+		t.Fatalf("signature %s, want %s", got, want)
+	}
+}
+
+func TestTamperedAndForged(t *testing.T) {
+	s := mustSigner(t, "secret")
+	frames, _ := s.Encode(sample())
+	tests := []struct {
+		name   string
+		mutate func([][]byte) [][]byte
+		want   error
+	}{
+		{"content changed", func(f [][]byte) [][]byte { f[7] = []byte(`{"status":"evil"}`); return f }, ErrBadSignature},
+		{"header changed", func(f [][]byte) [][]byte { f[4] = bytes.Replace(f[4], []byte("execute_reply"), []byte("execute_rEply"), 1); return f }, ErrBadSignature},
+		{"signature missing", func(f [][]byte) [][]byte { f[3] = nil; return f }, ErrMissingSignature},
+		{"signature wrong", func(f [][]byte) [][]byte { f[3] = bytes.Repeat([]byte("0"), 64); return f }, ErrBadSignature},
+		{"signature short", func(f [][]byte) [][]byte { f[3] = f[3][:10]; return f }, ErrBadSignature},
+		{"no delimiter", func(f [][]byte) [][]byte { f[2] = []byte("nope"); return f }, ErrNoDelimiter},
+		{"too few frames", func(f [][]byte) [][]byte { return f[:6] }, ErrTooFewFrames},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := make([][]byte, len(frames))
+			for i := range frames {
+				cp[i] = bytes.Clone(frames[i])
+			}
+			_, err := s.Decode(tt.mutate(cp))
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	// Signed with another key.
+	other := mustSigner(t, "other")
+	f2, _ := other.Encode(sample())
+	if _, err := s.Decode(f2); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("foreign key: err = %v", err)
+	}
+}
+
+func TestMalformed(t *testing.T) {
+	s := mustSigner(t, "")
+	base := func(h, p, m, c string) [][]byte {
+		return [][]byte{[]byte(Delimiter), nil, []byte(h), []byte(p), []byte(m), []byte(c)}
+	}
+	good := `{"msg_id":"1","msg_type":"x","session":"s","username":"u","date":"","version":"5.3"}`
+	tests := []struct {
+		name   string
+		frames [][]byte
+	}{
+		{"header not json", base(`{`, `{}`, `{}`, `{}`)},
+		{"header no type", base(`{"msg_id":"1"}`, `{}`, `{}`, `{}`)},
+		{"header wrong types", base(`{"msg_id":1,"msg_type":[]}`, `{}`, `{}`, `{}`)},
+		{"content array", base(good, `{}`, `{}`, `[]`)},
+		{"content truncated", base(good, `{}`, `{}`, `{"a":`)},
+		{"parent string", base(good, `"x"`, `{}`, `{}`)},
+		{"metadata empty", base(good, `{}`, ``, `{}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := s.Decode(tt.frames); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("err = %v, want ErrMalformed", err)
+			}
+		})
+	}
+	if _, err := s.Decode(base(good, `{}`, `{}`, `{}`)); err != nil {
+		t.Fatalf("good message rejected: %v", err)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	s, _ := NewSigner("", nil, Limits{MaxFrames: 10, MaxBytes: 1000})
+	many := make([][]byte, 11)
+	if _, err := s.Decode(many); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("frames: err = %v", err)
+	}
+	big := [][]byte{[]byte(Delimiter), nil, make([]byte, 1001), nil, nil, nil}
+	if _, err := s.Decode(big); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("bytes: err = %v", err)
+	}
+	if _, err := NewSigner("hmac-md5", nil, Limits{}); err == nil {
+		t.Fatal("unsupported scheme accepted")
+	}
+}
+
+func TestUnsignedMode(t *testing.T) {
+	s := mustSigner(t, "")
+	frames, _ := s.Encode(sample())
+	if len(frames[3]) != 0 {
+		t.Fatalf("unsigned mode produced signature %q", frames[3])
+	}
+	if _, err := s.Decode(frames); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConnectionFile(t *testing.T) {
+	ci, err := NewConnectionInfo("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range []int{ci.ShellPort, ci.IOPubPort, ci.StdinPort, ci.ControlPort, ci.HBPort} {
+		if seen[p] {
+			t.Fatalf("duplicate port %d", p)
+		}
+		seen[p] = true
+	}
+	if len(ci.Key) != 64 {
+		t.Fatalf("key %q", ci.Key)
+	}
+	path := filepath.Join(t.TempDir(), "sub", "kernel-1.json")
+	if err := WriteConnectionFile(path, ci); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode = %v, want 0600", st.Mode().Perm())
+	}
+	back, err := ReadConnectionFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *back != *ci {
+		t.Fatalf("read back %+v, want %+v", back, ci)
+	}
+	if got := ci.Addr(ci.ShellPort); !strings.HasPrefix(got, "tcp://127.0.0.1:") {
+		t.Fatalf("addr %q", got)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"transport":"tcp","ip":"127.0.0.1","shell_port":0}`), 0o600)
+	if _, err := ReadConnectionFile(bad); err == nil || !strings.Contains(err.Error(), "shell_port") {
+		t.Fatalf("bad file: err = %v", err)
+	}
+	os.WriteFile(bad, []byte(`{not json`), 0o600)
+	if _, err := ReadConnectionFile(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("broken file: err = %v", err)
+	}
+}
+
+func TestSessionIDsDiffer(t *testing.T) {
+	if NewSessionID() == NewSessionID() {
+		t.Fatal("session ids repeat")
+	}
+}
+
+func BenchmarkEncodeDecode(b *testing.B) {
+	s := mustSigner(b, "secret")
+	m := sample()
+	b.ReportAllocs()
+	for b.Loop() {
+		frames, _ := s.Encode(m)
+		if _, err := s.Decode(frames); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -110,9 +110,9 @@ func TestAPIValidate(t *testing.T) {
 func TestDecodeAPIStrict(t *testing.T) {
 	bad := map[string]string{
 		`{"role":"user","content":[{"type":"text","text":"a","cache_control":{}}]}`: "cache_control",
-		`{"role":"user","content":"hello"}`:                                          "content",
-		`{"role":"user","content":[{"type":"text","text":"a"}]}x`:                    "",
-		`{"role":"user","content":[]}`:                                               "content",
+		`{"role":"user","content":"hello"}`:                                         "content",
+		`{"role":"user","content":[{"type":"text","text":"a"}]}x`:                   "",
+		`{"role":"user","content":[]}`:                                              "content",
 	}
 	for in, want := range bad {
 		_, err := DecodeAPI([]byte(in))

@@ -1,0 +1,35 @@
+// Package store is agentkernel's embedded database: sessions, the two
+// histories of every session (UI messages the user sees, API messages the
+// model is sent), full-text search, derived titles, previews, archive on
+// delete, JSONL export/import and rewinds applied as one transaction.
+//
+// Start with Open, which creates (or migrates) the SQLite database
+// agentkernel.db in the data directory (see DataDir and Options.Dir), and
+// call Close when done. CreateSession makes a session; AppendUI/AppendAPI
+// add completed messages; AppendUI with a partial message followed by
+// UpdateUI streams one message with debounced writes; Flush writes pending
+// streaming updates now (call it on SIGTERM and before shutdown).
+//
+// Durability: every method that records a completed message returns only
+// after the transaction holding it has committed. The database runs in WAL
+// mode with synchronous=NORMAL by default: a commit has written the WAL
+// frames to the operating system before it returns, so killing the process
+// at any moment (SIGKILL, a panic) loses no completed message and cannot
+// corrupt the database. Only a power failure or kernel crash can lose the
+// most recent commits; Options.Sync = SyncFull closes that gap at the cost of
+// an fsync per commit (about 200 µs on the reference machine, which would
+// break the 200 µs append budget). A message still streaming when the process
+// dies keeps the text of its last debounced write and stays marked partial.
+//
+// Ownership: a Store owns two connection pools (one writer connection, several
+// read-only connections) and one background goroutine that writes debounced
+// streaming updates; Close stops it and waits for it. Rewind logic lives in
+// package rewind: the store only persists a rewind's result (ApplyRewind) or
+// computes it with package rewind on the stored histories (Rewind).
+//
+// Files: store.go (Open, Close, connections), options.go, errors.go,
+// schema.go (migrations), sessions.go (sessions, listing, titles, archive),
+// append.go and stream.go (writes and debounced streaming updates), query.go
+// (paged loads, recent, counts, pairs), search.go (FTS5), preview.go and
+// summary.go (previews and tool summaries), rewind.go, export.go (JSONL).
+package store

@@ -1,0 +1,111 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// EnvDataDir names the environment variable that overrides the data directory.
+const EnvDataDir = "AGENTKERNEL_DATA_DIR"
+
+// FileName is the name of the database file inside the data directory.
+const FileName = "agentkernel.db"
+
+// Sync selects how hard a commit pushes data towards the disk.
+type Sync int
+
+const (
+	// SyncNormal (the default) commits by writing the WAL to the operating
+	// system: safe against any process crash, including SIGKILL. A power
+	// failure may roll back the last few commits, never corrupt the file.
+	SyncNormal Sync = iota
+	// SyncFull also fsyncs the WAL on every commit: safe against power loss,
+	// at the cost of one fsync per write.
+	SyncFull
+)
+
+func (s Sync) pragma() string {
+	if s == SyncFull {
+		return "FULL"
+	}
+	return "NORMAL"
+}
+
+// Options configure Open. The zero value works: every field documents its
+// default, which Open applies on a copy.
+type Options struct {
+	// Dir is the data directory holding agentkernel.db. Default: DataDir().
+	// The directory is created (mode 0700) when missing.
+	Dir string
+	// Path, when set, is the database file itself and overrides Dir.
+	Path string
+	// Sync is the commit durability. Default SyncNormal (see package doc).
+	Sync Sync
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// process before it fails with ErrLocked. Default 5s.
+	BusyTimeout time.Duration
+	// Debounce is the longest a streaming (partial) UI message update waits
+	// before it is written. Default 500ms. Completed messages are never
+	// debounced.
+	Debounce time.Duration
+	// Readers is the size of the read-only connection pool. Default 4.
+	Readers int
+	// Logger receives debug and error logs. Default: a null logger.
+	Logger hclog.Logger
+	// Now is the clock for session timestamps. Default time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Path == "" {
+		if o.Dir == "" {
+			d, err := DataDir()
+			if err != nil {
+				return o, err
+			}
+			o.Dir = d
+		}
+		o.Path = filepath.Join(o.Dir, FileName)
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = 500 * time.Millisecond
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o, nil
+}
+
+// DataDir resolves the data directory: $AGENTKERNEL_DATA_DIR when set, else
+// $XDG_DATA_HOME/agentkernel, else ~/.local/share/agentkernel. It does not
+// create the directory.
+func DataDir() (string, error) {
+	if d := os.Getenv(EnvDataDir); d != "" {
+		return filepath.Clean(d), nil
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "agentkernel"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		if err == nil {
+			err = errors.New("empty home directory")
+		}
+		return "", fmt.Errorf("store: resolve data directory: %w (set %s)", err, EnvDataDir)
+	}
+	return filepath.Join(home, ".local", "share", "agentkernel"), nil
+}

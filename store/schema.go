@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations[i] moves the schema from user_version i to i+1. Append only:
+// never edit a migration that has shipped.
+var migrations = []string{
+	// 1: sessions, both histories, FTS5 over UI text.
+	`
+CREATE TABLE sessions (
+	pk                 INTEGER PRIMARY KEY,
+	id                 TEXT    NOT NULL UNIQUE,      -- uuid
+	created_at         INTEGER NOT NULL,             -- unix ms
+	updated_at         INTEGER NOT NULL,             -- unix ms
+	display_name       TEXT    NOT NULL DEFAULT '',
+	model              TEXT    NOT NULL DEFAULT '',
+	provider           TEXT    NOT NULL DEFAULT '',
+	mode               TEXT    NOT NULL DEFAULT '',
+	workspace          TEXT    NOT NULL DEFAULT '',
+	tokens_in          INTEGER NOT NULL DEFAULT 0,
+	tokens_out         INTEGER NOT NULL DEFAULT 0,
+	cache_writes       INTEGER NOT NULL DEFAULT 0,
+	cache_reads        INTEGER NOT NULL DEFAULT 0,
+	cost               REAL    NOT NULL DEFAULT 0,
+	message_count      INTEGER NOT NULL DEFAULT 0,   -- UI history rows
+	api_count          INTEGER NOT NULL DEFAULT 0,   -- API history rows
+	first_user_message TEXT    NOT NULL DEFAULT '',  -- denormalised, cut to firstUserKeep
+	last_message       TEXT    NOT NULL DEFAULT '',  -- denormalised preview source
+	last_role          TEXT    NOT NULL DEFAULT '',
+	archived_at        INTEGER,                      -- unix ms, NULL when live
+	archive_reason     TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX sessions_updated ON sessions(updated_at);
+
+CREATE TABLE ui_messages (
+	seq        INTEGER PRIMARY KEY,   -- append order; a history is ORDER BY seq
+	session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+	ts         INTEGER NOT NULL,
+	type       TEXT    NOT NULL,      -- ask | say
+	kind       TEXT    NOT NULL,      -- the ask or say kind
+	role       TEXT    NOT NULL,      -- user | assistant | tool | system (for previews)
+	text       TEXT    NOT NULL,      -- full text (text, else reasoning), FTS source
+	partial    INTEGER NOT NULL,
+	payload    TEXT    NOT NULL       -- the message as JSON
+);
+CREATE UNIQUE INDEX ui_session_ts ON ui_messages(session_pk, ts);
+CREATE INDEX ui_session ON ui_messages(session_pk);
+
+CREATE TABLE api_messages (
+	seq        INTEGER PRIMARY KEY,
+	session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+	ts         INTEGER NOT NULL,      -- 0 when the message has none
+	role       TEXT    NOT NULL,      -- user | assistant
+	kind       TEXT    NOT NULL,      -- summary | truncation_marker | first block type
+	text       TEXT    NOT NULL,      -- PlainText()
+	payload    TEXT    NOT NULL
+);
+CREATE INDEX api_session_ts ON api_messages(session_pk, ts);
+CREATE INDEX api_session ON api_messages(session_pk);
+
+CREATE VIRTUAL TABLE ui_fts USING fts5(
+	text, content='ui_messages', content_rowid='seq',
+	tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER ui_fts_ai AFTER INSERT ON ui_messages BEGIN
+	INSERT INTO ui_fts(rowid, text) VALUES (new.seq, new.text);
+END;
+CREATE TRIGGER ui_fts_ad AFTER DELETE ON ui_messages BEGIN
+	INSERT INTO ui_fts(ui_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+END;
+CREATE TRIGGER ui_fts_au AFTER UPDATE OF text ON ui_messages BEGIN
+	INSERT INTO ui_fts(ui_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+	INSERT INTO ui_fts(rowid, text) VALUES (new.seq, new.text);
+END;
+`,
+}
+
+// SchemaVersion is the user_version this build writes.
+var SchemaVersion = len(migrations)
+
+// migrate brings the schema to SchemaVersion, one transaction per step. A
+// database written by a newer build is refused rather than guessed at.
+// Each step re-reads user_version under the write lock, so two processes
+// opening a fresh data directory at once migrate it exactly once.
+func migrate(ctx context.Context, db *sql.DB) error {
+	for {
+		done, err := migrateStep(ctx, db)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE on the writer
+	if err != nil {
+		return false, fmt.Errorf("begin migration: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return false, fmt.Errorf("read schema version: %w", err)
+	}
+	switch {
+	case v > len(migrations):
+		return false, fmt.Errorf("schema version %d is newer than this build supports (%d)", v, len(migrations))
+	case v == len(migrations):
+		return true, nil
+	}
+	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+		return false, fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+		return false, fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migrate schema %d→%d: commit: %w", v, v+1, err)
+	}
+	return false, nil
+}

@@ -1,0 +1,349 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Session is one conversation: its metadata, running totals and the
+// denormalised fields that let listings skip loading the histories.
+type Session struct {
+	ID          string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	DisplayName string // set by the user; empty when never named
+	// Title is derived (DeriveTitle): the display name, else the first user
+	// message cut to 60 characters at a word boundary, else id prefix + date.
+	Title     string
+	Model     string
+	Provider  string
+	Mode      string
+	Workspace string
+	Usage     Usage
+	// MessageCount is the number of UI messages; APICount of API messages.
+	MessageCount int
+	APICount     int
+	// FirstUserMessage is the first thing the user wrote (cut to 1,000
+	// characters); LastMessage is a preview of the last shown message,
+	// cut to ListOptions.PreviewChars in listings.
+	FirstUserMessage string
+	LastMessage      string
+	LastRole         string
+	// ArchivedAt is zero for a live session.
+	ArchivedAt    time.Time
+	ArchiveReason string
+}
+
+// Archived reports whether the session is archived.
+func (s Session) Archived() bool { return !s.ArchivedAt.IsZero() }
+
+// Usage is a session's token and cost totals.
+type Usage struct {
+	TokensIn    int64
+	TokensOut   int64
+	CacheWrites int64
+	CacheReads  int64
+	Cost        float64 // USD
+}
+
+// NewSession describes a session to create. ID defaults to a fresh UUID.
+type NewSession struct {
+	ID          string
+	DisplayName string
+	Model       string
+	Provider    string
+	Mode        string
+	Workspace   string
+}
+
+// SessionUpdate changes the fields that are non-nil.
+type SessionUpdate struct {
+	DisplayName *string
+	Model       *string
+	Provider    *string
+	Mode        *string
+	Workspace   *string
+}
+
+const (
+	titleMax      = 60   // runes in a title derived from the first user message
+	firstUserKeep = 1000 // runes of the first user message kept on the session row
+	lastKeep      = 1000 // runes of the last message kept on the session row
+)
+
+func (s *Store) nowMS() int64 { return s.opts.Now().UnixMilli() }
+
+// CreateSession creates a session. A duplicate id gives ErrExists.
+func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, error) {
+	if ns.ID == "" {
+		ns.ID = uuid.NewString()
+	}
+	now := s.nowMS()
+	err := s.writeTx(ctx, "create session "+ns.ID, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions
+			(id, created_at, updated_at, display_name, model, provider, mode, workspace)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			ns.ID, now, now, ns.DisplayName, ns.Model, ns.Provider, ns.Mode, ns.Workspace)
+		if isConstraint(err) {
+			return fmt.Errorf("session %s: %w", ns.ID, ErrExists)
+		}
+		return err
+	})
+	if err != nil {
+		return Session{}, err
+	}
+	return s.GetSession(ctx, ns.ID)
+}
+
+const sessionCols = `id, created_at, updated_at, display_name, model, provider, mode, workspace,
+	tokens_in, tokens_out, cache_writes, cache_reads, cost, message_count, api_count,
+	first_user_message, last_message, last_role, archived_at, archive_reason`
+
+func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
+	var (
+		ss               Session
+		created, updated int64
+		archived         sql.NullInt64
+	)
+	err := sc.Scan(&ss.ID, &created, &updated, &ss.DisplayName, &ss.Model, &ss.Provider, &ss.Mode,
+		&ss.Workspace, &ss.Usage.TokensIn, &ss.Usage.TokensOut, &ss.Usage.CacheWrites,
+		&ss.Usage.CacheReads, &ss.Usage.Cost, &ss.MessageCount, &ss.APICount,
+		&ss.FirstUserMessage, &ss.LastMessage, &ss.LastRole, &archived, &ss.ArchiveReason)
+	if err != nil {
+		return ss, err
+	}
+	ss.CreatedAt = time.UnixMilli(created)
+	ss.UpdatedAt = time.UnixMilli(updated)
+	if archived.Valid {
+		ss.ArchivedAt = time.UnixMilli(archived.Int64)
+	}
+	ss.Title = DeriveTitle(ss.ID, ss.DisplayName, ss.FirstUserMessage, ss.CreatedAt)
+	return ss, nil
+}
+
+// GetSession returns one session, archived or not.
+func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
+	var ss Session
+	err := s.readTx(ctx, "get session "+id, func(tx *sql.Tx) error {
+		var err error
+		ss, err = scanSession(tx.QueryRowContext(ctx, "SELECT "+sessionCols+" FROM sessions WHERE id = ?", id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		return err
+	})
+	return ss, err
+}
+
+// UpdateSession sets the non-nil fields of u and bumps updated_at.
+func (s *Store) UpdateSession(ctx context.Context, id string, u SessionUpdate) error {
+	return s.writeTx(ctx, "update session "+id, func(tx *sql.Tx) error {
+		set := []string{"updated_at = ?"}
+		args := []any{s.nowMS()}
+		for _, f := range []struct {
+			col string
+			v   *string
+		}{{"display_name", u.DisplayName}, {"model", u.Model}, {"provider", u.Provider}, {"mode", u.Mode}, {"workspace", u.Workspace}} {
+			if f.v != nil {
+				set = append(set, f.col+" = ?")
+				args = append(args, *f.v)
+			}
+		}
+		args = append(args, id)
+		return expectOne(tx.ExecContext(ctx, "UPDATE sessions SET "+strings.Join(set, ", ")+" WHERE id = ?", args...))(id)
+	})
+}
+
+// AddUsage adds u to the session's token and cost totals.
+func (s *Store) AddUsage(ctx context.Context, id string, u Usage) error {
+	return s.writeTx(ctx, "add usage "+id, func(tx *sql.Tx) error {
+		return expectOne(tx.ExecContext(ctx, `UPDATE sessions SET tokens_in = tokens_in + ?,
+			tokens_out = tokens_out + ?, cache_writes = cache_writes + ?, cache_reads = cache_reads + ?,
+			cost = cost + ?, updated_at = ? WHERE id = ?`,
+			u.TokensIn, u.TokensOut, u.CacheWrites, u.CacheReads, u.Cost, s.nowMS(), id))(id)
+	})
+}
+
+// expectOne turns "no row changed" into ErrNotFound for session id.
+func expectOne(res sql.Result, err error) func(id string) error {
+	return func(id string) error {
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+		}
+		return nil
+	}
+}
+
+// Archive is delete: the session leaves listings but stays restorable,
+// with the reason and time recorded. Archiving twice keeps the first time.
+func (s *Store) Archive(ctx context.Context, id, reason string) error {
+	if reason == "" {
+		reason = "deleted"
+	}
+	return s.writeTx(ctx, "archive session "+id, func(tx *sql.Tx) error {
+		return expectOne(tx.ExecContext(ctx, `UPDATE sessions SET archived_at = coalesce(archived_at, ?),
+			archive_reason = ? WHERE id = ?`, s.nowMS(), reason, id))(id)
+	})
+}
+
+// Restore undoes Archive.
+func (s *Store) Restore(ctx context.Context, id string) error {
+	return s.writeTx(ctx, "restore session "+id, func(tx *sql.Tx) error {
+		return expectOne(tx.ExecContext(ctx, `UPDATE sessions SET archived_at = NULL, archive_reason = ''
+			WHERE id = ?`, id))(id)
+	})
+}
+
+// Purge deletes a session and both its histories for good.
+func (s *Store) Purge(ctx context.Context, id string) error {
+	s.strm.forget(id)
+	return s.writeTx(ctx, "purge session "+id, func(tx *sql.Tx) error {
+		return expectOne(tx.ExecContext(ctx, "DELETE FROM sessions WHERE id = ?", id))(id)
+	})
+}
+
+// ArchiveFilter selects sessions by archive state.
+type ArchiveFilter int
+
+const (
+	LiveOnly     ArchiveFilter = iota // the default: sessions not archived
+	ArchivedOnly                      // only archived sessions
+	AllSessions                       // both
+)
+
+// ListOptions select and shape ListSessions' answer. The zero value lists
+// live sessions, newest first, 50 at most.
+type ListOptions struct {
+	// Search, when set, keeps sessions whose title, first user message or
+	// id contains it (case-insensitive for ASCII).
+	Search string
+	// Limit caps the answer (default 50; negative means no limit).
+	Limit  int
+	Offset int
+	// Archived selects by archive state (default LiveOnly).
+	Archived ArchiveFilter
+	// PreviewChars cuts each LastMessage (default 120 characters).
+	PreviewChars int
+}
+
+// ListSessions lists sessions, most recently updated first, with derived
+// titles and last-message previews, without loading any history.
+func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, error) {
+	if o.Limit == 0 {
+		o.Limit = 50
+	}
+	if o.PreviewChars <= 0 {
+		o.PreviewChars = 120
+	}
+	var where []string
+	var args []any
+	switch o.Archived {
+	case LiveOnly:
+		where = append(where, "archived_at IS NULL")
+	case ArchivedOnly:
+		where = append(where, "archived_at IS NOT NULL")
+	}
+	if q := strings.TrimSpace(o.Search); q != "" {
+		pat := "%" + likeEscape(q) + "%"
+		where = append(where, `(display_name LIKE ? ESCAPE '\' OR first_user_message LIKE ? ESCAPE '\' OR id LIKE ? ESCAPE '\')`)
+		args = append(args, pat, pat, pat)
+	}
+	query := "SELECT " + sessionCols + " FROM sessions"
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY updated_at DESC, pk DESC LIMIT ? OFFSET ?"
+	args = append(args, o.Limit, max(o.Offset, 0))
+	var out []Session
+	err := s.readTx(ctx, "list sessions", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			ss, err := scanSession(rows)
+			if err != nil {
+				return err
+			}
+			ss.LastMessage = cutRunes(ss.LastMessage, o.PreviewChars)
+			out = append(out, ss)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// DeriveTitle is the session title rule: displayName when set; else the
+// first user message, whitespace collapsed, cut to 60 characters at a word
+// boundary with "…" (TruncateTitle); else the first 8 characters of the id
+// and the creation date, "1b9d6bcd (2026-11-03)".
+func DeriveTitle(id, displayName, firstUser string, created time.Time) string {
+	if t := strings.TrimSpace(displayName); t != "" {
+		return t
+	}
+	if t := strings.Join(strings.Fields(firstUser), " "); t != "" {
+		return TruncateTitle(t, titleMax)
+	}
+	prefix := id
+	if utf8.RuneCountInString(prefix) > 8 {
+		prefix = string([]rune(prefix)[:8])
+	}
+	if created.IsZero() {
+		return prefix
+	}
+	return prefix + " (" + created.UTC().Format("2006-01-02") + ")"
+}
+
+// TruncateTitle cuts text to at most maxLen characters: text that fits is
+// returned as is; otherwise the first maxLen-1 characters are kept, cut back
+// to the last space when that space lies past 60% of maxLen, and "…" is
+// appended.
+func TruncateTitle(text string, maxLen int) string {
+	r := []rune(text)
+	if len(r) <= maxLen {
+		return text
+	}
+	cut := r[:maxLen-1]
+	last := -1
+	for i := len(cut) - 1; i >= 0; i-- {
+		if cut[i] == ' ' {
+			last = i
+			break
+		}
+	}
+	if float64(last) > float64(maxLen)*0.6 {
+		return string(cut[:last]) + "…"
+	}
+	return string(cut) + "…"
+}
+
+// cutRunes cuts s to at most n characters, the last being "…" when cut.
+func cutRunes(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

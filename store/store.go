@@ -1,0 +1,224 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Store is the session database. All methods are safe for concurrent use by
+// multiple goroutines: reads run on a pool of read-only connections and see
+// the last committed state (WAL snapshots), while writes are serialised on
+// one writer connection. Several processes may open the same file.
+//
+// The caller must call Close, which flushes debounced streaming updates.
+type Store struct {
+	path  string
+	opts  Options
+	log   hclog.Logger
+	w     *sql.DB // exactly one connection: every write goes through it
+	r     *sql.DB // read-only pool
+	strm  *streamer
+	close sync.Once
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// Open opens (creating and migrating when needed) the database named by
+// opts. Errors name the file and the cause; a file that is not a database
+// matches ErrCorrupt, one held by another process matches ErrLocked.
+func Open(opts Options) (*Store, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{path: o.Path, opts: o, log: o.Logger.Named("store"), done: make(chan struct{})}
+	if strings.ContainsAny(o.Path, "?#") {
+		return nil, s.wrap("open", errors.New("the path must not contain '?' or '#'"))
+	}
+	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
+		return nil, s.wrap("open", fmt.Errorf("create data directory: %w", err))
+	}
+	if err := s.openPools(); err != nil {
+		return nil, err
+	}
+	s.strm = newStreamer(s)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.strm.run(s.done)
+	}()
+	s.log.Debug("opened", "path", o.Path, "schema", SchemaVersion)
+	return s, nil
+}
+
+func (s *Store) dsn(readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous("+s.opts.Sync.pragma()+")")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		// IMMEDIATE takes the write lock at BEGIN, so a transaction never
+		// fails half-way when it upgrades from read to write.
+		q.Set("_txlock", "immediate")
+	}
+	return s.path + "?" + q.Encode()
+}
+
+func (s *Store) openPools() error {
+	ctx := context.Background()
+	w, err := sql.Open("sqlite", s.dsn(false))
+	if err != nil {
+		return s.wrap("open", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	fail := func(err error) error {
+		w.Close()
+		return s.wrap("open", err)
+	}
+	// journal_mode=WAL is persistent; setting it needs the file, so it is
+	// also the first check that the file is a database at all.
+	var mode string
+	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		return fail(err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("journal_mode is %q, want wal", mode))
+	}
+	if err := migrate(ctx, w); err != nil {
+		return fail(err)
+	}
+	r, err := sql.Open("sqlite", s.dsn(true))
+	if err != nil {
+		return fail(err)
+	}
+	r.SetMaxOpenConns(s.opts.Readers)
+	r.SetMaxIdleConns(s.opts.Readers)
+	if err := r.PingContext(ctx); err != nil {
+		r.Close()
+		return fail(err)
+	}
+	s.w, s.r = w, r
+	return nil
+}
+
+// Path returns the database file.
+func (s *Store) Path() string { return s.path }
+
+// Flush writes every pending streaming update now and reports the first
+// error a debounced write met since the last Flush. Call it on SIGTERM.
+func (s *Store) Flush(ctx context.Context) error {
+	if s.isClosed() {
+		return s.wrap("flush", net.ErrClosed)
+	}
+	return s.strm.flush(ctx)
+}
+
+// Close flushes pending streaming updates, stops the background writer and
+// closes the database. It is idempotent; calls after the first return
+// net.ErrClosed.
+func (s *Store) Close() error {
+	err := error(net.ErrClosed)
+	s.close.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout+time.Second)
+		defer cancel()
+		ferr := s.strm.flush(ctx)
+		close(s.done)
+		s.wg.Wait()
+		err = errors.Join(ferr, s.wrap("close", s.r.Close()), s.wrap("close", s.w.Close()))
+	})
+	return err
+}
+
+func (s *Store) isClosed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeTx runs fn in one write transaction (BEGIN IMMEDIATE) and commits.
+// When it returns nil the changes are committed (see the package doc for
+// what that guarantees).
+func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	if s.isClosed() {
+		return s.wrap(op, net.ErrClosed)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap(op, fmt.Errorf("begin: %w", err))
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback() //nolint:errcheck // the first error is the one to report
+		return s.wrap(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.wrap(op, fmt.Errorf("commit: %w", err))
+	}
+	return nil
+}
+
+// readTx runs fn in one read transaction: a consistent snapshot.
+func (s *Store) readTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	if s.isClosed() {
+		return s.wrap(op, net.ErrClosed)
+	}
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return s.wrap(op, fmt.Errorf("begin: %w", err))
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	return s.wrap(op, fn(tx))
+}
+
+// IntegrityCheck runs PRAGMA integrity_check and checks that the FTS index
+// agrees with the UI history. It reads the whole file: for tests and
+// `agentkernel sessions check`, not for every open.
+func (s *Store) IntegrityCheck(ctx context.Context) error {
+	if s.isClosed() {
+		return s.wrap("integrity check", net.ErrClosed)
+	}
+	rows, err := s.w.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return s.wrap("integrity check", err)
+	}
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			rows.Close()
+			return s.wrap("integrity check", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return s.wrap("integrity check", err)
+	}
+	if len(problems) > 0 {
+		return s.wrap("integrity check", fmt.Errorf("%w: %s", ErrCorrupt, strings.Join(problems, "; ")))
+	}
+	if _, err := s.w.ExecContext(ctx, "INSERT INTO ui_fts(ui_fts, rank) VALUES('integrity-check', 1)"); err != nil {
+		return s.wrap("integrity check", fmt.Errorf("full-text index: %w", err))
+	}
+	return nil
+}

@@ -22,7 +22,8 @@ type Options struct {
 
 // Result is the outcome of a rewind.
 type Result struct {
-	// UI and API are the new histories; fresh slices, never the inputs.
+	// UI and API are the new histories: fresh slices, never the inputs
+	// (see the package doc for what their messages share with the inputs).
 	UI  []messages.UIMessage
 	API []messages.APIMessage
 	// Changed is false when UI and API equal the inputs.

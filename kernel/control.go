@@ -1,0 +1,60 @@
+package kernel
+
+import (
+	"context"
+
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+// readControl owns the control socket and handles its requests on this
+// goroutine, so they are answered while shell is busy.
+func (s *Server) readControl(ctx context.Context) {
+	s.recvLoop(ctx, "control", s.control.Socket, func(m *wire.Message) {
+		s.handle(ctx, Control, s.control, m)
+	})
+}
+
+// Interrupt interrupts the running request as an interrupt_request would.
+// It is what a SIGINT handler calls.
+func (s *Server) Interrupt(ctx context.Context) error {
+	s.log.Info("interrupt")
+	return s.cfg.Handler.Interrupt(ctx)
+}
+
+func (s *Server) handleInterrupt(ctx context.Context, r *Request) {
+	content := map[string]any{"status": "ok"}
+	if err := s.Interrupt(ctx); err != nil {
+		s.log.Warn("interrupt failed", "error", err)
+		content = map[string]any{"status": "error", "ename": "InterruptError", "evalue": err.Error(), "traceback": []string{}}
+	}
+	if err := r.Reply("interrupt_reply", content); err != nil {
+		s.log.Debug("interrupt_reply failed", "error", err)
+	}
+}
+
+func (s *Server) handleShutdown(ctx context.Context, r *Request) {
+	var c struct {
+		Restart bool `json:"restart"`
+	}
+	_ = r.Msg.DecodeContent(&c)
+	s.log.Info("shutdown requested", "restart", c.Restart, "channel", r.Channel)
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+	err := s.cfg.Handler.Shutdown(sctx, c.Restart)
+	cancel()
+	content := map[string]any{"status": "ok", "restart": c.Restart}
+	if err != nil {
+		s.log.Warn("shutdown handler failed", "error", err)
+		content = map[string]any{"status": "error", "restart": c.Restart, "ename": "ShutdownError", "evalue": err.Error(), "traceback": []string{}}
+	}
+	if err := r.Reply("shutdown_reply", content); err != nil {
+		s.log.Debug("shutdown_reply failed", "error", err)
+	}
+	// ipykernel also broadcasts the reply on iopub.
+	if err := r.Publish("shutdown_reply", content); err != nil {
+		s.log.Debug("publish shutdown_reply failed", "error", err)
+	}
+	select {
+	case s.shutdown <- c.Restart:
+	default:
+	}
+}

@@ -1,0 +1,45 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Handler gives the server its behaviour.
+//
+// HandleShell is called on the shell goroutine, one request at a time, in
+// arrival order, for every shell request except kernel_info_request and
+// shutdown_request; the server has already published status busy and will
+// publish idle when it returns. It answers with r.Reply (once, for request
+// types that have a reply) and publishes outputs with r.Publish. It returns
+// false for a message type it does not know; the server logs it.
+//
+// KernelInfo and Interrupt may be called from any goroutine, concurrently
+// with HandleShell, and must not block for long.
+type Handler interface {
+	// KernelInfo returns the content of a kernel_info_reply.
+	KernelInfo() KernelInfo
+	HandleShell(ctx context.Context, r *Request) bool
+	// Interrupt is called for interrupt_request and for SIGINT.
+	Interrupt(ctx context.Context) error
+	// Shutdown is called for shutdown_request before the reply is sent.
+	Shutdown(ctx context.Context, restart bool) error
+}
+
+// KernelInfo is the content of a kernel_info_reply.
+type KernelInfo struct {
+	Status                string          `json:"status"`
+	ProtocolVersion       string          `json:"protocol_version"`
+	Implementation        string          `json:"implementation"`
+	ImplementationVersion string          `json:"implementation_version"`
+	LanguageInfo          json.RawMessage `json:"language_info"`
+	Banner                string          `json:"banner"`
+	HelpLinks             []HelpLink      `json:"help_links"`
+	Debugger              bool            `json:"debugger"`
+}
+
+// HelpLink is one entry of KernelInfo.HelpLinks.
+type HelpLink struct {
+	Text string `json:"text"`
+	URL  string `json:"url"`
+}

@@ -1,0 +1,281 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+// Config configures a Server. Conn and Handler are required; the zero value
+// of every other field works.
+type Config struct {
+	Conn    *wire.ConnectionInfo
+	Handler Handler
+	// Logger receives the server's logs; default: hclog.NewNullLogger().
+	Logger hclog.Logger
+	// Limits bound incoming messages; zero means wire's defaults.
+	Limits wire.Limits
+	// QueueSize is how many shell requests may wait behind the running
+	// one before the shell reader stops reading. Default 1024.
+	QueueSize int
+	// ShutdownTimeout bounds Handler.Shutdown. Default 10s.
+	ShutdownTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = 1024
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// Server is a Jupyter kernel server. Create it with New and run it with
+// Serve. Interrupt may be called from any goroutine.
+type Server struct {
+	cfg     Config
+	log     hclog.Logger
+	signer  *wire.Signer
+	session string
+
+	shell, control, stdin *socket
+	iopub                 *socket
+	hb                    zmq4.Socket
+
+	queue    chan *wire.Message
+	shutdown chan bool // restart flag; buffered 1
+	stdinIn  chan *wire.Message
+
+	serveOnce sync.Once
+}
+
+// ErrClosed is returned by Serve when called twice.
+var ErrClosed = errors.New("kernel: server already served")
+
+// New checks cfg and returns a Server. It binds nothing yet.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Conn == nil {
+		return nil, errors.New("kernel: config has no connection info")
+	}
+	if cfg.Handler == nil {
+		return nil, errors.New("kernel: config has no handler")
+	}
+	if err := cfg.Conn.Validate(); err != nil {
+		return nil, fmt.Errorf("kernel: %w", err)
+	}
+	signer, err := wire.NewSigner(cfg.Conn.SignatureScheme, []byte(cfg.Conn.Key), cfg.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("kernel: %w", err)
+	}
+	if !signer.Enabled() {
+		cfg.Logger.Warn("connection file has no key: messages are not authenticated")
+	}
+	session := wire.NewSessionID()
+	return &Server{
+		cfg:      cfg,
+		log:      cfg.Logger.Named("kernel").With("session", session[:8]),
+		signer:   signer,
+		session:  session,
+		queue:    make(chan *wire.Message, cfg.QueueSize),
+		shutdown: make(chan bool, 1),
+		stdinIn:  make(chan *wire.Message, 16),
+	}, nil
+}
+
+// Session returns the kernel's session id, new for every Server.
+func (s *Server) Session() string { return s.session }
+
+// Serve binds the sockets and serves until ctx is done or a
+// shutdown_request has been answered. It returns nil after a shutdown
+// request, ctx.Err() when ctx ends, or the error that stopped it. Serve may
+// be called once.
+func (s *Server) Serve(ctx context.Context) error {
+	err := ErrClosed
+	s.serveOnce.Do(func() { err = s.serve(ctx) })
+	return err
+}
+
+func (s *Server) serve(parent context.Context) error {
+	// The sockets live as long as the server: their context is this one,
+	// cancelled only when Serve returns.
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	if err := s.bind(ctx); err != nil {
+		s.closeSockets()
+		return err
+	}
+	s.log.Info("listening", "ip", s.cfg.Conn.IP, "shell", s.cfg.Conn.ShellPort, "iopub", s.cfg.Conn.IOPubPort)
+
+	var wg sync.WaitGroup
+	run := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	run(s.readShell)
+	run(s.runShell)
+	run(s.readControl)
+	run(s.readStdin)
+	run(s.heartbeat)
+
+	var result error
+	select {
+	case <-parent.Done():
+		result = parent.Err()
+	case <-s.shutdown:
+	}
+	cancel()
+	s.closeSockets() // unblocks every Recv
+	wg.Wait()
+	return result
+}
+
+func (s *Server) bind(ctx context.Context) error {
+	c := s.cfg.Conn
+	listen := func(sock zmq4.Socket, name string, port int) error {
+		if err := sock.Listen(listenAddr(c, port)); err != nil {
+			return fmt.Errorf("kernel: bind %s on %s: %w", name, c.Addr(port), err)
+		}
+		return nil
+	}
+	zlog := zmq4.WithLogger(s.log.Named("zmq").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}))
+	s.shell = &socket{Socket: zmq4.NewRouter(ctx, zlog)}
+	s.control = &socket{Socket: zmq4.NewRouter(ctx, zlog)}
+	s.stdin = &socket{Socket: zmq4.NewRouter(ctx, zlog)}
+	s.iopub = &socket{Socket: zmq4.NewPub(ctx, zlog)}
+	s.hb = zmq4.NewRep(ctx, zlog)
+	for _, b := range []struct {
+		sock zmq4.Socket
+		name string
+		port int
+	}{
+		{s.shell.Socket, "shell", c.ShellPort},
+		{s.control.Socket, "control", c.ControlPort},
+		{s.stdin.Socket, "stdin", c.StdinPort},
+		{s.iopub.Socket, "iopub", c.IOPubPort},
+		{s.hb, "hb", c.HBPort},
+	} {
+		if err := listen(b.sock, b.name, b.port); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) closeSockets() {
+	for _, sock := range []*socket{s.shell, s.control, s.stdin, s.iopub} {
+		if sock != nil && sock.Socket != nil {
+			sock.Close()
+		}
+	}
+	if s.hb != nil {
+		s.hb.Close()
+	}
+}
+
+// socket serialises sends on one zmq4 socket; one goroutine owns Recv.
+type socket struct {
+	zmq4.Socket
+	mu sync.Mutex
+}
+
+func (s *socket) send(frames [][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Socket.SendMulti(zmq4.NewMsgFrom(frames...))
+}
+
+// recvLoop reads messages from sock until ctx ends, verifies them and calls
+// f for each valid one. Bad messages are logged and dropped.
+func (s *Server) recvLoop(ctx context.Context, name string, sock zmq4.Socket, f func(*wire.Message)) {
+	for {
+		msg, err := sock.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) {
+				return
+			}
+			s.log.Debug("receive failed", "channel", name, "error", err)
+			continue
+		}
+		m, err := s.signer.Decode(msg.Frames)
+		if err != nil {
+			s.log.Warn("dropped message", "channel", name, "error", err)
+			continue
+		}
+		f(m)
+	}
+}
+
+// send signs m and sends it on sock.
+func (s *Server) send(sock *socket, m *wire.Message) error {
+	frames, err := s.signer.Encode(m)
+	if err != nil {
+		return err
+	}
+	if err := sock.send(frames); err != nil {
+		return fmt.Errorf("kernel: send %s: %w", m.Header.MsgType, err)
+	}
+	return nil
+}
+
+// publish sends a message on iopub with the given parent header.
+func (s *Server) publish(parent *wire.Message, msgType string, content, metadata json.RawMessage, buffers [][]byte) error {
+	m := &wire.Message{
+		Identities: [][]byte{[]byte("kernel." + s.session + "." + msgType)},
+		Header:     wire.NewHeader(s.session, username(parent), msgType),
+		Metadata:   metadata,
+		Content:    content,
+		Buffers:    buffers,
+	}
+	if parent != nil {
+		m.ParentHeader = parent.RawHeader()
+	}
+	return s.send(s.iopub, m)
+}
+
+func username(parent *wire.Message) string {
+	if parent != nil && parent.Header.Username != "" {
+		return parent.Header.Username
+	}
+	return "kernel"
+}
+
+var (
+	statusBusy     = json.RawMessage(`{"execution_state":"busy"}`)
+	statusIdle     = json.RawMessage(`{"execution_state":"idle"}`)
+	statusStarting = json.RawMessage(`{"execution_state":"starting"}`)
+)
+
+func (s *Server) status(parent *wire.Message, state json.RawMessage) {
+	if err := s.publish(parent, "status", state, nil, nil); err != nil {
+		s.log.Debug("publish status failed", "error", err)
+	}
+}
+
+// listenAddr is the endpoint we bind: Jupyter's tcp endpoints go through
+// the guarded transport so that a hostile frame length cannot make zmq4
+// allocate without bound.
+func listenAddr(c *wire.ConnectionInfo, port int) string {
+	addr := c.Addr(port)
+	if c.Transport == "tcp" {
+		return guardedScheme + addr[len("tcp"):]
+	}
+	return addr
+}

@@ -1,0 +1,120 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+// readShell owns Recv on the shell socket and queues requests for runShell.
+func (s *Server) readShell(ctx context.Context) {
+	defer close(s.queue)
+	s.recvLoop(ctx, "shell", s.shell.Socket, func(m *wire.Message) {
+		select {
+		case s.queue <- m:
+		case <-ctx.Done():
+		}
+	})
+}
+
+// runShell handles queued shell requests one at a time.
+func (s *Server) runShell(ctx context.Context) {
+	for m := range s.queue {
+		if ctx.Err() != nil {
+			continue // drain until readShell closes the queue
+		}
+		r := s.handle(ctx, Shell, s.shell, m)
+		if r != nil && r.reply == "error" && stopOnError(m) {
+			s.abortQueued(ctx)
+		}
+	}
+}
+
+// handle runs one request on channel ch, bracketed by busy and idle.
+func (s *Server) handle(ctx context.Context, ch Channel, sock *socket, m *wire.Message) *Request {
+	s.status(m, statusBusy)
+	defer s.status(m, statusIdle)
+	r := &Request{Msg: m, Channel: ch, srv: s, sock: sock}
+	switch t := m.Header.MsgType; t {
+	case "kernel_info_request":
+		s.replyKernelInfo(r)
+	case "shutdown_request":
+		s.handleShutdown(ctx, r)
+	case "interrupt_request":
+		if ch != Control {
+			s.log.Warn("interrupt_request on shell ignored: it belongs on control")
+			return r
+		}
+		s.handleInterrupt(ctx, r)
+	default:
+		if ch == Control && t != "debug_request" {
+			s.log.Warn("unknown control message ignored", "msg_type", t)
+			return r
+		}
+		if !s.cfg.Handler.HandleShell(ctx, r) {
+			s.log.Warn("unknown message type ignored", "channel", ch, "msg_type", t)
+		}
+	}
+	return r
+}
+
+func (s *Server) replyKernelInfo(r *Request) {
+	info := s.cfg.Handler.KernelInfo()
+	if info.Status == "" {
+		info.Status = "ok"
+	}
+	if info.ProtocolVersion == "" {
+		info.ProtocolVersion = wire.ProtocolVersion
+	}
+	if info.HelpLinks == nil {
+		info.HelpLinks = []HelpLink{}
+	}
+	if len(info.LanguageInfo) == 0 {
+		info.LanguageInfo = json.RawMessage(`{"name":""}`)
+	}
+	if err := r.Reply("kernel_info_reply", info); err != nil {
+		s.log.Warn("kernel_info_reply failed", "error", err)
+	}
+}
+
+// stopOnError reports whether an execute_request asks to abort the queue
+// after an error (the spec's default is true).
+func stopOnError(m *wire.Message) bool {
+	if m.Header.MsgType != "execute_request" {
+		return false
+	}
+	c := struct {
+		StopOnError *bool `json:"stop_on_error"`
+	}{}
+	_ = json.Unmarshal(m.Content, &c)
+	return c.StopOnError == nil || *c.StopOnError
+}
+
+var abortedReply = json.RawMessage(`{"status":"aborted"}`)
+
+// abortQueued answers every execute_request already waiting in the queue
+// with status aborted (bracketed by busy/idle, as ipykernel does); other
+// requests found there are handled normally, in order.
+func (s *Server) abortQueued(ctx context.Context) {
+	for {
+		select {
+		case m, ok := <-s.queue:
+			if !ok || ctx.Err() != nil {
+				return
+			}
+			if m.Header.MsgType != "execute_request" {
+				s.handle(ctx, Shell, s.shell, m)
+				continue
+			}
+			s.status(m, statusBusy)
+			r := &Request{Msg: m, Channel: Shell, srv: s, sock: s.shell}
+			if err := r.ReplyRaw("execute_reply", abortedReply, nil, nil); err != nil {
+				s.log.Debug("abort reply failed", "error", err)
+			}
+			s.status(m, statusIdle)
+		default:
+			return
+		}
+	}
+}

@@ -97,7 +97,10 @@ func TestTamperedAndForged(t *testing.T) {
 		want   error
 	}{
 		{"content changed", func(f [][]byte) [][]byte { f[7] = []byte(`{"status":"evil"}`); return f }, ErrBadSignature},
-		{"header changed", func(f [][]byte) [][]byte { f[4] = bytes.Replace(f[4], []byte("execute_reply"), []byte("execute_rEply"), 1); return f }, ErrBadSignature},
+		{"header changed", func(f [][]byte) [][]byte {
+			f[4] = bytes.Replace(f[4], []byte("execute_reply"), []byte("execute_rEply"), 1)
+			return f
+		}, ErrBadSignature},
 		{"signature missing", func(f [][]byte) [][]byte { f[3] = nil; return f }, ErrMissingSignature},
 		{"signature wrong", func(f [][]byte) [][]byte { f[3] = bytes.Repeat([]byte("0"), 64); return f }, ErrBadSignature},
 		{"signature short", func(f [][]byte) [][]byte { f[3] = f[3][:10]; return f }, ErrBadSignature},

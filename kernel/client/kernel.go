@@ -1,0 +1,475 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+// Kernel is a launched kernel process and the Client connected to it. All
+// methods are safe for concurrent use; Interrupt, Restart and Shutdown are
+// serialised. Call Shutdown when done, also after the kernel died (it
+// releases the client, the connection file and any leftover processes).
+type Kernel struct {
+	spec     *Spec
+	opts     Options
+	log      hclog.Logger
+	conn     *wire.ConnectionInfo
+	connFile string
+	client   *Client
+
+	ops chan struct{} // cap 1: held by Interrupt, Restart, Shutdown
+
+	mu         sync.Mutex
+	proc       *process
+	expectExit bool // restarting or shutting down: an exit is not a death
+	shut       bool // Shutdown has run
+	err        error
+	done       chan struct{}
+	doneOnce   sync.Once
+
+	wg sync.WaitGroup // one wait goroutine per process
+}
+
+// process is one run of the kernel's argv.
+type process struct {
+	cmd    *exec.Cmd
+	pid    int
+	exited chan struct{} // closed when Wait returned
+	err    error         // Wait's result, set before exited closes
+}
+
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Start launches spec's kernel with a fresh connection file, in its own
+// process group (so a SIGINT to us does not reach it), and returns once the
+// kernel is ready: it answered kernel_info and iopub traffic was seen. ctx
+// and opts.StartTimeout bound the start only.
+func Start(ctx context.Context, spec *Spec, opts Options) (*Kernel, error) {
+	if spec == nil || len(spec.Argv) == 0 {
+		return nil, errors.New("client: start: kernelspec without argv")
+	}
+	opts = opts.withDefaults()
+	conn, err := wire.NewConnectionInfo("127.0.0.1")
+	if err != nil {
+		return nil, fmt.Errorf("client: start %s: %w", spec.Name, err)
+	}
+	conn.KernelName = spec.Name
+	connFile := filepath.Join(opts.ConnectionDir, "kernel-"+uuid.NewString()+".json")
+	if err := wire.WriteConnectionFile(connFile, conn); err != nil {
+		return nil, fmt.Errorf("client: start %s: %w", spec.Name, err)
+	}
+	c, err := newClient(conn, opts)
+	if err != nil {
+		os.Remove(connFile)
+		return nil, err
+	}
+	k := &Kernel{
+		spec:     spec,
+		opts:     opts,
+		log:      opts.Logger.Named("kernel").With("kernel", spec.Name),
+		conn:     conn,
+		connFile: connFile,
+		client:   c,
+		ops:      make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	c.onDead = k.die
+	if err := k.launchAndConnect(ctx); err != nil {
+		k.Shutdown(context.Background()) // kills what was launched, removes the file
+		return nil, fmt.Errorf("client: start %s: %w", spec.Name, err)
+	}
+	return k, nil
+}
+
+// launchAndConnect starts a process and connects the client to it.
+func (k *Kernel) launchAndConnect(ctx context.Context) error {
+	p, err := k.launch()
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	k.proc = p
+	k.expectExit = false
+	k.mu.Unlock()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancelT := context.WithTimeoutCause(ctx, k.opts.StartTimeout,
+		fmt.Errorf("client: kernel not ready within %v", k.opts.StartTimeout))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // fail fast if the process exits while starting
+		defer wg.Done()
+		select {
+		case <-p.exited:
+			cancel(fmt.Errorf("%w: process exited while starting: %v", ErrDead, p.err))
+		case <-ctx.Done():
+		}
+	}()
+	defer func() {
+		cancelT()
+		cancel(nil)
+		wg.Wait()
+	}()
+	if err := k.client.connect(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// connFileRe matches the argv templates jupyter_client substitutes.
+var templateRe = regexp.MustCompile(`\{(connection_file|resource_dir)\}`)
+
+// envRe matches ${VAR} in kernelspec env values.
+var envRe = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// launch starts the kernel process and the goroutine that waits for it.
+func (k *Kernel) launch() (*process, error) {
+	argv := make([]string, len(k.spec.Argv))
+	for i, a := range k.spec.Argv {
+		argv[i] = templateRe.ReplaceAllStringFunc(a, func(m string) string {
+			if m == "{connection_file}" {
+				return k.connFile
+			}
+			return k.spec.Dir
+		})
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	env := os.Environ()
+	for key, v := range k.spec.Env {
+		v = envRe.ReplaceAllStringFunc(v, func(m string) string {
+			if val, ok := os.LookupEnv(m[2 : len(m)-1]); ok {
+				return val
+			}
+			return m
+		})
+		env = append(env, key+"="+v)
+	}
+	env = append(env, k.opts.Env...)
+	// ipykernel exits when this process goes away.
+	env = append(env, "JPY_PARENT_PID="+strconv.Itoa(os.Getpid()))
+	cmd.Env = env
+	cmd.Dir = k.opts.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout := &lineLogger{log: k.log.Named("stdout"), level: hclog.Debug}
+	stderr := &lineLogger{log: k.log.Named("stderr"), level: hclog.Info}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// A grandchild holding the pipes must not delay noticing the exit.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("client: launch %q: %w", argv[0], err)
+	}
+	p := &process{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{})}
+	k.log.Debug("launched", "pid", p.pid, "argv", argv)
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		err := cmd.Wait()
+		stdout.flush()
+		stderr.flush()
+		// Leftovers of the group (the kernel's children) go with it.
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		p.err = err
+		close(p.exited)
+		k.exited(p)
+	}()
+	return p, nil
+}
+
+// exited handles the exit of p: unless expected, the kernel is dead.
+func (k *Kernel) exited(p *process) {
+	k.mu.Lock()
+	unexpected := k.proc == p && !k.expectExit && !k.shut
+	k.mu.Unlock()
+	if unexpected {
+		k.log.Warn("kernel process exited", "pid", p.pid, "error", p.err)
+		k.die(fmt.Errorf("%w: process %d exited: %v", ErrDead, p.pid, exitStatus(p.err)))
+	} else {
+		k.log.Debug("kernel process exited", "pid", p.pid, "error", p.err)
+	}
+}
+
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// die marks the kernel dead for good (err wraps ErrDead): Done closes,
+// requests fail, and the process group is killed.
+func (k *Kernel) die(err error) {
+	k.doneOnce.Do(func() {
+		k.mu.Lock()
+		k.err = err
+		p := k.proc
+		k.mu.Unlock()
+		close(k.done)
+		k.client.fail(err)
+		if p != nil && !p.hasExited() {
+			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		}
+	})
+}
+
+// Client returns the client connected to the kernel. It stays valid across
+// Restart and is closed by Shutdown.
+func (k *Kernel) Client() *Client { return k.client }
+
+// Spec returns the kernelspec the kernel was started from.
+func (k *Kernel) Spec() *Spec { return k.spec }
+
+// ConnectionFile returns the path of the kernel's connection file.
+func (k *Kernel) ConnectionFile() string { return k.connFile }
+
+// ConnectionInfo returns a copy of the kernel's connection info.
+func (k *Kernel) ConnectionInfo() *wire.ConnectionInfo {
+	ci := *k.conn
+	return &ci
+}
+
+// Done returns a channel closed when the kernel is gone for good: its
+// process exited unexpectedly, its heartbeat stopped, or Shutdown ran. A
+// Restart does not close it.
+func (k *Kernel) Done() <-chan struct{} { return k.done }
+
+// Err returns why the kernel died (wrapping ErrDead), or nil while it runs
+// and after a clean Shutdown.
+func (k *Kernel) Err() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.err
+}
+
+// Pid returns the process id of the current kernel process, which is also
+// its process group id.
+func (k *Kernel) Pid() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.proc == nil {
+		return 0
+	}
+	return k.proc.pid
+}
+
+func (k *Kernel) acquire(ctx context.Context) error {
+	select {
+	case k.ops <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (k *Kernel) release() { <-k.ops }
+
+// alive returns the current process, or an error if the kernel is dead or
+// shut down.
+func (k *Kernel) alive() (*process, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case k.shut:
+		return nil, fmt.Errorf("client: kernel shut down: %w", net.ErrClosed)
+	case k.err != nil:
+		return nil, k.err
+	case k.proc == nil:
+		return nil, fmt.Errorf("%w: no process", ErrDead)
+	}
+	return k.proc, nil
+}
+
+// Interrupt interrupts the kernel as its spec says: interrupt_mode
+// "message" sends interrupt_request on control and waits for the reply;
+// otherwise SIGINT goes to the kernel's process group.
+func (k *Kernel) Interrupt(ctx context.Context) error {
+	if err := k.acquire(ctx); err != nil {
+		return fmt.Errorf("client: interrupt: %w", err)
+	}
+	defer k.release()
+	p, err := k.alive()
+	if err != nil {
+		return fmt.Errorf("client: interrupt: %w", err)
+	}
+	if k.spec.InterruptMode == "message" {
+		if _, err := k.client.do(ctx, Request{Channel: "control", MsgType: "interrupt_request"}, Handlers{}, false); err != nil {
+			return fmt.Errorf("client: interrupt: %w", err)
+		}
+		return nil
+	}
+	if err := syscall.Kill(-p.pid, syscall.SIGINT); err != nil {
+		return fmt.Errorf("client: interrupt: signal process group %d: %w", p.pid, err)
+	}
+	return nil
+}
+
+// Restart shuts the kernel down with restart=true (gracefully, then by
+// killing its process group), launches it again with the same connection
+// info and waits until it is ready. Requests pending meanwhile fail with an
+// error wrapping ErrDead; the Client keeps working afterwards. If the new
+// process does not come up the kernel is dead (Done closes).
+func (k *Kernel) Restart(ctx context.Context) error {
+	if err := k.acquire(ctx); err != nil {
+		return fmt.Errorf("client: restart: %w", err)
+	}
+	defer k.release()
+	p, err := k.alive()
+	if err != nil {
+		return fmt.Errorf("client: restart: %w", err)
+	}
+	k.mu.Lock()
+	k.expectExit = true
+	k.mu.Unlock()
+	if err := k.stop(ctx, p, true); err != nil {
+		k.die(fmt.Errorf("%w: restart: %v", ErrDead, err))
+		return fmt.Errorf("client: restart: %w", err)
+	}
+	k.client.unlink(fmt.Errorf("%w: kernel restarted", ErrDead))
+	if err := k.launchAndConnect(ctx); err != nil {
+		if !errors.Is(err, ErrDead) {
+			err = fmt.Errorf("%w: restart: %v", ErrDead, err)
+		}
+		k.die(err)
+		return fmt.Errorf("client: restart: %w", err)
+	}
+	return nil
+}
+
+// stop ends p: shutdown_request on control and a wait for the exit, bounded
+// by ctx and ShutdownTimeout, then SIGKILL to the process group.
+func (k *Kernel) stop(ctx context.Context, p *process, restart bool) error {
+	if !p.hasExited() && k.client.connected() {
+		gctx, cancel := context.WithTimeout(ctx, k.opts.ShutdownTimeout)
+		_, err := k.client.do(gctx, Request{
+			Channel: "control",
+			MsgType: "shutdown_request",
+			Content: map[string]bool{"restart": restart},
+		}, Handlers{}, false)
+		if err != nil {
+			k.log.Debug("shutdown_request failed", "error", err)
+		} else {
+			select {
+			case <-p.exited:
+			case <-gctx.Done():
+			}
+		}
+		cancel()
+	}
+	if !p.hasExited() {
+		k.log.Debug("killing kernel process group", "pid", p.pid)
+		if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			k.log.Warn("kill kernel process group", "pid", p.pid, "error", err)
+		}
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("process %d did not exit after SIGKILL", p.pid)
+	}
+}
+
+// Shutdown stops the kernel: shutdown_request on control, a wait for the
+// process to exit (bounded by ctx and Options.ShutdownTimeout), then
+// SIGKILL to its process group. It closes the Client, removes the
+// connection file and closes Done. A second call returns nil.
+func (k *Kernel) Shutdown(ctx context.Context) error {
+	if err := k.acquire(ctx); err != nil {
+		// Still must not leak: fall through without the lock only if the
+		// holder is stuck, which ops never is for long. Report instead.
+		return fmt.Errorf("client: shutdown: %w", err)
+	}
+	defer k.release()
+	k.mu.Lock()
+	if k.shut {
+		k.mu.Unlock()
+		return nil
+	}
+	k.shut = true
+	p := k.proc
+	k.mu.Unlock()
+	var err error
+	if p != nil {
+		err = k.stop(ctx, p, false)
+	}
+	k.client.Close()
+	k.wg.Wait()
+	if rmErr := os.Remove(k.connFile); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
+		err = rmErr
+	}
+	k.doneOnce.Do(func() { close(k.done) })
+	if err != nil {
+		return fmt.Errorf("client: shutdown: %w", err)
+	}
+	return nil
+}
+
+// lineLogger writes each line of a child's output to a logger.
+type lineLogger struct {
+	log   hclog.Logger
+	level hclog.Level
+	mu    sync.Mutex
+	buf   []byte
+}
+
+// maxLine caps a buffered partial line.
+const maxLine = 64 << 10
+
+func (w *lineLogger) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.emit(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > maxLine {
+		w.emit(w.buf)
+		w.buf = nil
+	}
+	return len(b), nil
+}
+
+func (w *lineLogger) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.emit(w.buf)
+		w.buf = nil
+	}
+}
+
+func (w *lineLogger) emit(line []byte) {
+	s := strings.TrimRight(string(line), "\r")
+	if s == "" {
+		return
+	}
+	w.log.Log(w.level, "output", "line", s)
+}

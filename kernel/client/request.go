@@ -1,0 +1,454 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+// Request is one message to send to the kernel.
+type Request struct {
+	// Channel is "shell" (the default) or "control".
+	Channel string
+	// MsgType is the request type, e.g. "execute_request".
+	MsgType string
+	// Content is marshalled to JSON; a json.RawMessage is sent as is and
+	// nil sends {}.
+	Content any
+	// Metadata is sent as is; nil sends {}.
+	Metadata json.RawMessage
+	// Buffers are extra binary frames (comm messages).
+	Buffers [][]byte
+	// Header, when set, is used instead of a fresh header (a proxy keeps
+	// the frontend's msg_id this way). Its MsgType, Session, Username,
+	// Date and Version are filled in when empty.
+	Header *wire.Header
+}
+
+// Handlers receive what the kernel sends about one request while Do waits.
+// They run on Do's goroutine, in the order the messages arrived.
+type Handlers struct {
+	// IOPub receives every iopub message whose parent is the request, in
+	// order, including the status messages.
+	IOPub func(*wire.Message)
+	// Input answers a stdin input_request. Nil, or an error, replies with
+	// empty input. It cannot be cancelled: Do calls it and waits.
+	Input func(prompt string, password bool) (string, error)
+}
+
+// noReply lists the shell requests the kernel does not reply to.
+var noReply = map[string]bool{"comm_open": true, "comm_msg": true, "comm_close": true}
+
+// event is one message for a pending request.
+type event struct {
+	channel string // "shell", "control", "stdin" or "iopub"
+	msg     *wire.Message
+}
+
+// pending is a request waiting for its reply and idle. The receiving
+// goroutines push events; Do takes them.
+type pending struct {
+	id     string
+	mu     sync.Mutex
+	events []event
+	err    error
+	notify chan struct{} // cap 1: something was pushed or err set
+}
+
+func newPending(id string) *pending {
+	return &pending{id: id, notify: make(chan struct{}, 1)}
+}
+
+func (p *pending) push(ev event) {
+	p.mu.Lock()
+	p.events = append(p.events, ev)
+	p.mu.Unlock()
+	p.wake()
+}
+
+func (p *pending) fail(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+	p.wake()
+}
+
+func (p *pending) wake() {
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the queued events and the failure, if any.
+func (p *pending) take() ([]event, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	evs := p.events
+	p.events = nil
+	return evs, p.err
+}
+
+// isIdle reports whether m is a status message saying idle.
+func isIdle(m *wire.Message) bool {
+	if m.Header.MsgType != "status" {
+		return false
+	}
+	var st struct {
+		ExecutionState string `json:"execution_state"`
+	}
+	return m.DecodeContent(&st) == nil && st.ExecutionState == "idle"
+}
+
+// send registers a pending request and sends it. It waits for a link while
+// the kernel is restarting.
+func (c *Client) send(ctx context.Context, req Request) (*pending, *link, error) {
+	channel := req.Channel
+	if channel == "" {
+		channel = "shell"
+	}
+	if channel != "shell" && channel != "control" {
+		return nil, nil, fmt.Errorf("client: send %s: unknown channel %q", req.MsgType, req.Channel)
+	}
+	var h wire.Header
+	if req.Header != nil {
+		h = *req.Header
+		if h.MsgID == "" {
+			return nil, nil, fmt.Errorf("client: send %s: header without msg_id", req.MsgType)
+		}
+		fresh := wire.NewHeader(c.session, c.user, req.MsgType)
+		if h.MsgType == "" {
+			h.MsgType = fresh.MsgType
+		}
+		if h.Session == "" {
+			h.Session = fresh.Session
+		}
+		if h.Username == "" {
+			h.Username = fresh.Username
+		}
+		if h.Date == "" {
+			h.Date = fresh.Date
+		}
+		if h.Version == "" {
+			h.Version = fresh.Version
+		}
+	} else {
+		if req.MsgType == "" {
+			return nil, nil, fmt.Errorf("client: send: empty msg_type")
+		}
+		h = wire.NewHeader(c.session, c.user, req.MsgType)
+	}
+	content, err := marshalContent(req.Content)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: encode %s: %w", h.MsgType, err)
+	}
+	frames, err := c.signer.Encode(&wire.Message{Header: h, Metadata: req.Metadata, Content: content, Buffers: req.Buffers})
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: encode %s: %w", h.MsgType, err)
+	}
+	p := newPending(h.MsgID)
+	var l *link
+	for l == nil {
+		c.mu.Lock()
+		switch {
+		case c.isClosed():
+			c.mu.Unlock()
+			return nil, nil, fmt.Errorf("client: send %s: %w", h.MsgType, net.ErrClosed)
+		case c.deadErr != nil:
+			err := c.deadErr
+			c.mu.Unlock()
+			return nil, nil, fmt.Errorf("client: send %s: %w", h.MsgType, err)
+		case c.link != nil:
+			if _, dup := c.pending[h.MsgID]; dup {
+				c.mu.Unlock()
+				return nil, nil, fmt.Errorf("client: send %s: msg_id %s already pending", h.MsgType, h.MsgID)
+			}
+			l = c.link
+			c.pending[h.MsgID] = p
+			c.mu.Unlock()
+			continue
+		}
+		up := c.linkUp
+		c.mu.Unlock()
+		select {
+		case <-up:
+		case <-c.dead:
+		case <-c.closed:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	s := l.shell
+	if channel == "control" {
+		s = l.control
+	}
+	if err := s.send(ctx, frames); err != nil {
+		c.forget(p)
+		return nil, nil, fmt.Errorf("client: send %s on %s: %w", h.MsgType, channel, err)
+	}
+	return p, l, nil
+}
+
+func marshalContent(content any) (json.RawMessage, error) {
+	switch v := content.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return v, nil
+	case []byte:
+		return json.RawMessage(v), nil
+	default:
+		return json.Marshal(v)
+	}
+}
+
+// forget removes a finished request.
+func (c *Client) forget(p *pending) {
+	c.mu.Lock()
+	if c.pending[p.id] == p {
+		delete(c.pending, p.id)
+	}
+	c.mu.Unlock()
+}
+
+// maxAbandoned bounds the set of abandoned requests (entries normally leave
+// it when their idle arrives).
+const maxAbandoned = 4096
+
+// abandon stops waiting for p: its later messages are dropped.
+func (c *Client) abandon(p *pending, idleSeen bool) {
+	c.mu.Lock()
+	if c.pending[p.id] == p {
+		delete(c.pending, p.id)
+		if !idleSeen {
+			if len(c.abandoned) >= maxAbandoned {
+				clear(c.abandoned)
+			}
+			c.abandoned[p.id] = struct{}{}
+		}
+	}
+	c.mu.Unlock()
+}
+
+// Do sends req and returns its reply once both the reply and the status idle
+// for it have arrived (for comm_open, comm_msg and comm_close, which have no
+// reply, it returns nil, nil after idle). Meanwhile it calls h for the
+// request's iopub messages and stdin requests. If the reply came and the
+// idle does not follow within Options.IdleTimeout of the last message for
+// the request, Do returns the reply anyway.
+//
+// When ctx ends Do returns ctx.Err() and the request is abandoned: later
+// messages for it are dropped (the kernel keeps running it; interrupt it if
+// that matters). When the kernel dies Do returns an error wrapping ErrDead.
+func (c *Client) Do(ctx context.Context, req Request, h Handlers) (*wire.Message, error) {
+	return c.do(ctx, req, h, true)
+}
+
+// do is Do; with waitIdle false it returns as soon as the reply arrives.
+func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool) (*wire.Message, error) {
+	p, l, err := c.send(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	msgType := req.MsgType
+	if msgType == "" && req.Header != nil {
+		msgType = req.Header.MsgType
+	}
+	wantReply := !noReply[msgType]
+	var (
+		reply *wire.Message
+		idle  bool
+		timer *time.Timer
+		timeC <-chan time.Time
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		expired := false
+		select {
+		case <-p.notify:
+		case <-ctx.Done():
+			c.abandon(p, idle)
+			return nil, ctx.Err()
+		case <-timeC:
+			expired = true
+		}
+		evs, err := p.take()
+		for _, ev := range evs {
+			switch {
+			case ev.channel == "iopub":
+				if h.IOPub != nil {
+					h.IOPub(ev.msg)
+				}
+				if isIdle(ev.msg) {
+					idle = true
+				}
+			case ev.channel == "stdin":
+				if ev.msg.Header.MsgType != "input_request" {
+					continue
+				}
+				if err := c.answerInput(ctx, l, ev.msg, h); err != nil {
+					c.log.Warn("input_reply failed", "error", err)
+				}
+			default:
+				reply = ev.msg
+			}
+		}
+		if (idle || !waitIdle) && (reply != nil || !wantReply) {
+			c.forget(p)
+			return reply, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if reply == nil {
+			continue
+		}
+		if expired && len(evs) == 0 {
+			c.log.Warn("no status idle after reply; returning without it", "msg_type", msgType, "msg_id", p.id)
+			c.abandon(p, false)
+			return reply, nil
+		}
+		if len(evs) > 0 || timer == nil {
+			if timer == nil {
+				timer = time.NewTimer(c.opts.IdleTimeout)
+				timeC = timer.C
+			} else {
+				timer.Reset(c.opts.IdleTimeout)
+			}
+		}
+	}
+}
+
+// answerInput asks h for the input and sends the input_reply.
+func (c *Client) answerInput(ctx context.Context, l *link, m *wire.Message, h Handlers) error {
+	var req struct {
+		Prompt   string `json:"prompt"`
+		Password bool   `json:"password"`
+	}
+	if err := m.DecodeContent(&req); err != nil {
+		c.log.Warn("bad input_request", "error", err)
+	}
+	value := ""
+	if h.Input != nil {
+		v, err := h.Input(req.Prompt, req.Password)
+		if err != nil {
+			c.log.Info("input handler failed; replying with empty input", "error", err)
+		} else {
+			value = v
+		}
+	}
+	return c.sendInputReply(ctx, l, m, value)
+}
+
+func (c *Client) sendInputReply(ctx context.Context, l *link, parent *wire.Message, value string) error {
+	r, err := wire.Reply(parent, c.session, "input_reply", map[string]string{"value": value})
+	if err != nil {
+		return fmt.Errorf("client: input_reply: %w", err)
+	}
+	r.Identities = nil
+	r.Header.Username = c.user
+	frames, err := c.signer.Encode(r)
+	if err != nil {
+		return fmt.Errorf("client: input_reply: %w", err)
+	}
+	if err := l.stdin.send(ctx, frames); err != nil {
+		return fmt.Errorf("client: send input_reply: %w", err)
+	}
+	return nil
+}
+
+// ExecuteOptions are the execute_request fields besides the code.
+type ExecuteOptions struct {
+	Silent bool
+	// StoreHistory defaults to true.
+	StoreHistory    *bool
+	AllowStdin      bool
+	StopOnError     bool
+	UserExpressions map[string]string
+}
+
+// Execute runs code: Do with an execute_request.
+func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, h Handlers) (*wire.Message, error) {
+	store := true
+	if opts.StoreHistory != nil {
+		store = *opts.StoreHistory
+	}
+	ue := opts.UserExpressions
+	if ue == nil {
+		ue = map[string]string{}
+	}
+	content := struct {
+		Code            string            `json:"code"`
+		Silent          bool              `json:"silent"`
+		StoreHistory    bool              `json:"store_history"`
+		UserExpressions map[string]string `json:"user_expressions"`
+		AllowStdin      bool              `json:"allow_stdin"`
+		StopOnError     bool              `json:"stop_on_error"`
+	}{code, opts.Silent, store, ue, opts.AllowStdin, opts.StopOnError}
+	return c.Do(ctx, Request{MsgType: "execute_request", Content: content}, h)
+}
+
+// KernelInfo sends kernel_info_request and returns the reply.
+func (c *Client) KernelInfo(ctx context.Context) (*wire.Message, error) {
+	return c.Do(ctx, Request{MsgType: "kernel_info_request"}, Handlers{})
+}
+
+// waitReady nudges the kernel with kernel_info_request, as jupyter_client
+// and Jupyter Server do, until a reply has arrived and iopub traffic has been
+// seen (so the subscription is live and no output is lost to the ZeroMQ
+// slow-joiner race). The nudges' own late messages are dropped.
+func (c *Client) waitReady(ctx context.Context, l *link) error {
+	wait := 50 * time.Millisecond
+	for {
+		p, _, err := c.send(ctx, Request{MsgType: "kernel_info_request"})
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return err
+		}
+		timer := time.NewTimer(wait)
+		var seen <-chan struct{}
+		ready, done := false, false
+		for !done {
+			select {
+			case <-p.notify:
+				evs, err := p.take()
+				for _, ev := range evs {
+					if ev.channel == "shell" {
+						seen = l.iopubSeen
+					}
+				}
+				if err != nil {
+					timer.Stop()
+					return err
+				}
+			case <-seen:
+				ready, done = true, true
+			case <-timer.C:
+				done = true
+			case <-ctx.Done():
+				timer.Stop()
+				c.abandon(p, false)
+				return context.Cause(ctx)
+			}
+		}
+		timer.Stop()
+		c.abandon(p, false)
+		if ready {
+			return nil
+		}
+		wait = min(2*wait, time.Second)
+	}
+}

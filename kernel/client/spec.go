@@ -1,0 +1,216 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// ErrNoSpec is wrapped by FindSpec when no kernelspec has the name.
+var ErrNoSpec = errors.New("client: no such kernelspec")
+
+// Spec is a kernelspec: the content of a kernel.json plus where it was found.
+type Spec struct {
+	// Name is the kernel name (the directory name, lower case).
+	Name string `json:"-"`
+	// Dir is the resource directory holding kernel.json (and logos).
+	Dir string `json:"-"`
+
+	Argv          []string          `json:"argv"`
+	DisplayName   string            `json:"display_name"`
+	Language      string            `json:"language"`
+	InterruptMode string            `json:"interrupt_mode,omitempty"` // "signal" (default) or "message"
+	Env           map[string]string `json:"env,omitempty"`
+	Metadata      map[string]any    `json:"metadata,omitempty"`
+}
+
+// sysPrefixDirs is sys.prefix/share/jupyter of the Python the system
+// kernelspecs belong to (Debian's /usr/bin/python3 has sys.prefix /usr).
+var sysPrefixDirs = []string{"/usr/share/jupyter"}
+
+// systemDirs is jupyter_core's SYSTEM_JUPYTER_PATH on Linux.
+var systemDirs = []string{"/usr/local/share/jupyter", "/usr/share/jupyter"}
+
+// DataDirs returns the Jupyter data search path in order, as jupyter_core's
+// jupyter_path does: the $JUPYTER_PATH entries, the user data dir
+// ($JUPYTER_DATA_DIR, else $XDG_DATA_HOME/jupyter, else
+// ~/.local/share/jupyter, plus ~/.local/share/jupyter as Python's user base),
+// the sys-prefix dir unless it is also a system dir (with
+// $JUPYTER_PREFER_ENV_PATH set it comes before the user dirs), then the
+// system dirs /usr/local/share/jupyter and /usr/share/jupyter. Duplicates
+// are removed, keeping the first.
+func DataDirs() []string {
+	var dirs []string
+	if jp := os.Getenv("JUPYTER_PATH"); jp != "" {
+		for _, d := range filepath.SplitList(jp) {
+			if d = strings.TrimRight(d, string(os.PathSeparator)); d != "" {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	user := []string{userDataDir()}
+	if home, err := os.UserHomeDir(); err == nil {
+		user = append(user, filepath.Join(home, ".local", "share", "jupyter"))
+	}
+	var env []string
+	for _, d := range sysPrefixDirs {
+		if !contains(systemDirs, d) {
+			env = append(env, d)
+		}
+	}
+	if v := os.Getenv("JUPYTER_PREFER_ENV_PATH"); v != "" && v != "0" && !strings.EqualFold(v, "false") && !strings.EqualFold(v, "no") {
+		dirs = append(dirs, env...)
+		dirs = append(dirs, user...)
+	} else {
+		dirs = append(dirs, user...)
+		dirs = append(dirs, env...)
+	}
+	dirs = append(dirs, systemDirs...)
+	out := dirs[:0]
+	for _, d := range dirs {
+		if d != "" && !contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// userDataDir is jupyter_core's jupyter_data_dir on Linux.
+func userDataDir() string {
+	if d := os.Getenv("JUPYTER_DATA_DIR"); d != "" {
+		return d
+	}
+	xdg := os.Getenv("XDG_DATA_HOME")
+	if xdg == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		xdg = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(xdg, "jupyter")
+}
+
+// RuntimeDir is jupyter_core's jupyter_runtime_dir: $JUPYTER_RUNTIME_DIR,
+// else the user data dir's runtime subdirectory. Connection files go there.
+func RuntimeDir() string {
+	if d := os.Getenv("JUPYTER_RUNTIME_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(userDataDir(), "runtime")
+}
+
+// validName is the kernel name pattern jupyter_client accepts.
+var validName = regexp.MustCompile(`^[a-z0-9._-]+$`)
+
+// FindSpec returns the first kernelspec called name (case-insensitive) on
+// the DataDirs search path. The error wraps ErrNoSpec and lists the
+// directories searched when there is none.
+func FindSpec(name string) (*Spec, error) {
+	lname := strings.ToLower(name)
+	dirs := DataDirs()
+	if validName.MatchString(lname) {
+		for _, d := range dirs {
+			kdir := filepath.Join(d, "kernels")
+			entries, err := os.ReadDir(kdir)
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				if strings.ToLower(e.Name()) != lname {
+					continue
+				}
+				dir := filepath.Join(kdir, e.Name())
+				if _, err := os.Stat(filepath.Join(dir, "kernel.json")); err != nil {
+					continue
+				}
+				return readSpec(lname, dir)
+			}
+		}
+	}
+	searched := make([]string, len(dirs))
+	for i, d := range dirs {
+		searched[i] = filepath.Join(d, "kernels")
+	}
+	return nil, fmt.Errorf("%w: %q (searched %s)", ErrNoSpec, name, strings.Join(searched, ", "))
+}
+
+// ListSpecs returns every kernelspec on the search path by name; a name found
+// in several directories is taken from the first. Unreadable or malformed
+// kernel.json files are left out and reported in the error, which joins one
+// error per bad spec: the map is valid even when the error is not nil.
+func ListSpecs() (map[string]*Spec, error) {
+	specs := make(map[string]*Spec)
+	seen := make(map[string]bool)
+	var errs []error
+	for _, d := range DataDirs() {
+		kdir := filepath.Join(d, "kernels")
+		entries, err := os.ReadDir(kdir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			name := strings.ToLower(e.Name())
+			if seen[name] || !validName.MatchString(name) {
+				continue
+			}
+			dir := filepath.Join(kdir, e.Name())
+			if _, err := os.Stat(filepath.Join(dir, "kernel.json")); err != nil {
+				continue
+			}
+			seen[name] = true
+			s, err := readSpec(name, dir)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			specs[name] = s
+		}
+	}
+	return specs, errors.Join(errs...)
+}
+
+// ReadSpec reads the kernelspec in dir (which holds kernel.json), naming it
+// after the directory.
+func ReadSpec(dir string) (*Spec, error) {
+	return readSpec(strings.ToLower(filepath.Base(dir)), dir)
+}
+
+func readSpec(name, dir string) (*Spec, error) {
+	path := filepath.Join(dir, "kernel.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrNoSpec, path)
+		}
+		return nil, fmt.Errorf("client: read kernelspec: %w", err)
+	}
+	var s Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("client: parse kernelspec %s: %w", path, err)
+	}
+	if len(s.Argv) == 0 {
+		return nil, fmt.Errorf("client: kernelspec %s: empty argv", path)
+	}
+	switch s.InterruptMode {
+	case "", "signal", "message":
+	default:
+		return nil, fmt.Errorf("client: kernelspec %s: unknown interrupt_mode %q", path, s.InterruptMode)
+	}
+	s.Name, s.Dir = name, dir
+	return &s, nil
+}

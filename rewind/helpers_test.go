@@ -1,9 +1,11 @@
 package rewind
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/agentkernel/agentkernel/messages"
@@ -130,13 +132,73 @@ func cloneAPI(in []messages.APIMessage) []messages.APIMessage {
 	return out
 }
 
-// sameUI and sameAPI compare histories, treating nil and empty as equal.
+// sameUI and sameAPI compare histories deeply, treating nil and empty as
+// equal. (Hand-written: reflect.DeepEqual made the property test slow.)
 func sameUI(a, b []messages.UIMessage) bool {
-	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !uiEqual(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func uiEqual(x, y messages.UIMessage) bool {
+	ptrEq := func(p, q any) bool { return reflect.DeepEqual(p, q) }
+	return x.TS == y.TS && x.Type == y.Type && x.Ask == y.Ask && x.Say == y.Say && x.Text == y.Text &&
+		slices.Equal(x.Images, y.Images) && x.Partial == y.Partial && x.Reasoning == y.Reasoning &&
+		x.IsProtected == y.IsProtected && x.IsAnswered == y.IsAnswered &&
+		(x.ConversationHistoryIndex == nil) == (y.ConversationHistoryIndex == nil) &&
+		(x.ConversationHistoryIndex == nil || *x.ConversationHistoryIndex == *y.ConversationHistoryIndex) &&
+		(x.ContextCondense == nil) == (y.ContextCondense == nil) &&
+		(x.ContextCondense == nil || *x.ContextCondense == *y.ContextCondense) &&
+		(x.ContextTruncation == nil) == (y.ContextTruncation == nil) &&
+		(x.ContextTruncation == nil || *x.ContextTruncation == *y.ContextTruncation) &&
+		(x.ProgressStatus == nil) == (y.ProgressStatus == nil) &&
+		(x.ProgressStatus == nil || *x.ProgressStatus == *y.ProgressStatus) &&
+		(len(x.Checkpoint) == 0 && len(y.Checkpoint) == 0 || ptrEq(x.Checkpoint, y.Checkpoint))
 }
 
 func sameAPI(a, b []messages.APIMessage) bool {
-	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Role != y.Role || x.TS != y.TS || x.IsSummary != y.IsSummary || x.CondenseID != y.CondenseID ||
+			x.CondenseParent != y.CondenseParent || x.IsTruncationMarker != y.IsTruncationMarker ||
+			x.TruncationID != y.TruncationID || x.TruncationParent != y.TruncationParent ||
+			!blocksEqual(x.Content, y.Content) {
+			return false
+		}
+	}
+	return true
+}
+
+func blocksEqual(a, b []messages.ContentBlock) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Type != y.Type || x.Text != y.Text || x.ID != y.ID || x.Name != y.Name ||
+			!bytes.Equal(x.Input, y.Input) || x.ToolUseID != y.ToolUseID || x.IsError != y.IsError ||
+			x.Thinking != y.Thinking || x.Signature != y.Signature ||
+			(x.Source == nil) != (y.Source == nil) || (x.Source != nil && *x.Source != *y.Source) ||
+			!blocksEqual(x.Content, y.Content) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameResult compares two results deeply.
+func sameResult(a, b Result) bool {
+	return sameUI(a.UI, b.UI) && sameAPI(a.API, b.API) && a.Changed == b.Changed && a.APICutoff == b.APICutoff &&
+		slices.Equal(a.RemovedCondenseIDs, b.RemovedCondenseIDs) && slices.Equal(a.RemovedTruncationIDs, b.RemovedTruncationIDs)
 }
 
 func uiTS(ui []messages.UIMessage) []int64 {

@@ -1,0 +1,339 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/kernel"
+	"github.com/agentkernel/agentkernel/kernel/client"
+)
+
+// Mode is what a cell means.
+type Mode string
+
+// The kernel modes.
+const (
+	// ModeCode: a cell is backing-kernel code.
+	ModeCode Mode = "code"
+	// ModePrompt: a cell is a request to the agent.
+	ModePrompt Mode = "prompt"
+)
+
+// ParseMode checks a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case ModeCode, ModePrompt:
+		return Mode(s), nil
+	case "":
+		return ModeCode, nil
+	}
+	return "", fmt.Errorf("bridge: unknown mode %q (want code or prompt)", s)
+}
+
+// Config configures a Bridge. The zero value works: code mode over the
+// python3 kernelspec.
+type Config struct {
+	// Backing names the backing kernelspec. Default "python3".
+	Backing string
+	// Mode is the kernel mode. Default ModeCode.
+	Mode Mode
+	// Logger; default hclog.NewNullLogger().
+	Logger hclog.Logger
+	// Dir is the backing kernel's working directory; default ours.
+	Dir string
+	// Version is agentkernel's version for kernel_info.
+	Version string
+	// StartTimeout bounds a backing kernel start. Default 60s.
+	StartTimeout time.Duration
+	// InfoWait bounds how long kernel_info waits for the backing kernel
+	// when no language_info is cached. Default 10s.
+	InfoWait time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Backing == "" {
+		c.Backing = "python3"
+	}
+	if c.Mode == "" {
+		c.Mode = ModeCode
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 60 * time.Second
+	}
+	if c.InfoWait <= 0 {
+		c.InfoWait = 10 * time.Second
+	}
+	return c
+}
+
+// Bridge implements kernel.Handler. All methods are safe for concurrent use.
+type Bridge struct {
+	cfg  Config
+	log  hclog.Logger
+	spec *client.Spec
+
+	ctx    context.Context // lifetime of the bridge
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu          sync.Mutex
+	backing     *client.Kernel
+	starting    chan struct{} // non-nil while a start is under way; closed at its end
+	startErr    error
+	langInfo    json.RawMessage
+	inputCancel context.CancelFunc
+	lastCount   int
+	closed      bool
+
+	recent recentRequests
+}
+
+// New finds the backing kernelspec and returns a Bridge. It starts nothing.
+func New(cfg Config) (*Bridge, error) {
+	cfg = cfg.withDefaults()
+	spec, err := client.FindSpec(cfg.Backing)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: backing kernel: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Bridge{
+		cfg:      cfg,
+		log:      cfg.Logger.Named("bridge"),
+		spec:     spec,
+		ctx:      ctx,
+		cancel:   cancel,
+		langInfo: loadLangInfo(cfg.Backing),
+	}
+	b.recent.init(256)
+	return b, nil
+}
+
+// Start launches the backing kernel in the background.
+func (b *Bridge) Start() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.beginStartLocked()
+}
+
+// beginStartLocked starts a backing kernel unless one runs or is starting.
+func (b *Bridge) beginStartLocked() chan struct{} {
+	if b.starting != nil {
+		return b.starting
+	}
+	done := make(chan struct{})
+	b.starting = done
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		k, err := b.launch()
+		b.mu.Lock()
+		closed := b.closed
+		if !closed {
+			b.backing, b.startErr = k, err
+		}
+		b.starting = nil
+		b.mu.Unlock()
+		if closed && k != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := k.Shutdown(ctx); err != nil {
+				b.log.Warn("shut down backing kernel started during close", "error", err)
+			}
+			cancel()
+		}
+		close(done)
+	}()
+	return done
+}
+
+func (b *Bridge) launch() (*client.Kernel, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.StartTimeout)
+	defer cancel()
+	k, err := client.Start(ctx, b.spec, client.Options{
+		Logger:  b.log.Named("backing"),
+		Dir:     b.cfg.Dir,
+		OnIOPub: b.unsolicited,
+	})
+	if err != nil {
+		b.log.Error("backing kernel failed to start", "spec", b.cfg.Backing, "error", err)
+		return nil, fmt.Errorf("bridge: start backing kernel %q: %w", b.cfg.Backing, err)
+	}
+	b.log.Info("backing kernel ready", "spec", b.cfg.Backing, "pid", k.Pid(), "elapsed", time.Since(start))
+	if rep, err := k.Client().KernelInfo(ctx); err == nil {
+		var c struct {
+			LanguageInfo json.RawMessage `json:"language_info"`
+		}
+		if rep.DecodeContent(&c) == nil && len(c.LanguageInfo) > 0 {
+			b.mu.Lock()
+			b.langInfo = c.LanguageInfo
+			b.mu.Unlock()
+			if err := saveLangInfo(b.cfg.Backing, c.LanguageInfo); err != nil {
+				b.log.Debug("cache language_info failed", "error", err)
+			}
+		}
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		select {
+		case <-k.Done():
+			b.mu.Lock()
+			current := b.backing == k
+			b.mu.Unlock()
+			if current && b.ctx.Err() == nil {
+				b.log.Warn("backing kernel died", "pid", k.Pid(), "error", k.Err())
+			} else {
+				b.log.Debug("backing kernel exited", "pid", k.Pid())
+			}
+		case <-b.ctx.Done():
+		}
+	}()
+	return k, nil
+}
+
+// kernelFor returns a live backing kernel, starting a fresh one if none
+// runs (first use, or the last one died).
+func (b *Bridge) kernelFor(ctx context.Context) (*client.Kernel, error) {
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, errors.New("bridge: closed")
+		}
+		if k := b.backing; k != nil {
+			select {
+			case <-k.Done():
+				b.backing = nil // dead: start another below
+			default:
+				b.mu.Unlock()
+				return k, nil
+			}
+		}
+		wait := b.starting
+		if wait == nil {
+			if b.startErr != nil && b.backing == nil {
+				// The last start failed: try again for this request.
+				b.startErr = nil
+			}
+			wait = b.beginStartLocked()
+		}
+		b.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		b.mu.Lock()
+		k, err := b.backing, b.startErr
+		b.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if k != nil {
+			return k, nil
+		}
+	}
+}
+
+// KernelInfo implements kernel.Handler.
+func (b *Bridge) KernelInfo() kernel.KernelInfo {
+	b.mu.Lock()
+	info, wait := b.langInfo, b.starting
+	b.mu.Unlock()
+	if info == nil && wait != nil {
+		select {
+		case <-wait:
+		case <-time.After(b.cfg.InfoWait):
+		}
+		b.mu.Lock()
+		info = b.langInfo
+		b.mu.Unlock()
+	}
+	if info == nil {
+		info, _ = json.Marshal(map[string]string{"name": b.spec.Language})
+	}
+	return kernel.KernelInfo{
+		Implementation:        "agentkernel",
+		ImplementationVersion: b.cfg.Version,
+		LanguageInfo:          info,
+		Banner: fmt.Sprintf("agentkernel %s (%s mode), backed by %s (%s)",
+			b.cfg.Version, b.cfg.Mode, b.spec.DisplayName, b.cfg.Backing),
+		HelpLinks: []kernel.HelpLink{{Text: "agentkernel", URL: "https://github.com/agentkernel/agentkernel"}},
+	}
+}
+
+// Interrupt implements kernel.Handler: it cancels a pending input request
+// and interrupts the backing kernel.
+func (b *Bridge) Interrupt(ctx context.Context) error {
+	b.mu.Lock()
+	k, cancelInput := b.backing, b.inputCancel
+	b.mu.Unlock()
+	if cancelInput != nil {
+		cancelInput()
+	}
+	if k == nil {
+		return nil
+	}
+	if err := k.Interrupt(ctx); err != nil {
+		return fmt.Errorf("bridge: interrupt backing kernel: %w", err)
+	}
+	return nil
+}
+
+// Shutdown implements kernel.Handler: it shuts the backing kernel down.
+// The agentkernel process exits after the reply, restart or not: Jupyter
+// starts a new one.
+func (b *Bridge) Shutdown(ctx context.Context, restart bool) error {
+	return b.shutdownBacking(ctx)
+}
+
+func (b *Bridge) shutdownBacking(ctx context.Context) error {
+	b.mu.Lock()
+	k := b.backing
+	b.backing = nil
+	b.mu.Unlock()
+	if k == nil {
+		return nil
+	}
+	if err := k.Shutdown(ctx); err != nil {
+		return fmt.Errorf("bridge: shut down backing kernel: %w", err)
+	}
+	return nil
+}
+
+// Close shuts the backing kernel down (also one still starting) and waits
+// for the bridge's goroutines. It is idempotent.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := b.shutdownBacking(ctx)
+	b.cancel()
+	b.wg.Wait()
+	return err
+}
+
+// Probe starts the backing kernel (if not yet started), waits until it is
+// ready and its language_info is cached, then returns.
+func (b *Bridge) Probe(ctx context.Context) error {
+	_, err := b.kernelFor(ctx)
+	return err
+}

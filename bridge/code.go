@@ -1,0 +1,193 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/agentkernel/agentkernel/kernel"
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+// replyTypes maps the shell requests the proxy forwards to their reply
+// type; "" means the request has no reply (comm messages).
+var replyTypes = map[string]string{
+	"execute_request":     "execute_reply",
+	"complete_request":    "complete_reply",
+	"inspect_request":     "inspect_reply",
+	"is_complete_request": "is_complete_reply",
+	"history_request":     "history_reply",
+	"comm_info_request":   "comm_info_reply",
+	"comm_open":           "",
+	"comm_msg":            "",
+	"comm_close":          "",
+}
+
+// HandleShell implements kernel.Handler.
+func (b *Bridge) HandleShell(ctx context.Context, r *kernel.Request) bool {
+	replyType, ok := replyTypes[r.Type()]
+	if !ok {
+		return false
+	}
+	if b.cfg.Mode == ModePrompt && r.Type() == "execute_request" {
+		b.fail(r, replyType, "NotImplementedError",
+			"prompt mode is not available in this build yet; reinstall the kernelspec with --mode code")
+		return true
+	}
+	b.forward(ctx, r, replyType)
+	return true
+}
+
+// forward sends r to the backing kernel under the frontend's msg_id and
+// relays everything that comes back.
+func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType string) {
+	k, err := b.kernelFor(ctx)
+	if err != nil {
+		b.fail(r, replyType, "BackingKernelError", err.Error())
+		return
+	}
+	c := k.Client()
+	hdr := wire.NewHeader(c.Session(), r.Msg.Header.Username, r.Type())
+	hdr.MsgID = r.Msg.Header.MsgID
+	b.recent.add(hdr.MsgID, r)
+
+	inputCtx, cancelInput := context.WithCancel(ctx)
+	defer cancelInput()
+	b.mu.Lock()
+	b.inputCancel = cancelInput
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.inputCancel = nil
+		b.mu.Unlock()
+	}()
+
+	rep, err := c.Do(ctx, client.Request{
+		MsgType:  r.Type(),
+		Content:  r.Msg.Content,
+		Metadata: r.Msg.Metadata,
+		Buffers:  r.Msg.Buffers,
+		Header:   &hdr,
+	}, client.Handlers{
+		IOPub: func(m *wire.Message) { b.relay(r, m) },
+		Input: func(prompt string, password bool) (string, error) {
+			return r.Input(inputCtx, prompt, password)
+		},
+	})
+	switch {
+	case errors.Is(err, client.ErrDead):
+		b.log.Warn("backing kernel died during a request", "msg_type", r.Type(), "error", err)
+		b.fail(r, replyType, "DeadKernelError", fmt.Sprintf(
+			"the backing kernel (%s) died; it will be restarted at the next execution", b.cfg.Backing))
+		return
+	case err != nil:
+		b.fail(r, replyType, "BackingKernelError", err.Error())
+		return
+	}
+	if rep == nil || replyType == "" {
+		return
+	}
+	if replyType == "execute_reply" {
+		var cnt struct {
+			N int `json:"execution_count"`
+		}
+		if json.Unmarshal(rep.Content, &cnt) == nil && cnt.N > 0 {
+			b.mu.Lock()
+			b.lastCount = cnt.N
+			b.mu.Unlock()
+		}
+	}
+	if err := r.ReplyRaw(rep.Header.MsgType, rep.Content, rep.Metadata, rep.Buffers); err != nil {
+		b.log.Warn("reply failed", "msg_type", rep.Header.MsgType, "error", err)
+	}
+}
+
+// relay republishes one backing iopub message with r as parent. Status is
+// dropped: the server publishes our own busy/idle around r.
+func (b *Bridge) relay(r *kernel.Request, m *wire.Message) {
+	if m.Header.MsgType == "status" {
+		return
+	}
+	if err := r.PublishRaw(m.Header.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
+		b.log.Debug("relay failed", "msg_type", m.Header.MsgType, "error", err)
+	}
+}
+
+// unsolicited relays backing iopub messages that arrive after their request
+// finished (threads printing late, widget updates) to the frontend request
+// they belong to, when it is still known.
+func (b *Bridge) unsolicited(m *wire.Message) {
+	if m.Header.MsgType == "status" {
+		return
+	}
+	p, err := m.Parent()
+	if err != nil || p.MsgID == "" {
+		return
+	}
+	if r := b.recent.get(p.MsgID); r != nil {
+		b.relay(r, m)
+	}
+}
+
+// fail answers r with an error: an error output (for execute) and an
+// error reply.
+func (b *Bridge) fail(r *kernel.Request, replyType, ename, evalue string) {
+	b.mu.Lock()
+	count := b.lastCount
+	b.mu.Unlock()
+	tb := []string{ename + ": " + evalue}
+	if replyType == "execute_reply" {
+		if err := r.Publish("error", map[string]any{"ename": ename, "evalue": evalue, "traceback": tb}); err != nil {
+			b.log.Debug("publish error failed", "error", err)
+		}
+	}
+	if replyType == "" {
+		return
+	}
+	content := map[string]any{"status": "error", "ename": ename, "evalue": evalue, "traceback": tb}
+	if replyType == "execute_reply" {
+		content["execution_count"] = count
+		content["user_expressions"] = map[string]any{}
+		content["payload"] = []any{}
+	}
+	if err := r.Reply(replyType, content); err != nil {
+		b.log.Debug("error reply failed", "error", err)
+	}
+	b.log.Info("request failed", "msg_type", r.Type(), "ename", ename, "evalue", strings.TrimSpace(evalue))
+}
+
+// recentRequests remembers the last n forwarded requests by msg_id.
+type recentRequests struct {
+	mu   sync.Mutex
+	n    int
+	ids  []string
+	reqs map[string]*kernel.Request
+}
+
+func (rr *recentRequests) init(n int) {
+	rr.n = n
+	rr.reqs = make(map[string]*kernel.Request, n)
+}
+
+func (rr *recentRequests) add(id string, r *kernel.Request) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if _, ok := rr.reqs[id]; !ok {
+		rr.ids = append(rr.ids, id)
+	}
+	rr.reqs[id] = r
+	if len(rr.ids) > rr.n {
+		delete(rr.reqs, rr.ids[0])
+		rr.ids = rr.ids[1:]
+	}
+}
+
+func (rr *recentRequests) get(id string) *kernel.Request {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return rr.reqs[id]
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/agentkernel/agentkernel/bridge"
+	"github.com/agentkernel/agentkernel/kernel"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+func runKernel(args []string, stderr io.Writer) error {
+	fs := newFlagSet("kernel", "kernel -f CONNECTION_FILE [flags]", stderr)
+	connFile := fs.String("f", "", "connection file written by Jupyter (required)")
+	backing := fs.String("backing", "python3", "kernelspec of the backing kernel")
+	modeName := fs.String("mode", "code", "kernel mode: code or prompt")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *connFile == "" {
+		fs.Usage()
+		return errors.New("kernel: -f CONNECTION_FILE is required")
+	}
+	mode, err := bridge.ParseMode(*modeName)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(stderr)
+	if err != nil {
+		return err
+	}
+	conn, err := wire.ReadConnectionFile(*connFile)
+	if err != nil {
+		return err
+	}
+
+	// SIGINT interrupts (signal interrupt mode) instead of killing us;
+	// SIGTERM and SIGHUP shut down cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	sigint := make(chan os.Signal, 1)
+	signal.Notify(sigint, os.Interrupt)
+	defer signal.Stop(sigint)
+
+	b, err := bridge.New(bridge.Config{Backing: *backing, Mode: mode, Logger: log, Version: versionString()})
+	if err != nil {
+		return err
+	}
+	b.Start()
+	defer func() {
+		if err := b.Close(); err != nil {
+			log.Warn("closing the bridge", "error", err)
+		}
+	}()
+	srv, err := kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: log})
+	if err != nil {
+		return err
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	for {
+		select {
+		case <-sigint:
+			ictx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := srv.Interrupt(ictx); err != nil {
+				log.Warn("interrupt failed", "error", err)
+			}
+			cancel()
+		case err := <-done:
+			if errors.Is(err, context.Canceled) {
+				log.Info("terminated by signal")
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("kernel: %w", err)
+			}
+			log.Info("shut down")
+			return nil
+		}
+	}
+}

@@ -1,0 +1,112 @@
+// Command agentkernel is a Jupyter kernel whose cells talk to an AI coding
+// agent, backed by a real kernel (ipykernel by default).
+//
+//	agentkernel install [--user | --sys-prefix | --prefix DIR] [--name NAME] ...
+//	agentkernel kernel -f CONNECTION_FILE     (what Jupyter launches)
+//	agentkernel version
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "agentkernel:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// version is set with -ldflags "-X main.version=..."; otherwise the module
+// version from the build info.
+var version = ""
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v := bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				if v == "" || v == "(devel)" {
+					v = "dev"
+				}
+				return v + "+" + s.Value[:12]
+			}
+		}
+		if v != "" && v != "(devel)" {
+			return v
+		}
+	}
+	return "dev"
+}
+
+const usage = `agentkernel — a Jupyter kernel whose cells talk to an AI coding agent
+
+Usage:
+  agentkernel install [flags]        install the kernelspec so Jupyter lists "Agent"
+  agentkernel kernel -f FILE [flags] run the kernel (Jupyter does this)
+  agentkernel version                print the version
+
+Run "agentkernel COMMAND --help" for a command's flags.
+
+Environment:
+  AGENTKERNEL_LOG_LEVEL  trace, debug, info (default), warn, error, off
+`
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "install":
+		return runInstall(rest, stdout, stderr)
+	case "kernel":
+		return runKernel(rest, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "agentkernel", versionString())
+		return nil
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+// newLogger logs to w at the level from AGENTKERNEL_LOG_LEVEL.
+func newLogger(w io.Writer) (hclog.Logger, error) {
+	name := strings.TrimSpace(os.Getenv("AGENTKERNEL_LOG_LEVEL"))
+	level := hclog.Info
+	if name != "" {
+		level = hclog.LevelFromString(name)
+		if level == hclog.NoLevel {
+			return nil, fmt.Errorf("AGENTKERNEL_LOG_LEVEL=%q: want trace, debug, info, warn, error or off", name)
+		}
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "agentkernel", Level: level, Output: w}), nil
+}
+
+// newFlagSet returns a FlagSet whose --help prints usage to stdout-like w.
+func newFlagSet(name, synopsis string, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() {
+		fmt.Fprintf(w, "Usage: agentkernel %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}

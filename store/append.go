@@ -78,7 +78,7 @@ func insertUI(ctx context.Context, tx *sql.Tx, sr sessionRow, sessionID string, 
 		}
 		role := uiRole(m, sr.uiCount+i == 0)
 		text := uiText(m)
-		if _, err := st.ExecContext(ctx, m.TS, string(m.Type), uiKind(m), role, text, m.Partial, payload); err != nil {
+		if _, err := st.ExecContext(ctx, sr.pk, m.TS, string(m.Type), uiKind(m), role, text, m.Partial, payload); err != nil {
 			if isConstraint(err) {
 				return fmt.Errorf("ui message ts %d in session %s: %w", m.TS, sessionID, ErrExists)
 			}
@@ -131,7 +131,7 @@ func insertAPI(ctx context.Context, tx *sql.Tx, sr sessionRow, msgs []messages.A
 		if err != nil {
 			return fmt.Errorf("encode api message %d: %w", m.TS, err)
 		}
-		if _, err := st.ExecContext(ctx, m.TS, string(m.Role), apiKind(m), m.PlainText(), payload); err != nil {
+		if _, err := st.ExecContext(ctx, sr.pk, m.TS, string(m.Role), apiKind(m), m.PlainText(), payload); err != nil {
 			return fmt.Errorf("insert api message %d: %w", m.TS, err)
 		}
 	}

@@ -234,4 +234,3 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 		}
 	}
 }
-

@@ -1,0 +1,198 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// crashChildEnv makes the test binary run crashChild instead of the tests:
+// its value is the database path.
+const crashChildEnv = "AGENTKERNEL_STORE_CRASH_CHILD"
+
+const crashSession = "00000000-0000-4000-8000-00000000c4a5"
+
+// crashChild appends messages for ever, printing "ok TS" after each
+// committed append (and "batch TS1 TS2 TS3" after each committed batch), and
+// streams a partial message between appends. It is killed by the parent.
+func crashChild() int {
+	ctx := context.Background()
+	s, err := Open(Options{Path: os.Getenv(crashChildEnv), Debounce: time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if _, err := s.CreateSession(ctx, NewSession{ID: crashSession}); err != nil && !strings.Contains(err.Error(), ErrExists.Error()) {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	last, err := s.Recent(ctx, crashSession, 1)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var clock messages.Clock
+	if len(last) > 0 {
+		clock.Observe(last[0].Message.TS)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	words := []string{"alpha", "beta", "gamma", "delta", "kernel", "plot", "frame"}
+	for i := 0; ; i++ {
+		text := fmt.Sprintf("message %d %s %s", i, words[i%len(words)], strings.Repeat("x", i%300))
+		switch i % 5 {
+		case 0: // a batch: all three or none
+			a, b, c := clock.Next(), clock.Next(), clock.Next()
+			err = s.AppendUI(ctx, crashSession, say(a, messages.SayText, text), say(b, messages.SayText, text), say(c, messages.SayText, text))
+			if err == nil {
+				fmt.Fprintf(out, "batch %d %d %d\n", a, b, c)
+			}
+		case 1: // a streamed message: appended partial, updated, completed
+			ts := clock.Next()
+			m := say(ts, messages.SayText, "")
+			m.Partial = true
+			if err = s.AppendUI(ctx, crashSession, m); err != nil {
+				break
+			}
+			for _, w := range words {
+				m.Text += w + " "
+				if err = s.UpdateUI(ctx, crashSession, m); err != nil {
+					break
+				}
+			}
+			m.Partial = false
+			if err = s.UpdateUI(ctx, crashSession, m); err == nil {
+				fmt.Fprintf(out, "final %d %s\n", ts, strings.TrimSpace(m.Text))
+			}
+		default:
+			ts := clock.Next()
+			if err = s.AppendUI(ctx, crashSession, say(ts, messages.SayText, text)); err == nil {
+				err = s.AppendAPI(ctx, crashSession, userText(ts, text))
+			}
+			if err == nil {
+				fmt.Fprintf(out, "ok %d\n", ts)
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		out.Flush()
+	}
+}
+
+// TestCrashSIGKILL runs a writer child, SIGKILLs it at random points
+// several times, and checks after each kill that every message the child
+// reported as committed is there, batches are whole, the file passes
+// integrity_check and the FTS index agrees with the table.
+func TestCrashSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	ctx := context.Background()
+	path := t.TempDir() + "/crash.db"
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	reported := map[int64]string{} // ts -> final text ("" = any)
+	var batches [][3]int64
+	for round := 0; round < 6; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+		stdout, err := cmd.StdoutPipe()
+		must(t, err)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		must(t, cmd.Start())
+		killAfter := 5 + rng.IntN(150)
+		sc := bufio.NewScanner(stdout)
+		n := 0
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			switch f[0] {
+			case "ok":
+				ts, _ := strconv.ParseInt(f[1], 10, 64)
+				reported[ts] = ""
+			case "final":
+				ts, _ := strconv.ParseInt(f[1], 10, 64)
+				reported[ts] = strings.Join(f[2:], " ")
+			case "batch":
+				var b [3]int64
+				for i := range b {
+					b[i], _ = strconv.ParseInt(f[i+1], 10, 64)
+					reported[b[i]] = ""
+				}
+				batches = append(batches, b)
+			}
+			if n++; n == killAfter {
+				// Kill mid-write: the child is already in its next append.
+				time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+				must(t, cmd.Process.Signal(syscall.SIGKILL))
+				break
+			}
+		}
+		for sc.Scan() { // drain what was written before the kill
+		}
+		err = cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("round %d: child ended without being killed: %v\n%s", round, err, stderr.String())
+		}
+
+		s, err := Open(Options{Path: path})
+		must(t, err)
+		must(t, s.IntegrityCheck(ctx))
+		ui, err := s.LoadUI(ctx, crashSession, Page{})
+		must(t, err)
+		have := map[int64]messages.UIMessage{}
+		for _, m := range ui {
+			have[m.TS] = m
+		}
+		for ts, final := range reported {
+			m, ok := have[ts]
+			if !ok {
+				t.Fatalf("round %d: committed message %d is missing", round, ts)
+			}
+			if final != "" && (m.Partial || strings.TrimSpace(m.Text) != final) {
+				t.Fatalf("round %d: completed stream %d stored as %+v", round, ts, m)
+			}
+		}
+		for _, m := range ui { // unreported batches are whole or absent
+			_ = m
+		}
+		for _, b := range batches {
+			for _, ts := range b {
+				if _, ok := have[ts]; !ok {
+					t.Fatalf("round %d: batch %v is torn", round, b)
+				}
+			}
+		}
+		checkFTSAgrees(t, s)
+		c, err := s.Count(ctx, crashSession)
+		must(t, err)
+		if c.UI != len(ui) {
+			t.Fatalf("round %d: message_count %d, rows %d", round, c.UI, len(ui))
+		}
+		must(t, s.Close())
+		t.Logf("round %d: killed after %d reports; %d UI messages stored", round, killAfter, len(ui))
+	}
+}
+
+// checkFTSAgrees compares a token search with a scan of the table.
+func checkFTSAgrees(t *testing.T, s *Store) {
+	t.Helper()
+	for _, w := range []string{"alpha", "kernel", "frame", "message"} {
+		var fts, scan int
+		must(t, s.w.QueryRow("SELECT count(*) FROM ui_fts WHERE ui_fts MATCH ?", w).Scan(&fts))
+		must(t, s.w.QueryRow("SELECT count(*) FROM ui_messages WHERE ' ' || text || ' ' LIKE ?", "% "+w+" %").Scan(&scan))
+		if fts != scan {
+			t.Fatalf("FTS finds %d rows with %q, the table has %d", fts, w, scan)
+		}
+	}
+}

@@ -1,0 +1,36 @@
+# agentkernel — see README.md. `scripts/test.sh` installs what these need.
+GO        ?= go
+PYTHON    ?= /usr/bin/python3
+FUZZTIME  ?= 20s
+BIN       := bin/agentkernel
+GOTEST    := $(GO) test -race -count=1
+
+.PHONY: build install test check test-go test-fuzz test-python bench clean
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/agentkernel
+
+install: build
+	$(BIN) install --user
+
+test: check test-go test-fuzz test-python
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test-go:
+	$(GOTEST) -timeout 20m ./...
+
+test-fuzz:
+	$(GO) test -run=NONE -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./kernel/wire
+
+test-python: build
+	AGENTKERNEL_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest tests/python -q -p no:cacheprovider
+
+bench: build
+	$(GO) test -run=NONE -bench=. -benchtime=2000x ./kernel/... 
+	$(PYTHON) scripts/bench.py
+
+clean:
+	rm -rf bin

@@ -31,8 +31,9 @@ type SearchHit struct {
 	Snippet   string // the matching part of the text, matches highlighted
 }
 
-// smallSession is the session size below which a per-session search probes
-// the index row by row instead of walking the whole match list.
+// smallSession is the default session size below which a per-session
+// search probes the index row by row instead of walking the whole match
+// list (Store.smallSession; tests lower it).
 const smallSession = 4000
 
 // Search runs a full-text query over UI message text, newest match first.
@@ -77,7 +78,7 @@ func (s *Store) Search(ctx context.Context, query string, o SearchOptions) ([]Se
 			if err != nil {
 				return err
 			}
-			if n <= smallSession {
+			if n <= s.smallSession {
 				// Probe the index once per message of the session.
 				q = `SELECT ?, m.ts, m.type, m.kind, m.role, snippet(ui_fts, 0, ?, ?, '…', ?)
 					FROM ui_messages m CROSS JOIN ui_fts ON ui_fts.rowid = m.seq

@@ -33,6 +33,8 @@ type Store struct {
 	close sync.Once
 	done  chan struct{}
 	wg    sync.WaitGroup
+
+	smallSession int // see search.go
 }
 
 // Open opens (creating and migrating when needed) the database named by
@@ -43,7 +45,7 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: o.Path, opts: o, log: o.Logger.Named("store"), done: make(chan struct{})}
+	s := &Store{path: o.Path, opts: o, log: o.Logger.Named("store"), done: make(chan struct{}), smallSession: smallSession}
 	if strings.ContainsAny(o.Path, "?#") {
 		return nil, s.wrap("open", errors.New("the path must not contain '?' or '#'"))
 	}

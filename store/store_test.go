@@ -382,11 +382,12 @@ func TestSearch(t *testing.T) {
 func TestSearchLargeSessionPath(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
+	s.smallSession = 40
 	big, small := newSession(t, s), newSession(t, s)
 	var ms []messages.UIMessage
-	for i := int64(1); i <= smallSession+10; i++ {
+	for i := int64(1); i <= 60; i++ {
 		text := "filler"
-		if i%1000 == 0 {
+		if i%10 == 0 {
 			text = "needle here"
 		}
 		ms = append(ms, say(i, messages.SayText, text))
@@ -395,7 +396,7 @@ func TestSearchLargeSessionPath(t *testing.T) {
 	must(t, s.AppendUI(ctx, small, say(1, messages.SayText, "needle too")))
 	hits, err := s.Search(ctx, "needle", SearchOptions{SessionID: big, Limit: 2})
 	must(t, err)
-	if len(hits) != 2 || hits[0].TS != 4000 || hits[1].TS != 3000 {
+	if len(hits) != 2 || hits[0].TS != 60 || hits[1].TS != 50 {
 		t.Fatalf("hits = %+v", hits)
 	}
 }

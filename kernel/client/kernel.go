@@ -386,9 +386,29 @@ func (k *Kernel) stop(ctx context.Context, p *process, restart bool) error {
 	}
 	select {
 	case <-p.exited:
-		return nil
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("process %d did not exit after SIGKILL", p.pid)
+	}
+	k.waitGroupGone(p.pid)
+	return nil
+}
+
+// waitGroupGone waits briefly until no process of group pgid is left (the
+// wait goroutine SIGKILLs the group once its leader exited, but the kill is
+// asynchronous and orphans are reaped by init).
+func (k *Kernel) waitGroupGone(pgid int) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		err := syscall.Kill(-pgid, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if time.Now().After(deadline) {
+			k.log.Warn("kernel process group still has members", "pgid", pgid, "error", err)
+			return
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

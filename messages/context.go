@@ -103,7 +103,7 @@ func Truncate(api []APIMessage, spec TruncateSpec) ([]APIMessage, int, error) {
 	start := max(lastSummary(api, summaries, markers), 0)
 	var visible []int
 	for i := start; i < len(api); i++ {
-		m := api[i]
+		m := &api[i]
 		if m.IsTruncationMarker || hidden(m, summaries, markers) {
 			continue
 		}
@@ -159,9 +159,9 @@ func Effective(api []APIMessage) []APIMessage {
 	summaries, markers := contextIDs(api)
 	start := max(lastSummary(api, summaries, markers), 0)
 	vis := make([]APIMessage, 0, len(api)-start)
-	for _, m := range api[start:] {
-		if !hidden(m, summaries, markers) {
-			vis = append(vis, m)
+	for i := start; i < len(api); i++ {
+		if !hidden(&api[i], summaries, markers) {
+			vis = append(vis, api[i])
 		}
 	}
 	return PairTools(vis)
@@ -172,50 +172,21 @@ func Effective(api []APIMessage) []APIMessage {
 // previous message, dropping messages left empty. It is the last step of
 // [Effective]; msgs is not modified.
 func PairTools(msgs []APIMessage) []APIMessage {
-	uses := func(m APIMessage) map[string]bool {
-		var s map[string]bool
-		for _, b := range m.Content {
-			if b.Type == BlockToolUse {
-				if s == nil {
-					s = map[string]bool{}
-				}
-				s[b.ID] = true
-			}
-		}
-		return s
-	}
-	results := func(m APIMessage) map[string]bool {
-		var s map[string]bool
-		for _, b := range m.Content {
-			if b.Type == BlockToolResult {
-				if s == nil {
-					s = map[string]bool{}
-				}
-				s[b.ToolUseID] = true
-			}
-		}
-		return s
-	}
 	out := make([]APIMessage, 0, len(msgs))
-	for i, m := range msgs {
-		var prevUses, nextResults map[string]bool
-		if i > 0 {
-			prevUses = uses(msgs[i-1])
-		}
-		if i+1 < len(msgs) {
-			nextResults = results(msgs[i+1])
-		}
+	for i := range msgs {
+		m := msgs[i]
 		var kept []ContentBlock
 		changed := false
-		for j, b := range m.Content {
-			drop := (b.Type == BlockToolUse && !nextResults[b.ID]) ||
-				(b.Type == BlockToolResult && !prevUses[b.ToolUseID])
+		for j := range m.Content {
+			b := &m.Content[j]
+			drop := (b.Type == BlockToolUse && !(i+1 < len(msgs) && hasToolBlock(&msgs[i+1], BlockToolResult, b.ID))) ||
+				(b.Type == BlockToolResult && !(i > 0 && hasToolBlock(&msgs[i-1], BlockToolUse, b.ToolUseID)))
 			if drop && !changed {
 				changed = true
 				kept = append(make([]ContentBlock, 0, len(m.Content)), m.Content[:j]...)
 			}
 			if changed && !drop {
-				kept = append(kept, b)
+				kept = append(kept, *b)
 			}
 		}
 		if changed {
@@ -227,6 +198,21 @@ func PairTools(msgs []APIMessage) []APIMessage {
 		out = append(out, m)
 	}
 	return out
+}
+
+// hasToolBlock reports whether m has a tool_use (t = BlockToolUse) with the
+// given id or a tool_result (t = BlockToolResult) for it.
+func hasToolBlock(m *APIMessage, t BlockType, id string) bool {
+	for j := range m.Content {
+		b := &m.Content[j]
+		if b.Type != t {
+			continue
+		}
+		if (t == BlockToolUse && b.ID == id) || (t == BlockToolResult && b.ToolUseID == id) {
+			return true
+		}
+	}
+	return false
 }
 
 // contextIDs returns the condense ids of the summaries and the truncation ids
@@ -244,7 +230,7 @@ func contextIDs(api []APIMessage) (summaries, markers map[string]bool) {
 	return summaries, markers
 }
 
-func hidden(m APIMessage, summaries, markers map[string]bool) bool {
+func hidden(m *APIMessage, summaries, markers map[string]bool) bool {
 	return (m.CondenseParent != "" && summaries[m.CondenseParent]) ||
 		(m.TruncationParent != "" && markers[m.TruncationParent])
 }
@@ -253,7 +239,7 @@ func hidden(m APIMessage, summaries, markers map[string]bool) bool {
 // itself hidden, or -1.
 func lastSummary(api []APIMessage, summaries, markers map[string]bool) int {
 	for i := len(api) - 1; i >= 0; i-- {
-		if api[i].IsSummary && !hidden(api[i], summaries, markers) {
+		if api[i].IsSummary && !hidden(&api[i], summaries, markers) {
 			return i
 		}
 	}

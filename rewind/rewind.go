@@ -179,72 +179,141 @@ func apiCutoff(api []messages.APIMessage, ts int64) int64 {
 
 // cleanup clears dangling condenseParent/truncationParent tags and drops
 // orphaned tool_use/tool_result blocks (and messages left empty). api is
-// owned by the caller of cleanup and may be reused; the messages' Content
-// slices are shared with the original input, so they are replaced, never
-// edited.
+// owned by the caller of cleanup and is reused; the messages' Content slices
+// are shared with the original input, so they are replaced, never edited.
+//
+// A tool_use is kept when a later message has a tool_result with its id, a
+// tool_result when an earlier message has the tool_use. Nearly always the
+// partner is in the neighbouring message, so that is checked first; only the
+// ids not settled that way are looked up in one more pass.
 func cleanup(api []messages.APIMessage) ([]messages.APIMessage, bool) {
 	summaries, markers := map[string]bool{}, map[string]bool{}
-	firstUse := map[string]int{}   // tool_use id -> index of its first tool_use
-	lastResult := map[string]int{} // tool_use id -> index of its last tool_result
-	for i, m := range api {
+	var unsettled map[string]bool
+	var withUnsettled []int // indexes of the messages holding unsettled blocks
+	for i := range api {
+		m := &api[i]
 		if m.IsSummary && m.CondenseID != "" {
 			summaries[m.CondenseID] = true
 		}
 		if m.IsTruncationMarker && m.TruncationID != "" {
 			markers[m.TruncationID] = true
 		}
-		for _, b := range m.Content {
-			switch b.Type {
-			case messages.BlockToolUse:
-				if _, ok := firstUse[b.ID]; !ok {
-					firstUse[b.ID] = i
+		for j := range m.Content {
+			b := &m.Content[j]
+			switch {
+			case b.Type == messages.BlockToolUse && !(i+1 < len(api) && hasBlock(&api[i+1], messages.BlockToolResult, b.ID)),
+				b.Type == messages.BlockToolResult && !(i > 0 && hasBlock(&api[i-1], messages.BlockToolUse, b.ToolUseID)):
+				if unsettled == nil {
+					unsettled = map[string]bool{}
 				}
-			case messages.BlockToolResult:
-				lastResult[b.ToolUseID] = i
+				unsettled[toolID(b)] = true
+				if n := len(withUnsettled); n == 0 || withUnsettled[n-1] != i {
+					withUnsettled = append(withUnsettled, i)
+				}
 			}
 		}
 	}
+	// For the unsettled ids: index of the first tool_use, of the last tool_result.
+	var firstUse, lastResult map[string]int
+	if len(unsettled) > 0 {
+		firstUse, lastResult = map[string]int{}, map[string]int{}
+		for i := range api {
+			for j := range api[i].Content {
+				b := &api[i].Content[j]
+				if b.Type != messages.BlockToolUse && b.Type != messages.BlockToolResult {
+					continue
+				}
+				id := toolID(b)
+				if !unsettled[id] {
+					continue
+				}
+				if b.Type == messages.BlockToolResult {
+					lastResult[id] = i
+				} else if _, ok := firstUse[id]; !ok {
+					firstUse[id] = i
+				}
+			}
+		}
+	}
+
 	changed := false
 	out := api[:0]
-	for i, m := range api {
-		if m.CondenseParent != "" && !summaries[m.CondenseParent] {
-			m.CondenseParent = ""
-			changed = true
-		}
-		if m.TruncationParent != "" && !markers[m.TruncationParent] {
-			m.TruncationParent = ""
-			changed = true
-		}
-		var kept []messages.ContentBlock
-		dropped := false
-		for j, b := range m.Content {
-			drop := false
-			switch b.Type {
-			case messages.BlockToolUse:
-				r, ok := lastResult[b.ID]
-				drop = !ok || r <= i
-			case messages.BlockToolResult:
-				u, ok := firstUse[b.ToolUseID]
-				drop = !ok || u >= i
+	// Most messages share a parent with the message before them.
+	var lastCP, lastTP string
+	var lastCPOK, lastTPOK bool
+	for i := range api {
+		m := api[i]
+		if p := m.CondenseParent; p != "" {
+			if p != lastCP {
+				lastCP, lastCPOK = p, summaries[p]
 			}
-			if drop && !dropped {
-				dropped = true
-				kept = append(make([]messages.ContentBlock, 0, len(m.Content)), m.Content[:j]...)
-			}
-			if dropped && !drop {
-				kept = append(kept, b)
+			if !lastCPOK {
+				m.CondenseParent = ""
+				changed = true
 			}
 		}
-		if dropped {
-			changed = true
-			if len(kept) == 0 {
-				continue
+		if p := m.TruncationParent; p != "" {
+			if p != lastTP {
+				lastTP, lastTPOK = p, markers[p]
 			}
-			m.Content = kept
+			if !lastTPOK {
+				m.TruncationParent = ""
+				changed = true
+			}
+		}
+		if len(withUnsettled) > 0 && withUnsettled[0] == i {
+			withUnsettled = withUnsettled[1:]
+			var kept []messages.ContentBlock
+			dropped := false
+			for j := range m.Content {
+				b := &m.Content[j]
+				drop := false
+				if (b.Type == messages.BlockToolUse || b.Type == messages.BlockToolResult) && unsettled[toolID(b)] {
+					if b.Type == messages.BlockToolUse {
+						r, ok := lastResult[b.ID]
+						drop = !ok || r <= i
+					} else {
+						u, ok := firstUse[b.ToolUseID]
+						drop = !ok || u >= i
+					}
+				}
+				if drop && !dropped {
+					dropped = true
+					kept = append(make([]messages.ContentBlock, 0, len(m.Content)), m.Content[:j]...)
+				}
+				if dropped && !drop {
+					kept = append(kept, *b)
+				}
+			}
+			if dropped {
+				changed = true
+				if len(kept) == 0 {
+					continue
+				}
+				m.Content = kept
+			}
 		}
 		out = append(out, m)
 	}
 	return out, changed
+}
+
+// toolID is the tool call id of a tool_use or tool_result block.
+func toolID(b *messages.ContentBlock) string {
+	if b.Type == messages.BlockToolUse {
+		return b.ID
+	}
+	return b.ToolUseID
+}
+
+// hasBlock reports whether m has a block of type t for tool call id.
+func hasBlock(m *messages.APIMessage, t messages.BlockType, id string) bool {
+	for j := range m.Content {
+		if b := &m.Content[j]; b.Type == t && toolID(b) == id {
+			return true
+		}
+	}
+	return false
 }
 
 // clone returns a copy of s with its own backing array (nil for an empty s).

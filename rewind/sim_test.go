@@ -20,6 +20,9 @@ type sim struct {
 	n       int // id counter
 	started bool
 	log     []string // operations, for failure reports
+	// contextEvery makes condenses and truncations rarer: each is skipped
+	// unless a draw in [0, contextEvery) is 0. 0 or 1 = never skipped.
+	contextEvery int
 }
 
 func newSim(rng *rand.Rand) *sim { return &sim{rng: rng, ts: 1_700_000_000_000} }
@@ -134,6 +137,8 @@ func (s *sim) step() {
 		s.userTurn()
 	case r < 15:
 		s.assistantTurn()
+	case r < 19 && s.contextEvery > 1 && s.rng.IntN(s.contextEvery) != 0:
+		s.userTurn()
 	case r < 17:
 		s.condense()
 	case r < 19:

@@ -162,6 +162,9 @@ func FuzzDecodeAPI(f *testing.F) {
 		if !reflect.DeepEqual(m, m2) {
 			t.Fatalf("round trip differs: %+v vs %+v", m, m2)
 		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("decoded message does not validate: %v", err)
+		}
 	})
 }
 
@@ -178,8 +181,12 @@ func FuzzDecodeUI(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := DecodeUI(again); err != nil {
+		m2, err := DecodeUI(again)
+		if err != nil {
 			t.Fatalf("re-decode of %s: %v", again, err)
+		}
+		if !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip differs: %+v vs %+v", m, m2)
 		}
 	})
 }

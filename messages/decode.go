@@ -16,6 +16,14 @@ func DecodeUI(data []byte) (UIMessage, error) {
 	if err := decodeStrict(data, &m); err != nil {
 		return UIMessage{}, fmt.Errorf("messages: decode UI message: %w", err)
 	}
+	// Empty collections decode as nil, so that a decoded message equals the
+	// decoding of its own encoding (omitempty drops them).
+	if len(m.Images) == 0 {
+		m.Images = nil
+	}
+	if len(m.Checkpoint) == 0 {
+		m.Checkpoint = nil
+	}
 	if err := m.Validate(); err != nil {
 		return UIMessage{}, err
 	}
@@ -28,6 +36,9 @@ func DecodeAPI(data []byte) (APIMessage, error) {
 	var m APIMessage
 	if err := decodeStrict(data, &m); err != nil {
 		return APIMessage{}, fmt.Errorf("messages: decode API message: %w", err)
+	}
+	for i := range m.Content {
+		normalizeBlock(&m.Content[i])
 	}
 	if err := m.Validate(); err != nil {
 		return APIMessage{}, err
@@ -48,4 +59,17 @@ func decodeStrict(data []byte, v any) error {
 		return fmt.Errorf("trailing data after the JSON object")
 	}
 	return nil
+}
+
+// normalizeBlock turns empty collections into nil (see DecodeUI).
+func normalizeBlock(b *ContentBlock) {
+	if len(b.Content) == 0 {
+		b.Content = nil
+	}
+	for i := range b.Content {
+		normalizeBlock(&b.Content[i])
+	}
+	if len(b.Input) == 0 {
+		b.Input = nil
+	}
 }

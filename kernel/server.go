@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/kernel/zmtp"
 )
 
 // Config configures a Server. Conn and Handler are required; the zero value
@@ -269,13 +270,8 @@ func (s *Server) status(parent *wire.Message, state json.RawMessage) {
 	}
 }
 
-// listenAddr is the endpoint we bind: Jupyter's tcp endpoints go through
-// the guarded transport so that a hostile frame length cannot make zmq4
-// allocate without bound.
+// listenAddr is the endpoint we bind: tcp goes through the zmtp transport,
+// which bounds frame sizes and batches system calls.
 func listenAddr(c *wire.ConnectionInfo, port int) string {
-	addr := c.Addr(port)
-	if c.Transport == "tcp" {
-		return guardedScheme + addr[len("tcp"):]
-	}
-	return addr
+	return zmtp.Endpoint(c.Addr(port))
 }

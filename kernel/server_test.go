@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,9 +14,11 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/kernel/zmtp"
 )
 
 // zmq4 v0.17.0's PUB writer goroutine waits on a sync.Cond that Close never
@@ -115,7 +118,7 @@ func startKernel(t *testing.T) *testKernel {
 		t.Fatal(err)
 	}
 	h := newFake()
-	srv, err := New(Config{Conn: conn, Handler: h})
+	srv, err := New(Config{Conn: conn, Handler: h, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +139,7 @@ func startKernel(t *testing.T) *testKernel {
 		port int
 	}{{k.shell, conn.ShellPort}, {k.control, conn.ControlPort}, {k.stdin, conn.StdinPort}, {k.iopub, conn.IOPubPort}} {
 		if err := dialRetry(d.s, conn.Addr(d.port)); err != nil {
-			t.Fatal(err)
+			t.Fatalf("dial %d (shell %d control %d stdin %d iopub %d): %v", d.port, conn.ShellPort, conn.ControlPort, conn.StdinPort, conn.IOPubPort, err)
 		}
 	}
 	k.iopub.SetOption(zmq4.OptionSubscribe, "")
@@ -211,7 +214,7 @@ func (k *testKernel) send(s zmq4.Socket, msgType string, content any) *wire.Mess
 	m := &wire.Message{Header: wire.NewHeader(k.session, "tester", msgType), Content: raw}
 	frames, _ := k.signer.Encode(m)
 	if err := s.SendMulti(zmq4.NewMsgFrom(frames...)); err != nil {
-		k.t.Fatal(err)
+		k.t.Fatalf("send %s: %v", msgType, err)
 	}
 	return m
 }
@@ -505,7 +508,7 @@ func TestShutdown(t *testing.T) {
 func TestHostileFrames(t *testing.T) {
 	k := startKernel(t)
 	addr := net.JoinHostPort(k.conn.IP, itoa(k.conn.ShellPort))
-	for _, size := range []uint64{1 << 62, maxWireMessage + 1} {
+	for _, size := range []uint64{1 << 62, zmtp.MaxMessage + 1} {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -537,3 +540,10 @@ func TestHostileFrames(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func testLogger() hclog.Logger {
+	if os.Getenv("KERNEL_TEST_LOG") == "" {
+		return nil
+	}
+	return hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stderr})
+}

@@ -1,0 +1,232 @@
+// Package zmtp provides the TCP transport that agentkernel's ZeroMQ sockets
+// (go-zeromq/zmq4) use instead of plain "tcp". Use [Endpoint] to turn a
+// tcp:// endpoint into one of this transport; everything else is zmq4 as
+// usual. It does two things plain tcp cannot:
+//
+//   - Bound what a peer may announce. zmq4 allocates whatever length a frame
+//     header claims (up to 2^63 bytes), so one hostile header crashes or
+//     exhausts the process before any message check runs. The connection
+//     parses the ZMTP 3 framing of everything it reads and fails the read —
+//     dropping that peer only — when a frame or a multipart message
+//     announces more than the limit.
+//   - Save system calls. zmq4 reads every 2-byte frame header with its own
+//     read and, through a wrapped connection, writes every header and body
+//     with its own write. Reads are buffered here, and writes are gathered
+//     until the last frame of a message is complete, then sent at once: one
+//     write (one TCP segment for small messages) per message.
+//
+// The framing: a 64-byte greeting, then frames of one flags byte (bit 0
+// more, bit 1 long size, bit 2 command), a 1- or 8-byte big-endian size and
+// the body.
+package zmtp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/go-zeromq/zmq4/transport"
+)
+
+// Scheme is the endpoint scheme of this transport.
+const Scheme = "agentkernel-tcp"
+
+// MaxMessage caps one ZMTP message (all its frames), as read.
+const MaxMessage = 256 << 20
+
+// ErrTooLarge is the read error of a connection whose peer announced a
+// frame or message larger than MaxMessage.
+var ErrTooLarge = fmt.Errorf("zmtp: peer announced a message over %d bytes", MaxMessage)
+
+var register sync.Once
+
+// Endpoint returns ep with its tcp:// scheme replaced by this transport's
+// (other schemes are returned unchanged), registering the transport with
+// zmq4 on first use.
+func Endpoint(ep string) string {
+	register.Do(func() {
+		if err := zmq4.RegisterTransport(Scheme, tcpTransport{}); err != nil {
+			panic(err) // only if someone else registered the name
+		}
+	})
+	if rest, ok := strings.CutPrefix(ep, "tcp://"); ok {
+		return Scheme + "://" + rest
+	}
+	return ep
+}
+
+type tcpTransport struct{}
+
+func (tcpTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(c), nil
+}
+
+func (tcpTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return listener{l}, nil
+}
+
+func (tcpTransport) Addr(ep string) (string, error) { return transport.New("tcp").Addr(ep) }
+
+type listener struct{ net.Listener }
+
+func (l listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return newConn(c), nil
+}
+
+// conn is a net.Conn with a bounded, buffered reader and a message-batching
+// writer.
+type conn struct {
+	net.Conn
+
+	rmu sync.Mutex
+	br  *bufio.Reader
+	rs  scanner
+
+	wmu  sync.Mutex
+	ws   scanner
+	wbuf []byte
+}
+
+func newConn(c net.Conn) *conn {
+	return &conn{Conn: c, br: bufio.NewReaderSize(c, 64<<10)}
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	n, err := c.br.Read(p)
+	for b := p[:n]; len(b) > 0; {
+		k, serr := c.rs.scan(b)
+		if serr != nil && !errors.Is(serr, errBoundary) {
+			c.Conn.Close()
+			return 0, serr
+		}
+		b = b[k:]
+	}
+	return n, err
+}
+
+// Write gathers bytes until a message (or the greeting, or a command) is
+// complete, then writes them at once.
+func (c *conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	rest := p
+	for len(rest) > 0 {
+		n, err := c.ws.scan(rest)
+		if err != nil && !errors.Is(err, errBoundary) {
+			return len(p) - len(rest), err
+		}
+		c.wbuf = append(c.wbuf, rest[:n]...)
+		rest = rest[n:]
+		if errors.Is(err, errBoundary) {
+			if err := c.flush(); err != nil {
+				return len(p) - len(rest), err
+			}
+		}
+	}
+	return len(p), nil
+}
+
+func (c *conn) flush() error {
+	_, err := c.Conn.Write(c.wbuf)
+	if cap(c.wbuf) > 1<<20 {
+		c.wbuf = nil // do not keep a huge buffer after a big message
+	} else {
+		c.wbuf = c.wbuf[:0]
+	}
+	return err
+}
+
+// errBoundary tells the writer that the scanned bytes end a unit.
+var errBoundary = errors.New("zmtp: boundary")
+
+// scanner follows ZMTP framing over a byte stream.
+type scanner struct {
+	started  bool
+	greeting int
+	hdr      [9]byte
+	hdrLen   int
+	body     uint64
+	last     bool // the frame whose body is passing is a unit's last
+	msgSize  uint64
+}
+
+// scan consumes a prefix of b. It returns how many bytes it consumed and
+// errBoundary when they end the greeting, a command, or a message's last
+// frame; ErrTooLarge when a header announces too much.
+func (s *scanner) scan(b []byte) (int, error) {
+	if !s.started {
+		s.started, s.greeting = true, 64
+	}
+	i := 0
+	for i < len(b) {
+		switch {
+		case s.greeting > 0:
+			k := min(s.greeting, len(b)-i)
+			s.greeting -= k
+			i += k
+			if s.greeting == 0 {
+				return i, errBoundary
+			}
+		case s.body > 0:
+			k := min(s.body, uint64(len(b)-i))
+			s.body -= k
+			i += int(k)
+			if s.body == 0 && s.last {
+				return i, errBoundary
+			}
+		default:
+			s.hdr[s.hdrLen] = b[i]
+			s.hdrLen++
+			i++
+			flags := s.hdr[0]
+			need := 2
+			if flags&0x02 != 0 {
+				need = 9
+			}
+			if s.hdrLen < need {
+				continue
+			}
+			size := uint64(s.hdr[1])
+			if need == 9 {
+				size = 0
+				for _, x := range s.hdr[1:9] {
+					size = size<<8 | uint64(x)
+				}
+			}
+			s.hdrLen = 0
+			s.msgSize += size
+			if size > MaxMessage || s.msgSize > MaxMessage {
+				return i, ErrTooLarge
+			}
+			command, more := flags&0x04 != 0, flags&0x01 != 0
+			s.last = command || !more
+			if s.last {
+				s.msgSize = 0
+			}
+			s.body = size
+			if size == 0 && s.last {
+				return i, errBoundary
+			}
+		}
+	}
+	return i, nil
+}

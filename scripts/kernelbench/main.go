@@ -1,0 +1,228 @@
+// Command kernelbench measures Jupyter protocol latency from a Go client,
+// side by side, for each kernelspec it is given in the same run: the
+// kernel_info round trip (p50/p99), an empty execute (reply and idle), and
+// start-up to the first kernel_info_reply. With -agentkernel BIN it installs
+// BIN's kernelspec (code mode over python3) into a temporary prefix first.
+//
+//	go run ./scripts/kernelbench -agentkernel bin/agentkernel
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "kernelbench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	spec               string
+	infoP50, infoP99   time.Duration
+	execP50, execP99   time.Duration
+	startP50, startMin time.Duration
+	rssKiB             int
+}
+
+func run() error {
+	specs := flag.String("specs", "python3", "comma-separated kernelspecs to measure")
+	ak := flag.String("agentkernel", "", "agentkernel binary: install its kernelspec and measure it too")
+	n := flag.Int("n", 2000, "kernel_info round trips")
+	nexec := flag.Int("exec", 500, "empty executes")
+	starts := flag.Int("starts", 10, "cold starts to the first kernel_info_reply")
+	flag.Parse()
+
+	names := strings.Split(*specs, ",")
+	if *ak != "" {
+		prefix, err := os.MkdirTemp("", "kernelbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(prefix)
+		out, err := exec.Command(*ak, "install", "--prefix", prefix, "--name", "agentkernel-bench").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("install: %v: %s", err, out)
+		}
+		os.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
+		names = append(names, "agentkernel-bench")
+	}
+	var results []result
+	for _, name := range names {
+		fmt.Fprintf(os.Stderr, "measuring %s ...\n", name)
+		r, err := measure(name, *n, *nexec, *starts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		results = append(results, r)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "kernelspec\tkernel_info p50\tp99\texecute p50\tp99\tstart-up p50\tmin\tRSS MiB\t")
+	for _, r := range results {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.spec, us(r.infoP50), us(r.infoP99),
+			us(r.execP50), us(r.execP99), ms(r.startP50), ms(r.startMin), float64(r.rssKiB)/1024)
+	}
+	w.Flush()
+	if len(results) > 1 {
+		base, ak := results[0], results[len(results)-1]
+		fmt.Printf("\n%s vs %s: kernel_info p50 %.2fx, execute p50 %+.1f%%\n", ak.spec, base.spec,
+			float64(ak.infoP50)/float64(base.infoP50), 100*(float64(ak.execP50)/float64(base.execP50)-1))
+	}
+	return nil
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+func measure(name string, n, nexec, starts int) (result, error) {
+	r := result{spec: name}
+	spec, err := client.FindSpec(name)
+	if err != nil {
+		return r, err
+	}
+	ctx := context.Background()
+	k, err := client.Start(ctx, spec, client.Options{})
+	if err != nil {
+		return r, err
+	}
+	defer k.Shutdown(ctx)
+	c := k.Client()
+	// Warm up, and let a backing kernel finish starting.
+	for range 50 {
+		if _, err := c.KernelInfo(ctx); err != nil {
+			return r, err
+		}
+		if _, err := c.Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{}); err != nil {
+			return r, err
+		}
+	}
+	d := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now()
+		if _, err := c.KernelInfo(ctx); err != nil {
+			return r, err
+		}
+		d = append(d, time.Since(t))
+	}
+	r.infoP50, r.infoP99 = pct(d, 0.5), pct(d, 0.99)
+	d = d[:0]
+	for range nexec {
+		t := time.Now()
+		if _, err := c.Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{}); err != nil {
+			return r, err
+		}
+		d = append(d, time.Since(t))
+	}
+	r.execP50, r.execP99 = pct(d, 0.5), pct(d, 0.99)
+	r.rssKiB = rss(k.Pid())
+
+	d = d[:0]
+	for range starts {
+		t, err := coldStart(spec)
+		if err != nil {
+			return r, err
+		}
+		d = append(d, t)
+	}
+	r.startP50, r.startMin = pct(d, 0.5), slices.Min(d)
+	return r, nil
+}
+
+// coldStart launches the kernel and measures the time from exec to the
+// first kernel_info_reply on a DEALER that keeps asking.
+func coldStart(spec *client.Spec) (time.Duration, error) {
+	conn, err := wire.NewConnectionInfo("127.0.0.1")
+	if err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "kernelbench-conn-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "kernel.json")
+	if err := wire.WriteConnectionFile(file, conn); err != nil {
+		return 0, err
+	}
+	argv := make([]string, len(spec.Argv))
+	for i, a := range spec.Argv {
+		argv[i] = strings.ReplaceAll(a, "{connection_file}", file)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "AGENTKERNEL_LOG_LEVEL=error")
+	signer, _ := wire.NewSigner("", []byte(conn.Key), wire.Limits{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sock := zmq4.NewDealer(ctx, zmq4.WithDialerRetry(time.Millisecond), zmq4.WithDialerMaxRetries(-1))
+	defer sock.Close()
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}()
+	if err := sock.Dial(conn.Addr(conn.ShellPort)); err != nil {
+		return 0, err
+	}
+	m := &wire.Message{Header: wire.NewHeader("bench", "bench", "kernel_info_request")}
+	frames, _ := signer.Encode(m)
+	if err := sock.SendMulti(zmq4.NewMsgFrom(frames...)); err != nil {
+		return 0, err
+	}
+	for {
+		msg, err := sock.Recv()
+		if err != nil {
+			return 0, err
+		}
+		rep, err := signer.Decode(msg.Frames)
+		if err == nil && rep.Header.MsgType == "kernel_info_reply" {
+			return time.Since(start), nil
+		}
+		if ctx.Err() != nil {
+			return 0, errors.New("no kernel_info_reply within 30s")
+		}
+	}
+}
+
+// rss returns the resident set of pid in KiB (0 if unknown).
+func rss(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			var kb int
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:")), "%d", &kb)
+			return kb
+		}
+	}
+	return 0
+}

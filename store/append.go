@@ -96,7 +96,10 @@ func insertUI(ctx context.Context, tx *sql.Tx, sr sessionRow, sessionID string, 
 		last_message = CASE WHEN ? = '' THEN last_message ELSE ? END,
 		last_role = CASE WHEN ? = '' THEN last_role ELSE ? END
 		WHERE pk = ?`, len(msgs), now, firstUser, last, last, last, lastRole, sr.pk)
-	return err
+	if err != nil || firstUser == "" {
+		return err
+	}
+	return refreshTitle(ctx, tx, sr.pk)
 }
 
 // AppendAPI appends API messages to a session's API history in one
@@ -199,6 +202,9 @@ func updateUIRows(ctx context.Context, tx *sql.Tx, sessionID string, msgs []mess
 		if seq == firstSeq && role == roleUser {
 			if _, err := tx.ExecContext(ctx, "UPDATE sessions SET first_user_message = ? WHERE pk = ?",
 				cutRunes(m.Text, firstUserKeep), sr.pk); err != nil {
+				return err
+			}
+			if err := refreshTitle(ctx, tx, sr.pk); err != nil {
 				return err
 			}
 		}

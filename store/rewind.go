@@ -337,7 +337,9 @@ func refreshDenorm(ctx context.Context, tx *sql.Tx, pk int64) error {
 		return err
 	}
 	rows.Close()
-	_, err = tx.ExecContext(ctx, "UPDATE sessions SET first_user_message = ?, last_message = ?, last_role = ? WHERE pk = ?",
-		first, last, lastRole, pk)
-	return err
+	if _, err = tx.ExecContext(ctx, "UPDATE sessions SET first_user_message = ?, last_message = ?, last_role = ? WHERE pk = ?",
+		first, last, lastRole, pk); err != nil {
+		return err
+	}
+	return refreshTitle(ctx, tx, pk)
 }

@@ -17,6 +17,7 @@ CREATE TABLE sessions (
 	created_at         INTEGER NOT NULL,             -- unix ms
 	updated_at         INTEGER NOT NULL,             -- unix ms
 	display_name       TEXT    NOT NULL DEFAULT '',
+	title              TEXT    NOT NULL DEFAULT '',  -- DeriveTitle, kept current on write
 	model              TEXT    NOT NULL DEFAULT '',
 	provider           TEXT    NOT NULL DEFAULT '',
 	mode               TEXT    NOT NULL DEFAULT '',

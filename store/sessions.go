@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -88,9 +89,10 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 	now := s.nowMS()
 	err := s.writeTx(ctx, "create session "+ns.ID, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions
-			(id, created_at, updated_at, display_name, model, provider, mode, workspace)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			ns.ID, now, now, ns.DisplayName, ns.Model, ns.Provider, ns.Mode, ns.Workspace)
+			(id, created_at, updated_at, display_name, title, model, provider, mode, workspace)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			ns.ID, now, now, ns.DisplayName, DeriveTitle(ns.ID, ns.DisplayName, "", time.UnixMilli(now)),
+			ns.Model, ns.Provider, ns.Mode, ns.Workspace)
 		if isConstraint(err) {
 			return fmt.Errorf("session %s: %w", ns.ID, ErrExists)
 		}
@@ -102,9 +104,15 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 	return s.GetSession(ctx, ns.ID)
 }
 
-const sessionCols = `id, created_at, updated_at, display_name, model, provider, mode, workspace,
+const sessionCols = `id, created_at, updated_at, display_name, title, model, provider, mode, workspace,
 	tokens_in, tokens_out, cache_writes, cache_reads, cost, message_count, api_count,
 	first_user_message, last_message, last_role, archived_at, archive_reason`
+
+// listCols is sessionCols for listings: the counters packed into one column
+// (each column costs a driver call per row) and the long texts cut in SQL.
+const listCols = `id, created_at, updated_at, display_name, title, model, provider, mode, workspace,
+	printf('%d %d %d %d %d %d %!.17g', tokens_in, tokens_out, cache_writes, cache_reads, message_count, api_count, cost),
+	substr(first_user_message, 1, ?), substr(last_message, 1, ?), last_role, archived_at, archive_reason`
 
 func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 	var (
@@ -112,7 +120,7 @@ func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 		created, updated int64
 		archived         sql.NullInt64
 	)
-	err := sc.Scan(&ss.ID, &created, &updated, &ss.DisplayName, &ss.Model, &ss.Provider, &ss.Mode,
+	err := sc.Scan(&ss.ID, &created, &updated, &ss.DisplayName, &ss.Title, &ss.Model, &ss.Provider, &ss.Mode,
 		&ss.Workspace, &ss.Usage.TokensIn, &ss.Usage.TokensOut, &ss.Usage.CacheWrites,
 		&ss.Usage.CacheReads, &ss.Usage.Cost, &ss.MessageCount, &ss.APICount,
 		&ss.FirstUserMessage, &ss.LastMessage, &ss.LastRole, &archived, &ss.ArchiveReason)
@@ -124,8 +132,58 @@ func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 	if archived.Valid {
 		ss.ArchivedAt = time.UnixMilli(archived.Int64)
 	}
-	ss.Title = DeriveTitle(ss.ID, ss.DisplayName, ss.FirstUserMessage, ss.CreatedAt)
 	return ss, nil
+}
+
+func scanListedSession(sc interface{ Scan(...any) error }) (Session, error) {
+	var (
+		ss               Session
+		created, updated int64
+		archived         sql.NullInt64
+		packed           string
+	)
+	err := sc.Scan(&ss.ID, &created, &updated, &ss.DisplayName, &ss.Title, &ss.Model, &ss.Provider, &ss.Mode,
+		&ss.Workspace, &packed, &ss.FirstUserMessage, &ss.LastMessage, &ss.LastRole, &archived, &ss.ArchiveReason)
+	if err != nil {
+		return ss, err
+	}
+	f := strings.Fields(packed)
+	if len(f) != 7 {
+		return ss, fmt.Errorf("session %s: bad counters %q", ss.ID, packed)
+	}
+	ints := []*int64{&ss.Usage.TokensIn, &ss.Usage.TokensOut, &ss.Usage.CacheWrites, &ss.Usage.CacheReads}
+	for i, p := range ints {
+		if *p, err = strconv.ParseInt(f[i], 10, 64); err != nil {
+			return ss, fmt.Errorf("session %s: bad counters %q", ss.ID, packed)
+		}
+	}
+	if ss.MessageCount, err = strconv.Atoi(f[4]); err == nil {
+		if ss.APICount, err = strconv.Atoi(f[5]); err == nil {
+			ss.Usage.Cost, err = strconv.ParseFloat(f[6], 64)
+		}
+	}
+	if err != nil {
+		return ss, fmt.Errorf("session %s: bad counters %q", ss.ID, packed)
+	}
+	ss.CreatedAt = time.UnixMilli(created)
+	ss.UpdatedAt = time.UnixMilli(updated)
+	if archived.Valid {
+		ss.ArchivedAt = time.UnixMilli(archived.Int64)
+	}
+	return ss, nil
+}
+
+// refreshTitle recomputes the stored derived title of a session.
+func refreshTitle(ctx context.Context, tx *sql.Tx, pk int64) error {
+	var id, display, first string
+	var created int64
+	if err := tx.QueryRowContext(ctx, "SELECT id, display_name, first_user_message, created_at FROM sessions WHERE pk = ?", pk).
+		Scan(&id, &display, &first, &created); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "UPDATE sessions SET title = ? WHERE pk = ?",
+		DeriveTitle(id, display, first, time.UnixMilli(created)), pk)
+	return err
 }
 
 // GetSession returns one session, archived or not.
@@ -157,7 +215,17 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u SessionUpdate) e
 			}
 		}
 		args = append(args, id)
-		return expectOne(tx.ExecContext(ctx, "UPDATE sessions SET "+strings.Join(set, ", ")+" WHERE id = ?", args...))(id)
+		if err := expectOne(tx.ExecContext(ctx, "UPDATE sessions SET "+strings.Join(set, ", ")+" WHERE id = ?", args...))(id); err != nil {
+			return err
+		}
+		if u.DisplayName == nil {
+			return nil
+		}
+		pk, err := sessionPK(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return refreshTitle(ctx, tx, pk)
 	})
 }
 
@@ -259,10 +327,13 @@ func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, err
 	}
 	if q := strings.TrimSpace(o.Search); q != "" {
 		pat := "%" + likeEscape(q) + "%"
-		where = append(where, `(display_name LIKE ? ESCAPE '\' OR first_user_message LIKE ? ESCAPE '\' OR id LIKE ? ESCAPE '\')`)
+		where = append(where, `(title LIKE ? ESCAPE '\' OR first_user_message LIKE ? ESCAPE '\' OR id LIKE ? ESCAPE '\')`)
 		args = append(args, pat, pat, pat)
 	}
-	query := "SELECT " + sessionCols + " FROM sessions"
+	// Only what a listing shows is read: the counters packed, the long
+	// texts cut in SQL.
+	query := "SELECT " + listCols + " FROM sessions"
+	args = append([]any{firstUserKeep, o.PreviewChars + 1}, args...)
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -276,7 +347,7 @@ func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			ss, err := scanSession(rows)
+			ss, err := scanListedSession(rows)
 			if err != nil {
 				return err
 			}

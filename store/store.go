@@ -70,6 +70,10 @@ func (s *Store) dsn(readOnly bool) string {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+s.opts.Sync.pragma()+")")
+	// Reads through mmap skip a syscall per page; a 16 MiB page cache per
+	// connection keeps listings and searches off the disk path.
+	q.Add("_pragma", "mmap_size(268435456)")
+	q.Add("_pragma", "cache_size(-16384)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {

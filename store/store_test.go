@@ -121,7 +121,7 @@ func TestTruncateTitle(t *testing.T) {
 		{"short", "short"},
 		{strings.Repeat("x", 60), strings.Repeat("x", 60)},
 		{strings.Repeat("x", 61), strings.Repeat("x", 59) + "…"},
-		{long, strings.TrimSpace(long[:59])[:54] + "…"}, // last space at 54 > 36
+		{long, strings.TrimSpace(long[:59])[:54] + "…"},                        // last space at 54 > 36
 		{"a " + strings.Repeat("y", 70), "a " + strings.Repeat("y", 57) + "…"}, // space too early
 		{strings.Repeat("é", 61), strings.Repeat("é", 59) + "…"},
 	}

@@ -1,0 +1,303 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/rewind"
+)
+
+// Benchmarks. Run with, for example:
+//
+//	go test -run '^$' -bench . -benchtime 300x ./store/
+//
+// The 1,000,000-message search fixture is built once and kept in
+// $TMPDIR/agentkernel-bench-search-v1.db (delete it to rebuild).
+
+// BenchmarkAppend measures one durable AppendUI (committed on return) and
+// reports the median and 99th percentile.
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b)
+	id := newSession(b, s)
+	var clock messages.Clock
+	text := "The dataframe has 3 columns and 1,204 rows; plotting revenue by month next."
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m := say(clock.Next(), messages.SayText, text)
+		t0 := time.Now()
+		if err := s.AppendUI(ctx, id, m); err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(t0))
+	}
+	b.StopTimer()
+	reportPercentiles(b, durs)
+}
+
+func reportPercentiles(b *testing.B, durs []time.Duration) {
+	slices.Sort(durs)
+	if len(durs) == 0 {
+		return
+	}
+	b.ReportMetric(float64(durs[len(durs)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds()), "p99-µs")
+}
+
+var benchWords = func() []string {
+	base := strings.Fields(`the a of to and in is it for on with as this that data frame plot
+		column row kernel python error value list file read write import pandas numpy model agent
+		cell output run test fix bug function class method return string number array index query
+		table chart revenue month region sales customer order price total mean median sum count`)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for len(base) < 5000 {
+		n := 4 + rng.IntN(6)
+		w := make([]byte, n)
+		for i := range w {
+			w[i] = byte('a' + rng.IntN(26))
+		}
+		base = append(base, string(w))
+	}
+	return base
+}()
+
+// benchText is a sentence of n words drawn with a Zipf-like skew.
+func benchText(rng *rand.Rand, n int) string {
+	var sb strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		// Squaring a uniform variable favours the first words.
+		f := rng.Float64()
+		sb.WriteString(benchWords[int(f*f*float64(len(benchWords)))])
+	}
+	return sb.String()
+}
+
+// BenchmarkApplyRewind100k rewinds a 100,000-message session (100,000 UI
+// and 100,000 API messages, with a condense in the middle and tool calls)
+// by its last turn and applies it: package rewind on the histories in
+// memory, then ApplyRewind. The _load variant also loads both histories
+// from the store first (Store.Rewind).
+func BenchmarkApplyRewind100k(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b)
+	id := newSession(b, s)
+	h := rewindBenchHistories(100_000)
+	for i := 0; i < len(h.UI); i += 10_000 {
+		must(b, s.AppendUI(ctx, id, h.UI[i:min(i+10_000, len(h.UI))]...))
+	}
+	for i := 0; i < len(h.API); i += 10_000 {
+		must(b, s.AppendAPI(ctx, id, h.API[i:min(i+10_000, len(h.API))]...))
+	}
+	b.Run("in-memory", func(b *testing.B) {
+		durs := make([]time.Duration, 0, b.N)
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			target := h.UI[len(h.UI)-4].TS // the last turn: user feedback + 3 answers
+			res, err := rewind.RewindToTimestamp(h.UI, h.API, target, rewind.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.ApplyRewind(ctx, id, h, res); err != nil {
+				b.Fatal(err)
+			}
+			durs = append(durs, time.Since(t0))
+			h = Histories{UI: res.UI, API: res.API}
+		}
+		reportPercentiles(b, durs)
+		b.ReportMetric(float64(len(h.UI)), "ui-msgs")
+	})
+	b.Run("load", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			n, err := s.Count(ctx, id)
+			must(b, err)
+			last, err := s.LoadUI(ctx, id, Page{Offset: n.UI - 4, Limit: 1})
+			must(b, err)
+			if _, err := s.Rewind(ctx, id, last[0].TS, rewind.Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// rewindBenchHistories builds n UI and n API messages in turns of four:
+// user feedback, assistant text with a tool_use, the tool result, and an
+// answer; the first half is condensed into a summary.
+func rewindBenchHistories(n int) Histories {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var h Histories
+	ts := int64(1_700_000_000_000)
+	for i := 0; len(h.UI) < n; i++ {
+		ts++
+		text := benchText(rng, 12)
+		switch i % 4 {
+		case 0:
+			k := messages.SayUserFeedback
+			if i == 0 {
+				k = messages.SayText
+			}
+			h.UI = append(h.UI, say(ts, k, text))
+			h.API = append(h.API, userText(ts, text))
+		case 1:
+			h.UI = append(h.UI, ask(ts, messages.AskCommand, "ls -la"))
+			h.API = append(h.API, toolUse(ts, fmt.Sprintf("t%d", i)))
+		case 2:
+			h.UI = append(h.UI, say(ts, messages.SayCommandOutput, text))
+			h.API = append(h.API, toolResult(ts, fmt.Sprintf("t%d", i-1), text))
+		case 3:
+			h.UI = append(h.UI, say(ts, messages.SayText, text))
+			h.API = append(h.API, assistantText(ts, text))
+		}
+		if len(h.UI) == n/2 { // a condense of everything so far
+			ts++
+			cc := say(ts, messages.SayCondenseContext, "")
+			cc.ContextCondense = &messages.ContextCondense{CondenseID: "c1", Summary: "summary"}
+			for j := range h.API {
+				h.API[j].CondenseParent = "c1"
+			}
+			h.UI = append(h.UI, cc)
+			h.API = append(h.API, messages.APIMessage{Role: messages.RoleUser, TS: ts, IsSummary: true, CondenseID: "c1",
+				Content: []messages.ContentBlock{{Type: messages.BlockText, Text: "summary"}}})
+			i = -1 // restart the turn pattern (no "first" text again: i becomes 0 → user feedback)
+		}
+	}
+	// Keep the pattern valid: the first message after the condense is user feedback.
+	return h
+}
+
+// searchFixture returns a store with 1,000 sessions of 1,000 UI messages
+// each, built once and kept in the temp directory.
+func searchFixture(b *testing.B) (*Store, []string) {
+	b.Helper()
+	const sessions, perSession = 1000, 1000
+	path := filepath.Join(os.TempDir(), "agentkernel-bench-search-v1.db")
+	ctx := context.Background()
+	if _, err := os.Stat(path + ".done"); err != nil {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(path + suffix)
+		}
+		s, err := Open(Options{Path: path})
+		must(b, err)
+		rng := rand.New(rand.NewPCG(5, 6))
+		t0 := time.Now()
+		ts := int64(1_700_000_000_000)
+		for i := 0; i < sessions; i++ {
+			id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+			_, err := s.CreateSession(ctx, NewSession{ID: id})
+			must(b, err)
+			ms := make([]messages.UIMessage, perSession)
+			for j := range ms {
+				ts++
+				ms[j] = say(ts, messages.SayText, benchText(rng, 8+rng.IntN(24)))
+			}
+			must(b, s.AppendUI(ctx, id, ms...))
+		}
+		_, err = s.w.Exec("INSERT INTO ui_fts(ui_fts) VALUES('optimize')")
+		must(b, err)
+		must(b, s.Close())
+		must(b, os.WriteFile(path+".done", nil, 0o600))
+		b.Logf("built %d-message fixture in %v", sessions*perSession, time.Since(t0))
+	}
+	s, err := Open(Options{Path: path})
+	must(b, err)
+	b.Cleanup(func() { s.Close() })
+	ids := []string{"00000000-0000-4000-8000-000000000999", "00000000-0000-4000-8000-000000000001"}
+	return s, ids
+}
+
+// BenchmarkSearch1M runs full-text searches over 1,000,000 stored messages.
+func BenchmarkSearch1M(b *testing.B) {
+	ctx := context.Background()
+	s, ids := searchFixture(b)
+	c, err := s.Count(ctx, "")
+	must(b, err)
+	if c.UI != 1_000_000 {
+		b.Fatalf("fixture has %d messages", c.UI)
+	}
+	common, mid, rare := benchWords[3], benchWords[400], benchWords[4900]
+	cases := []struct {
+		name, q string
+		o       SearchOptions
+	}{
+		{"common-word", common, SearchOptions{}},
+		{"mid-word", mid, SearchOptions{}},
+		{"rare-word", rare, SearchOptions{}},
+		{"two-words", mid + " " + common, SearchOptions{}},
+		{"absent", "zzzzzzzzzz", SearchOptions{}},
+		{"session-newest/mid-word", mid, SearchOptions{SessionID: ids[0]}},
+		{"session-oldest/mid-word", mid, SearchOptions{SessionID: ids[1]}},
+		{"session-oldest/common-word", common, SearchOptions{SessionID: ids[1]}},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			durs := make([]time.Duration, 0, b.N)
+			var hits int
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				h, err := s.Search(ctx, tc.q, tc.o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				durs = append(durs, time.Since(t0))
+				hits = len(h)
+			}
+			reportPercentiles(b, durs)
+			b.ReportMetric(float64(hits), "hits")
+		})
+	}
+}
+
+// BenchmarkList10k lists 10,000 sessions with titles and previews.
+func BenchmarkList10k(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b)
+	rng := rand.New(rand.NewPCG(7, 8))
+	ts := int64(1_700_000_000_000)
+	for i := 0; i < 10_000; i++ {
+		ss, err := s.CreateSession(ctx, NewSession{})
+		must(b, err)
+		ts += 3
+		args, _ := json.Marshal(map[string]string{"tool": "readFile", "path": "src/file.go"})
+		must(b, s.AppendUI(ctx, ss.ID, say(ts, messages.SayText, benchText(rng, 25)),
+			ask(ts+1, messages.AskTool, string(args)), say(ts+2, messages.SayText, benchText(rng, 40))))
+	}
+	for _, tc := range []struct {
+		name string
+		o    ListOptions
+	}{
+		{"all", ListOptions{Limit: -1}},
+		{"search", ListOptions{Limit: -1, Search: benchWords[50]}},
+		{"first-50", ListOptions{}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			durs := make([]time.Duration, 0, b.N)
+			var n int
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				list, err := s.ListSessions(ctx, tc.o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				durs = append(durs, time.Since(t0))
+				n = len(list)
+				if n > 0 && (list[0].Title == "" || list[0].LastMessage == "") {
+					b.Fatalf("no title or preview: %+v", list[0])
+				}
+			}
+			reportPercentiles(b, durs)
+			b.ReportMetric(float64(n), "sessions")
+		})
+	}
+}

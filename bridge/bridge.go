@@ -197,6 +197,12 @@ func (b *Bridge) launch() (*client.Kernel, error) {
 			} else {
 				b.log.Debug("backing kernel exited", "pid", k.Pid())
 			}
+			// Release its sockets and connection file.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := k.Shutdown(ctx); err != nil {
+				b.log.Debug("release dead backing kernel", "error", err)
+			}
+			cancel()
 		case <-b.ctx.Done():
 		}
 	}()

@@ -1,0 +1,325 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+
+	"github.com/agentkernel/agentkernel/kernel"
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+func TestMain(m *testing.M) {
+	// zmq4 v0.17.0's PUB writer goroutine is never woken by Close.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run"))
+}
+
+func logger() hclog.Logger {
+	level := hclog.LevelFromString(os.Getenv("AGENTKERNEL_LOG_LEVEL"))
+	if level == hclog.NoLevel {
+		level = hclog.Warn
+	}
+	return hclog.New(&hclog.LoggerOptions{Level: level, Output: os.Stderr})
+}
+
+// harness is agentkernel in code mode over Debian's ipykernel, served on
+// loopback, with a Go client connected to it.
+type harness struct {
+	t   *testing.T
+	b   *Bridge
+	srv *kernel.Server
+	c   *client.Client
+}
+
+func start(t *testing.T) *harness {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts ipykernel")
+	}
+	if err := exec.Command("/usr/bin/python3", "-c", "import ipykernel").Run(); err != nil {
+		t.Skip("Debian's python3-ipykernel is not installed")
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	b, err := New(Config{Logger: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Start()
+	conn, err := wire.NewConnectionInfo("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	c, err := client.Dial(ctx, conn, client.Options{Logger: logger()})
+	if err != nil {
+		cancel()
+		<-served
+		b.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		cancel()
+		<-served
+		if err := b.Close(); err != nil {
+			t.Errorf("close bridge: %v", err)
+		}
+	})
+	return &harness{t: t, b: b, srv: srv, c: c}
+}
+
+type outputs struct {
+	mu   sync.Mutex
+	msgs []*wire.Message
+}
+
+func (o *outputs) add(m *wire.Message) { o.mu.Lock(); o.msgs = append(o.msgs, m); o.mu.Unlock() }
+
+func (o *outputs) types() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var s []string
+	for _, m := range o.msgs {
+		t := m.Header.MsgType
+		if t == "status" {
+			var c struct {
+				S string `json:"execution_state"`
+			}
+			json.Unmarshal(m.Content, &c)
+			t = c.S
+		}
+		s = append(s, t)
+	}
+	return strings.Join(s, ",")
+}
+
+func (h *harness) exec(code string, opts client.ExecuteOptions, input func(string, bool) (string, error)) (map[string]any, *outputs) {
+	h.t.Helper()
+	o := &outputs{}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := h.c.Execute(ctx, code, opts, client.Handlers{IOPub: o.add, Input: input})
+	if err != nil {
+		h.t.Fatalf("execute %q: %v", code, err)
+	}
+	var c map[string]any
+	rep.DecodeContent(&c)
+	return c, o
+}
+
+func (h *harness) do(msgType string, content any) map[string]any {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rep, err := h.c.Do(ctx, client.Request{MsgType: msgType, Content: content}, client.Handlers{})
+	if err != nil {
+		h.t.Fatalf("%s: %v", msgType, err)
+	}
+	if rep == nil {
+		return nil
+	}
+	var c map[string]any
+	rep.DecodeContent(&c)
+	return c
+}
+
+func TestCodeMode(t *testing.T) {
+	h := start(t)
+
+	t.Run("outputs forwarded unchanged, one busy/idle", func(t *testing.T) {
+		rep, o := h.exec(`import sys
+from IPython.display import display, HTML
+print("out"); print("err", file=sys.stderr)
+display(HTML("<b>hi</b>"))
+40 + 2`, client.ExecuteOptions{}, nil)
+		if rep["status"] != "ok" {
+			t.Fatalf("reply %v", rep)
+		}
+		if got, want := o.types(), "busy,execute_input,stream,stream,display_data,execute_result,idle"; got != want {
+			t.Fatalf("iopub = %s, want %s", got, want)
+		}
+		var res struct {
+			Data  map[string]any `json:"data"`
+			Count int            `json:"execution_count"`
+		}
+		json.Unmarshal(o.msgs[5].Content, &res)
+		if res.Data["text/plain"] != "42" || float64(res.Count) != rep["execution_count"] {
+			t.Fatalf("execute_result %s vs reply count %v", o.msgs[5].Content, rep["execution_count"])
+		}
+		if !strings.Contains(string(o.msgs[4].Content), "<b>hi</b>") {
+			t.Fatalf("display_data %s", o.msgs[4].Content)
+		}
+	})
+
+	t.Run("execution_count follows silent and store_history", func(t *testing.T) {
+		first, _ := h.exec("1", client.ExecuteOptions{}, nil)
+		_, o := h.exec("2", client.ExecuteOptions{Silent: true}, nil)
+		if strings.Contains(o.types(), "execute_input") {
+			t.Fatalf("silent execute published execute_input: %s", o.types())
+		}
+		no := false
+		h.exec("3", client.ExecuteOptions{StoreHistory: &no}, nil)
+		next, _ := h.exec("4", client.ExecuteOptions{}, nil)
+		if next["execution_count"].(float64) != first["execution_count"].(float64)+1 {
+			t.Fatalf("count went %v → %v", first["execution_count"], next["execution_count"])
+		}
+	})
+
+	t.Run("error", func(t *testing.T) {
+		rep, o := h.exec("1/0", client.ExecuteOptions{}, nil)
+		if rep["status"] != "error" || rep["ename"] != "ZeroDivisionError" {
+			t.Fatalf("reply %v", rep)
+		}
+		if got := o.types(); got != "busy,execute_input,error,idle" {
+			t.Fatalf("iopub = %s", got)
+		}
+	})
+
+	t.Run("input round trip", func(t *testing.T) {
+		var asked string
+		_, o := h.exec("print('got', input('name? '))", client.ExecuteOptions{AllowStdin: true}, func(p string, pw bool) (string, error) {
+			asked = p
+			return "Ada", nil
+		})
+		if asked != "name? " {
+			t.Fatalf("prompt %q", asked)
+		}
+		if !strings.Contains(string(o.msgs[len(o.msgs)-2].Content), "got Ada") {
+			t.Fatalf("output %s", o.types())
+		}
+	})
+
+	t.Run("complete inspect is_complete history comm_info", func(t *testing.T) {
+		h.exec("zebra_value = 1", client.ExecuteOptions{}, nil)
+		c := h.do("complete_request", map[string]any{"code": "zebra_v", "cursor_pos": 7})
+		if c["status"] != "ok" || !strings.Contains(jsonString(c["matches"]), "zebra_value") {
+			t.Fatalf("complete %v", c)
+		}
+		c = h.do("inspect_request", map[string]any{"code": "len", "cursor_pos": 3, "detail_level": 0})
+		if c["status"] != "ok" || c["found"] != true {
+			t.Fatalf("inspect %v", c)
+		}
+		c = h.do("is_complete_request", map[string]any{"code": "for i in range(3):"})
+		if c["status"] != "incomplete" {
+			t.Fatalf("is_complete %v", c)
+		}
+		c = h.do("history_request", map[string]any{"hist_access_type": "tail", "n": 3, "output": false, "raw": true})
+		if c["status"] != "ok" {
+			t.Fatalf("history %v", c)
+		}
+		c = h.do("comm_info_request", map[string]any{})
+		if c["status"] != "ok" {
+			t.Fatalf("comm_info %v", c)
+		}
+	})
+
+	t.Run("dead backing kernel fails the cell, next cell gets a fresh one", func(t *testing.T) {
+		h.exec("marker = 1", client.ExecuteOptions{}, nil)
+		rep, o := h.exec("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", client.ExecuteOptions{}, nil)
+		if rep["status"] != "error" || rep["ename"] != "DeadKernelError" {
+			t.Fatalf("reply %v", rep)
+		}
+		if !strings.Contains(o.types(), "error") {
+			t.Fatalf("no error output: %s", o.types())
+		}
+		rep, o = h.exec("print('marker' in dir())", client.ExecuteOptions{}, nil)
+		if rep["status"] != "ok" || !strings.Contains(string(o.msgs[len(o.msgs)-2].Content), "False") {
+			t.Fatalf("fresh kernel: %v %s", rep, o.types())
+		}
+	})
+}
+
+func TestInterrupt(t *testing.T) {
+	h := start(t)
+	h.exec("1", client.ExecuteOptions{}, nil) // backing kernel up
+	done := make(chan map[string]any, 1)
+	go func() {
+		o := &outputs{}
+		rep, err := h.c.Execute(context.Background(), "import time; print('go', flush=True); time.sleep(30)", client.ExecuteOptions{},
+			client.Handlers{IOPub: func(m *wire.Message) {
+				o.add(m)
+			}})
+		var c map[string]any
+		if err == nil {
+			rep.DecodeContent(&c)
+		}
+		done <- c
+	}()
+	time.Sleep(1 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := h.c.Do(ctx, client.Request{Channel: "control", MsgType: "interrupt_request"}, client.Handlers{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-done:
+		if c["ename"] != "KeyboardInterrupt" {
+			t.Fatalf("reply %v", c)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("interrupt did not end the cell")
+	}
+	// SIGINT path: the server's Interrupt, as the signal handler calls it.
+	go func() {
+		rep, err := h.c.Execute(context.Background(), "import time; time.sleep(30)", client.ExecuteOptions{}, client.Handlers{})
+		var c map[string]any
+		if err == nil {
+			rep.DecodeContent(&c)
+		}
+		done <- c
+	}()
+	time.Sleep(1 * time.Second)
+	if err := h.srv.Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-done:
+		if c["ename"] != "KeyboardInterrupt" {
+			t.Fatalf("reply %v", c)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("SIGINT-style interrupt did not end the cell")
+	}
+}
+
+func TestKernelInfoBeforeBackingIsUp(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	info := json.RawMessage(`{"name":"python","version":"3.11","file_extension":".py"}`)
+	if err := saveLangInfo("python3", info); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Logger: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Not started: the cached language_info answers at once.
+	ki := b.KernelInfo()
+	if string(ki.LanguageInfo) != string(info) || ki.Implementation != "agentkernel" {
+		t.Fatalf("kernel info %+v", ki)
+	}
+}
+
+func TestUnknownBackingSpec(t *testing.T) {
+	_, err := New(Config{Backing: "no-such-kernel-xyz"})
+	if err == nil || !strings.Contains(err.Error(), "no-such-kernel-xyz") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLayers keeps the package direction of DESIGN.md honest: lower never
+// imports higher. For each package, the module packages it must not reach
+// (directly or not).
+func TestLayers(t *testing.T) {
+	const mod = "github.com/agentkernel/agentkernel/"
+	forbidden := map[string][]string{
+		"messages":      {"rewind", "store", "agent", "bridge", "kernel", "webview", "notebooks"},
+		"rewind":        {"store", "agent", "bridge", "kernel", "webview", "notebooks"},
+		"store":         {"agent", "bridge", "kernel", "webview", "notebooks"},
+		"kernel/wire":   {"kernel", "kernel/client", "kernel/zmtp", "bridge", "agent", "messages", "store"},
+		"kernel/zmtp":   {"kernel", "kernel/wire", "kernel/client", "bridge"},
+		"kernel":        {"kernel/client", "bridge", "agent", "messages", "store", "rewind"},
+		"kernel/client": {"kernel", "bridge", "agent", "messages", "store", "rewind"},
+		"agent":         {"kernel", "kernel/client", "kernel/wire", "bridge", "webview", "notebooks"},
+		"bridge":        {"webview", "notebooks", "cmd/agentkernel"},
+	}
+	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := 0
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(p.ImportPath, mod)
+		bad, ok := forbidden[rel]
+		if !ok {
+			continue
+		}
+		seen++
+		for _, d := range p.Deps {
+			for _, b := range bad {
+				if d == mod+b {
+					t.Errorf("%s imports %s: lower never imports higher (DESIGN.md)", rel, b)
+				}
+			}
+		}
+	}
+	if seen < 5 {
+		t.Fatalf("checked only %d packages; is go list finding the module?", seen)
+	}
+}

@@ -62,7 +62,7 @@ Usage:
 Run "agentkernel COMMAND --help" for a command's flags.
 
 Environment:
-  AGENTKERNEL_LOG_LEVEL  trace, debug, info (default), warn, error, off
+  AGENTKERNEL_LOG_LEVEL  trace, debug, info, warn (default), error, off
 `
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -90,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 // newLogger logs to w at the level from AGENTKERNEL_LOG_LEVEL.
 func newLogger(w io.Writer) (hclog.Logger, error) {
 	name := strings.TrimSpace(os.Getenv("AGENTKERNEL_LOG_LEVEL"))
-	level := hclog.Info
+	level := hclog.Warn
 	if name != "" {
 		level = hclog.LevelFromString(name)
 		if level == hclog.NoLevel {

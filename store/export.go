@@ -184,8 +184,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (Session, error) {
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, created_at, updated_at, display_name, model,
 			provider, mode, workspace, tokens_in, tokens_out, cache_writes, cache_reads, cost, archived_at, archive_reason)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			hdr.ID, hdr.CreatedAt, hdr.UpdatedAt, hdr.DisplayName, hdr.Model, hdr.Provider, hdr.Mode,
-			hdr.Workspace, hdr.TokensIn, hdr.TokensOut, hdr.CacheWrites, hdr.CacheReads, hdr.Cost, archived, hdr.ArchiveReason)
+			hdr.ID, hdr.CreatedAt, hdr.UpdatedAt, noUS(hdr.DisplayName), noUS(hdr.Model), noUS(hdr.Provider), noUS(hdr.Mode),
+			noUS(hdr.Workspace), hdr.TokensIn, hdr.TokensOut, hdr.CacheWrites, hdr.CacheReads, hdr.Cost, archived, noUS(hdr.ArchiveReason))
 		if isConstraint(err) {
 			return fmt.Errorf("session %s: %w", hdr.ID, ErrExists)
 		}

@@ -86,6 +86,8 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 	if ns.ID == "" {
 		ns.ID = uuid.NewString()
 	}
+	ns.DisplayName, ns.Model, ns.Provider = noUS(ns.DisplayName), noUS(ns.Model), noUS(ns.Provider)
+	ns.Mode, ns.Workspace = noUS(ns.Mode), noUS(ns.Workspace)
 	now := s.nowMS()
 	err := s.writeTx(ctx, "create session "+ns.ID, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions
@@ -108,11 +110,25 @@ const sessionCols = `id, created_at, updated_at, display_name, title, model, pro
 	tokens_in, tokens_out, cache_writes, cache_reads, cost, message_count, api_count,
 	first_user_message, last_message, last_role, archived_at, archive_reason`
 
-// listCols is sessionCols for listings: the counters packed into one column
-// (each column costs a driver call per row) and the long texts cut in SQL.
-const listCols = `id, created_at, updated_at, display_name, title, model, provider, mode, workspace,
+// listCols is sessionCols for listings. Every column costs the driver a
+// few calls per row, which dominates a 10,000-session listing, so the
+// counters are packed into one column and the short texts into another,
+// separated by US (0x1f), which noUS keeps out of those fields on every
+// write; the last message, packed last, may contain anything. It is cut in
+// SQL. FirstUserMessage is not read: Title holds what a listing shows of it.
+const listCols = `id, created_at, updated_at, archived_at,
 	printf('%d %d %d %d %d %d %!.17g', tokens_in, tokens_out, cache_writes, cache_reads, message_count, api_count, cost),
-	substr(first_user_message, 1, ?), substr(last_message, 1, ?), last_role, archived_at, archive_reason`
+	display_name || char(31) || title || char(31) || model || char(31) || provider || char(31) ||
+	mode || char(31) || workspace || char(31) || last_role || char(31) || archive_reason || char(31) ||
+	substr(last_message, 1, ?)`
+
+// noUS replaces the unit separator used by listCols.
+func noUS(s string) string {
+	if strings.IndexByte(s, 0x1f) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x1f", " ")
+}
 
 func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 	var (
@@ -140,31 +156,34 @@ func scanListedSession(sc interface{ Scan(...any) error }) (Session, error) {
 		ss               Session
 		created, updated int64
 		archived         sql.NullInt64
-		packed           string
+		counters, texts  string
 	)
-	err := sc.Scan(&ss.ID, &created, &updated, &ss.DisplayName, &ss.Title, &ss.Model, &ss.Provider, &ss.Mode,
-		&ss.Workspace, &packed, &ss.FirstUserMessage, &ss.LastMessage, &ss.LastRole, &archived, &ss.ArchiveReason)
-	if err != nil {
+	if err := sc.Scan(&ss.ID, &created, &updated, &archived, &counters, &texts); err != nil {
 		return ss, err
 	}
-	f := strings.Fields(packed)
-	if len(f) != 7 {
-		return ss, fmt.Errorf("session %s: bad counters %q", ss.ID, packed)
+	bad := fmt.Errorf("session %s: bad packed listing row", ss.ID)
+	f := strings.Fields(counters)
+	t := strings.SplitN(texts, "\x1f", 9)
+	if len(f) != 7 || len(t) != 9 {
+		return ss, bad
 	}
-	ints := []*int64{&ss.Usage.TokensIn, &ss.Usage.TokensOut, &ss.Usage.CacheWrites, &ss.Usage.CacheReads}
-	for i, p := range ints {
+	var err error
+	for i, p := range []*int64{&ss.Usage.TokensIn, &ss.Usage.TokensOut, &ss.Usage.CacheWrites, &ss.Usage.CacheReads} {
 		if *p, err = strconv.ParseInt(f[i], 10, 64); err != nil {
-			return ss, fmt.Errorf("session %s: bad counters %q", ss.ID, packed)
+			return ss, bad
 		}
 	}
-	if ss.MessageCount, err = strconv.Atoi(f[4]); err == nil {
-		if ss.APICount, err = strconv.Atoi(f[5]); err == nil {
-			ss.Usage.Cost, err = strconv.ParseFloat(f[6], 64)
-		}
+	if ss.MessageCount, err = strconv.Atoi(f[4]); err != nil {
+		return ss, bad
 	}
-	if err != nil {
-		return ss, fmt.Errorf("session %s: bad counters %q", ss.ID, packed)
+	if ss.APICount, err = strconv.Atoi(f[5]); err != nil {
+		return ss, bad
 	}
+	if ss.Usage.Cost, err = strconv.ParseFloat(f[6], 64); err != nil {
+		return ss, bad
+	}
+	ss.DisplayName, ss.Title, ss.Model, ss.Provider, ss.Mode, ss.Workspace, ss.LastRole, ss.ArchiveReason, ss.LastMessage =
+		t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8]
 	ss.CreatedAt = time.UnixMilli(created)
 	ss.UpdatedAt = time.UnixMilli(updated)
 	if archived.Valid {
@@ -211,7 +230,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u SessionUpdate) e
 		}{{"display_name", u.DisplayName}, {"model", u.Model}, {"provider", u.Provider}, {"mode", u.Mode}, {"workspace", u.Workspace}} {
 			if f.v != nil {
 				set = append(set, f.col+" = ?")
-				args = append(args, *f.v)
+				args = append(args, noUS(*f.v))
 			}
 		}
 		args = append(args, id)
@@ -262,6 +281,7 @@ func (s *Store) Archive(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "deleted"
 	}
+	reason = noUS(reason)
 	return s.writeTx(ctx, "archive session "+id, func(tx *sql.Tx) error {
 		return expectOne(tx.ExecContext(ctx, `UPDATE sessions SET archived_at = coalesce(archived_at, ?),
 			archive_reason = ? WHERE id = ?`, s.nowMS(), reason, id))(id)
@@ -333,7 +353,7 @@ func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, err
 	// Only what a listing shows is read: the counters packed, the long
 	// texts cut in SQL.
 	query := "SELECT " + listCols + " FROM sessions"
-	args = append([]any{firstUserKeep, o.PreviewChars + 1}, args...)
+	args = append([]any{o.PreviewChars + 1}, args...)
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -369,12 +389,12 @@ func likeEscape(s string) string {
 // and the creation date, "1b9d6bcd (2026-11-03)".
 func DeriveTitle(id, displayName, firstUser string, created time.Time) string {
 	if t := strings.TrimSpace(displayName); t != "" {
-		return t
+		return noUS(t)
 	}
 	if t := strings.Join(strings.Fields(firstUser), " "); t != "" {
-		return TruncateTitle(t, titleMax)
+		return noUS(TruncateTitle(t, titleMax))
 	}
-	prefix := id
+	prefix := noUS(id)
 	if utf8.RuneCountInString(prefix) > 8 {
 		prefix = string([]rune(prefix)[:8])
 	}
@@ -412,9 +432,16 @@ func cutRunes(s string, n int) string {
 	if n <= 0 || len(s) <= n {
 		return s
 	}
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	// Find the byte offset of rune n-1 and check that more than n runes exist.
+	count, cut := 0, 0
+	for i := range s {
+		if count == n-1 {
+			cut = i
+		}
+		if count == n {
+			return s[:cut] + "…"
+		}
+		count++
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return s
 }

@@ -87,6 +87,7 @@ def agentkernel_env(tmp_path_factory):
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [data, saved["JUPYTER_PATH"]]))
     os.environ["IPYTHONDIR"] = str(tmp / "ipython")
     os.environ["JUPYTER_RUNTIME_DIR"] = str(tmp / "runtime")
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # quiet ipykernel's debugger
     (tmp / "runtime").mkdir()
     yield {"binary": binary, "prefix": prefix, "tmp": tmp}
     for k, v in saved.items():

@@ -152,10 +152,10 @@ func rewindBenchHistories(n int) Histories {
 			h.API = append(h.API, userText(ts, text))
 		case 1:
 			h.UI = append(h.UI, ask(ts, messages.AskCommand, "ls -la"))
-			h.API = append(h.API, toolUse(ts, fmt.Sprintf("t%d", i)))
+			h.API = append(h.API, toolUse(ts, fmt.Sprintf("t%d", len(h.API))))
 		case 2:
 			h.UI = append(h.UI, say(ts, messages.SayCommandOutput, text))
-			h.API = append(h.API, toolResult(ts, fmt.Sprintf("t%d", i-1), text))
+			h.API = append(h.API, toolResult(ts, fmt.Sprintf("t%d", len(h.API)-1), text))
 		case 3:
 			h.UI = append(h.UI, say(ts, messages.SayText, text))
 			h.API = append(h.API, assistantText(ts, text))
@@ -170,10 +170,9 @@ func rewindBenchHistories(n int) Histories {
 			h.UI = append(h.UI, cc)
 			h.API = append(h.API, messages.APIMessage{Role: messages.RoleUser, TS: ts, IsSummary: true, CondenseID: "c1",
 				Content: []messages.ContentBlock{{Type: messages.BlockText, Text: "summary"}}})
-			i = -1 // restart the turn pattern (no "first" text again: i becomes 0 → user feedback)
+			i = 3 // the next message starts a turn with user feedback
 		}
 	}
-	// Keep the pattern valid: the first message after the condense is user feedback.
 	return h
 }
 

@@ -102,6 +102,7 @@ func TestCrashSIGKILL(t *testing.T) {
 	path := t.TempDir() + "/crash.db"
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	reported := map[int64]string{} // ts -> final text ("" = any)
+	reportedAPI := map[int64]bool{}
 	var batches [][3]int64
 	for round := 0; round < 6; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -120,6 +121,7 @@ func TestCrashSIGKILL(t *testing.T) {
 			case "ok":
 				ts, _ := strconv.ParseInt(f[1], 10, 64)
 				reported[ts] = ""
+				reportedAPI[ts] = true
 			case "final":
 				ts, _ := strconv.ParseInt(f[1], 10, 64)
 				reported[ts] = strings.Join(f[2:], " ")
@@ -168,6 +170,17 @@ func TestCrashSIGKILL(t *testing.T) {
 				if _, ok := have[ts]; !ok {
 					t.Fatalf("round %d: batch %v is torn", round, b)
 				}
+			}
+		}
+		api, err := s.LoadAPI(ctx, crashSession, Page{})
+		must(t, err)
+		haveAPI := map[int64]bool{}
+		for _, m := range api {
+			haveAPI[m.TS] = true
+		}
+		for ts := range reportedAPI {
+			if !haveAPI[ts] {
+				t.Fatalf("round %d: committed API message %d is missing", round, ts)
 			}
 		}
 		checkFTSAgrees(t, s)

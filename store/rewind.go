@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/rewind"
@@ -86,10 +87,15 @@ func (s *Store) ApplyRewind(ctx context.Context, sessionID string, old Histories
 			return err
 		}
 		if keepUI < len(old.UI) {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM ui_messages WHERE session_pk = ? AND seq >=
-				(SELECT seq FROM ui_messages WHERE session_pk = ? ORDER BY seq LIMIT 1 OFFSET ?)`,
-				sr.pk, sr.pk, keepUI); err != nil {
+			// UI ts are unique in a session: the first removed row is found
+			// by its ts through the index, not by counting rows.
+			res, err := tx.ExecContext(ctx, `DELETE FROM ui_messages WHERE session_pk = ?1 AND seq >=
+				(SELECT seq FROM ui_messages WHERE session_pk = ?1 AND ts = ?2)`, sr.pk, old.UI[keepUI].TS)
+			if err != nil {
 				return fmt.Errorf("delete ui messages: %w", err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n != int64(len(old.UI)-keepUI) {
+				return fmt.Errorf("%w: deleting %d UI messages removed %d", ErrStale, len(old.UI)-keepUI, n)
 			}
 		}
 		if err := plan.apply(ctx, tx, sr.pk, len(old.API)); err != nil {
@@ -179,12 +185,14 @@ func (p apiPlan) apply(ctx context.Context, tx *sql.Tx, pk int64, n int) error {
 		k--
 	}
 	tailStart := n - (len(p.deletes) - k)
-	rows, err := tx.QueryContext(ctx, `SELECT seq FROM api_messages WHERE session_pk = ? ORDER BY seq
-		LIMIT ? OFFSET ?`, pk, tailStart-first+1, first)
+	// Read the seqs of positions first..n-1 from the end of the history:
+	// rewinds mostly touch its tail.
+	rows, err := tx.QueryContext(ctx, `SELECT seq FROM api_messages WHERE session_pk = ? ORDER BY seq DESC
+		LIMIT ?`, pk, n-first)
 	if err != nil {
 		return err
 	}
-	seqs := make([]int64, 0, tailStart-first+1)
+	seqs := make([]int64, 0, n-first)
 	for rows.Next() {
 		var seq int64
 		if err := rows.Scan(&seq); err != nil {
@@ -198,6 +206,10 @@ func (p apiPlan) apply(ctx context.Context, tx *sql.Tx, pk int64, n int) error {
 		return err
 	}
 	rows.Close()
+	slices.Reverse(seqs)
+	if len(seqs) != n-first {
+		return fmt.Errorf("%w: API history has fewer rows than expected", ErrStale)
+	}
 	seqAt := func(pos int) (int64, error) {
 		if pos-first >= len(seqs) {
 			return 0, fmt.Errorf("api history shorter than expected at %d", pos)

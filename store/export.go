@@ -150,8 +150,11 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (Session, error) {
 			if l.Version != ExportVersion {
 				return Session{}, s.wrap(op, fmt.Errorf("line %d: export version %d, want %d", line, l.Version, ExportVersion))
 			}
-			if l.Session == nil || l.Session.ID == "" {
-				return Session{}, s.wrap(op, fmt.Errorf("line %d: session without id", line))
+			if l.Session == nil {
+				return Session{}, s.wrap(op, fmt.Errorf("line %d: session line without a session", line))
+			}
+			if err := checkID(l.Session.ID); err != nil {
+				return Session{}, s.wrap(op, fmt.Errorf("line %d: %w", line, err))
 			}
 			hdr = l.Session
 		case hdr == nil:

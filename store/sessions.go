@@ -86,6 +86,9 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 	if ns.ID == "" {
 		ns.ID = uuid.NewString()
 	}
+	if err := checkID(ns.ID); err != nil {
+		return Session{}, s.wrap("create session", err)
+	}
 	ns.DisplayName, ns.Model, ns.Provider = noUS(ns.DisplayName), noUS(ns.Model), noUS(ns.Provider)
 	ns.Mode, ns.Workspace = noUS(ns.Mode), noUS(ns.Workspace)
 	now := s.nowMS()
@@ -110,17 +113,31 @@ const sessionCols = `id, created_at, updated_at, display_name, title, model, pro
 	tokens_in, tokens_out, cache_writes, cache_reads, cost, message_count, api_count,
 	first_user_message, last_message, last_role, archived_at, archive_reason`
 
-// listCols is sessionCols for listings. Every column costs the driver a
-// few calls per row, which dominates a 10,000-session listing, so the
-// counters are packed into one column and the short texts into another,
-// separated by US (0x1f), which noUS keeps out of those fields on every
-// write; the last message, packed last, may contain anything. It is cut in
-// SQL. FirstUserMessage is not read: Title holds what a listing shows of it.
-const listCols = `id, created_at, updated_at, archived_at,
-	printf('%d %d %d %d %d %d %!.17g', tokens_in, tokens_out, cache_writes, cache_reads, message_count, api_count, cost),
+// listCols is sessionCols for listings, packed into one text column:
+// every column costs the driver a few locked calls per row, which dominates
+// a 10,000-session listing. Fields are separated by US (0x1f), which noUS
+// keeps out of every packed field on every write; the last message, packed
+// last, may contain anything and is cut in SQL. FirstUserMessage is not
+// read: Title holds what a listing shows of it.
+const listCols = `printf('%s' || char(31) || '%d' || char(31) || '%d' || char(31) || '%d' || char(31) ||
+		'%d %d %d %d %d %d %!.17g' || char(31), id, created_at, updated_at, coalesce(archived_at, -1),
+		tokens_in, tokens_out, cache_writes, cache_reads, message_count, api_count, cost) ||
 	display_name || char(31) || title || char(31) || model || char(31) || provider || char(31) ||
 	mode || char(31) || workspace || char(31) || last_role || char(31) || archive_reason || char(31) ||
 	substr(last_message, 1, ?)`
+
+// checkID accepts session ids of 1 to 128 printable characters.
+func checkID(id string) error {
+	if id == "" || len(id) > 128 {
+		return fmt.Errorf("session id must have 1 to 128 bytes, got %d", len(id))
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return fmt.Errorf("session id %q: control or invalid character", id)
+		}
+	}
+	return nil
+}
 
 // noUS replaces the unit separator used by listCols.
 func noUS(s string) string {
@@ -152,19 +169,31 @@ func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 }
 
 func scanListedSession(sc interface{ Scan(...any) error }) (Session, error) {
-	var (
-		ss               Session
-		created, updated int64
-		archived         sql.NullInt64
-		counters, texts  string
-	)
-	if err := sc.Scan(&ss.ID, &created, &updated, &archived, &counters, &texts); err != nil {
+	var ss Session
+	var packed string
+	if err := sc.Scan(&packed); err != nil {
 		return ss, err
 	}
+	t := strings.SplitN(packed, "\x1f", 14)
+	if len(t) != 14 {
+		return ss, fmt.Errorf("bad packed listing row %.60q", packed)
+	}
+	ss.ID = t[0]
 	bad := fmt.Errorf("session %s: bad packed listing row", ss.ID)
-	f := strings.Fields(counters)
-	t := strings.SplitN(texts, "\x1f", 9)
-	if len(f) != 7 || len(t) != 9 {
+	var nums [3]int64
+	for i := range nums {
+		var err error
+		if nums[i], err = strconv.ParseInt(t[1+i], 10, 64); err != nil {
+			return ss, bad
+		}
+	}
+	ss.CreatedAt = time.UnixMilli(nums[0])
+	ss.UpdatedAt = time.UnixMilli(nums[1])
+	if nums[2] >= 0 {
+		ss.ArchivedAt = time.UnixMilli(nums[2])
+	}
+	f := strings.Fields(t[4])
+	if len(f) != 7 {
 		return ss, bad
 	}
 	var err error
@@ -183,12 +212,7 @@ func scanListedSession(sc interface{ Scan(...any) error }) (Session, error) {
 		return ss, bad
 	}
 	ss.DisplayName, ss.Title, ss.Model, ss.Provider, ss.Mode, ss.Workspace, ss.LastRole, ss.ArchiveReason, ss.LastMessage =
-		t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8]
-	ss.CreatedAt = time.UnixMilli(created)
-	ss.UpdatedAt = time.UnixMilli(updated)
-	if archived.Valid {
-		ss.ArchivedAt = time.UnixMilli(archived.Int64)
-	}
+		t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13]
 	return ss, nil
 }
 

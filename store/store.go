@@ -52,6 +52,13 @@ func Open(opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
 		return nil, s.wrap("open", fmt.Errorf("create data directory: %w", err))
 	}
+	// Conversations are private: create the file 0600 before SQLite does
+	// (an empty file is a valid new database).
+	if f, err := os.OpenFile(o.Path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
+		return nil, s.wrap("open", err)
+	}
 	if err := s.openPools(); err != nil {
 		return nil, err
 	}

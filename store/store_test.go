@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,6 +69,28 @@ func TestOpenUsesEnvDirAndReopens(t *testing.T) {
 	}
 }
 
+func TestOpenPragmas(t *testing.T) {
+	for _, tc := range []struct {
+		sync Sync
+		want int
+	}{{SyncNormal, 1}, {SyncFull, 2}} {
+		s := newStore(t, func(o *Options) { o.Sync = tc.sync })
+		var mode string
+		var syncLevel, fk int
+		must(t, s.w.QueryRow("PRAGMA journal_mode").Scan(&mode))
+		must(t, s.w.QueryRow("PRAGMA synchronous").Scan(&syncLevel))
+		must(t, s.w.QueryRow("PRAGMA foreign_keys").Scan(&fk))
+		if mode != "wal" || syncLevel != tc.want || fk != 1 {
+			t.Errorf("Sync %d: journal_mode %s, synchronous %d, foreign_keys %d", tc.sync, mode, syncLevel, fk)
+		}
+		st, err := os.Stat(s.Path())
+		must(t, err)
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("database file mode %v, want 0600", st.Mode().Perm())
+		}
+	}
+}
+
 func TestNewerSchemaRefused(t *testing.T) {
 	s := newStore(t)
 	_, err := s.w.Exec("PRAGMA user_version = 99")
@@ -91,6 +114,11 @@ func TestSessionsCRUD(t *testing.T) {
 	}
 	if _, err := s.CreateSession(ctx, NewSession{ID: ss.ID}); !errors.Is(err, ErrExists) {
 		t.Fatalf("duplicate create: %v", err)
+	}
+	for _, bad := range []string{"a\x1fb", "tab\there", strings.Repeat("x", 129)} {
+		if _, err := s.CreateSession(ctx, NewSession{ID: bad}); err == nil || !strings.Contains(err.Error(), "session id") {
+			t.Errorf("CreateSession(%q) = %v, want an id error", bad, err)
+		}
 	}
 	name := "My analysis"
 	must(t, s.UpdateSession(ctx, ss.ID, SessionUpdate{DisplayName: &name}))

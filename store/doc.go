@@ -29,6 +29,7 @@
 //
 // Files: store.go (Open, Close, connections), options.go, errors.go,
 // schema.go (migrations), sessions.go (sessions, listing, titles, archive),
+// classify.go (derived kind/role/text columns),
 // append.go and stream.go (writes and debounced streaming updates), query.go
 // (paged loads, recent, counts, pairs), search.go (FTS5), preview.go and
 // summary.go (previews and tool summaries), rewind.go, export.go (JSONL).

@@ -72,7 +72,7 @@ REQUESTS = [
 @pytest.mark.parametrize("msg_type,content", REQUESTS, ids=[r[0] for r in REQUESTS])
 def test_busy_idle_brackets_request(kernel, channel, msg_type, content):
     msg_id = kernel.send(msg_type, content, channel)
-    reply = kernel.reply(msg_id, channel)
+    reply = kernel.reply(msg_id, channel, timeout=5)
     want = msg_type.replace("_request", "_reply")
     assert reply["header"]["msg_type"] == want, sequence([reply])
     jkt_compat.validate_message(reply, want, msg_id)

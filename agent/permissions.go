@@ -1,0 +1,1015 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// Mode is a permission mode: how much the agent may do without asking.
+type Mode string
+
+// The permission modes. In every mode, read-only tools are allowed and the
+// hard refusals (protected paths, paths outside the workspace, dangerous
+// code) hold.
+const (
+	// ModeDefault asks before every tool that is not read-only, unless an
+	// allow rule or the session's allow-all set covers it.
+	ModeDefault Mode = "default"
+	// ModeAcceptEdits also allows write_file and edit_file (inside the
+	// workspace) without asking; execute_code is still asked.
+	ModeAcceptEdits Mode = "acceptEdits"
+	// ModeBypassPermissions allows everything but the hard refusals and the
+	// deny rules.
+	ModeBypassPermissions Mode = "bypassPermissions"
+	// ModePlan is read-only: every tool that is not read-only is denied.
+	ModePlan Mode = "plan"
+)
+
+// Modes lists the modes.
+var Modes = []Mode{ModeDefault, ModeAcceptEdits, ModeBypassPermissions, ModePlan}
+
+// ParseMode parses a mode name, ignoring case, "-" and "_" ("accept-edits",
+// "BYPASS_PERMISSIONS"); "bypass" and "readonly"/"read-only" are accepted
+// for bypassPermissions and plan.
+func ParseMode(s string) (Mode, error) {
+	k := strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(strings.TrimSpace(s)))
+	switch k {
+	case "default", "":
+		return ModeDefault, nil
+	case "acceptedits":
+		return ModeAcceptEdits, nil
+	case "bypasspermissions", "bypass":
+		return ModeBypassPermissions, nil
+	case "plan", "readonly":
+		return ModePlan, nil
+	}
+	return "", fmt.Errorf("agent: unknown permission mode %q (want default, acceptEdits, bypassPermissions or plan)", s)
+}
+
+// Verdict is what a Decision says to do with a tool call.
+type Verdict int
+
+// The verdicts.
+const (
+	// Allow: run the tool.
+	Allow Verdict = iota + 1
+	// Deny: do not run it; send Reason to the model as an error result.
+	Deny
+	// Ask: ask the user, then apply the answer with [Policy.Answer].
+	Ask
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Allow:
+		return "allow"
+	case Deny:
+		return "deny"
+	case Ask:
+		return "ask"
+	default:
+		return "unknown"
+	}
+}
+
+// Decision is the policy's verdict on one tool call.
+type Decision struct {
+	Verdict Verdict
+	// Reason says why, for the user and (on Deny) for the model.
+	Reason string
+	// Hard marks a hard refusal (protected path, outside the workspace,
+	// dangerous code): no mode, rule or answer overrides it.
+	Hard bool
+	// Rule is the configured allow or deny rule that decided, if one did.
+	Rule string
+}
+
+// Answer is the user's answer to an Ask.
+type Answer string
+
+// The answers.
+const (
+	AnswerAllow    Answer = "allow"    // this call
+	AnswerAllowAll Answer = "allowAll" // this tool, for the rest of the session
+	AnswerDeny     Answer = "deny"
+)
+
+// ParseAnswer parses an answer as typed at a prompt: y/yes/allow, a/all/
+// always/allowAll, n/no/deny (ignoring case and surrounding space).
+func ParseAnswer(s string) (Answer, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "y", "yes", "allow":
+		return AnswerAllow, nil
+	case "a", "all", "always", "allowall", "allow all", "allow-all":
+		return AnswerAllowAll, nil
+	case "n", "no", "deny":
+		return AnswerDeny, nil
+	}
+	return "", fmt.Errorf("agent: unknown answer %q (want y, a or n)", s)
+}
+
+// Rule is a configured allow or deny rule. The syntax:
+//
+//	TOOL          every call of the tool ("read_file"); "*" is every tool
+//	TOOL(SPEC)    the calls whose subject matches SPEC
+//
+// For the file tools (read_file, list_files, search_files, write_file,
+// edit_file) SPEC is a glob on the workspace-relative path, with "/" as the
+// separator: "*" matches within one path element, "?" one character, "**"
+// any number of elements ("notebooks/**" is notebooks and everything
+// below it; "**/*.csv" any CSV file). A path that leads through a symlink is
+// matched both as written and as resolved: an allow rule must match both, a
+// deny rule either.
+//
+// For execute_code and propose_cell SPEC is a pattern on the code, matched
+// line by line after collapsing runs of white space; blank lines and "#"
+// comments are ignored, and a leading IPython "!" or "%" may be left out
+// ("pip install *" matches "%pip install numpy" and "!pip install numpy").
+// "*" is the only wildcard. An allow rule matches when every line matches,
+// and its "*" does not match any of ; & | ` $ < > so an allowed command
+// cannot be chained to another one. A deny rule matches when any line
+// matches, and its "*" matches anything.
+//
+// Other tools take no SPEC. Deny rules beat allow rules, and the hard
+// refusals beat both.
+type Rule struct {
+	Tool string // tool name or "*"
+	Spec string // "" when the rule has none
+	raw  string
+}
+
+// ParseRule parses a rule (see [Rule]).
+func ParseRule(s string) (Rule, error) {
+	raw := strings.TrimSpace(s)
+	tool, spec := raw, ""
+	if i := strings.IndexByte(raw, '('); i >= 0 {
+		if !strings.HasSuffix(raw, ")") {
+			return Rule{}, fmt.Errorf("agent: rule %q: missing closing parenthesis", s)
+		}
+		tool, spec = strings.TrimSpace(raw[:i]), strings.TrimSpace(raw[i+1:len(raw)-1])
+		if spec == "" {
+			return Rule{}, fmt.Errorf("agent: rule %q: empty pattern in parentheses", s)
+		}
+	}
+	if tool == "" {
+		return Rule{}, fmt.Errorf("agent: rule %q: no tool name", s)
+	}
+	if tool != "*" && !toolNameRE.MatchString(tool) {
+		return Rule{}, fmt.Errorf("agent: rule %q: bad tool name %q", s, tool)
+	}
+	return Rule{Tool: tool, Spec: spec, raw: raw}, nil
+}
+
+func (r Rule) String() string { return r.raw }
+
+var toolNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// compiledRule is a Rule checked against the toolbox.
+type compiledRule struct {
+	Rule
+	re *regexp.Regexp // nil: matches every call of the tool
+}
+
+func (tb *Toolbox) compileRule(s string, allow bool) (compiledRule, error) {
+	r, err := ParseRule(s)
+	if err != nil {
+		return compiledRule{}, err
+	}
+	cr := compiledRule{Rule: r}
+	if r.Tool != "*" {
+		t, ok := tb.Lookup(r.Tool)
+		if !ok {
+			return compiledRule{}, fmt.Errorf("agent: rule %q: unknown tool %q", s, r.Tool)
+		}
+		if r.Spec != "" && t.subject == "" {
+			return compiledRule{}, fmt.Errorf("agent: rule %q: %s takes no pattern", s, r.Tool)
+		}
+	}
+	if r.Spec == "" {
+		return cr, nil
+	}
+	if r.Tool == "*" {
+		return compiledRule{}, fmt.Errorf("agent: rule %q: \"*\" takes no pattern", s)
+	}
+	if t, _ := tb.Lookup(r.Tool); t.subject == "code" {
+		cr.re = codePattern(r.Spec, allow)
+	} else {
+		cr.re = globPattern(r.Spec)
+	}
+	return cr, nil
+}
+
+// globPattern compiles a path glob (see [Rule]) to an anchored regexp.
+func globPattern(glob string) *regexp.Regexp {
+	g := strings.TrimPrefix(filepath.ToSlash(glob), "./")
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(g); i++ {
+		switch {
+		case strings.HasPrefix(g[i:], "**/"):
+			b.WriteString("(?:.*/)?")
+			i += 2
+		case strings.HasPrefix(g[i:], "/**") && i+3 == len(g):
+			b.WriteString("(?:/.*)?")
+			i += 2
+		case strings.HasPrefix(g[i:], "**"):
+			b.WriteString(".*")
+			i++
+		case g[i] == '*':
+			b.WriteString("[^/]*")
+		case g[i] == '?':
+			b.WriteString("[^/]")
+		default:
+			b.WriteString(regexp.QuoteMeta(g[i : i+1]))
+		}
+	}
+	b.WriteString("$")
+	return regexp.MustCompile(b.String())
+}
+
+// codePattern compiles a code pattern (see [Rule]) to an anchored regexp.
+func codePattern(spec string, allow bool) *regexp.Regexp {
+	star := ".*"
+	if allow {
+		star = "[^;&|`$<>\n]*"
+	}
+	parts := strings.Split(strings.Join(strings.Fields(spec), " "), "*")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, star) + "$")
+}
+
+// matchCode reports whether the rule's pattern matches code: every line
+// (all) or any line.
+func matchCode(re *regexp.Regexp, code string, all bool) bool {
+	seen := false
+	for _, line := range strings.Split(code, "\n") {
+		l := strings.Join(strings.Fields(line), " ")
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		seen = true
+		bare := strings.TrimSpace(strings.TrimLeft(l, "!%"))
+		m := re.MatchString(l) || re.MatchString(bare)
+		if m && !all {
+			return true
+		}
+		if !m && all {
+			return false
+		}
+	}
+	return all && seen
+}
+
+// PolicyOptions configures a Policy. The zero value is the default mode
+// with no rules.
+type PolicyOptions struct {
+	// Mode is the initial mode. Default ModeDefault.
+	Mode Mode
+	// Allow and Deny are rules in the syntax of [Rule].
+	Allow []string
+	Deny  []string
+}
+
+// Policy decides whether tool calls run. It holds the mode, the rules and
+// the session's allow-all set. All methods are safe for concurrent use (the
+// task loop decides while the web panel or a magic changes the mode).
+type Policy struct {
+	tb    *Toolbox
+	allow []compiledRule
+	deny  []compiledRule
+
+	mu       sync.Mutex
+	mode     Mode
+	allowAll map[string]bool
+}
+
+// NewPolicy returns a policy for the tools of tb. It fails on an unknown
+// mode and on a rule that does not parse or names an unknown tool.
+func NewPolicy(tb *Toolbox, opts PolicyOptions) (*Policy, error) {
+	if tb == nil {
+		return nil, errors.New("agent: policy: no toolbox")
+	}
+	mode := opts.Mode
+	if mode == "" {
+		mode = ModeDefault
+	}
+	if !slices.Contains(Modes, mode) {
+		return nil, fmt.Errorf("agent: policy: unknown mode %q", mode)
+	}
+	p := &Policy{tb: tb, mode: mode, allowAll: map[string]bool{}}
+	for _, s := range opts.Allow {
+		r, err := tb.compileRule(s, true)
+		if err != nil {
+			return nil, fmt.Errorf("agent: policy: allow %w", err)
+		}
+		p.allow = append(p.allow, r)
+	}
+	for _, s := range opts.Deny {
+		r, err := tb.compileRule(s, false)
+		if err != nil {
+			return nil, fmt.Errorf("agent: policy: deny %w", err)
+		}
+		p.deny = append(p.deny, r)
+	}
+	return p, nil
+}
+
+// Mode returns the current mode.
+func (p *Policy) Mode() Mode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode
+}
+
+// SetMode changes the mode.
+func (p *Policy) SetMode(m Mode) error {
+	if !slices.Contains(Modes, m) {
+		return fmt.Errorf("agent: unknown permission mode %q", m)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode = m
+	return nil
+}
+
+// AllowedAll returns the tools the user allowed for the rest of the
+// session, sorted.
+func (p *Policy) AllowedAll() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.allowAll))
+	for t := range p.allowAll {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ResetSession forgets the allow-all answers (a new session starts).
+func (p *Policy) ResetSession() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.allowAll)
+}
+
+// Decide returns the verdict on call. In order:
+//
+//  1. an unknown tool or input that does not match the tool's schema is
+//     denied;
+//  2. hard refusals, in every mode: a file path outside the workspace
+//     (through "..", an absolute path or a symlink) or protected (see
+//     [ProtectedPath], also when reached through a symlink), and dangerous
+//     code in execute_code or propose_cell (see [DangerousCode]);
+//  3. a matching deny rule denies;
+//  4. read-only tools are allowed;
+//  5. in plan mode, everything else is denied;
+//  6. a tool in the session's allow-all set is allowed;
+//  7. a matching allow rule allows;
+//  8. bypassPermissions allows; acceptEdits allows write_file and edit_file;
+//  9. otherwise: Ask.
+func (p *Policy) Decide(call provider.ToolCall) Decision {
+	t, ok := p.tb.Lookup(call.Name)
+	if !ok {
+		return Decision{Verdict: Deny, Reason: fmt.Sprintf("unknown tool %q", call.Name)}
+	}
+	in, err := t.Validate(call.Input)
+	if err != nil {
+		return Decision{Verdict: Deny, Reason: err.Error()}
+	}
+	subject := t.subjectOf(in)
+
+	// 2. Hard refusals.
+	var lex, real string // workspace-relative paths of file tools
+	switch {
+	case t.subject == "path":
+		abs, err := p.tb.ws.Resolve(subject)
+		if err != nil {
+			return Decision{Verdict: Deny, Hard: true, Reason: err.Error()}
+		}
+		real, lex = p.tb.ws.Rel(abs), p.tb.ws.lexicalRel(subject)
+		if lex == "" { // absolute, through another spelling of the root
+			lex = real
+		}
+		if why := protectedEither(lex, real); why != "" {
+			return Decision{Verdict: Deny, Hard: true,
+				Reason: fmt.Sprintf("path %q is protected (%s)", subject, why)}
+		}
+	case t.subject == "code":
+		if why := DangerousCode(subject); why != "" {
+			return Decision{Verdict: Deny, Hard: true, Reason: "dangerous code refused: " + why}
+		}
+	}
+
+	match := func(r compiledRule, allow bool) bool {
+		if r.Tool != "*" && r.Tool != t.name {
+			return false
+		}
+		if r.re == nil {
+			return true
+		}
+		if t.subject == "code" {
+			return matchCode(r.re, subject, allow)
+		}
+		ml, mr := r.re.MatchString(lex), r.re.MatchString(real)
+		if allow {
+			return ml && mr
+		}
+		return ml || mr
+	}
+
+	// 3. Deny rules.
+	for _, r := range p.deny {
+		if match(r, false) {
+			return Decision{Verdict: Deny, Rule: r.raw, Reason: fmt.Sprintf("denied by the rule %q", r.raw)}
+		}
+	}
+	// 4. Read-only tools.
+	if t.ReadOnly() {
+		return Decision{Verdict: Allow, Reason: "read-only tool"}
+	}
+	p.mu.Lock()
+	mode, all := p.mode, p.allowAll[t.name]
+	p.mu.Unlock()
+	// 5. Plan mode.
+	if mode == ModePlan {
+		return Decision{Verdict: Deny, Reason: fmt.Sprintf("plan mode is read-only: %s is not allowed", t.name)}
+	}
+	// 6. Allow-all.
+	if all {
+		return Decision{Verdict: Allow, Reason: fmt.Sprintf("%s allowed for this session by the user", t.name)}
+	}
+	// 7. Allow rules.
+	for _, r := range p.allow {
+		if match(r, true) {
+			return Decision{Verdict: Allow, Rule: r.raw, Reason: fmt.Sprintf("allowed by the rule %q", r.raw)}
+		}
+	}
+	// 8. Modes.
+	switch {
+	case mode == ModeBypassPermissions:
+		return Decision{Verdict: Allow, Reason: "bypassPermissions mode"}
+	case mode == ModeAcceptEdits && t.class == ClassEdit:
+		return Decision{Verdict: Allow, Reason: "acceptEdits mode: edits inside the workspace are allowed"}
+	}
+	// 9.
+	return Decision{Verdict: Ask, Reason: fmt.Sprintf("%s needs approval in %s mode", t.name, mode)}
+}
+
+// Answer applies the user's answer to a call that Decide asked about and
+// returns the final decision (Allow or Deny). AnswerAllowAll also adds the
+// tool to the session's allow-all set. The call is decided again first, so
+// an answer never overrides a refusal that applies now (say, the mode was
+// switched to plan while the question was open).
+func (p *Policy) Answer(call provider.ToolCall, a Answer) Decision {
+	d := p.Decide(call)
+	if d.Verdict == Deny {
+		return d
+	}
+	switch a {
+	case AnswerAllow:
+		return Decision{Verdict: Allow, Reason: "allowed by the user"}
+	case AnswerAllowAll:
+		p.mu.Lock()
+		p.allowAll[call.Name] = true
+		p.mu.Unlock()
+		return Decision{Verdict: Allow, Reason: fmt.Sprintf("%s allowed for this session by the user", call.Name)}
+	default:
+		return Decision{Verdict: Deny, Reason: "denied by the user"}
+	}
+}
+
+// DecisionMessage turns a decision on call into the UI message that records
+// it, so that every decision is in the UI history: an Ask becomes ask
+// "command" (execute_code; Text is the code) or ask "tool" (Text is JSON
+// {"tool", "input", "reason"}); an Allow becomes say "text" and a Deny say
+// "error", each naming the call and the reason. ts is the message's
+// timestamp (from the session's messages.Clock).
+func DecisionMessage(ts int64, call provider.ToolCall, d Decision) messages.UIMessage {
+	m := messages.UIMessage{TS: ts}
+	switch d.Verdict {
+	case Ask:
+		m.Type = messages.TypeAsk
+		if call.Name == ToolExecuteCode {
+			m.Ask = messages.AskCommand
+			var in struct {
+				Code string `json:"code"`
+			}
+			_ = json.Unmarshal(call.Input, &in)
+			m.Text = in.Code
+			return m
+		}
+		m.Ask = messages.AskTool
+		input := call.Input
+		if !json.Valid(input) {
+			input = json.RawMessage("null")
+		}
+		b, _ := json.Marshal(struct {
+			Tool   string          `json:"tool"`
+			Input  json.RawMessage `json:"input"`
+			Reason string          `json:"reason,omitempty"`
+		}{call.Name, input, d.Reason})
+		m.Text = string(b)
+	case Allow:
+		m.Type, m.Say = messages.TypeSay, messages.SayText
+		m.Text = fmt.Sprintf("Allowed %s: %s.", describeCall(call), d.Reason)
+	default:
+		m.Type, m.Say = messages.TypeSay, messages.SayError
+		m.Text = fmt.Sprintf("Denied %s: %s.", describeCall(call), d.Reason)
+	}
+	return m
+}
+
+// describeCall names a call briefly: "read_file(notes.md)",
+// "execute_code(print(1) …)".
+func describeCall(call provider.ToolCall) string {
+	var in map[string]any
+	_ = json.Unmarshal(call.Input, &in)
+	for _, k := range []string{"path", "code"} {
+		s, ok := in[k].(string)
+		if !ok {
+			continue
+		}
+		first, _, more := strings.Cut(strings.TrimSpace(s), "\n")
+		first = truncateRunes(first, 80)
+		if more {
+			first += " …"
+		}
+		return fmt.Sprintf("%s(%s)", call.Name, first)
+	}
+	return call.Name
+}
+
+// ---- protected paths ----
+
+var privateKeyNames = []string{
+	"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
+}
+
+// ProtectedPath returns why the workspace-relative path p is protected, or
+// "" if it is not. Every element of the path is checked, ignoring case, so a
+// file inside a protected directory is protected too:
+//
+//   - ".env" and ".env.*" (".env.local", ".env.example"; not "env.py",
+//     ".envrc" or "environment.yml");
+//   - anything containing "secret", "credential" or "password": a substring
+//     match, deliberately, so "secretary.md" and "my_passwords/" are
+//     protected (a false refusal costs a rename; a leak costs more);
+//   - private keys: id_rsa, id_dsa, id_ecdsa, id_ed25519 (and the _sk
+//     variants), *.pem, *.key, *.p12, *.pfx (not "id_rsa.pub" or "keys.py");
+//   - ".git" and everything inside it (not ".gitignore" or ".github/").
+func ProtectedPath(p string) string {
+	for _, el := range strings.Split(filepath.ToSlash(p), "/") {
+		e := strings.ToLower(el)
+		switch {
+		case e == "" || e == "." || e == "..":
+		case e == ".git":
+			return ".git internals"
+		case e == ".env" || strings.HasPrefix(e, ".env."):
+			return fmt.Sprintf("%q is an environment file", el)
+		case strings.Contains(e, "secret"):
+			return fmt.Sprintf("%q matches *secret*", el)
+		case strings.Contains(e, "credential"):
+			return fmt.Sprintf("%q matches *credential*", el)
+		case strings.Contains(e, "password"):
+			return fmt.Sprintf("%q matches *password*", el)
+		case slices.Contains(privateKeyNames, e):
+			return fmt.Sprintf("%q is a private key", el)
+		case slices.Contains([]string{".pem", ".key", ".p12", ".pfx"}, path.Ext(e)):
+			return fmt.Sprintf("%q is a key or certificate file (%s)", el, path.Ext(e))
+		}
+	}
+	return ""
+}
+
+// protectedEither checks a path as written and as resolved.
+func protectedEither(lex, real string) string {
+	if why := ProtectedPath(lex); why != "" {
+		return why
+	}
+	if why := ProtectedPath(real); why != "" {
+		return why + " (reached through a symlink)"
+	}
+	return ""
+}
+
+// lexicalRel returns p relative to the root without resolving symlinks, or
+// "" when p is absolute and lexically outside the root.
+func (w *Workspace) lexicalRel(p string) string {
+	if filepath.IsAbs(p) {
+		rel, err := filepath.Rel(w.root, filepath.Clean(p))
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return ""
+		}
+		return filepath.ToSlash(rel)
+	}
+	return filepath.ToSlash(filepath.Clean(p))
+}
+
+// ---- dangerous code ----
+
+// DangerousCode returns why code is refused in every mode, or "" if it is
+// not. It is a screen for the well-known ways to wreck a machine, not a
+// sandbox: code assembled at run time (variables, f-strings, getattr) gets
+// through, which is why execute_code is asked in the default mode.
+//
+// Refused, as shell commands (IPython "!cmd" and "var = !cmd" lines,
+// %%bash / %%sh / %%script cells, %sx and %system, plain lines of a shell
+// kernel, "sh -c" / "bash -c" / eval strings, and the string literals of
+// Python code that calls os.system, os.popen, os.exec*, os.spawn*,
+// subprocess, get_ipython().system and the like — a list of literals as in
+// subprocess.run(["rm", "-rf", "/"]) is joined into one command):
+//
+//   - rm recursive on /, /*, ~, $HOME or a top-level system directory
+//     (/usr, /etc, …), and any command with --no-preserve-root;
+//   - chmod / chown / chgrp recursive on the same targets;
+//   - find on the same targets with -delete or -exec rm;
+//   - mkfs, mkfs.*, mke2fs, mkswap, wipefs;
+//   - writes to a disk device: dd of=/dev/sd…, > /dev/sd…, tee, cp or
+//     shred onto one (sd, hd, vd, xvd, nvme, mmcblk, disk);
+//   - shutdown, reboot, halt, poweroff, init 0/6, systemctl poweroff|reboot|halt;
+//   - fork bombs such as :(){ :|:& };: .
+//
+// Refused as Python: shutil.rmtree (or rmtree) of one of those targets or
+// of the home directory (os.path.expanduser("~"), Path.home(),
+// os.environ["HOME"], os.getenv("HOME")); open() of a disk device for
+// writing; os.fork() in a "while True" / "while 1" loop.
+//
+// Not refused (left to the approval): rm -rf ./build, rm -rf /tmp/x,
+// dd if=/dev/zero of=out.img, reading a disk device, Python names such as
+// "reboot = True" or "shutdown()".
+func DangerousCode(code string) string {
+	if why := forkBomb(code); why != "" {
+		return why
+	}
+	if why := pythonDanger(code); why != "" {
+		return why
+	}
+	for _, cmd := range shellCandidates(code) {
+		if why := dangerousShell(cmd, 0); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+var (
+	cellMagicShellRE = regexp.MustCompile(`^%%(?:bash|sh|zsh|system|sx|script\s+(?:\S*/)?(?:ba|z|da|k)?sh)\b`)
+	lineMagicShellRE = regexp.MustCompile(`^(?:[\w\s,.\[\]]+=\s*)?(?:!!?|%sx\s|%system\s|%%sx\s)\s*`)
+	pyExecRE         = regexp.MustCompile(`\b(?:os\.(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*)|subprocess|system\s*\(|popen\s*\(|getoutput|getstatusoutput|check_output|check_call|Popen|run_cell_magic|pty\.spawn)`)
+	pyStrRE          = `[rRbBuUfF]{0,2}(?:'[^'\\\n]*'|"[^"\\\n]*")`
+	pyStrListRE      = regexp.MustCompile(`[\[(]\s*(?:` + pyStrRE + `\s*,\s*)*` + pyStrRE + `\s*,?\s*[\])]`)
+	pyStrLitRE       = regexp.MustCompile(pyStrRE)
+	forkBombRE       = regexp.MustCompile(`([^\s(){}|&;]+)\s*\(\s*\)\s*\{\s*([^\s(){}|&;]+)\s*\|\s*([^\s(){}|&;]+)\s*&\s*;?\s*\}`)
+	pyForkLoopRE     = regexp.MustCompile(`while\s*\(?\s*(?:True|1)\s*\)?\s*:`)
+	pyForkRE         = regexp.MustCompile(`\bos\.fork\s*\(|\bfork\s*\(\s*\)`)
+	diskRE           = `/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d)`
+	diskWriteRE      = regexp.MustCompile(`(?:>\|?|\bof=)\s*['"]?` + diskRE)
+	diskPathRE       = regexp.MustCompile(`^` + diskRE)
+	pyOpenDiskRE     = regexp.MustCompile(`\bopen\s*\(\s*[rRbBfF]?['"]` + diskRE + `[^'"]*['"]\s*,\s*(?:mode\s*=\s*)?[rRbBfF]?['"][^'"]*[wa+x]`)
+	rmtreeRE         = regexp.MustCompile(`\brmtree\s*\(`)
+	pyHomeRE         = regexp.MustCompile(`^(?:os\.path\.)?expanduser\(['"]~/?['"]\)$|^(?:pathlib\.)?Path\.home\(\)$|^(?:pathlib\.)?Path\(['"]~/?['"]\)\.expanduser\(\)$|^os\.environ\[['"]HOME['"]\]$|^os\.environ\.get\(['"]HOME['"].*\)$|^os\.getenv\(['"]HOME['"].*\)$`)
+	assignRE         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	pyPathLitRE      = regexp.MustCompile(`^(?:pathlib\.)?Path\((` + pyStrRE + `)\)$`)
+)
+
+func forkBomb(code string) string {
+	for _, m := range forkBombRE.FindAllStringSubmatch(code, -1) {
+		if m[1] == m[2] && m[2] == m[3] {
+			return "fork bomb"
+		}
+	}
+	if pyForkRE.MatchString(code) && pyForkLoopRE.MatchString(code) {
+		return "fork bomb (os.fork in an endless loop)"
+	}
+	return ""
+}
+
+func pythonDanger(code string) string {
+	if pyOpenDiskRE.MatchString(code) {
+		return "writes to a disk device"
+	}
+	for _, loc := range rmtreeRE.FindAllStringIndex(code, -1) {
+		arg := firstArg(code[loc[1]:])
+		if pyHomeRE.MatchString(arg) {
+			return "shutil.rmtree of the home directory"
+		}
+		lit := arg
+		if m := pyPathLitRE.FindStringSubmatch(arg); m != nil {
+			lit = m[1]
+		}
+		if pyStrLitRE.FindString(lit) == lit && lit != "" {
+			if t := unquotePy(lit); dangerousTarget(t) {
+				return fmt.Sprintf("shutil.rmtree(%q)", t)
+			}
+		}
+	}
+	return ""
+}
+
+// firstArg returns the first argument of a call whose opening parenthesis
+// has been consumed, with white space removed.
+func firstArg(s string) string {
+	depth, quote := 0, byte(0)
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			if depth == 0 {
+				return b.String()
+			}
+			depth--
+		case c == ',' && depth == 0:
+			return b.String()
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func unquotePy(lit string) string {
+	lit = strings.TrimLeft(lit, "rRbBuUfF")
+	if len(lit) >= 2 {
+		return lit[1 : len(lit)-1]
+	}
+	return lit
+}
+
+// shellCandidates returns the pieces of code that may run as shell commands.
+func shellCandidates(code string) []string {
+	code = strings.ReplaceAll(code, "\\\n", " ")
+	lines := strings.Split(code, "\n")
+	var out []string
+	shellCell := false
+	for i, line := range lines {
+		t := strings.TrimSpace(line)
+		if i == 0 || (!shellCell && strings.HasPrefix(t, "%%")) {
+			if cellMagicShellRE.MatchString(t) {
+				shellCell = true
+				continue
+			}
+		}
+		if !shellCell {
+			t = lineMagicShellRE.ReplaceAllString(t, "")
+		}
+		if t != "" {
+			out = append(out, t)
+		}
+	}
+	if pyExecRE.MatchString(code) {
+		rest := pyStrListRE.ReplaceAllStringFunc(code, func(list string) string {
+			var words []string
+			for _, lit := range pyStrLitRE.FindAllString(list, -1) {
+				words = append(words, unquotePy(lit))
+			}
+			out = append(out, strings.Join(words, " "))
+			return " "
+		})
+		for _, lit := range pyStrLitRE.FindAllString(rest, -1) {
+			out = append(out, unquotePy(lit))
+		}
+	}
+	return out
+}
+
+// dangerousShell checks one piece of shell text.
+func dangerousShell(cmd string, depth int) string {
+	if depth > 3 {
+		return ""
+	}
+	if diskWriteRE.MatchString(cmd) {
+		return "writes to a disk device"
+	}
+	for _, seg := range splitShell(cmd) {
+		argv := skipWrappers(seg)
+		if len(argv) == 0 {
+			continue
+		}
+		name, args := path.Base(argv[0]), argv[1:]
+		if slices.Contains(args, "--no-preserve-root") {
+			return fmt.Sprintf("%s --no-preserve-root", name)
+		}
+		switch {
+		case name == "rm":
+			if recursiveFlag(args) && anyTarget(args) {
+				return "recursive rm of " + firstTarget(args)
+			}
+		case name == "chmod" || name == "chown" || name == "chgrp":
+			if recursiveFlag(args) && anyTarget(args) {
+				return fmt.Sprintf("recursive %s of %s", name, firstTarget(args))
+			}
+		case name == "find":
+			if len(args) > 0 && dangerousTarget(args[0]) &&
+				(slices.Contains(args, "-delete") || (slices.Contains(args, "-exec") && slices.Contains(args, "rm"))) {
+				return "find deleting from " + args[0]
+			}
+		case name == "mkfs" || strings.HasPrefix(name, "mkfs.") || name == "mke2fs" || name == "mkswap" || name == "wipefs":
+			return name + " (formats a file system)"
+		case name == "tee" || name == "cp" || name == "shred":
+			for _, a := range args {
+				if diskPathRE.MatchString(a) {
+					return fmt.Sprintf("%s onto a disk device (%s)", name, a)
+				}
+			}
+		case name == "shutdown" || name == "reboot" || name == "halt" || name == "poweroff":
+			if len(args) == 0 || !strings.HasPrefix(args[0], "=") {
+				return name
+			}
+		case name == "init" || name == "telinit":
+			if len(args) > 0 && (args[0] == "0" || args[0] == "6") {
+				return name + " " + args[0]
+			}
+		case name == "systemctl":
+			for _, a := range args {
+				if a == "poweroff" || a == "reboot" || a == "halt" || a == "kexec" {
+					return "systemctl " + a
+				}
+			}
+		case name == "sh" || name == "bash" || name == "zsh" || name == "dash" || name == "ksh" || name == "su":
+			for i, a := range args {
+				if a == "-c" && i+1 < len(args) {
+					if why := dangerousShell(args[i+1], depth+1); why != "" {
+						return why
+					}
+				}
+			}
+		case name == "eval":
+			if why := dangerousShell(strings.Join(args, " "), depth+1); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
+}
+
+// splitShell splits shell text into simple commands (at ; & | newlines,
+// parentheses and backquotes) of words, with quotes removed.
+func splitShell(s string) [][]string {
+	var segs [][]string
+	var words []string
+	var w strings.Builder
+	inWord := false
+	endWord := func() {
+		if inWord {
+			words = append(words, w.String())
+			w.Reset()
+			inWord = false
+		}
+	}
+	endSeg := func() {
+		endWord()
+		if len(words) > 0 {
+			segs = append(segs, words)
+			words = nil
+		}
+	}
+	var quote rune
+	esc := false
+	for _, c := range s {
+		switch {
+		case esc:
+			w.WriteRune(c)
+			esc = false
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else if c == '\\' && quote == '"' {
+				esc = true
+			} else {
+				w.WriteRune(c)
+			}
+		case c == '\\':
+			esc, inWord = true, true
+		case c == '\'' || c == '"':
+			quote, inWord = c, true
+		case c == ' ' || c == '\t' || c == '\r':
+			endWord()
+		case strings.ContainsRune(";&|\n()`", c):
+			endSeg()
+		default:
+			w.WriteRune(c)
+			inWord = true
+		}
+	}
+	endSeg()
+	return segs
+}
+
+// skipWrappers drops what comes before the command itself: variable
+// assignments, sudo, env, nohup, time, xargs and their options.
+func skipWrappers(words []string) []string {
+	argTaking := map[string]bool{"-u": true, "-g": true, "-C": true, "-D": true, "-h": true,
+		"-p": true, "-r": true, "-t": true, "-U": true, "-n": true, "-s": true, "-P": true, "-I": true}
+	for len(words) > 0 {
+		w := words[0]
+		switch {
+		case assignRE.MatchString(w):
+			words = words[1:]
+		case slices.Contains([]string{"sudo", "doas", "env", "nohup", "nice", "ionice", "time",
+			"command", "builtin", "exec", "stdbuf", "xargs", "timeout", "then", "do", "else", "{", "}", "!"}, path.Base(w)):
+			words = words[1:]
+			for len(words) > 0 && strings.HasPrefix(words[0], "-") {
+				flag := words[0]
+				words = words[1:]
+				if argTaking[flag] && len(words) > 0 {
+					words = words[1:]
+				}
+			}
+			if path.Base(w) == "timeout" && len(words) > 0 && words[0] != "" && words[0][0] >= '0' && words[0][0] <= '9' {
+				words = words[1:]
+			}
+		default:
+			return words
+		}
+	}
+	return nil
+}
+
+func recursiveFlag(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--recursive" {
+			return true
+		}
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a, "rR") {
+			return true
+		}
+	}
+	return false
+}
+
+func targets(args []string) []string {
+	var out []string
+	flags := true
+	for _, a := range args {
+		switch {
+		case flags && a == "--":
+			flags = false
+		case flags && strings.HasPrefix(a, "-") && a != "-":
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func anyTarget(args []string) bool { return firstTarget(args) != "" }
+
+func firstTarget(args []string) string {
+	for _, t := range targets(args) {
+		if dangerousTarget(t) {
+			return t
+		}
+	}
+	return ""
+}
+
+var systemDirs = []string{"bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "opt",
+	"proc", "root", "sbin", "srv", "sys", "usr", "var", "Users", "System", "Library", "Applications"}
+
+// dangerousTarget reports whether a path is one that must never be
+// deleted or re-permissioned wholesale: the root, the home directory or a
+// top-level system directory.
+func dangerousTarget(t string) bool {
+	t = strings.Trim(strings.TrimSpace(t), `"'`)
+	if t == "" {
+		return false
+	}
+	t = strings.TrimSuffix(t, "/*")
+	if t == "" {
+		return true // "/*"
+	}
+	t = path.Clean(t)
+	switch t {
+	case "/", "~", "$HOME", "${HOME}", "~root":
+		return true
+	}
+	if rest, ok := strings.CutPrefix(t, "/"); ok && !strings.Contains(rest, "/") {
+		return slices.Contains(systemDirs, rest)
+	}
+	return false
+}

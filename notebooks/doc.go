@@ -1,0 +1,26 @@
+// Package notebooks reads and writes Jupyter notebooks (nbformat v4, minor
+// versions 0 to 5), exports an agent session as a notebook, and runs
+// notebooks headlessly through any kernel, as nbclient does.
+//
+// Where to start:
+//   - [ReadFile], [Read] and [Parse] decode a notebook into a [Notebook]:
+//     cells, outputs and mime bundles are typed, everything else (unknown
+//     metadata, unknown fields) is kept as raw JSON so a round trip keeps
+//     it. A malformed notebook gives an error naming the cell and the field
+//     (a *[FormatError]), never a panic.
+//   - [WriteFile], [Write] and [Marshal] encode a notebook byte for byte as
+//     Jupyter's nbformat does (one-space indent, sorted keys, multiline
+//     strings as lists of lines, trailing newline). WriteFile is atomic.
+//   - [Run] executes a notebook's code cells through a kernel started with
+//     package kernel/client and returns the executed copy, with nbclient's
+//     rules for outputs, execution counts, timeouts and errors
+//     ([CellError]).
+//   - [FromSession] turns a session's UI and API histories into a notebook.
+//
+// Files: notebook.go (the types), read.go, write.go, run.go (the runner),
+// outputs.go (iopub messages to outputs), session.go (session export).
+//
+// Ownership: the package keeps no global state. Run owns the kernel it
+// starts and the one goroutine per executing cell that waits for the
+// kernel's reply; both are gone when Run returns.
+package notebooks

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/kernel/zmtp"
 )
 
 // ErrDead is wrapped by every error that reports a dead kernel: its process
@@ -97,13 +98,13 @@ type Client struct {
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
-	link      *link                 // nil while (re)connecting
-	linkUp    chan struct{}         // closed when link is set
-	pending   map[string]*pending   // by request msg_id
-	abandoned map[string]struct{}   // requests whose late messages are dropped
-	deadErr   error                 // set once: the kernel is dead for good
-	dead      chan struct{}         // closed with deadErr
-	closed    chan struct{}         // closed by Close
+	link      *link               // nil while (re)connecting
+	linkUp    chan struct{}       // closed when link is set
+	pending   map[string]*pending // by request msg_id
+	abandoned map[string]struct{} // requests whose late messages are dropped
+	deadErr   error               // set once: the kernel is dead for good
+	dead      chan struct{}       // closed with deadErr
+	closed    chan struct{}       // closed by Close
 	closeOnce sync.Once
 }
 
@@ -281,7 +282,7 @@ func (c *Client) dialLink(ctx context.Context) (*link, error) {
 		{"iopub", l.iopub, c.conn.IOPubPort},
 		{"hb", l.hb, c.conn.HBPort},
 	} {
-		if err := s.sock.Dial(c.conn.Addr(s.port)); err != nil {
+		if err := s.sock.Dial(zmtp.Endpoint(c.conn.Addr(s.port))); err != nil {
 			stop()
 			l.close()
 			if ctx.Err() != nil {

@@ -58,6 +58,9 @@ func execute(t *testing.T, c *Client, code string) (*wire.Message, *collector) {
 	return reply, col
 }
 
+// sleeper prints, so that the test knows the code runs, then sleeps.
+const sleeper = "import time; print('sleeping', flush=True); time.sleep(30)"
+
 // TestKernel runs the protocol round trips against one ipykernel.
 func TestKernel(t *testing.T) {
 	if testing.Short() {
@@ -234,16 +237,16 @@ display(HTML("<b>hi</b>"))
 		done := make(chan result, 1)
 		go func() {
 			var once sync.Once
-			r, err := c.Execute(ctx, "import time; time.sleep(30)", ExecuteOptions{}, Handlers{IOPub: func(m *wire.Message) {
-				if m.Header.MsgType == "execute_input" {
+			r, err := c.Execute(ctx, sleeper, ExecuteOptions{}, Handlers{IOPub: func(m *wire.Message) {
+				if m.Header.MsgType == "stream" {
 					once.Do(func() { close(started) })
 				}
 			}})
 			done <- result{r, err}
 		}()
 		<-started
-		// execute_input is published just before the code runs; the
-		// KeyboardInterrupt lands in or before sleep either way.
+		// The code is running (it printed): the KeyboardInterrupt lands in
+		// sleep, not in the kernel's own machinery.
 		if err := k.Interrupt(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -342,8 +345,8 @@ func TestRestart(t *testing.T) {
 		go func() {
 			var once sync.Once
 			var err error
-			reply, err = c.Execute(ctx, "import time; time.sleep(30)", ExecuteOptions{}, Handlers{IOPub: func(m *wire.Message) {
-				if m.Header.MsgType == "execute_input" {
+			reply, err = c.Execute(ctx, sleeper, ExecuteOptions{}, Handlers{IOPub: func(m *wire.Message) {
+				if m.Header.MsgType == "stream" {
 					once.Do(func() { close(started) })
 				}
 			}})
@@ -405,8 +408,8 @@ func TestKilledKernel(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var once sync.Once
-		_, err := c.Execute(testCtx(t), "import time; time.sleep(30)", ExecuteOptions{}, Handlers{IOPub: func(m *wire.Message) {
-			if m.Header.MsgType == "execute_input" {
+		_, err := c.Execute(testCtx(t), sleeper, ExecuteOptions{}, Handlers{IOPub: func(m *wire.Message) {
+			if m.Header.MsgType == "stream" {
 				once.Do(func() { close(started) })
 			}
 		}})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -144,14 +143,4 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) (provider.S
 		return nil, err
 	}
 	return &stream{p: p, ctx: sctx, cancel: cancel, sdk: s}, nil
-}
-
-// isLocal reports whether the base URL is a loopback address.
-func isLocal(base string) bool {
-	u, err := url.Parse(base)
-	if err != nil {
-		return false
-	}
-	h := u.Hostname()
-	return h == "localhost" || strings.HasPrefix(h, "127.") || h == "::1"
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
@@ -134,7 +133,6 @@ func (s *stream) end() {
 				ToolCall: &provider.ToolCall{ID: id, Name: tc.Function.Name, Input: input}})
 		}
 	}
-	sort.SliceStable(calls, func(i, j int) bool { return false }) // index order, as accumulated
 	s.pending = append(s.pending, calls...)
 	if s.usage != nil {
 		s.pending = append(s.pending, provider.Event{Type: provider.EventUsage, Usage: s.usage})

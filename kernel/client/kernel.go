@@ -206,7 +206,7 @@ func (k *Kernel) exited(p *process) {
 	k.mu.Unlock()
 	if unexpected {
 		k.log.Warn("kernel process exited", "pid", p.pid, "error", p.err)
-		k.die(fmt.Errorf("%w: process %d exited: %v", ErrDead, p.pid, exitStatus(p.err)))
+		k.markDead(fmt.Errorf("%w: process %d exited: %v", ErrDead, p.pid, exitStatus(p.err)))
 	} else {
 		k.log.Debug("kernel process exited", "pid", p.pid, "error", p.err)
 	}
@@ -219,9 +219,22 @@ func exitStatus(err error) string {
 	return err.Error()
 }
 
-// die marks the kernel dead for good (err wraps ErrDead): Done closes,
-// requests fail, and the process group is killed.
+// die reports an unexpected death (the heartbeat stopped): ignored while a
+// restart or shutdown is stopping the process on purpose.
 func (k *Kernel) die(err error) {
+	k.mu.Lock()
+	expected := k.expectExit || k.shut
+	k.mu.Unlock()
+	if expected {
+		k.log.Debug("ignoring heartbeat failure while stopping", "error", err)
+		return
+	}
+	k.markDead(err)
+}
+
+// markDead marks the kernel dead for good (err wraps ErrDead): Done closes,
+// requests fail, and the process group is killed.
+func (k *Kernel) markDead(err error) {
 	k.doneOnce.Do(func() {
 		k.mu.Lock()
 		k.err = err
@@ -344,7 +357,7 @@ func (k *Kernel) Restart(ctx context.Context) error {
 	k.expectExit = true
 	k.mu.Unlock()
 	if err := k.stop(ctx, p, true); err != nil {
-		k.die(fmt.Errorf("%w: restart: %v", ErrDead, err))
+		k.markDead(fmt.Errorf("%w: restart: %v", ErrDead, err))
 		return fmt.Errorf("client: restart: %w", err)
 	}
 	k.client.unlink(fmt.Errorf("%w: kernel restarted", ErrDead))
@@ -352,7 +365,7 @@ func (k *Kernel) Restart(ctx context.Context) error {
 		if !errors.Is(err, ErrDead) {
 			err = fmt.Errorf("%w: restart: %v", ErrDead, err)
 		}
-		k.die(err)
+		k.markDead(err)
 		return fmt.Errorf("client: restart: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
@@ -310,7 +311,8 @@ func TestRestart(t *testing.T) {
 	}
 	spec := *python3Spec(t)
 	spec.InterruptMode = "message"
-	k := startKernel(t, &spec, Options{})
+	// A fast heartbeat: it must not call the restart a death.
+	k := startKernel(t, &spec, Options{HeartbeatInterval: 100 * time.Millisecond})
 	c := k.Client()
 	execute(t, c, "x = 1")
 	oldPid := k.Pid()
@@ -440,7 +442,7 @@ func TestHeartbeatDeath(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ipykernel")
 	}
-	k := startKernel(t, python3Spec(t), Options{HeartbeatInterval: 50 * 1e6})
+	k := startKernel(t, python3Spec(t), Options{HeartbeatInterval: 50 * time.Millisecond})
 	pid := k.Pid()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -305,7 +305,9 @@ func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool)
 			}
 		}
 		if (idle || !waitIdle) && (reply != nil || !wantReply) {
-			c.forget(p)
+			// Without idle yet, drop the rest (busy/idle) rather than
+			// handing it to OnIOPub.
+			c.abandon(p, idle)
 			return reply, nil
 		}
 		if err != nil {

@@ -671,7 +671,7 @@ var (
 	pyStrRE          = `[rRbBuUfF]{0,2}(?:'[^'\\\n]*'|"[^"\\\n]*")`
 	pyStrListRE      = regexp.MustCompile(`[\[(]\s*(?:` + pyStrRE + `\s*,\s*)*` + pyStrRE + `\s*,?\s*[\])]`)
 	pyStrLitRE       = regexp.MustCompile(pyStrRE)
-	forkBombRE       = regexp.MustCompile(`([^\s(){}|&;]+)\s*\(\s*\)\s*\{\s*([^\s(){}|&;]+)\s*\|\s*([^\s(){}|&;]+)\s*&\s*;?\s*\}`)
+	forkBombRE       = regexp.MustCompile(`([^\s(){}|&;!]+)\s*\(\s*\)\s*\{\s*([^\s(){}|&;]+)\s*\|\s*([^\s(){}|&;]+)\s*&\s*;?\s*\}`)
 	pyForkLoopRE     = regexp.MustCompile(`while\s*\(?\s*(?:True|1)\s*\)?\s*:`)
 	pyForkRE         = regexp.MustCompile(`\bos\.fork\s*\(|\bfork\s*\(\s*\)`)
 	diskRE           = `/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d)`
@@ -749,6 +749,11 @@ func firstArg(s string) string {
 	return b.String()
 }
 
+// isCallee reports whether c can end the expression a call applies to.
+func isCallee(c byte) bool {
+	return c == '_' || c == ')' || c == ']' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
 func unquotePy(lit string) string {
 	lit = strings.TrimLeft(lit, "rRbBuUfF")
 	if len(lit) >= 2 {
@@ -779,15 +784,25 @@ func shellCandidates(code string) []string {
 		}
 	}
 	if pyExecRE.MatchString(code) {
-		rest := pyStrListRE.ReplaceAllStringFunc(code, func(list string) string {
+		// A list or tuple of literals is an argv: join it. The arguments
+		// of a call ("f('a', 'b')") are separate strings.
+		var rest strings.Builder
+		prev := 0
+		for _, loc := range pyStrListRE.FindAllStringIndex(code, -1) {
+			if code[loc[0]] == '(' && loc[0] > 0 && isCallee(code[loc[0]-1]) {
+				continue
+			}
 			var words []string
-			for _, lit := range pyStrLitRE.FindAllString(list, -1) {
+			for _, lit := range pyStrLitRE.FindAllString(code[loc[0]:loc[1]], -1) {
 				words = append(words, unquotePy(lit))
 			}
 			out = append(out, strings.Join(words, " "))
-			return " "
-		})
-		for _, lit := range pyStrLitRE.FindAllString(rest, -1) {
+			rest.WriteString(code[prev:loc[0]])
+			rest.WriteString(" ")
+			prev = loc[1]
+		}
+		rest.WriteString(code[prev:])
+		for _, lit := range pyStrLitRE.FindAllString(rest.String(), -1) {
 			out = append(out, unquotePy(lit))
 		}
 	}
@@ -906,6 +921,10 @@ func splitShell(s string) [][]string {
 			quote, inWord = c, true
 		case c == ' ' || c == '\t' || c == '\r':
 			endWord()
+		case c == '(' && inWord:
+			// "name(": a function call or definition, not a command.
+			w.WriteRune(c)
+			endSeg()
 		case strings.ContainsRune(";&|\n()`", c):
 			endSeg()
 		default:

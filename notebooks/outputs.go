@@ -53,17 +53,19 @@ func (r *recorder) begin(i int) {
 
 // iopubContent is the union of the iopub content fields we use.
 type iopubContent struct {
-	ExecutionCount *int            `json:"execution_count"`
-	Transient      struct{ DisplayID string `json:"display_id"` } `json:"transient"`
-	Name           string          `json:"name"`
-	Text           json.RawMessage `json:"text"`
-	Data           json.RawMessage `json:"data"`
-	Metadata       json.RawMessage `json:"metadata"`
-	Ename          string          `json:"ename"`
-	Evalue         string          `json:"evalue"`
-	Traceback      []string        `json:"traceback"`
-	Wait           bool            `json:"wait"`
-	CommID         string          `json:"comm_id"`
+	ExecutionCount *int `json:"execution_count"`
+	Transient      struct {
+		DisplayID string `json:"display_id"`
+	} `json:"transient"`
+	Name      string          `json:"name"`
+	Text      json.RawMessage `json:"text"`
+	Data      json.RawMessage `json:"data"`
+	Metadata  json.RawMessage `json:"metadata"`
+	Ename     string          `json:"ename"`
+	Evalue    string          `json:"evalue"`
+	Traceback []string        `json:"traceback"`
+	Wait      bool            `json:"wait"`
+	CommID    string          `json:"comm_id"`
 }
 
 // handle applies one iopub message for the current cell.

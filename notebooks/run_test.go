@@ -116,7 +116,9 @@ func texts(c *Cell) []string {
 	return out
 }
 
-func eq(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b) }
+func eq(a, b []string) bool {
+	return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b)
+}
 
 func TestRunTour(t *testing.T) {
 	opts := runOpts(t)

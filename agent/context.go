@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// EstimateTokens guesses the tokens of a request: about four characters a
+// token over the system prompt, the tools and the messages sent.
+func EstimateTokens(system string, tools []provider.Tool, msgs []messages.APIMessage) int {
+	n := len(system)
+	for _, t := range tools {
+		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			n += len(b.Text) + len(b.Thinking) + len(b.Input) + 16
+			for _, c := range b.Content {
+				n += len(c.Text) + 16
+			}
+			if b.Source != nil {
+				n += 1000 * 4 // an image is roughly a thousand tokens
+			}
+		}
+	}
+	return n/4 + 1
+}
+
+const condensePrompt = "Summarize the conversation so far for yourself, so that you can continue the task " +
+	"without the earlier messages: the user's goal, what was done (code run, files changed, results), " +
+	"what is left, and any facts you need. Be concise; plain text."
+
+// manageContext condenses the history (or, failing that, truncates it) when
+// the next request would exceed the threshold share of the model's window.
+func (t *Task) manageContext(ctx context.Context) error {
+	window := t.cfg.Provider.Model().ContextWindow
+	if window <= 0 {
+		return nil
+	}
+	t.mu.Lock()
+	api := t.api
+	eff := messages.Effective(api)
+	t.mu.Unlock()
+	tools := t.cfg.Toolbox.Tools()
+	est := EstimateTokens(t.cfg.System, tools, eff)
+	if float64(est) <= t.cfg.ContextThreshold*float64(window) {
+		return nil
+	}
+	if !t.cfg.DisableCondense {
+		err := t.condense(ctx, api, eff, est)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if _, serr := t.say(ctx, messages.SayCondenseContextError, err.Error(), nil); serr != nil {
+			return serr
+		}
+	}
+	return t.truncate(ctx, api, est)
+}
+
+func (t *Task) condense(ctx context.Context, api, eff []messages.APIMessage, prev int) error {
+	req := provider.Request{
+		System: t.cfg.System,
+		Messages: append(append([]messages.APIMessage(nil), eff...), messages.APIMessage{
+			Role: messages.RoleUser, Content: []messages.ContentBlock{{Type: messages.BlockText, Text: condensePrompt}},
+		}),
+	}
+	s, err := t.cfg.Provider.Stream(ctx, req)
+	if err != nil {
+		return fmt.Errorf("condense: %w", err)
+	}
+	defer s.Close()
+	var b strings.Builder
+	for {
+		ev, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("condense: %w", err)
+		}
+		if ev.Type == provider.EventText {
+			b.WriteString(ev.Text)
+		}
+	}
+	summary := strings.TrimSpace(b.String())
+	if summary == "" {
+		return fmt.Errorf("condense: the model returned an empty summary")
+	}
+	id := uuid.NewString()
+	newAPI, err := messages.Condense(api, messages.CondenseSpec{ID: id, Summary: summary, TS: t.clock.Next()})
+	if err != nil {
+		return err
+	}
+	after := EstimateTokens(t.cfg.System, t.cfg.Toolbox.Tools(), messages.Effective(newAPI))
+	ui := messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeSay, Say: messages.SayCondenseContext,
+		ContextCondense: &messages.ContextCondense{CondenseID: id, Summary: summary, PrevContextTokens: prev, NewContextTokens: after}}
+	return t.replaceAPI(ctx, api, newAPI, ui)
+}
+
+func (t *Task) truncate(ctx context.Context, api []messages.APIMessage, prev int) error {
+	id := uuid.NewString()
+	newAPI, n, err := messages.Truncate(api, messages.TruncateSpec{ID: id, Fraction: 0.5, TS: t.clock.Next()})
+	if err != nil || n == 0 {
+		return err
+	}
+	ui := messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeSay, Say: messages.SaySlidingWindowTruncation,
+		ContextTruncation: &messages.ContextTruncation{TruncationID: id, MessagesRemoved: n, PrevContextTokens: prev}}
+	return t.replaceAPI(ctx, api, newAPI, ui)
+}
+
+// replaceAPI stores a rewritten API history (tags changed, a summary or
+// marker added) and the UI message announcing it, in one transaction.
+func (t *Task) replaceAPI(ctx context.Context, oldAPI, newAPI []messages.APIMessage, announce messages.UIMessage) error {
+	t.mu.Lock()
+	oldUI := t.ui
+	newUI := append(append([]messages.UIMessage(nil), oldUI...), announce)
+	t.mu.Unlock()
+	if err := t.cfg.Store.RewriteAPI(context.WithoutCancel(ctx), t.cfg.SessionID, oldUI, oldAPI, newAPI, announce); err != nil {
+		return &storeError{err}
+	}
+	t.mu.Lock()
+	t.ui, t.api = newUI, newAPI
+	t.mu.Unlock()
+	t.lis.emit(Event{Kind: EventMessageCreated, Message: &announce})
+	return nil
+}
+

@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"sync"
+
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// EventKind names what happened in a Task.
+type EventKind string
+
+// The events a Task emits, in the vocabulary of Roo-Code's TaskEvent.
+const (
+	EventTaskStarted     EventKind = "taskStarted"     // a turn began
+	EventTaskCompleted   EventKind = "taskCompleted"   // the model called attempt_completion (Text: the result)
+	EventTaskAborted     EventKind = "taskAborted"     // the turn was cancelled
+	EventTaskActive      EventKind = "taskActive"      // working: streaming or running a tool
+	EventTaskInteractive EventKind = "taskInteractive" // waiting on an interactive ask (Message: the ask)
+	EventTaskResumable   EventKind = "taskResumable"   // waiting on a resumable ask
+	EventTaskIdle        EventKind = "taskIdle"        // the turn ended (Message: the idle ask, if any)
+	EventMessageCreated  EventKind = "messageCreated"  // Message: a new UI message
+	EventMessageUpdated  EventKind = "messageUpdated"  // Message: a new version of a UI message (same ts)
+	EventTokenUsage      EventKind = "tokenUsageUpdated"
+	EventToolFailed      EventKind = "toolFailed"    // Tool, Text: the error
+	EventSetNextInput    EventKind = "setNextInput"  // Text: code for a new cell (propose_cell)
+	EventRewound         EventKind = "messagesRewound"
+)
+
+// Event is one notification from a Task. Message points at a copy that the
+// listener may keep.
+type Event struct {
+	Kind    EventKind
+	Message *messages.UIMessage
+	Usage   Totals
+	Tool    string
+	Text    string
+}
+
+// Totals are a session's accumulated token counts and cost.
+type Totals struct {
+	InputTokens      int     `json:"inputTokens"`
+	OutputTokens     int     `json:"outputTokens"`
+	CacheReadTokens  int     `json:"cacheReadTokens"`
+	CacheWriteTokens int     `json:"cacheWriteTokens"`
+	Cost             float64 `json:"cost"`
+	Requests         int     `json:"requests"`
+}
+
+// listeners is a set of event callbacks. They are called synchronously, in
+// registration order, on the task's goroutine: a listener must be quick and
+// must not call back into the Task except Respond, Cancel and the read-only
+// getters.
+type listeners struct {
+	mu   sync.Mutex
+	next int
+	fns  map[int]func(Event)
+	ids  []int
+}
+
+func (l *listeners) add(f func(Event)) func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fns == nil {
+		l.fns = map[int]func(Event){}
+	}
+	id := l.next
+	l.next++
+	l.fns[id] = f
+	l.ids = append(l.ids, id)
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.fns, id)
+		for i, x := range l.ids {
+			if x == id {
+				l.ids = append(l.ids[:i:i], l.ids[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+func (l *listeners) emit(e Event) {
+	l.mu.Lock()
+	fns := make([]func(Event), 0, len(l.ids))
+	for _, id := range l.ids {
+		fns = append(fns, l.fns[id])
+	}
+	l.mu.Unlock()
+	for _, f := range fns {
+		f(e)
+	}
+}

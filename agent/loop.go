@@ -1,0 +1,321 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// ErrAPIFailed ends a turn whose model request failed after its retries;
+// the turn leaves an api_req_failed ask pending (answer yes to retry).
+var ErrAPIFailed = errors.New("agent: model request failed")
+
+// errStop ends a turn without an error (completion, mistake limit, denial
+// without feedback).
+var errStop = errors.New("agent: turn stopped")
+
+const cancelledText = "The user interrupted this operation."
+
+// runTurn is one turn: the user's message, then model requests and tool
+// calls until the model ends its turn, completes, or something stops it.
+func (t *Task) runTurn(ctx context.Context, text string, resumeFrom *pendingAsk) error {
+	t.lis.emit(Event{Kind: EventTaskStarted})
+	t.lis.emit(Event{Kind: EventTaskActive})
+	err := t.turn(ctx, text, resumeFrom)
+	switch {
+	case errors.Is(err, errStop):
+		err = nil
+	case ctx.Err() != nil:
+		t.lis.emit(Event{Kind: EventTaskAborted})
+		err = context.Canceled
+	}
+	var idle *messages.UIMessage
+	t.mu.Lock()
+	if t.pending != nil {
+		m := t.pending.msg
+		idle = &m
+	}
+	t.mu.Unlock()
+	t.lis.emit(Event{Kind: EventTaskIdle, Message: idle})
+	return err
+}
+
+func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk) error {
+	if resumeFrom != nil {
+		if err := t.markAnswered(ctx, resumeFrom.msg); err != nil {
+			return err
+		}
+	}
+	if t.cfg.Provider == nil {
+		_, err := t.say(ctx, messages.SayError, NoModelHelp, nil)
+		if err != nil {
+			return err
+		}
+		return ErrNoProvider
+	}
+	retryOnly := resumeFrom != nil && resumeFrom.msg.Ask == messages.AskAPIReqFailed && strings.TrimSpace(text) == ""
+	if !retryOnly {
+		if err := t.userMessage(ctx, text); err != nil {
+			return err
+		}
+	}
+	mistakes := 0
+	for step := 0; step < t.cfg.MaxSteps; step++ {
+		if err := t.manageContext(ctx); err != nil {
+			return err
+		}
+		calls, err := t.request(ctx)
+		if err != nil {
+			return err
+		}
+		if len(calls) == 0 {
+			return nil // the model ended its turn
+		}
+		if err := t.runTools(ctx, calls, &mistakes); err != nil {
+			return err
+		}
+	}
+	_, err := t.say(ctx, messages.SayError, fmt.Sprintf("Stopped after %d model requests in one turn.", t.cfg.MaxSteps), nil)
+	if err != nil {
+		return err
+	}
+	return errStop
+}
+
+// NoModelHelp is what a prompt says when no model is configured.
+const NoModelHelp = "No model is configured. Set AGENTKERNEL_MODEL (for example openai:gpt-4.1, " +
+	"anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder or replay:FILE) with the API key in OPENAI_API_KEY " +
+	"or ANTHROPIC_API_KEY, or run `%agent model NAME`. Code cells still run."
+
+// userMessage records the user's text in both histories under one ts.
+func (t *Task) userMessage(ctx context.Context, text string) error {
+	t.mu.Lock()
+	first := len(t.ui) == 0
+	t.mu.Unlock()
+	kind := messages.SayUserFeedback
+	if first {
+		kind = messages.SayText
+	}
+	sent := text
+	if t.cfg.Context != nil {
+		if c := t.cfg.Context(); c != "" {
+			sent = c + "\n\n" + text
+		}
+	}
+	m, err := t.say(ctx, kind, text, nil)
+	if err != nil {
+		return err
+	}
+	return t.appendAPI(ctx, messages.APIMessage{
+		Role:    messages.RoleUser,
+		Content: []messages.ContentBlock{{Type: messages.BlockText, Text: sent}},
+		TS:      m.TS,
+	})
+}
+
+// streamed is what one model request produced.
+type streamed struct {
+	text, reasoning, signature string
+	calls                      []provider.ToolCall
+	usage                      provider.Usage
+	stop                       provider.StopReason
+}
+
+// request sends the effective history to the model, with retries, and
+// records the answer. It returns the tool calls to run.
+func (t *Task) request(ctx context.Context) ([]provider.ToolCall, error) {
+	for attempt := 0; ; attempt++ {
+		t.mu.Lock()
+		req := provider.Request{
+			System:   t.cfg.System,
+			Messages: messages.Effective(t.api),
+			Tools:    t.cfg.Toolbox.Tools(),
+		}
+		t.mu.Unlock()
+		started, err := t.say(ctx, messages.SayAPIReqStarted, apiReqText(len(req.Messages), attempt), nil)
+		if err != nil {
+			return nil, err
+		}
+		_ = started
+		res, err := t.stream(ctx, req)
+		if err == nil {
+			return res.calls, t.finishRequest(ctx, res)
+		}
+		if ctx.Err() != nil {
+			// Keep what was said before the interrupt; the partial
+			// tool calls are dropped so no tool_use lacks its result.
+			if res.text != "" || res.reasoning != "" {
+				res.calls = nil
+				if ferr := t.finishRequest(context.WithoutCancel(ctx), res); ferr != nil {
+					return nil, ferr
+				}
+			}
+			return nil, ctx.Err()
+		}
+		ae, _ := provider.AsAPIError(err)
+		if ae != nil && ae.Retryable && attempt < t.cfg.MaxRetries {
+			delay := t.cfg.RetryBase << attempt
+			if ae.RetryAfter > 0 {
+				delay = ae.RetryAfter
+			}
+			delay = min(delay, time.Minute)
+			msg := fmt.Sprintf("%s. Retrying in %s (attempt %d of %d).", err, delay.Round(time.Millisecond), attempt+1, t.cfg.MaxRetries)
+			if _, err := t.say(ctx, messages.SayAPIReqRetryDelayed, msg, nil); err != nil {
+				return nil, err
+			}
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if _, err := t.say(ctx, messages.SayAPIReqRetried, "", nil); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// Out of retries, or not retryable: the turn ends with an idle
+		// ask; answering it yes (or an empty prompt) retries.
+		if _, serr := t.askIdle(ctx, messages.AskAPIReqFailed, err.Error()); serr != nil {
+			return nil, serr
+		}
+		return nil, fmt.Errorf("%w: %w", ErrAPIFailed, err)
+	}
+}
+
+func apiReqText(n, attempt int) string {
+	b, _ := json.Marshal(map[string]any{"messages": n, "attempt": attempt})
+	return string(b)
+}
+
+// stream consumes one model stream into partial say messages.
+func (t *Task) stream(ctx context.Context, req provider.Request) (streamed, error) {
+	var res streamed
+	s, err := t.cfg.Provider.Stream(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	defer s.Close()
+	// Close the stream when ctx ends so that a blocked Next returns.
+	stop := context.AfterFunc(ctx, func() { s.Close() })
+	defer stop()
+
+	var textMsg, reasonMsg *messages.UIMessage
+	grow := func(m **messages.UIMessage, kind messages.Say, full string) error {
+		if *m == nil {
+			created, err := t.say(ctx, kind, full, func(u *messages.UIMessage) { u.Partial = true })
+			if err != nil {
+				return err
+			}
+			*m = &created
+			return nil
+		}
+		(*m).Text = full
+		return t.update(ctx, **m)
+	}
+	finish := func() error {
+		for _, m := range []*messages.UIMessage{reasonMsg, textMsg} {
+			if m != nil && m.Partial {
+				m.Partial = false
+				if err := t.update(context.WithoutCancel(ctx), *m); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for {
+		ev, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			if ferr := finish(); ferr != nil {
+				return res, ferr
+			}
+			return res, err
+		}
+		switch ev.Type {
+		case provider.EventText:
+			res.text += ev.Text
+			if err := grow(&textMsg, messages.SayText, res.text); err != nil {
+				return res, err
+			}
+		case provider.EventReasoning:
+			res.reasoning += ev.Text
+			if ev.Signature != "" {
+				res.signature = ev.Signature
+			}
+			if err := grow(&reasonMsg, messages.SayReasoning, res.reasoning); err != nil {
+				return res, err
+			}
+		case provider.EventToolCall:
+			if ev.ToolCall != nil {
+				res.calls = append(res.calls, *ev.ToolCall)
+			}
+		case provider.EventUsage:
+			if ev.Usage != nil {
+				res.usage = *ev.Usage
+			}
+		case provider.EventDone:
+			res.stop = ev.StopReason
+		}
+	}
+	return res, finish()
+}
+
+// finishRequest records the assistant message, usage and cost.
+func (t *Task) finishRequest(ctx context.Context, res streamed) error {
+	var content []messages.ContentBlock
+	if res.reasoning != "" && res.signature != "" {
+		content = append(content, messages.ContentBlock{Type: messages.BlockThinking, Thinking: res.reasoning, Signature: res.signature})
+	}
+	if res.text != "" {
+		content = append(content, messages.ContentBlock{Type: messages.BlockText, Text: res.text})
+	}
+	for _, c := range res.calls {
+		input := c.Input
+		if len(input) == 0 {
+			input = json.RawMessage("{}")
+		}
+		content = append(content, messages.ContentBlock{Type: messages.BlockToolUse, ID: c.ID, Name: c.Name, Input: input})
+	}
+	if len(content) > 0 {
+		if err := t.appendAPI(ctx, messages.APIMessage{Role: messages.RoleAssistant, Content: content, TS: t.clock.Next()}); err != nil {
+			return err
+		}
+	}
+	info := t.cfg.Provider.Model()
+	cost := info.Cost(res.usage)
+	t.mu.Lock()
+	t.totals.InputTokens += res.usage.InputTokens
+	t.totals.OutputTokens += res.usage.OutputTokens
+	t.totals.CacheReadTokens += res.usage.CacheReadTokens
+	t.totals.CacheWriteTokens += res.usage.CacheWriteTokens
+	t.totals.Cost += cost
+	t.totals.Requests++
+	totals := t.totals
+	t.mu.Unlock()
+	if err := t.cfg.Store.AddUsage(ctx, t.cfg.SessionID, res.usage, cost); err != nil {
+		return fmt.Errorf("agent: store usage: %w", err)
+	}
+	b, _ := json.Marshal(map[string]any{
+		"tokensIn": res.usage.InputTokens, "tokensOut": res.usage.OutputTokens,
+		"cacheReads": res.usage.CacheReadTokens, "cacheWrites": res.usage.CacheWriteTokens,
+		"cost": cost, "stopReason": res.stop,
+	})
+	if _, err := t.say(ctx, messages.SayAPIReqFinished, string(b), nil); err != nil {
+		return err
+	}
+	t.lis.emit(Event{Kind: EventTokenUsage, Usage: totals})
+	return nil
+}

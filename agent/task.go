@@ -1,0 +1,437 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/rewind"
+)
+
+// Store persists a session. Every completed message is written through it
+// before the task takes its next step. The bridge adapts *store.Store.
+type Store interface {
+	AppendUI(ctx context.Context, sessionID string, msgs ...messages.UIMessage) error
+	// UpdateUI stores a new version of a UI message; partial versions may
+	// be debounced, a final one is durable when it returns.
+	UpdateUI(ctx context.Context, sessionID string, msg messages.UIMessage) error
+	AppendAPI(ctx context.Context, sessionID string, msgs ...messages.APIMessage) error
+	// ApplyRewind stores a rewind of the histories old* in one transaction.
+	ApplyRewind(ctx context.Context, sessionID string, oldUI []messages.UIMessage, oldAPI []messages.APIMessage, res rewind.Result) error
+	// RewriteAPI replaces the API history (a condense or truncation) and
+	// appends announce to the UI history, in one transaction.
+	RewriteAPI(ctx context.Context, sessionID string, oldUI []messages.UIMessage, oldAPI []messages.APIMessage,
+		newAPI []messages.APIMessage, announce messages.UIMessage) error
+	// AddUsage adds one request's tokens and cost to the session's totals.
+	AddUsage(ctx context.Context, sessionID string, u provider.Usage, cost float64) error
+}
+
+// Config configures a Task. Store, SessionID and Toolbox are required.
+type Config struct {
+	SessionID string
+	Store     Store
+	Toolbox   *Toolbox
+	// Provider is the model. Nil: every submitted message is answered with
+	// an error saying how to configure one.
+	Provider provider.Provider
+	// Policy decides tool calls; nil means default mode with no rules.
+	Policy *Policy
+	// System is the system prompt; default DefaultSystemPrompt.
+	System string
+	Logger hclog.Logger
+	// Clock stamps messages; default a new one seeded from the history.
+	Clock *messages.Clock
+	// History to resume (loaded from the store); empty for a new session.
+	UI  []messages.UIMessage
+	API []messages.APIMessage
+	// MaxRetries of a failed model request before asking the user; default 3.
+	MaxRetries int
+	// RetryBase is the first backoff delay, doubled per retry; default 1s.
+	RetryBase time.Duration
+	// MistakeLimit is how many consecutive tool failures make the task ask
+	// mistake_limit_reached; default 3.
+	MistakeLimit int
+	// ContextThreshold is the share of the model's context window above
+	// which the history is condensed (or truncated); default 0.8.
+	ContextThreshold float64
+	// DisableCondense skips condensing and truncates directly.
+	DisableCondense bool
+	// MaxSteps bounds model requests in one turn; default 50.
+	MaxSteps int
+	// Context returns text to prepend to the next user message (the bridge
+	// gives the %%code cells run since the last prompt); may be nil.
+	Context func() string
+}
+
+// DefaultSystemPrompt tells the model where it is.
+const DefaultSystemPrompt = `You are a coding agent working inside a Jupyter notebook. You can run code in the notebook's kernel with execute_code (its outputs, plots included, are shown to the user), read and change files in the workspace with the file tools, ask the user with ask_followup_question, suggest a new cell with propose_cell, and finish with attempt_completion. Work step by step, check results, and keep answers short.`
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.System == "" {
+		c.System = DefaultSystemPrompt
+	}
+	if c.MaxRetries <= 0 {
+		c.MaxRetries = 3
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = time.Second
+	}
+	if c.MistakeLimit <= 0 {
+		c.MistakeLimit = 3
+	}
+	if c.ContextThreshold <= 0 || c.ContextThreshold > 1 {
+		c.ContextThreshold = 0.8
+	}
+	if c.MaxSteps <= 0 {
+		c.MaxSteps = 50
+	}
+	return c
+}
+
+// State is what a Task is doing.
+type State string
+
+// The task states.
+const (
+	StateIdle    State = "idle"    // no turn is running
+	StateWorking State = "working" // streaming or running a tool
+	StateWaiting State = "waiting" // a running turn is paused on an ask
+)
+
+// Errors of the Task API.
+var (
+	ErrBusy       = errors.New("agent: a turn is running")
+	ErrNoAsk      = errors.New("agent: no such pending ask")
+	ErrClosed     = errors.New("agent: task closed")
+	ErrNoProvider = errors.New("agent: no model configured")
+)
+
+// ResponseKind is how the user answered an ask (Roo-Code's askResponse).
+type ResponseKind string
+
+// The responses.
+const (
+	ResponseYes      ResponseKind = "yesButtonClicked" // allow / retry / continue
+	ResponseNo       ResponseKind = "noButtonClicked"  // deny / give up
+	ResponseAllowAll ResponseKind = "allowAll"         // allow this tool for the rest of the session
+	ResponseMessage  ResponseKind = "messageResponse"  // free text (followup answers, feedback)
+)
+
+// Response answers an ask.
+type Response struct {
+	Kind ResponseKind `json:"kind"`
+	Text string     `json:"text,omitempty"`
+	// By names who answered ("stdin", "webview", "policy"); recorded.
+	By string `json:"by,omitempty"`
+}
+
+// Task is one agent session: its histories, its running turn, its pending
+// ask. All methods are safe for concurrent use. A turn runs on a goroutine
+// the Task owns; Close stops it and waits.
+type Task struct {
+	cfg   Config
+	log   hclog.Logger
+	clock *messages.Clock
+	perm  *Policy
+	lis   listeners
+
+	mu       sync.Mutex
+	ui       []messages.UIMessage
+	api      []messages.APIMessage
+	state    State
+	cancel   context.CancelFunc // of the running turn
+	turnDone chan struct{}      // closed when the running turn ends
+	pending  *pendingAsk
+	totals   Totals
+	closed   bool
+	lastErr  error
+	wg       sync.WaitGroup
+}
+
+type pendingAsk struct {
+	msg    messages.UIMessage
+	answer chan Response // cap 1
+}
+
+// New returns a Task over cfg's history.
+func New(cfg Config) (*Task, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Store == nil || cfg.SessionID == "" || cfg.Toolbox == nil {
+		return nil, errors.New("agent: config needs Store, SessionID and Toolbox")
+	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = messages.NewClock(nil)
+	}
+	clock.ObserveHistory(cfg.UI, cfg.API)
+	perm := cfg.Policy
+	if perm == nil {
+		var err error
+		if perm, err = NewPolicy(cfg.Toolbox, PolicyOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	t := &Task{
+		cfg:   cfg,
+		log:   cfg.Logger.Named("agent").With("session", shortID(cfg.SessionID)),
+		clock: clock,
+		perm:  perm,
+		ui:    append([]messages.UIMessage(nil), cfg.UI...),
+		api:   append([]messages.APIMessage(nil), cfg.API...),
+		state: StateIdle,
+	}
+	// A resumed session may end on an unanswered ask: it stays pending so
+	// the next Submit answers it.
+	if n := len(t.ui); n > 0 && t.ui[n-1].Type == messages.TypeAsk && !t.ui[n-1].IsAnswered {
+		t.pending = &pendingAsk{msg: t.ui[n-1], answer: make(chan Response, 1)}
+	}
+	return t, nil
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// Listen registers f for every event; the returned func removes it.
+func (t *Task) Listen(f func(Event)) (remove func()) { return t.lis.add(f) }
+
+// SessionID returns the task's session.
+func (t *Task) SessionID() string { return t.cfg.SessionID }
+
+// State returns what the task is doing.
+func (t *Task) State() State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state
+}
+
+// UI returns a copy of the UI history.
+func (t *Task) UI() []messages.UIMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]messages.UIMessage(nil), t.ui...)
+}
+
+// API returns a copy of the API history.
+func (t *Task) API() []messages.APIMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]messages.APIMessage(nil), t.api...)
+}
+
+// Totals returns the tokens and cost of this task's requests.
+func (t *Task) Totals() Totals {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.totals
+}
+
+// PendingAsk returns the ask waiting for an answer, if any.
+func (t *Task) PendingAsk() (messages.UIMessage, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending == nil {
+		return messages.UIMessage{}, false
+	}
+	return t.pending.msg, true
+}
+
+// Policy returns the task's permission policy (mode, rules, allow-all set).
+func (t *Task) Policy() *Policy { return t.perm }
+
+// Submit delivers the user's text. If an ask is pending it answers it (a
+// followup's answer, feedback to a completion, a reply after a failure);
+// otherwise it starts a turn. A running turn is cancelled first. Submit
+// returns at once; use Wait to follow the turn.
+func (t *Task) Submit(text string) error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return ErrClosed
+	}
+	if p := t.pending; p != nil && t.turnDone != nil {
+		t.mu.Unlock()
+		return t.Respond(p.msg.TS, Response{Kind: ResponseMessage, Text: text, By: "prompt"})
+	}
+	running := t.turnDone
+	cancel := t.cancel
+	t.mu.Unlock()
+	if running != nil {
+		cancel()
+		<-running
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	// A pending idle ask (completion_result, api_req_failed, ...) left by
+	// an earlier turn is answered by this message.
+	resumeFrom := t.pending
+	t.pending = nil
+	ctx, cancelTurn := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.cancel, t.turnDone, t.state, t.lastErr = cancelTurn, done, StateWorking, nil
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		defer close(done)
+		err := t.runTurn(ctx, text, resumeFrom)
+		cancelTurn()
+		t.mu.Lock()
+		t.state, t.cancel, t.turnDone, t.lastErr = StateIdle, nil, nil, err
+		t.mu.Unlock()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.log.Warn("turn ended with an error", "error", err)
+		}
+	}()
+	return nil
+}
+
+// Wait blocks until the running turn ends or pauses on an ask, or ctx
+// ends. It returns the task's state then and, for an ended turn, its error.
+func (t *Task) Wait(ctx context.Context) (State, error) {
+	for {
+		t.mu.Lock()
+		state, done, err := t.state, t.turnDone, t.lastErr
+		waiting := t.pending != nil
+		t.mu.Unlock()
+		if done == nil {
+			return state, err
+		}
+		if waiting {
+			return StateWaiting, nil
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return t.State(), ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+			// re-check for an ask that became pending
+		}
+	}
+}
+
+// Respond answers the pending ask stamped ts. The first answer wins; a
+// later one, or one for an ask that is not pending, gets ErrNoAsk.
+func (t *Task) Respond(ts int64, a Response) error {
+	t.mu.Lock()
+	p := t.pending
+	if p == nil || p.msg.TS != ts {
+		t.mu.Unlock()
+		return fmt.Errorf("%w: %d", ErrNoAsk, ts)
+	}
+	if t.turnDone == nil {
+		// An idle ask with no turn running: the answer starts a turn.
+		t.mu.Unlock()
+		if a.Kind == ResponseNo {
+			return t.closeIdleAsk(ts, a)
+		}
+		return t.Submit(a.Text)
+	}
+	select {
+	case p.answer <- a:
+	default:
+		t.mu.Unlock()
+		return fmt.Errorf("%w: %d already answered", ErrNoAsk, ts)
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// closeIdleAsk records a "no" to an idle ask (nothing to resume).
+func (t *Task) closeIdleAsk(ts int64, a Response) error {
+	t.mu.Lock()
+	p := t.pending
+	if p == nil || p.msg.TS != ts {
+		t.mu.Unlock()
+		return fmt.Errorf("%w: %d", ErrNoAsk, ts)
+	}
+	t.pending = nil
+	t.mu.Unlock()
+	return t.markAnswered(context.Background(), p.msg)
+}
+
+// Cancel stops the running turn: the model stream is aborted, a running
+// tool is interrupted, the partial message is finished, pending asks are
+// denied, and the API history is left valid. It returns when the turn has
+// ended. Without a running turn it does nothing.
+func (t *Task) Cancel() {
+	t.mu.Lock()
+	cancel, done := t.cancel, t.turnDone
+	t.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+}
+
+// Close cancels the running turn and waits for it. It is idempotent.
+func (t *Task) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	t.mu.Unlock()
+	t.Cancel()
+	t.wg.Wait()
+	return nil
+}
+
+// Rewind cuts both histories back to the message stamped ts (see package
+// rewind) and stores the result in one transaction. It cancels a running
+// turn first. With IncludeTargetMessage the target is kept.
+func (t *Task) Rewind(ctx context.Context, ts int64, opts rewind.Options) (rewind.Result, error) {
+	t.Cancel()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	res, err := rewind.RewindToTimestamp(t.ui, t.api, ts, opts)
+	if err != nil {
+		return res, err
+	}
+	if !res.Changed {
+		return res, nil
+	}
+	if err := t.cfg.Store.ApplyRewind(ctx, t.cfg.SessionID, t.ui, t.api, res); err != nil {
+		return res, fmt.Errorf("agent: store rewind: %w", err)
+	}
+	t.ui, t.api = res.UI, res.API
+	if t.pending != nil && !containsTS(t.ui, t.pending.msg.TS) {
+		t.pending = nil
+	}
+	t.lis.emit(Event{Kind: EventRewound})
+	return res, nil
+}
+
+// EditAndResubmit rewinds away the user message stamped ts (and everything
+// after it) and submits text in its place.
+func (t *Task) EditAndResubmit(ctx context.Context, ts int64, text string) error {
+	if _, err := t.Rewind(ctx, ts, rewind.Options{}); err != nil {
+		return err
+	}
+	return t.Submit(text)
+}
+
+func containsTS(ui []messages.UIMessage, ts int64) bool {
+	for i := range ui {
+		if ui[i].TS == ts {
+			return true
+		}
+	}
+	return false
+}

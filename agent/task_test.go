@@ -1,0 +1,614 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/agentstore"
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/rewind"
+	"github.com/agentkernel/agentkernel/store"
+)
+
+// model is a scripted model: each call takes the next turn from the
+// script. A turn is either events or an error; block makes the stream wait
+// for ctx (a slow stream). It records every request.
+type model struct {
+	mu       sync.Mutex
+	turns    []turn
+	requests []provider.Request
+	window   int
+}
+
+type turn struct {
+	events []provider.Event
+	err    error
+	block  bool // after the events, wait until ctx ends
+}
+
+func (m *model) Name() string { return "test" }
+func (m *model) Model() provider.ModelInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return provider.ModelInfo{ID: "test-model", ContextWindow: m.window, InputPrice: 1, OutputPrice: 2}
+}
+
+func (m *model) setWindow(n int) {
+	m.mu.Lock()
+	m.window = n
+	m.mu.Unlock()
+}
+
+func (m *model) Stream(ctx context.Context, req provider.Request) (provider.Stream, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.requests = append(m.requests, req)
+	if len(m.turns) == 0 {
+		return nil, errors.New("test model: script exhausted")
+	}
+	tr := m.turns[0]
+	m.turns = m.turns[1:]
+	if tr.err != nil && len(tr.events) == 0 {
+		return nil, tr.err
+	}
+	return &stream{ctx: ctx, t: tr, closed: make(chan struct{})}, nil
+}
+
+func (m *model) reqs() []provider.Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]provider.Request(nil), m.requests...)
+}
+
+type stream struct {
+	ctx    context.Context
+	t      turn
+	i      int
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (s *stream) Next() (provider.Event, error) {
+	if s.i < len(s.t.events) {
+		s.i++
+		return s.t.events[s.i-1], nil
+	}
+	if s.t.block {
+		select {
+		case <-s.ctx.Done():
+			return provider.Event{}, s.ctx.Err()
+		case <-s.closed:
+			return provider.Event{}, errors.New("stream closed")
+		}
+	}
+	if s.t.err != nil {
+		return provider.Event{}, s.t.err
+	}
+	return provider.Event{}, io.EOF
+}
+
+func (s *stream) Close() error { s.once.Do(func() { close(s.closed) }); return nil }
+
+func text(s string) provider.Event { return provider.Event{Type: provider.EventText, Text: s} }
+func done(r provider.StopReason) provider.Event {
+	return provider.Event{Type: provider.EventDone, StopReason: r}
+}
+func usage(in, out int) provider.Event {
+	return provider.Event{Type: provider.EventUsage, Usage: &provider.Usage{InputTokens: in, OutputTokens: out}}
+}
+func call(id, name string, input any) provider.Event {
+	b, _ := json.Marshal(input)
+	return provider.Event{Type: provider.EventToolCall, ToolCall: &provider.ToolCall{ID: id, Name: name, Input: b}}
+}
+
+// say replies with text and ends the turn.
+func say(s string) turn { return turn{events: []provider.Event{text(s), usage(10, 5), done(provider.StopEndTurn)}} }
+
+type env struct {
+	t     *testing.T
+	task  *agent.Task
+	model *model
+	store *store.Store
+	dir   string
+	id    string
+
+	mu     sync.Mutex
+	events []agent.Event
+}
+
+type setup struct {
+	turns  []turn
+	window int
+	mode   agent.Mode
+	answer func(*env, messages.UIMessage) // answers interactive asks
+	cfg    func(*agent.Config)
+}
+
+func newEnv(t *testing.T, s setup) *env {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(store.Options{Dir: filepath.Join(dir, ".data")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	sess, err := st.CreateSession(context.Background(), store.NewSession{Model: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := agent.NewWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := agent.NewPolicy(tb, agent.PolicyOptions{Mode: s.mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &model{turns: s.turns, window: s.window}
+	cfg := agent.Config{SessionID: sess.ID, Store: agentstore.New(st), Toolbox: tb, Provider: m, Policy: pol,
+		RetryBase: time.Millisecond}
+	if s.cfg != nil {
+		s.cfg(&cfg)
+	}
+	task, err := agent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, task: task, model: m, store: st, dir: dir, id: sess.ID}
+	task.Listen(func(ev agent.Event) {
+		e.mu.Lock()
+		e.events = append(e.events, ev)
+		e.mu.Unlock()
+		if ev.Kind == agent.EventTaskInteractive && s.answer != nil {
+			s.answer(e, *ev.Message)
+		}
+	})
+	t.Cleanup(func() { task.Close() })
+	return e
+}
+
+func (e *env) run(text string) (agent.State, error) {
+	e.t.Helper()
+	if err := e.task.Submit(text); err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		// An ask answered by a listener pauses the turn only briefly.
+		st, err := e.task.Wait(ctx)
+		if st != agent.StateWaiting || ctx.Err() != nil {
+			return st, err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func kinds(ui []messages.UIMessage) string {
+	var s []string
+	for _, m := range ui {
+		if m.Type == messages.TypeAsk {
+			s = append(s, "ask:"+string(m.Ask))
+		} else {
+			s = append(s, string(m.Say))
+		}
+	}
+	return strings.Join(s, ",")
+}
+
+// checkStored asserts the store holds exactly the task's histories and the
+// API history pairs every tool_use with its result.
+func (e *env) checkStored() {
+	e.t.Helper()
+	h, err := e.store.Load(context.Background(), e.id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ui, api := e.task.UI(), e.task.API()
+	gotUI, _ := json.Marshal(h.UI)
+	wantUI, _ := json.Marshal(ui)
+	if string(gotUI) != string(wantUI) {
+		e.t.Fatalf("stored UI differs:\n got %s\nwant %s", gotUI, wantUI)
+	}
+	gotAPI, _ := json.Marshal(h.API)
+	wantAPI, _ := json.Marshal(api)
+	if string(gotAPI) != string(wantAPI) {
+		e.t.Fatalf("stored API differs:\n got %s\nwant %s", gotAPI, wantAPI)
+	}
+	checkPaired(e.t, api)
+}
+
+func checkPaired(t *testing.T, api []messages.APIMessage) {
+	t.Helper()
+	uses, results := map[string]bool{}, map[string]bool{}
+	for _, m := range api {
+		for _, b := range m.Content {
+			switch b.Type {
+			case messages.BlockToolUse:
+				uses[b.ID] = true
+			case messages.BlockToolResult:
+				results[b.ToolUseID] = true
+			}
+		}
+	}
+	for id := range uses {
+		if !results[id] {
+			t.Fatalf("tool_use %s has no tool_result", id)
+		}
+	}
+	for id := range results {
+		if !uses[id] {
+			t.Fatalf("tool_result %s has no tool_use", id)
+		}
+	}
+}
+
+func TestTextTurn(t *testing.T) {
+	e := newEnv(t, setup{turns: []turn{{events: []provider.Event{text("Hel"), text("lo"), usage(100, 20), done(provider.StopEndTurn)}}}})
+	state, err := e.run("hi")
+	if err != nil || state != agent.StateIdle {
+		t.Fatalf("state %s err %v", state, err)
+	}
+	ui := e.task.UI()
+	if got, want := kinds(ui), "text,api_req_started,text,api_req_finished"; got != want {
+		t.Fatalf("ui = %s, want %s", got, want)
+	}
+	if ui[2].Text != "Hello" || ui[2].Partial {
+		t.Fatalf("answer %+v", ui[2])
+	}
+	api := e.task.API()
+	if len(api) != 2 || api[0].TS != ui[0].TS || api[1].Role != messages.RoleAssistant {
+		t.Fatalf("api %+v", api)
+	}
+	tot := e.task.Totals()
+	if tot.InputTokens != 100 || tot.OutputTokens != 20 || tot.Cost != (100*1+20*2)/1e6 {
+		t.Fatalf("totals %+v", tot)
+	}
+	e.checkStored()
+	sess, _ := e.store.GetSession(context.Background(), e.id)
+	if sess.Usage.TokensIn != 100 {
+		t.Fatalf("stored usage %+v", sess.Usage)
+	}
+	// A second prompt is user_feedback in the UI and a user message to the model.
+	e.model.turns = append(e.model.turns, say("again"))
+	e.run("more")
+	ui = e.task.UI()
+	if ui[4].Say != messages.SayUserFeedback || ui[4].Text != "more" {
+		t.Fatalf("second prompt %+v", ui[4])
+	}
+	reqs := e.model.reqs()
+	if n := len(reqs[1].Messages); n != 3 {
+		t.Fatalf("second request has %d messages", n)
+	}
+}
+
+func TestToolApprovalLoop(t *testing.T) {
+	var asked []messages.UIMessage
+	e := newEnv(t, setup{
+		turns: []turn{
+			{events: []provider.Event{text("writing"), call("c1", "write_file", map[string]any{"path": "out.txt", "content": "data"}), done(provider.StopToolUse)}},
+			say("written"),
+		},
+		answer: func(e *env, m messages.UIMessage) {
+			asked = append(asked, m)
+			if err := e.task.Respond(m.TS, agent.Response{Kind: agent.ResponseYes, By: "test"}); err != nil {
+				t.Errorf("respond: %v", err)
+			}
+		},
+	})
+	if _, err := e.run("make a file"); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0].Ask != messages.AskTool {
+		t.Fatalf("asks %+v", asked)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.dir, "out.txt")); err != nil || string(b) != "data" {
+		t.Fatalf("file %q %v", b, err)
+	}
+	reqs := e.model.reqs()
+	last := reqs[1].Messages[len(reqs[1].Messages)-1]
+	if last.Role != messages.RoleUser || last.Content[0].Type != messages.BlockToolResult || last.Content[0].IsError {
+		t.Fatalf("second request ends with %+v", last)
+	}
+	ui := e.task.UI()
+	for _, m := range ui {
+		if m.Type == messages.TypeAsk && !m.IsAnswered {
+			t.Fatalf("ask left open: %+v", m)
+		}
+	}
+	e.checkStored()
+}
+
+func TestToolDenied(t *testing.T) {
+	e := newEnv(t, setup{
+		turns: []turn{
+			{events: []provider.Event{call("c1", "write_file", map[string]any{"path": "x.txt", "content": "d"}), done(provider.StopToolUse)}},
+			say("ok, not writing"),
+		},
+		answer: func(e *env, m messages.UIMessage) {
+			e.task.Respond(m.TS, agent.Response{Kind: agent.ResponseMessage, Text: "no, use y.txt"})
+		},
+	})
+	e.run("go")
+	if _, err := os.Stat(filepath.Join(e.dir, "x.txt")); err == nil {
+		t.Fatal("denied write happened")
+	}
+	res := e.model.reqs()[1].Messages
+	tr := res[len(res)-1].Content[0]
+	if !tr.IsError || !strings.Contains(tr.Content[0].Text, "use y.txt") {
+		t.Fatalf("tool result %+v", tr)
+	}
+	e.checkStored()
+}
+
+func TestHardRefusalNeverAsks(t *testing.T) {
+	e := newEnv(t, setup{
+		mode: agent.ModeBypassPermissions,
+		turns: []turn{
+			{events: []provider.Event{call("c1", "read_file", map[string]any{"path": ".env"}), done(provider.StopToolUse)}},
+			say("fine"),
+		},
+		answer: func(e *env, m messages.UIMessage) { t.Errorf("asked: %+v", m) },
+	})
+	os.WriteFile(filepath.Join(e.dir, ".env"), []byte("KEY=sk-secret"), 0o600)
+	e.run("read my env")
+	res := e.model.reqs()[1].Messages
+	tr := res[len(res)-1].Content[0]
+	if !tr.IsError || strings.Contains(tr.Content[0].Text, "sk-secret") {
+		t.Fatalf("tool result %+v", tr)
+	}
+	if !strings.Contains(kinds(e.task.UI()), "error") {
+		t.Fatalf("refusal not recorded: %s", kinds(e.task.UI()))
+	}
+}
+
+func TestCancelDuringStream(t *testing.T) {
+	e := newEnv(t, setup{turns: []turn{{events: []provider.Event{text("partial ans")}, block: true}}})
+	if err := e.task.Submit("slow"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(kinds(e.task.UI()), "api_req_started,text") {
+		if time.Now().After(deadline) {
+			t.Fatal("stream never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.task.Cancel()
+	if s := e.task.State(); s != agent.StateIdle {
+		t.Fatalf("state %s", s)
+	}
+	ui := e.task.UI()
+	for _, m := range ui {
+		if m.Partial {
+			t.Fatalf("partial message left: %+v", m)
+		}
+	}
+	api := e.task.API()
+	if last := api[len(api)-1]; last.Role != messages.RoleAssistant || last.Content[0].Text != "partial ans" {
+		t.Fatalf("api %+v", api)
+	}
+	e.checkStored()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	aborted := false
+	for _, ev := range e.events {
+		aborted = aborted || ev.Kind == agent.EventTaskAborted
+	}
+	if !aborted {
+		t.Fatal("no taskAborted event")
+	}
+}
+
+func TestCancelWhileAsking(t *testing.T) {
+	e := newEnv(t, setup{turns: []turn{
+		{events: []provider.Event{call("c1", "write_file", map[string]any{"path": "a", "content": "1"}),
+			call("c2", "write_file", map[string]any{"path": "b", "content": "2"}), done(provider.StopToolUse)}},
+	}})
+	e.task.Submit("two files")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if st, _ := e.task.Wait(ctx); st != agent.StateWaiting {
+		t.Fatalf("state %s", st)
+	}
+	e.task.Cancel()
+	if _, ok := e.task.PendingAsk(); ok {
+		t.Fatal("ask still pending after cancel")
+	}
+	api := e.task.API()
+	last := api[len(api)-1]
+	if len(last.Content) != 2 || !last.Content[0].IsError || !last.Content[1].IsError {
+		t.Fatalf("tool results %+v", last)
+	}
+	e.checkStored()
+}
+
+func TestRetriesThenFails(t *testing.T) {
+	rl := &provider.APIError{Provider: "test", Status: 429, Message: "slow down", Retryable: true}
+	e := newEnv(t, setup{turns: []turn{{err: rl}, {err: rl}, {err: rl}, {err: rl}, say("back")}})
+	state, err := e.run("hi")
+	if !errors.Is(err, agent.ErrAPIFailed) || state != agent.StateIdle {
+		t.Fatalf("state %s err %v", state, err)
+	}
+	k := kinds(e.task.UI())
+	if strings.Count(k, "api_req_retry_delayed") != 3 || strings.Count(k, "api_req_retried") != 3 || !strings.HasSuffix(k, "ask:api_req_failed") {
+		t.Fatalf("ui %s", k)
+	}
+	// An empty prompt answers the failed request: retry.
+	if _, err := e.run(""); err != nil {
+		t.Fatal(err)
+	}
+	if k := kinds(e.task.UI()); !strings.HasSuffix(k, "api_req_started,text,api_req_finished") {
+		t.Fatalf("after retry: %s", k)
+	}
+	e.checkStored()
+}
+
+func TestCompletionAndFeedback(t *testing.T) {
+	e := newEnv(t, setup{turns: []turn{
+		{events: []provider.Event{call("c1", "attempt_completion", map[string]any{"result": "All done."}), done(provider.StopToolUse)}},
+		say("adjusted"),
+	}})
+	e.run("do it")
+	k := kinds(e.task.UI())
+	if !strings.HasSuffix(k, "completion_result,ask:completion_result") {
+		t.Fatalf("ui %s", k)
+	}
+	if _, ok := e.task.PendingAsk(); !ok {
+		t.Fatal("completion ask not pending")
+	}
+	e.run("one more thing")
+	if _, ok := e.task.PendingAsk(); ok {
+		t.Fatal("completion ask still pending after feedback")
+	}
+	e.checkStored()
+}
+
+func TestFollowup(t *testing.T) {
+	e := newEnv(t, setup{
+		turns: []turn{
+			{events: []provider.Event{call("c1", "ask_followup_question", map[string]any{"question": "Which file?", "suggestions": []string{"a.csv", "b.csv"}}), done(provider.StopToolUse)}},
+			say("using b"),
+		},
+		answer: func(e *env, m messages.UIMessage) {
+			if m.Ask != messages.AskFollowup || !strings.Contains(m.Text, "b.csv") {
+				t.Errorf("ask %+v", m)
+			}
+			e.task.Respond(m.TS, agent.Response{Kind: agent.ResponseMessage, Text: "b.csv"})
+		},
+	})
+	e.run("analyse")
+	res := e.model.reqs()[1].Messages
+	if got := res[len(res)-1].Content[0].Content[0].Text; !strings.Contains(got, "b.csv") {
+		t.Fatalf("followup result %q", got)
+	}
+	e.checkStored()
+}
+
+func TestNoModel(t *testing.T) {
+	e := newEnv(t, setup{cfg: func(c *agent.Config) { c.Provider = nil }})
+	_, err := e.run("hi")
+	if !errors.Is(err, agent.ErrNoProvider) {
+		t.Fatalf("err %v", err)
+	}
+	ui := e.task.UI()
+	if ui[len(ui)-1].Say != messages.SayError || !strings.Contains(ui[len(ui)-1].Text, "AGENTKERNEL_MODEL") {
+		t.Fatalf("ui %+v", ui)
+	}
+}
+
+func TestCondenseWhenOverWindow(t *testing.T) {
+	long := strings.Repeat("x", 4000)
+	e := newEnv(t, setup{window: 1500, turns: []turn{
+		say(long),
+		say("the summary"), // the condense request
+		say("short answer"),
+	}})
+	e.run("first")
+	e.run("second")
+	ui := e.task.UI()
+	if !strings.Contains(kinds(ui), "condense_context") {
+		t.Fatalf("no condense: %s", kinds(ui))
+	}
+	reqs := e.model.reqs()
+	last := reqs[len(reqs)-1].Messages
+	if !last[0].IsSummary || !strings.Contains(last[0].Content[0].Text, "the summary") {
+		t.Fatalf("request after condense starts with %+v", last[0])
+	}
+	e.checkStored()
+}
+
+func TestTruncateWhenCondenseFails(t *testing.T) {
+	long := strings.Repeat("y", 4000)
+	e := newEnv(t, setup{turns: []turn{
+		say(long), say(long),
+		{err: errors.New("summariser down")},
+		say("answer"),
+	}})
+	e.run("one")
+	e.run("two")
+	e.model.setWindow(1500) // now the history no longer fits
+	if _, err := e.run("three"); err != nil {
+		t.Fatal(err)
+	}
+	k := kinds(e.task.UI())
+	if !strings.Contains(k, "condense_context_error,sliding_window_truncation,api_req_started,text") {
+		t.Fatalf("ui %s", k)
+	}
+	reqs := e.model.reqs()
+	sent := reqs[len(reqs)-1].Messages
+	for _, m := range sent {
+		if strings.Contains(m.PlainText(), "one") && m.Role == messages.RoleUser && !m.IsTruncationMarker && m.PlainText() != "one" {
+			t.Fatalf("unexpected %+v", m)
+		}
+	}
+	if len(sent) >= 5 {
+		t.Fatalf("truncation hid nothing: %d messages sent", len(sent))
+	}
+	checkPaired(t, sent)
+	e.checkStored()
+}
+
+func TestRewindAffectsNextRequest(t *testing.T) {
+	e := newEnv(t, setup{turns: []turn{say("A1"), say("A2"), say("A3")}})
+	e.run("Q1")
+	e.run("Q2 secret")
+	var q2 int64
+	for _, m := range e.task.UI() {
+		if m.Text == "Q2 secret" {
+			q2 = m.TS
+		}
+	}
+	if _, err := e.task.Rewind(context.Background(), q2, rewind.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	e.checkStored()
+	e.run("Q3")
+	last := e.model.reqs()[2].Messages
+	for _, m := range last {
+		if strings.Contains(m.PlainText(), "Q2 secret") || strings.Contains(m.PlainText(), "A2") {
+			t.Fatalf("rewound message sent: %+v", m)
+		}
+	}
+	if len(last) != 3 {
+		t.Fatalf("request has %d messages", len(last))
+	}
+}
+
+func TestResume(t *testing.T) {
+	e := newEnv(t, setup{turns: []turn{say("A1")}})
+	e.run("Q1")
+	h, _ := e.store.Load(context.Background(), e.id)
+	e.task.Close()
+	m := &model{turns: []turn{say("A2")}}
+	ws, _ := agent.NewWorkspace(e.dir)
+	tb, _ := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws})
+	task, err := agent.New(agent.Config{SessionID: e.id, Store: agentstore.New(e.store), Toolbox: tb, Provider: m, UI: h.UI, API: h.API})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close()
+	task.Submit("Q2")
+	task.Wait(context.Background())
+	if n := len(m.reqs()[0].Messages); n != 3 {
+		t.Fatalf("resumed request has %d messages", n)
+	}
+	ui := task.UI()
+	if ui[len(ui)-1].TS <= h.UI[len(h.UI)-1].TS {
+		t.Fatal("timestamps went backwards after resume")
+	}
+}

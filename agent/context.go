@@ -132,4 +132,3 @@ func (t *Task) replaceAPI(ctx context.Context, oldAPI, newAPI []messages.APIMess
 	t.lis.emit(Event{Kind: EventMessageCreated, Message: &announce})
 	return nil
 }
-

@@ -21,8 +21,8 @@ const (
 	EventMessageCreated  EventKind = "messageCreated"  // Message: a new UI message
 	EventMessageUpdated  EventKind = "messageUpdated"  // Message: a new version of a UI message (same ts)
 	EventTokenUsage      EventKind = "tokenUsageUpdated"
-	EventToolFailed      EventKind = "toolFailed"    // Tool, Text: the error
-	EventSetNextInput    EventKind = "setNextInput"  // Text: code for a new cell (propose_cell)
+	EventToolFailed      EventKind = "toolFailed"   // Tool, Text: the error
+	EventSetNextInput    EventKind = "setNextInput" // Text: code for a new cell (propose_cell)
 	EventRewound         EventKind = "messagesRewound"
 )
 

@@ -129,7 +129,7 @@ const (
 // Response answers an ask.
 type Response struct {
 	Kind ResponseKind `json:"kind"`
-	Text string     `json:"text,omitempty"`
+	Text string       `json:"text,omitempty"`
 	// By names who answered ("stdin", "webview", "policy"); recorded.
 	By string `json:"by,omitempty"`
 }

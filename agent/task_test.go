@@ -112,7 +112,9 @@ func call(id, name string, input any) provider.Event {
 }
 
 // say replies with text and ends the turn.
-func say(s string) turn { return turn{events: []provider.Event{text(s), usage(10, 5), done(provider.StopEndTurn)}} }
+func say(s string) turn {
+	return turn{events: []provider.Event{text(s), usage(10, 5), done(provider.StopEndTurn)}}
+}
 
 type env struct {
 	t     *testing.T

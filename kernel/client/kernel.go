@@ -140,7 +140,7 @@ func (k *Kernel) launchAndConnect(ctx context.Context) error {
 	return nil
 }
 
-// connFileRe matches the argv templates jupyter_client substitutes.
+// templateRe matches the argv templates jupyter_client substitutes.
 var templateRe = regexp.MustCompile(`\{(connection_file|resource_dir)\}`)
 
 // envRe matches ${VAR} in kernelspec env values.
@@ -289,6 +289,11 @@ func (k *Kernel) Pid() int {
 }
 
 func (k *Kernel) acquire(ctx context.Context) error {
+	select { // a free slot wins over a done ctx
+	case k.ops <- struct{}{}:
+		return nil
+	default:
+	}
 	select {
 	case k.ops <- struct{}{}:
 		return nil
@@ -431,8 +436,7 @@ func (k *Kernel) waitGroupGone(pgid int) {
 // connection file and closes Done. A second call returns nil.
 func (k *Kernel) Shutdown(ctx context.Context) error {
 	if err := k.acquire(ctx); err != nil {
-		// Still must not leak: fall through without the lock only if the
-		// holder is stuck, which ops never is for long. Report instead.
+		// A Restart or Interrupt holds the kernel past ctx.
 		return fmt.Errorf("client: shutdown: %w", err)
 	}
 	defer k.release()

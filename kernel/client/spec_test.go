@@ -104,3 +104,31 @@ func TestReadSpecErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestStartFailures(t *testing.T) {
+	tests := []struct {
+		name    string
+		argv    []string
+		wantErr error
+	}{
+		{"exits at once", []string{"/bin/sh", "-c", "echo boom >&2; exit 3", "{connection_file}"}, ErrDead},
+		{"no such binary", []string{"/nonexistent/kernel", "-f", "{connection_file}"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			k, err := Start(testCtx(t), &Spec{Name: "bad", Argv: tt.argv}, Options{Logger: testLogger(), ConnectionDir: dir})
+			if err == nil {
+				k.Shutdown(testCtx(t))
+				t.Fatal("Start succeeded")
+			}
+			t.Log(err)
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Fatalf("got %v, want %v", err, tt.wantErr)
+			}
+			if left, _ := os.ReadDir(dir); len(left) != 0 {
+				t.Fatalf("connection dir not cleaned: %v", left)
+			}
+		})
+	}
+}

@@ -74,13 +74,6 @@ func (s *stream) chunk(c sdk.ChatCompletionChunk) error {
 	if s.id == "" {
 		s.id = c.ID
 	}
-	// Some servers vary the id between chunks; the accumulator refuses
-	// that, and the id carries nothing we need.
-	c.ID = s.id
-	if !s.acc.AddChunk(c) {
-		return &provider.APIError{Provider: s.p.name, Type: "invalid_response",
-			Message: "a stream chunk could not be accumulated (bad choice or tool call index)"}
-	}
 	if c.JSON.Usage.Valid() {
 		u := provider.Usage{
 			InputTokens:     int(c.Usage.PromptTokens - c.Usage.PromptTokensDetails.CachedTokens),
@@ -108,6 +101,13 @@ func (s *stream) chunk(c sdk.ChatCompletionChunk) error {
 		if ch.FinishReason != "" {
 			s.finish = ch.FinishReason
 		}
+	}
+	// Some servers vary the id between chunks; the accumulator refuses
+	// that, and the id carries nothing we need.
+	c.ID = s.id
+	if !s.acc.AddChunk(c) {
+		return &provider.APIError{Provider: s.p.name, Type: "invalid_response",
+			Message: "a stream chunk could not be accumulated (bad choice or tool call index)"}
 	}
 	return nil
 }
@@ -160,8 +160,10 @@ func stopReason(finish string, calls bool) provider.StopReason {
 // extraString returns a string field the SDK does not know (e.g.
 // reasoning_content), "" if absent or not a string.
 func extraString(fields map[string]respjson.Field, name string) string {
+	// Unknown fields are never Valid (the SDK has no type for them):
+	// read the raw JSON.
 	f, ok := fields[name]
-	if !ok || !f.Valid() {
+	if !ok || f.Raw() == "" || f.Raw() == "null" {
 		return ""
 	}
 	var s string

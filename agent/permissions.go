@@ -398,10 +398,7 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 		if err != nil {
 			return Decision{Verdict: Deny, Hard: true, Reason: err.Error()}
 		}
-		real, lex = p.tb.ws.Rel(abs), p.tb.ws.lexicalRel(subject)
-		if lex == "" { // absolute, through another spelling of the root
-			lex = real
-		}
+		real, lex = p.tb.ws.Rel(abs), p.tb.ws.lexicalRel(subject, abs)
 		if why := protectedEither(lex, real); why != "" {
 			return Decision{Verdict: Deny, Hard: true,
 				Reason: fmt.Sprintf("path %q is protected (%s)", subject, why)}
@@ -604,13 +601,14 @@ func protectedEither(lex, real string) string {
 	return ""
 }
 
-// lexicalRel returns p relative to the root without resolving symlinks, or
-// "" when p is absolute and lexically outside the root.
-func (w *Workspace) lexicalRel(p string) string {
+// lexicalRel returns p relative to the root as written, without resolving
+// symlinks. abs is p as Resolve returned it: its relative form stands in
+// when p is absolute through another spelling of the root.
+func (w *Workspace) lexicalRel(p, abs string) string {
 	if filepath.IsAbs(p) {
 		rel, err := filepath.Rel(w.root, filepath.Clean(p))
-		if err != nil || strings.HasPrefix(rel, "..") {
-			return ""
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return w.Rel(abs)
 		}
 		return filepath.ToSlash(rel)
 	}
@@ -685,20 +683,26 @@ var (
 )
 
 func forkBomb(code string) string {
-	for _, m := range forkBombRE.FindAllStringSubmatch(code, -1) {
-		if m[1] == m[2] && m[2] == m[3] {
-			return "fork bomb"
+	// The strings.Contains calls are cheap filters in front of the regexps.
+	if strings.Contains(code, "{") && strings.Contains(code, "|") && strings.Contains(code, "&") {
+		for _, m := range forkBombRE.FindAllStringSubmatch(code, -1) {
+			if m[1] == m[2] && m[2] == m[3] {
+				return "fork bomb"
+			}
 		}
 	}
-	if pyForkRE.MatchString(code) && pyForkLoopRE.MatchString(code) {
+	if strings.Contains(code, "fork") && pyForkRE.MatchString(code) && pyForkLoopRE.MatchString(code) {
 		return "fork bomb (os.fork in an endless loop)"
 	}
 	return ""
 }
 
 func pythonDanger(code string) string {
-	if pyOpenDiskRE.MatchString(code) {
+	if strings.Contains(code, "/dev/") && pyOpenDiskRE.MatchString(code) {
 		return "writes to a disk device"
+	}
+	if !strings.Contains(code, "rmtree") {
+		return ""
 	}
 	for _, loc := range rmtreeRE.FindAllStringIndex(code, -1) {
 		arg := firstArg(code[loc[1]:])
@@ -776,7 +780,7 @@ func shellCandidates(code string) []string {
 				continue
 			}
 		}
-		if !shellCell {
+		if !shellCell && strings.ContainsAny(t, "!%") {
 			t = lineMagicShellRE.ReplaceAllString(t, "")
 		}
 		if t != "" {
@@ -814,7 +818,7 @@ func dangerousShell(cmd string, depth int) string {
 	if depth > 3 {
 		return ""
 	}
-	if diskWriteRE.MatchString(cmd) {
+	if strings.Contains(cmd, "/dev/") && diskWriteRE.MatchString(cmd) {
 		return "writes to a disk device"
 	}
 	for _, seg := range splitShell(cmd) {
@@ -936,23 +940,28 @@ func splitShell(s string) [][]string {
 	return segs
 }
 
+var (
+	wrappers = []string{"sudo", "doas", "env", "nohup", "nice", "ionice", "time",
+		"command", "builtin", "exec", "stdbuf", "xargs", "timeout", "then", "do", "else", "{", "}", "!"}
+	// wrapperArgFlags are the wrappers' options that take an argument
+	// (sudo -u USER, nice -n N, xargs -I X, …).
+	wrapperArgFlags = []string{"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-n", "-s", "-P", "-I"}
+)
+
 // skipWrappers drops what comes before the command itself: variable
 // assignments, sudo, env, nohup, time, xargs and their options.
 func skipWrappers(words []string) []string {
-	argTaking := map[string]bool{"-u": true, "-g": true, "-C": true, "-D": true, "-h": true,
-		"-p": true, "-r": true, "-t": true, "-U": true, "-n": true, "-s": true, "-P": true, "-I": true}
 	for len(words) > 0 {
 		w := words[0]
 		switch {
 		case assignRE.MatchString(w):
 			words = words[1:]
-		case slices.Contains([]string{"sudo", "doas", "env", "nohup", "nice", "ionice", "time",
-			"command", "builtin", "exec", "stdbuf", "xargs", "timeout", "then", "do", "else", "{", "}", "!"}, path.Base(w)):
+		case slices.Contains(wrappers, path.Base(w)):
 			words = words[1:]
 			for len(words) > 0 && strings.HasPrefix(words[0], "-") {
 				flag := words[0]
 				words = words[1:]
-				if argTaking[flag] && len(words) > 0 {
+				if slices.Contains(wrapperArgFlags, flag) && len(words) > 0 {
 					words = words[1:]
 				}
 			}

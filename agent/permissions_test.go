@@ -573,3 +573,107 @@ func TestPolicyConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A typical data-science cell, for the benchmarks.
+var benchCell = strings.Repeat(`import os, subprocess
+import pandas as pd
+df = pd.read_csv("data/sales.csv")
+df["total"] = df["price"] * df["qty"]
+!pip install -q seaborn
+subprocess.run(["ls", "-la", "data"])
+print(df.describe())
+`, 8)
+
+func BenchmarkDangerousCode(b *testing.B) {
+	b.SetBytes(int64(len(benchCell)))
+	for b.Loop() {
+		if DangerousCode(benchCell) != "" {
+			b.Fatal("refused")
+		}
+	}
+}
+
+func BenchmarkDecide(b *testing.B) {
+	dir := b.TempDir()
+	ws, err := NewWorkspace(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tb, err := NewToolbox(ToolboxOptions{Workspace: ws})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := NewPolicy(tb, PolicyOptions{Allow: []string{"write_file(notebooks/**)", "execute_code(pip install *)"},
+		Deny: []string{"read_file(private/**)"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []provider.ToolCall{codeCall(benchCell), pathCall(ToolWriteFile, "notebooks/deep/a.py")} {
+		b.Run(c.Name, func(b *testing.B) {
+			for b.Loop() {
+				if d := p.Decide(c); d.Verdict == Deny {
+					b.Fatal(d)
+				}
+			}
+		})
+	}
+}
+
+func FuzzDangerousCode(f *testing.F) {
+	for _, s := range []string{"!rm -rf /", ":(){ :|:& };:", "shutil.rmtree(Path.home())", "subprocess.run(['a', 'b'])",
+		"%%bash\nrm -rf ~", `!sh -c "eval 'bash -c \"rm -rf /\"'"`, "x = (", "open('/dev/sda', 'w')", "'\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, code string) {
+		_ = DangerousCode(code)
+	})
+}
+
+func FuzzValidate(f *testing.F) {
+	for _, s := range []string{`{"path": "a", "start_line": 3}`, `{"path": 1e400}`, `[`, `{"path": "a", "start_line": -9007199254740993}`, `null`} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	ws, err := NewWorkspace(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	tb, err := NewToolbox(ToolboxOptions{Workspace: ws})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		for _, spec := range tb.Tools() {
+			tool, _ := tb.Lookup(spec.Name)
+			if _, err := tool.Validate(json.RawMessage(input)); err != nil {
+				if _, ok := err.(*InputError); !ok {
+					t.Fatalf("%s: error %T is not an *InputError", spec.Name, err)
+				}
+			}
+		}
+	})
+}
+
+// The root's own path is never checked: a workspace inside a directory
+// called "secrets" works, with relative and absolute paths.
+func TestProtectedRootNotChecked(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "secrets", "project.key")
+	mkfiles(t, dir, map[string]string{"a.txt": "a\n", ".env": "K=v\n"})
+	ws, err := NewWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := NewToolbox(ToolboxOptions{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPolicy(tb, PolicyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"a.txt", filepath.Join(ws.Root(), "a.txt"), "."} {
+		checkDecision(t, p.Decide(pathCall(ToolReadFile, path)), Allow, false, "read-only")
+	}
+	mustRun(t, tb, ToolReadFile, fmt.Sprintf(`{"path": %q}`, filepath.Join(ws.Root(), "a.txt")))
+	checkDecision(t, p.Decide(pathCall(ToolReadFile, filepath.Join(ws.Root(), ".env"))), Deny, true, "environment file")
+}

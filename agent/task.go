@@ -435,3 +435,30 @@ func containsTS(ui []messages.UIMessage, ts int64) bool {
 	}
 	return false
 }
+
+// Record adds a say message made outside a turn (the bridge records a
+// %%code cell as cell_executed) and stores it. It fails with ErrBusy while
+// a turn runs.
+func (t *Task) Record(ctx context.Context, kind messages.Say, text string) (messages.UIMessage, error) {
+	t.mu.Lock()
+	busy := t.turnDone != nil
+	t.mu.Unlock()
+	if busy {
+		return messages.UIMessage{}, ErrBusy
+	}
+	return t.say(ctx, kind, text, nil)
+}
+
+// SetProvider switches the model for the next request (nil: none).
+func (t *Task) SetProvider(p provider.Provider) {
+	t.mu.Lock()
+	t.cfg.Provider = p
+	t.mu.Unlock()
+}
+
+// Provider returns the current model, or nil.
+func (t *Task) Provider() provider.Provider {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cfg.Provider
+}

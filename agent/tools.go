@@ -903,7 +903,7 @@ func (tb *Toolbox) resolve(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if why := protectedEither(path, tb.ws.Rel(abs)); why != "" {
+	if why := protectedEither(tb.ws.lexicalRel(path, abs), tb.ws.Rel(abs)); why != "" {
 		return "", fmt.Errorf("path %q: protected (%s)", path, why)
 	}
 	return abs, nil

@@ -1,0 +1,139 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+)
+
+// keyPattern matches things that look like API keys ("sk-ant-…", "sk-…").
+var keyPattern = regexp.MustCompile(`sk-[A-Za-z0-9_\-]{8,}`)
+
+// scrub removes the configured key and anything that looks like a key.
+func scrub(s, key string) string {
+	if key != "" {
+		s = strings.ReplaceAll(s, key, "[redacted]")
+	}
+	return keyPattern.ReplaceAllString(s, "sk-[redacted]")
+}
+
+// retryableType reports whether an error type of the API is worth a retry.
+func retryableType(typ string) bool {
+	switch typ {
+	case "overloaded_error", "api_error", "rate_limit_error", "timeout_error":
+		return true
+	}
+	return false
+}
+
+// mapError turns an error of the SDK or the transport into an
+// *provider.APIError, or a wrapped context error when ctx ended.
+func (p *Provider) mapError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%s: %w", p.name, cerr)
+	}
+	ae := &provider.APIError{Provider: p.name}
+	var apiErr *sdk.Error
+	var netErr net.Error
+	switch {
+	case errors.As(err, &apiErr):
+		var body struct {
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal([]byte(apiErr.RawJSON()), &body)
+		ae.Type = body.Error.Type
+		ae.Message = body.Error.Message
+		status := apiErr.StatusCode
+		if status == http.StatusOK {
+			// An `event: error` in the middle of a stream.
+			status = 0
+			ae.Retryable = retryableType(ae.Type)
+		} else {
+			ae.Retryable = retryableStatus(status) || retryableType(ae.Type)
+		}
+		ae.Status = status
+		if ae.Message == "" {
+			ae.Message = http.StatusText(apiErr.StatusCode)
+		}
+		if apiErr.Response != nil && status != 0 {
+			ae.RetryAfter = retryAfter(apiErr.Response.Header, time.Now())
+		}
+		// The SDK's error holds the request and prints its URL: keep a
+		// scrubbed summary only.
+		err = fmt.Errorf("anthropic API error: status %d, type %q", apiErr.StatusCode, ae.Type)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		ae.Type = "timeout"
+		ae.Message = err.Error()
+		ae.Retryable = true
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, syscall.ECONNABORTED):
+		ae.Type = "connection_error"
+		ae.Message = err.Error()
+		ae.Retryable = true
+	case errors.As(err, &netErr):
+		ae.Type = "connection_error"
+		ae.Message = err.Error()
+	default:
+		var syntaxErr *json.SyntaxError
+		if errors.As(err, &syntaxErr) {
+			ae.Type = "invalid_response"
+		}
+		ae.Message = err.Error()
+	}
+	ae.Message = scrub(ae.Message, p.key)
+	ae.Err = err
+	if s := err.Error(); (p.key != "" && strings.Contains(s, p.key)) || keyPattern.MatchString(s) {
+		ae.Err = errors.New(scrub(s, p.key))
+	}
+	return ae
+}
+
+func retryableStatus(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
+		status == http.StatusConflict || status >= 500
+}
+
+// retryAfter reads retry-after-ms or Retry-After (seconds or an HTTP date).
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

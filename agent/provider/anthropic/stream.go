@@ -1,0 +1,138 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+)
+
+// stream adapts the SDK's event stream to provider events. The SDK's
+// Message.Accumulate assembles the blocks; text and thinking deltas are
+// passed on as they arrive, a thinking block's signature on an empty
+// reasoning event when the block stops, a tool_use block as one tool call
+// when it stops, usage and done at message_stop.
+type stream struct {
+	p      *Provider
+	ctx    context.Context
+	cancel context.CancelFunc
+	sdk    *ssestream.Stream[sdk.MessageStreamEventUnion]
+
+	acc     sdk.Message
+	pending []provider.Event
+	done    bool  // EventDone is queued or sent
+	err     error // sticky
+}
+
+func (s *stream) Next() (provider.Event, error) {
+	for {
+		if len(s.pending) > 0 {
+			ev := s.pending[0]
+			s.pending = s.pending[1:]
+			return ev, nil
+		}
+		if s.err != nil {
+			return provider.Event{}, s.err
+		}
+		if s.done {
+			return provider.Event{}, io.EOF
+		}
+		if s.ctx.Err() != nil {
+			s.fail(fmt.Errorf("%s: stream aborted: %w", s.p.name, context.Cause(s.ctx)))
+			continue
+		}
+		if !s.sdk.Next() {
+			if err := s.sdk.Err(); err != nil {
+				s.fail(s.p.mapError(s.ctx, err))
+				continue
+			}
+			s.fail(&provider.APIError{Provider: s.p.name, Type: "connection_error", Retryable: true,
+				Message: "the stream ended before message_stop"})
+			continue
+		}
+		if err := s.event(s.sdk.Current()); err != nil {
+			s.fail(err)
+		}
+	}
+}
+
+func (s *stream) fail(err error) {
+	s.err = err
+	_ = s.sdk.Close()
+	s.cancel()
+}
+
+func (s *stream) event(ev sdk.MessageStreamEventUnion) error {
+	if err := s.acc.Accumulate(ev); err != nil {
+		return &provider.APIError{Provider: s.p.name, Type: "invalid_response", Message: err.Error()}
+	}
+	switch ev.Type {
+	case "content_block_delta":
+		switch ev.Delta.Type {
+		case "text_delta":
+			if ev.Delta.Text != "" {
+				s.pending = append(s.pending, provider.Event{Type: provider.EventText, Text: ev.Delta.Text})
+			}
+		case "thinking_delta":
+			if ev.Delta.Thinking != "" {
+				s.pending = append(s.pending, provider.Event{Type: provider.EventReasoning, Text: ev.Delta.Thinking})
+			}
+		}
+	case "content_block_stop":
+		b := s.acc.Content[ev.Index] // Accumulate checked the index
+		switch b.Type {
+		case "tool_use":
+			input := json.RawMessage(b.Input)
+			if len(input) == 0 {
+				input = json.RawMessage("{}")
+			}
+			if !json.Valid(input) {
+				return &provider.APIError{Provider: s.p.name, Type: "invalid_response",
+					Message: fmt.Sprintf("tool call %s (%s): arguments are not valid JSON", b.ID, b.Name)}
+			}
+			s.pending = append(s.pending, provider.Event{Type: provider.EventToolCall,
+				ToolCall: &provider.ToolCall{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), input...)}})
+		case "thinking":
+			if b.Signature != "" {
+				s.pending = append(s.pending, provider.Event{Type: provider.EventReasoning, Signature: b.Signature})
+			}
+		}
+	case "message_stop":
+		u := s.acc.Usage
+		s.pending = append(s.pending,
+			provider.Event{Type: provider.EventUsage, Usage: &provider.Usage{
+				InputTokens:      int(u.InputTokens),
+				OutputTokens:     int(u.OutputTokens),
+				CacheReadTokens:  int(u.CacheReadInputTokens),
+				CacheWriteTokens: int(u.CacheCreationInputTokens),
+			}},
+			provider.Event{Type: provider.EventDone, StopReason: stopReason(s.acc.StopReason)})
+		s.done = true
+		_ = s.sdk.Close()
+		s.cancel()
+	}
+	return nil
+}
+
+func stopReason(r sdk.StopReason) provider.StopReason {
+	switch r {
+	case "end_turn", "stop_sequence":
+		return provider.StopEndTurn
+	case "tool_use":
+		return provider.StopToolUse
+	case "max_tokens":
+		return provider.StopMaxTokens
+	}
+	return provider.StopOther
+}
+
+// Close aborts the stream; safe from any goroutine, idempotent.
+func (s *stream) Close() error {
+	s.cancel()
+	return nil
+}

@@ -325,6 +325,9 @@ type param struct {
 	required bool
 	desc     string
 	min      int64 // integers
+	// blank allows an empty or all-space required string (file content,
+	// a replacement); other required strings must have text.
+	blank bool
 }
 
 func (t *Tool) schema() (json.RawMessage, error) {
@@ -400,7 +403,7 @@ func (t *Tool) validate(input json.RawMessage) (map[string]any, error) {
 			if json.Unmarshal(v, &s) != nil {
 				return nil, bad(p.name, "want a string, got %s", jsonKind(v))
 			}
-			if p.required && strings.TrimSpace(s) == "" && p.name != "content" && p.name != "replace" {
+			if p.required && !p.blank && strings.TrimSpace(s) == "" {
 				return nil, bad(p.name, "empty")
 			}
 			out[p.name] = s
@@ -507,7 +510,7 @@ func (tb *Toolbox) define() []*Tool {
 				"directories are created.",
 			params: []param{
 				pathParam("File path, relative to the workspace root."),
-				{name: "content", typ: tString, required: true, desc: "The complete new content."},
+				{name: "content", typ: tString, required: true, blank: true, desc: "The complete new content."},
 			},
 			run: tb.writeFile,
 		},
@@ -518,7 +521,7 @@ func (tb *Toolbox) define() []*Tool {
 			params: []param{
 				pathParam("File path, relative to the workspace root."),
 				{name: "search", typ: tString, required: true, desc: "Exact text to find."},
-				{name: "replace", typ: tString, required: true, desc: "Text to put in its place."},
+				{name: "replace", typ: tString, required: true, blank: true, desc: "Text to put in its place."},
 				{name: "replace_all", typ: tBoolean, desc: "Replace every occurrence. Default false."},
 			},
 			run: tb.editFile,

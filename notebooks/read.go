@@ -271,18 +271,32 @@ func (p *parser) multiline(m map[string]json.RawMessage, key, field string) (str
 }
 
 func multilineValue(raw json.RawMessage) (string, bool) {
-	if isNull(raw) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
 		return "", false
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
 		return s, true
+	case '[':
+		var lines []*string // nil marks a null element, which is not a line
+		if json.Unmarshal(raw, &lines) != nil {
+			return "", false
+		}
+		var sb strings.Builder
+		for _, l := range lines {
+			if l == nil {
+				return "", false
+			}
+			sb.WriteString(*l)
+		}
+		return sb.String(), true
 	}
-	var lines []string
-	if json.Unmarshal(raw, &lines) != nil {
-		return "", false
-	}
-	return strings.Join(lines, ""), true
+	return "", false
 }
 
 // object decodes the JSON object m[key]; a missing key gives nil.

@@ -337,6 +337,14 @@ func (r *runner) cell(ctx context.Context, i int) (CellStatus, error) {
 			Evalue: fmt.Sprintf("cell execution timed out after %v", r.opts.Timeout), Timeout: r.opts.Timeout}
 	}
 	if res.err != nil {
+		if ctx.Err() != nil {
+			// Stop the cell so that the kernel shuts down promptly.
+			ictx, icancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := r.k.Interrupt(ictx); err != nil {
+				r.log.Debug("interrupt after cancel failed", "error", err)
+			}
+			icancel()
+		}
 		return StatusFailed, fmt.Errorf("notebooks: run %s: %w", label, res.err)
 	}
 	r.executed++

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,7 @@ var tourCells = []struct{ name, source string }{
 	{"empty", "  \n"},
 	{"input", "input('name? ')"},
 	{"error", "1/0"},
+	{"widget", "from ipykernel.comm import Comm\nw = Comm(target_name='jupyter.widget', data={'state': {'_model_name': 'IntSliderModel', '_model_module': '@jupyter-widgets/controls', '_model_module_version': '2.0.0', 'value': 3}, 'buffer_paths': [['data']]}, buffers=[b'\\x01\\x02'])\nw.send({'method': 'update', 'state': {'value': 4}, 'buffer_paths': []})"},
 	{"after", "print('after')"},
 }
 
@@ -148,6 +150,7 @@ func TestRunTour(t *testing.T) {
 		"input":     {"error:StdinNotImplementedError"},
 		"error":     {"error:ZeroDivisionError"},
 		"after":     {"stdout:after\n"},
+		"widget":    nil,
 	}
 	for name, w := range want {
 		if got := texts(cell(name)); !eq(got, w) {
@@ -348,6 +351,14 @@ func TestRunMatchesNbconvert(t *testing.T) {
 	if gl["version"] != wl["version"] || gl["name"] != wl["name"] {
 		t.Errorf("language_info ours %v, nbconvert %v", gl, wl)
 	}
+	var gw, ww any
+	if ok, _ := got.Metadata.Get("widgets", &gw); !ok {
+		t.Error("no widgets metadata")
+	}
+	want.Metadata.Get("widgets", &ww)
+	if !reflect.DeepEqual(widgetStates(gw), widgetStates(ww)) {
+		t.Errorf("widgets metadata\n ours: %s\n nbconvert: %s", got.Metadata["widgets"], want.Metadata["widgets"])
+	}
 	writeTemp(t, got, "ours.ipynb")
 }
 
@@ -365,4 +376,53 @@ func normalise(c *Cell) string {
 	}
 	b, _ := Marshal(&Notebook{Nbformat: 4, NbformatMinor: 4, Cells: []*Cell{cp}})
 	return string(b)
+}
+
+// widgetStates drops the comm ids (random per run) from widgets metadata.
+func widgetStates(w any) []any {
+	m, _ := w.(map[string]any)
+	ws, _ := m["application/vnd.jupyter.widget-state+json"].(map[string]any)
+	st, _ := ws["state"].(map[string]any)
+	var out []any
+	for _, v := range st {
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestRunKernelDies(t *testing.T) {
+	nb := New()
+	nb.Cells = append(nb.Cells, NewCodeCell("print('hi')"), NewCodeCell("import os\nos._exit(1)"), NewCodeCell("print('never')"))
+	nb.Cells[1].ID = "exit"
+	out, err := Run(testCtx(t), nb, runOpts(t))
+	if !errors.Is(err, client.ErrDead) || !strings.Contains(err.Error(), `run cell 1 (id "exit")`) {
+		t.Fatalf("err = %v, want one naming cell 1 and wrapping client.ErrDead", err)
+	}
+	var ce *CellError
+	if errors.As(err, &ce) {
+		t.Errorf("a dead kernel is not a *CellError: %+v", ce)
+	}
+	if got := texts(out.Cells[0]); !eq(got, []string{"stdout:hi\n"}) {
+		t.Errorf("first cell = %q", got)
+	}
+}
+
+func TestRunCancel(t *testing.T) {
+	nb := New()
+	nb.Cells = append(nb.Cells, NewCodeCell("import time\ntime.sleep(30)"), NewCodeCell("print('never')"))
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	opts := runOpts(t)
+	opts.Progress = func(ev ProgressEvent) {
+		if !ev.Finished && ev.N == 1 {
+			cancel() // Execute sees a cancelled context at once
+		}
+	}
+	out, err := Run(ctx, nb, opts)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "cell 0") {
+		t.Fatalf("err = %v", err)
+	}
+	if out == nil || len(out.Cells[1].Outputs) != 0 {
+		t.Error("second cell ran")
+	}
 }

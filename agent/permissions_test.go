@@ -384,6 +384,9 @@ func TestDecideRules(t *testing.T) {
 		{"allow * in default", ModeDefault, []string{"*"}, nil, codeCall("1"), Allow, "*"},
 		{"plan beats allow", ModePlan, []string{"*", "write_file"}, nil, pathCall(ToolWriteFile, "a.py"), Deny, ""},
 		{"acceptEdits still asks code", ModeAcceptEdits, []string{"write_file"}, nil, codeCall("1"), Ask, ""},
+		{"symlink inside read", ModeDefault, nil, nil, pathCall(ToolReadFile, "in_file"), Allow, ""},
+		{"symlink inside list", ModePlan, nil, nil, pathCall(ToolListFiles, "in_dir"), Allow, ""},
+		{"symlink inside write acceptEdits", ModeAcceptEdits, nil, nil, pathCall(ToolWriteFile, "in_dir/new.py"), Allow, ""},
 		{"unknown tool", ModeBypassPermissions, []string{"*"}, nil, call("delete_everything", map[string]any{}), Deny, ""},
 		{"invalid input", ModeBypassPermissions, nil, nil, call(ToolWriteFile, map[string]any{"path": "a"}), Deny, ""},
 	}

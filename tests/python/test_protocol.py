@@ -420,7 +420,8 @@ def test_shutdown_request_on_control(name):
             sequence(msgs)
         left = wait_gone(tree)
         assert not left, f"shutdown_request left processes behind:{describe(left)}"
-        assert msgs[-1]["content"].get("execution_state") == "idle", sequence(msgs)
+        assert msgs[-1]["content"].get("execution_state") == "idle", \
+            f"no status idle for shutdown_request before the kernel exited; iopub:{sequence(msgs)}"
     finally:
         k.kc.stop_channels()
         if k.km.has_kernel:

@@ -88,7 +88,9 @@ func TestStreams(t *testing.T) {
 	}
 	text := func(s string) provider.Event { return provider.Event{Type: provider.EventText, Text: s} }
 	reason := func(s string) provider.Event { return provider.Event{Type: provider.EventReasoning, Text: s} }
-	done := func(r provider.StopReason) provider.Event { return provider.Event{Type: provider.EventDone, StopReason: r} }
+	done := func(r provider.StopReason) provider.Event {
+		return provider.Event{Type: provider.EventDone, StopReason: r}
+	}
 	usage := func(u provider.Usage) provider.Event { return provider.Event{Type: provider.EventUsage, Usage: &u} }
 	zero := usage(provider.Usage{})
 	tests := []struct {

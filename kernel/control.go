@@ -53,8 +53,5 @@ func (s *Server) handleShutdown(ctx context.Context, r *Request) {
 	if err := r.Publish("shutdown_reply", content); err != nil {
 		s.log.Debug("publish shutdown_reply failed", "error", err)
 	}
-	select {
-	case s.shutdown <- c.Restart:
-	default:
-	}
+	r.shutdown = true // handle stops the server after publishing idle
 }

@@ -10,7 +10,9 @@ import (
 // HandleShell is called on the shell goroutine, one request at a time, in
 // arrival order, for every shell request except kernel_info_request and
 // shutdown_request; the server has already published status busy and will
-// publish idle when it returns. It answers with r.Reply (once, for request
+// publish idle when it returns. Requests of the same types that arrive on
+// the control channel (ipykernel accepts them there too) are handed to it
+// on the control goroutine, concurrently with shell; r.Channel says which. It answers with r.Reply (once, for request
 // types that have a reply) and publishes outputs with r.Publish. It returns
 // false for a message type it does not know; the server logs it.
 //

@@ -24,9 +24,10 @@ type Request struct {
 	Msg     *wire.Message
 	Channel Channel
 
-	srv   *Server
-	sock  *socket
-	reply string // status of the execute_reply sent, for stop_on_error
+	srv      *Server
+	sock     *socket
+	reply    string // status of the execute_reply sent, for stop_on_error
+	shutdown bool   // a shutdown_request was answered: stop after idle
 }
 
 // Type returns the request's msg_type.

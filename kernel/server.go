@@ -30,6 +30,11 @@ type Config struct {
 	QueueSize int
 	// ShutdownTimeout bounds Handler.Shutdown. Default 10s.
 	ShutdownTimeout time.Duration
+	// Linger is how long, after a shutdown_request was answered, queued
+	// iopub messages (the reply's broadcast, the last idle) get to reach
+	// subscribers before the sockets close — ZMQ_LINGER for a PUB socket
+	// whose sends are queued. Default 200ms.
+	Linger time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -41,6 +46,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = 10 * time.Second
+	}
+	if c.Linger <= 0 {
+		c.Linger = 200 * time.Millisecond
 	}
 	return c
 }
@@ -58,7 +66,7 @@ type Server struct {
 	hb                    zmq4.Socket
 
 	queue    chan *wire.Message
-	shutdown chan bool // restart flag; buffered 1
+	shutdown chan struct{} // a shutdown_request was answered; buffered 1
 	stdinIn  chan *wire.Message
 
 	serveOnce sync.Once
@@ -93,7 +101,7 @@ func New(cfg Config) (*Server, error) {
 		signer:   signer,
 		session:  session,
 		queue:    make(chan *wire.Message, cfg.QueueSize),
-		shutdown: make(chan bool, 1),
+		shutdown: make(chan struct{}, 1),
 		stdinIn:  make(chan *wire.Message, 16),
 	}, nil
 }
@@ -138,6 +146,11 @@ func (s *Server) serve(parent context.Context) error {
 	case <-parent.Done():
 		result = parent.Err()
 	case <-s.shutdown:
+		// zmq4's PUB sends from a queue; give it time to drain.
+		select {
+		case <-time.After(s.cfg.Linger):
+		case <-parent.Done():
+		}
 	}
 	cancel()
 	s.closeSockets() // unblocks every Recv

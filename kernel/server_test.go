@@ -487,7 +487,9 @@ func TestShutdown(t *testing.T) {
 	if rep.Header.MsgType != "shutdown_reply" || !strings.Contains(string(rep.Content), `"restart":true`) {
 		t.Fatalf("%s %s", rep.Header.MsgType, rep.Content)
 	}
-	_ = req
+	if got := types(k.iopubFor(req)); got != "busy,shutdown_reply,idle" {
+		t.Fatalf("iopub = %s: the last idle must go out before the sockets close", got)
+	}
 	select {
 	case err := <-k.done:
 		if err != nil {
@@ -546,4 +548,18 @@ func testLogger() hclog.Logger {
 		return nil
 	}
 	return hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stderr})
+}
+
+// TestShellTypesOnControl: as ipykernel does, control answers shell request
+// types too, on its own goroutine, with the reply on control.
+func TestShellTypesOnControl(t *testing.T) {
+	k := startKernel(t)
+	req := k.send(k.control, "execute_request", map[string]any{"code": "on control"})
+	rep := k.recv(k.control)
+	if rep.Header.MsgType != "execute_reply" {
+		t.Fatal(rep.Header.MsgType)
+	}
+	if got := types(k.iopubFor(req)); got != "busy,stream,idle" {
+		t.Fatalf("iopub = %s", got)
+	}
 }

@@ -34,8 +34,16 @@ func (s *Server) runShell(ctx context.Context) {
 // handle runs one request on channel ch, bracketed by busy and idle.
 func (s *Server) handle(ctx context.Context, ch Channel, sock *socket, m *wire.Message) *Request {
 	s.status(m, statusBusy)
-	defer s.status(m, statusIdle)
 	r := &Request{Msg: m, Channel: ch, srv: s, sock: sock}
+	defer func() {
+		s.status(m, statusIdle)
+		if r.shutdown {
+			select {
+			case s.shutdown <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	switch t := m.Header.MsgType; t {
 	case "kernel_info_request":
 		s.replyKernelInfo(r)
@@ -48,10 +56,8 @@ func (s *Server) handle(ctx context.Context, ch Channel, sock *socket, m *wire.M
 		}
 		s.handleInterrupt(ctx, r)
 	default:
-		if ch == Control && t != "debug_request" {
-			s.log.Warn("unknown control message ignored", "msg_type", t)
-			return r
-		}
+		// As in ipykernel, control accepts the shell request types too; they
+		// run on the control goroutine, beside whatever shell is doing.
 		if !s.cfg.Handler.HandleShell(ctx, r) {
 			s.log.Warn("unknown message type ignored", "channel", ch, "msg_type", t)
 		}

@@ -10,8 +10,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/store"
 )
 
 // Mode is what a cell means.
@@ -54,6 +56,20 @@ type Config struct {
 	// InfoWait bounds how long kernel_info waits for the backing kernel
 	// when no language_info is cached. Default 10s.
 	InfoWait time.Duration
+
+	// The agent (prompt mode, %%agent cells and %agent magics):
+
+	// DataDir holds the session store; default store.DataDir().
+	DataDir string
+	// Model is the model string for new sessions ("" = none configured).
+	Model string
+	// OpenModel turns model strings into providers; nil: none can be used.
+	OpenModel ModelOpener
+	// Approve answers asks when the frontend has no stdin. Default none.
+	Approve Approve
+	// PermissionMode, Allow and Deny configure the agent's Policy.
+	PermissionMode agent.Mode
+	Allow, Deny    []string
 }
 
 func (c Config) withDefaults() Config {
@@ -74,6 +90,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.InfoWait <= 0 {
 		c.InfoWait = 10 * time.Second
+	}
+	if c.Approve == "" {
+		c.Approve = ApproveNone
 	}
 	return c
 }
@@ -98,6 +117,14 @@ type Bridge struct {
 	closed      bool
 
 	recent recentRequests
+
+	// prompt mode state, under amu (never held across a turn)
+	amu        sync.Mutex
+	store      *store.Store
+	sess       *session
+	cell       *cellOut
+	cellCancel context.CancelFunc
+	count      int // prompt mode's execution count
 }
 
 // New finds the backing kernelspec and returns a Bridge. It starts nothing.
@@ -270,6 +297,9 @@ func (b *Bridge) KernelInfo() kernel.KernelInfo {
 	if info == nil {
 		info, _ = json.Marshal(map[string]string{"name": b.spec.Language})
 	}
+	if b.cfg.Mode == ModePrompt {
+		info = promptLanguageInfo
+	}
 	return kernel.KernelInfo{
 		Implementation:        "agentkernel",
 		ImplementationVersion: b.cfg.Version,
@@ -280,9 +310,20 @@ func (b *Bridge) KernelInfo() kernel.KernelInfo {
 	}
 }
 
-// Interrupt implements kernel.Handler: it cancels a pending input request
-// and interrupts the backing kernel.
+// Interrupt implements kernel.Handler: it cancels a running agent turn
+// (which interrupts the code it runs) or a pending input request, and
+// interrupts the backing kernel.
 func (b *Bridge) Interrupt(ctx context.Context) error {
+	b.amu.Lock()
+	sess, cancelCell := b.sess, b.cellCancel
+	b.amu.Unlock()
+	if cancelCell != nil {
+		cancelCell()
+		if sess != nil {
+			sess.task.Cancel()
+		}
+		return nil
+	}
 	b.mu.Lock()
 	k, cancelInput := b.backing, b.inputCancel
 	b.mu.Unlock()
@@ -331,11 +372,17 @@ func (b *Bridge) Close() error {
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	aerr := b.closeAgent()
 	err := b.shutdownBacking(ctx)
 	b.cancel()
 	b.wg.Wait()
-	return err
+	return errors.Join(aerr, err)
 }
+
+// promptLanguageInfo declares prompt cells prose, so frontends highlight
+// them as markdown.
+var promptLanguageInfo = json.RawMessage(`{"name":"markdown","mimetype":"text/markdown","file_extension":".md",` +
+	`"codemirror_mode":"markdown","pygments_lexer":"markdown","version":"1.0"}`)
 
 // Probe starts the backing kernel (if not yet started), waits until it is
 // ready and its language_info is cached, then returns.

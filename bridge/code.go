@@ -33,13 +33,95 @@ func (b *Bridge) HandleShell(ctx context.Context, r *kernel.Request) bool {
 	if !ok {
 		return false
 	}
-	if b.cfg.Mode == ModePrompt && r.Type() == "execute_request" {
-		b.fail(r, replyType, "NotImplementedError",
-			"prompt mode is not available in this build yet; reinstall the kernelspec with --mode code")
-		return true
+	switch {
+	case r.Type() == "execute_request":
+		b.execute(ctx, r)
+	case b.cfg.Mode == ModePrompt && r.Type() == "complete_request":
+		b.completeMagic(r)
+	case b.cfg.Mode == ModePrompt && r.Type() == "is_complete_request":
+		if err := r.Reply("is_complete_reply", map[string]any{"status": "complete"}); err != nil {
+			b.log.Debug("is_complete_reply", "error", err)
+		}
+	case b.cfg.Mode == ModePrompt && r.Type() == "inspect_request":
+		if err := r.Reply("inspect_reply", map[string]any{"status": "ok", "found": false, "data": map[string]any{}, "metadata": map[string]any{}}); err != nil {
+			b.log.Debug("inspect_reply", "error", err)
+		}
+	default:
+		b.forward(ctx, r, replyType)
 	}
-	b.forward(ctx, r, replyType)
 	return true
+}
+
+// execute routes an execute_request: %agent magics and %%agent cells in
+// both modes, %%code cells and prompts in prompt mode, code to the
+// backing kernel.
+func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
+	var c struct {
+		Code         string `json:"code"`
+		Silent       bool   `json:"silent"`
+		StoreHistory *bool  `json:"store_history"`
+	}
+	_ = r.Msg.DecodeContent(&c)
+	body, isCode := cutCellMagic(c.Code, "%%code")
+	agentBody, isAgent := cutCellMagic(c.Code, "%%agent")
+	magic := isMagic(c.Code)
+	if b.cfg.Mode == ModeCode && !isAgent && !magic {
+		b.forward(ctx, r, "execute_reply")
+		return
+	}
+	// From here the cell is ours: our own execution count (prompt mode) or
+	// the backing kernel's last (code mode), and our execute_input.
+	count := b.promptCount(c.Silent, c.StoreHistory == nil || *c.StoreHistory)
+	if !c.Silent {
+		if err := r.Publish("execute_input", map[string]any{"code": c.Code, "execution_count": count}); err != nil {
+			b.log.Debug("execute_input", "error", err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b.amu.Lock()
+	b.cellCancel = cancel
+	b.amu.Unlock()
+	defer func() {
+		b.amu.Lock()
+		b.cellCancel = nil
+		b.amu.Unlock()
+	}()
+	switch {
+	case magic:
+		b.magic(cctx, r, c.Code, count)
+	case isAgent:
+		b.prompt(cctx, r, agentBody, count)
+	case isCode:
+		b.codeCell(cctx, r, body, count)
+	default:
+		b.prompt(cctx, r, c.Code, count)
+	}
+}
+
+// promptCount is the execution count of a cell the bridge answers itself.
+func (b *Bridge) promptCount(silent, store bool) int {
+	if b.cfg.Mode == ModeCode {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.lastCount
+	}
+	b.amu.Lock()
+	defer b.amu.Unlock()
+	if !silent && store {
+		b.count++
+	}
+	return b.count
+}
+
+// cutCellMagic returns the body of a cell that starts with the cell magic.
+func cutCellMagic(code, magic string) (string, bool) {
+	t := strings.TrimLeft(code, " \t\r\n")
+	first, rest, _ := strings.Cut(t, "\n")
+	if strings.TrimSpace(first) != magic {
+		return "", false
+	}
+	return rest, true
 }
 
 // forward sends r to the backing kernel under the frontend's msg_id and
@@ -67,6 +149,7 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 	}()
 
 	rep, err := c.Do(ctx, client.Request{
+		Channel:  string(r.Channel),
 		MsgType:  r.Type(),
 		Content:  r.Msg.Content,
 		Metadata: r.Msg.Metadata,

@@ -1,0 +1,357 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/kernel"
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// Prompt mode: a cell is a request to the agent. What the agent says is
+// shown as markdown displays that grow while the model streams
+// (update_display_data at most every updateInterval, the last one exact);
+// the code it runs shows its real outputs; its asks become input_requests
+// when the frontend allows stdin, else the headless policy answers.
+
+const updateInterval = 50 * time.Millisecond // ≤ 20 updates a second
+
+// cellOut maps one cell's agent events to iopub. Its methods are called on
+// the task's goroutine (events) and the cell's (asks, end), so it locks.
+type cellOut struct {
+	b *Bridge
+	r *kernel.Request
+
+	mu        sync.Mutex
+	started   bool // the model has been asked: later say text is the model's
+	displays  map[int64]*display
+	nextInput string
+	errText   string // the last say error, reported if the turn fails
+	usage     agent.Totals
+	requests  int
+}
+
+// display is one growing markdown output.
+type display struct {
+	id      string
+	text    string // newest text
+	shown   string // text last published
+	last    time.Time
+	timer   *time.Timer
+	render  func(string) string
+	created bool
+}
+
+func newCellOut(b *Bridge, r *kernel.Request) *cellOut {
+	return &cellOut{b: b, r: r, displays: map[int64]*display{}}
+}
+
+func (c *cellOut) onEvent(e agent.Event) {
+	switch e.Kind {
+	case agent.EventMessageCreated, agent.EventMessageUpdated:
+		c.onMessage(*e.Message)
+	case agent.EventSetNextInput:
+		c.mu.Lock()
+		c.nextInput = e.Text
+		c.mu.Unlock()
+	case agent.EventTokenUsage:
+		c.mu.Lock()
+		c.usage = e.Usage
+		c.requests++
+		c.mu.Unlock()
+	}
+}
+
+func (c *cellOut) onMessage(m messages.UIMessage) {
+	if m.Type == messages.TypeAsk {
+		return // asks are handled by the cell's loop
+	}
+	switch m.Say {
+	case messages.SayAPIReqStarted:
+		c.mu.Lock()
+		c.started = true
+		c.mu.Unlock()
+	case messages.SayText:
+		c.mu.Lock()
+		started := c.started
+		c.mu.Unlock()
+		if started {
+			c.show(m, func(s string) string { return s })
+		}
+	case messages.SayReasoning:
+		c.show(m, func(s string) string {
+			return "<details><summary>Reasoning</summary>\n\n" + s + "\n\n</details>"
+		})
+	case messages.SayCompletionResult:
+		if strings.TrimSpace(m.Text) != "" {
+			c.show(m, func(s string) string { return "**Result:** " + s })
+		}
+	case messages.SayError:
+		c.mu.Lock()
+		c.errText = m.Text
+		c.mu.Unlock()
+		c.stream("stderr", m.Text+"\n")
+	case messages.SayAPIReqRetryDelayed:
+		c.stream("stderr", "[agentkernel] "+m.Text+"\n")
+	case messages.SayCondenseContext:
+		c.stream("stderr", "[agentkernel] context condensed to save tokens\n")
+	case messages.SaySlidingWindowTruncation:
+		c.stream("stderr", "[agentkernel] older messages hidden from the model to fit its context\n")
+	case messages.SayCondenseContextError:
+		c.stream("stderr", "[agentkernel] could not condense the context: "+m.Text+"\n")
+	}
+}
+
+func (c *cellOut) stream(name, text string) {
+	if err := c.r.Publish("stream", map[string]any{"name": name, "text": text}); err != nil {
+		c.b.log.Debug("publish stream", "error", err)
+	}
+}
+
+// show creates or updates the markdown display of message m, throttled.
+func (c *cellOut) show(m messages.UIMessage, render func(string) string) {
+	c.mu.Lock()
+	d := c.displays[m.TS]
+	if d == nil {
+		d = &display{id: uuid.NewString(), render: render}
+		c.displays[m.TS] = d
+	}
+	d.text = m.Text
+	now := time.Now()
+	due := !m.Partial || !d.created || now.Sub(d.last) >= updateInterval
+	if !due {
+		if d.timer == nil {
+			d.timer = time.AfterFunc(updateInterval-now.Sub(d.last), func() { c.flush(d) })
+		}
+		c.mu.Unlock()
+		return
+	}
+	c.publishLocked(d)
+	c.mu.Unlock()
+}
+
+func (c *cellOut) flush(d *display) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d.timer = nil
+	if d.text != d.shown {
+		c.publishLocked(d)
+	}
+}
+
+func (c *cellOut) publishLocked(d *display) {
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	kind := "update_display_data"
+	if !d.created {
+		kind, d.created = "display_data", true
+	}
+	content := map[string]any{
+		"data":      map[string]any{"text/markdown": d.render(d.text), "text/plain": d.text},
+		"metadata":  map[string]any{},
+		"transient": map[string]any{"display_id": d.id},
+	}
+	d.shown, d.last = d.text, time.Now()
+	if err := c.r.Publish(kind, content); err != nil {
+		c.b.log.Debug("publish display", "error", err)
+	}
+}
+
+// finish publishes what the throttle still holds and the footer.
+func (c *cellOut) finish() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.displays {
+		if d.timer != nil || d.text != d.shown {
+			c.publishLocked(d)
+		}
+	}
+	if c.requests > 0 {
+		u := c.usage
+		footer := fmt.Sprintf("<sub>%d in · %d out tokens", u.InputTokens, u.OutputTokens)
+		if u.CacheReadTokens+u.CacheWriteTokens > 0 {
+			footer += fmt.Sprintf(" · cache %d read / %d written", u.CacheReadTokens, u.CacheWriteTokens)
+		}
+		footer += fmt.Sprintf(" · $%.4f this session</sub>", u.Cost)
+		if err := c.r.Publish("display_data", map[string]any{
+			"data": map[string]any{"text/markdown": footer, "text/plain": stripTags(footer)}, "metadata": map[string]any{},
+		}); err != nil {
+			c.b.log.Debug("publish footer", "error", err)
+		}
+	}
+}
+
+func stripTags(s string) string {
+	return strings.NewReplacer("<sub>", "", "</sub>", "").Replace(s)
+}
+
+// currentCell returns the cell whose prompt is running, or nil.
+func (b *Bridge) currentCell() *cellOut {
+	b.amu.Lock()
+	defer b.amu.Unlock()
+	return b.cell
+}
+
+func (b *Bridge) setCell(c *cellOut) {
+	b.amu.Lock()
+	b.cell = c
+	b.amu.Unlock()
+}
+
+// prompt runs text as a request to the agent in cell r.
+func (b *Bridge) prompt(ctx context.Context, r *kernel.Request, text string, count int) {
+	s, err := b.agentFor(ctx)
+	if err != nil {
+		b.replyError(r, count, "AgentError", err.Error())
+		return
+	}
+	c := newCellOut(b, r)
+	remove := s.task.Listen(c.onEvent)
+	defer remove()
+	b.setCell(c)
+	defer b.setCell(nil)
+	if err := s.task.Submit(text); err != nil {
+		b.replyError(r, count, "AgentError", err.Error())
+		return
+	}
+	err = b.drive(ctx, r, s)
+	c.finish()
+	switch {
+	case errors.Is(err, agent.ErrNoProvider):
+		b.replyError(r, count, "NoModelConfigured", agent.NoModelHelp)
+	case errors.Is(err, agent.ErrAPIFailed):
+		b.replyError(r, count, "ModelAPIError", strings.TrimPrefix(err.Error(), agent.ErrAPIFailed.Error()+": "))
+	case errors.Is(err, context.Canceled):
+		b.replyError(r, count, "KeyboardInterrupt", "the agent was interrupted")
+	case err != nil:
+		b.replyError(r, count, "AgentError", err.Error())
+	default:
+		b.replyOK(r, count, c.nextInput)
+	}
+}
+
+// drive follows the turn until it ends, answering asks on the way. A
+// followup that nobody can answer now ends the cell; the next prompt is the
+// answer.
+func (b *Bridge) drive(ctx context.Context, r *kernel.Request, s *session) error {
+	for {
+		st, err := s.task.Wait(ctx)
+		if st != agent.StateWaiting {
+			return err
+		}
+		ask, ok := s.task.PendingAsk()
+		if !ok {
+			continue
+		}
+		resp, answered := b.answer(ctx, r, s, ask)
+		if !answered {
+			return nil
+		}
+		if err := s.task.Respond(ask.TS, resp); err != nil && !errors.Is(err, agent.ErrNoAsk) {
+			return err
+		}
+	}
+}
+
+// answer gets an answer to ask: from the frontend's stdin when allowed,
+// else from the headless policy. answered is false when the ask must wait
+// for another channel (a followup without stdin).
+func (b *Bridge) answer(ctx context.Context, r *kernel.Request, s *session, ask messages.UIMessage) (agent.Response, bool) {
+	if r.AllowStdin() {
+		prompt := askPrompt(ask)
+		for {
+			in, err := r.Input(ctx, prompt, false)
+			if err != nil {
+				return agent.Response{Kind: agent.ResponseNo, By: "stdin"}, true
+			}
+			if ask.Ask == messages.AskFollowup {
+				return agent.Response{Kind: agent.ResponseMessage, Text: in, By: "stdin"}, true
+			}
+			switch a, err := agent.ParseAnswer(in); {
+			case err == nil && a == agent.AnswerAllow:
+				return agent.Response{Kind: agent.ResponseYes, By: "stdin"}, true
+			case err == nil && a == agent.AnswerAllowAll:
+				return agent.Response{Kind: agent.ResponseAllowAll, By: "stdin"}, true
+			case err == nil:
+				return agent.Response{Kind: agent.ResponseNo, By: "stdin"}, true
+			case strings.TrimSpace(in) != "":
+				// Anything else is a denial with words for the model.
+				return agent.Response{Kind: agent.ResponseMessage, Text: in, By: "stdin"}, true
+			}
+			prompt = "Please answer y (yes), a (always) or n (no): "
+		}
+	}
+	if ask.Ask == messages.AskFollowup {
+		return agent.Response{}, false
+	}
+	by := "policy:" + string(b.cfg.Approve)
+	if b.cfg.Approve == ApproveAll {
+		return agent.Response{Kind: agent.ResponseYes, By: by}, true
+	}
+	return agent.Response{Kind: agent.ResponseNo, By: by}, true
+}
+
+// askPrompt is the text of the input_request for an ask.
+func askPrompt(ask messages.UIMessage) string {
+	switch ask.Ask {
+	case messages.AskCommand:
+		return "The agent wants to run this code:\n\n" + ask.Text + "\n\nAllow? [y]es / [a]lways / [n]o: "
+	case messages.AskFollowup:
+		var q struct {
+			Question string   `json:"question"`
+			Suggest  []string `json:"suggest"`
+		}
+		if json.Unmarshal([]byte(ask.Text), &q) != nil || q.Question == "" {
+			return ask.Text + "\n> "
+		}
+		p := q.Question
+		for i, s := range q.Suggest {
+			p += fmt.Sprintf("\n  %d. %s", i+1, s)
+		}
+		return p + "\n> "
+	default:
+		var t struct {
+			Tool  string          `json:"tool"`
+			Input json.RawMessage `json:"input"`
+		}
+		_ = json.Unmarshal([]byte(ask.Text), &t)
+		return fmt.Sprintf("The agent wants to use %s with %s\nAllow? [y]es / [a]lways / [n]o: ", t.Tool, t.Input)
+	}
+}
+
+// replyOK ends a prompt cell.
+func (b *Bridge) replyOK(r *kernel.Request, count int, nextInput string) {
+	payload := []any{}
+	if nextInput != "" {
+		payload = append(payload, map[string]any{"source": "set_next_input", "text": nextInput, "replace": false})
+	}
+	if err := r.Reply("execute_reply", map[string]any{
+		"status": "ok", "execution_count": count, "user_expressions": map[string]any{}, "payload": payload,
+	}); err != nil {
+		b.log.Debug("execute_reply", "error", err)
+	}
+}
+
+// replyError ends a cell with an error output and an error reply.
+func (b *Bridge) replyError(r *kernel.Request, count int, ename, evalue string) {
+	tb := []string{ename + ": " + evalue}
+	if err := r.Publish("error", map[string]any{"ename": ename, "evalue": evalue, "traceback": tb}); err != nil {
+		b.log.Debug("publish error", "error", err)
+	}
+	if err := r.Reply("execute_reply", map[string]any{
+		"status": "error", "execution_count": count, "ename": ename, "evalue": evalue, "traceback": tb,
+		"user_expressions": map[string]any{}, "payload": []any{},
+	}); err != nil {
+		b.log.Debug("execute_reply", "error", err)
+	}
+}

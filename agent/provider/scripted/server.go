@@ -316,7 +316,11 @@ func defaultError(status int, typ, msg string, anthropic bool) (string, string) 
 		}
 	}
 	if msg == "" {
-		msg = fmt.Sprintf("scripted %d %s", status, http.StatusText(status))
+		text := http.StatusText(status)
+		if status == 529 {
+			text = "Overloaded" // Anthropic's own status
+		}
+		msg = fmt.Sprintf("scripted %d %s", status, text)
 	}
 	return typ, msg
 }

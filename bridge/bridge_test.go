@@ -42,6 +42,11 @@ type harness struct {
 
 func start(t *testing.T) *harness {
 	t.Helper()
+	return startWith(t, Config{})
+}
+
+func startWith(t *testing.T, cfg Config) *harness {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts ipykernel")
 	}
@@ -49,7 +54,8 @@ func start(t *testing.T) *harness {
 		t.Skip("Debian's python3-ipykernel is not installed")
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	b, err := New(Config{Logger: logger()})
+	cfg.Logger = logger()
+	b, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,8 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	backing := fs.String("backing", "python3", "kernelspec of the backing kernel that runs code")
 	modeName := fs.String("mode", "code", "what a cell is: code (backing-kernel code) or prompt (a request to the agent)")
 	probe := fs.Bool("probe", true, "start the backing kernel once to cache its language_info (instant kernel_info later)")
+	model := fs.String("model", "", "model for this kernelspec (sets AGENTKERNEL_MODEL in kernel.json), e.g. anthropic:claude-sonnet-4-5")
+	approve := fs.String("approve", "", "headless approval policy for this kernelspec: none, read-only or all (sets AGENTKERNEL_APPROVE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,9 +49,6 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if mode == bridge.ModePrompt {
-		return errors.New("install: --mode prompt is not available in this build yet (the agent lands in a later release); use --mode code")
-	}
 	spec, err := client.FindSpec(*backing)
 	if err != nil {
 		return fmt.Errorf("install: backing kernel: %w", err)
@@ -62,7 +61,24 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("install: locate agentkernel binary: %w", err)
 	}
 	if *display == "" {
-		*display = "Agent (code)"
+		*display = "Agent"
+		if mode == bridge.ModeCode {
+			*display = "Agent (code)"
+		}
+	}
+	if _, err := bridge.ParseApprove(*approve); err != nil {
+		return err
+	}
+	env := map[string]string{}
+	if *model != "" {
+		env["AGENTKERNEL_MODEL"] = *model
+	}
+	if *approve != "" {
+		env["AGENTKERNEL_APPROVE"] = *approve
+	}
+	language := spec.Language
+	if mode == bridge.ModePrompt {
+		language = "markdown"
 	}
 	dir, err := kernel.SpecsDir(scope, *prefix)
 	if err != nil {
@@ -71,8 +87,9 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	ks := kernel.KernelSpec{
 		Argv:          []string{exe, "kernel", "-f", "{connection_file}", "--backing", *backing, "--mode", string(mode)},
 		DisplayName:   *display,
-		Language:      spec.Language,
+		Language:      language,
 		InterruptMode: "message",
+		Env:           env,
 		Metadata: map[string]any{
 			"agentkernel": map[string]any{"backing": *backing, "mode": string(mode), "version": versionString()},
 		},

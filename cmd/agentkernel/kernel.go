@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/wire"
@@ -20,6 +23,8 @@ func runKernel(args []string, stderr io.Writer) error {
 	connFile := fs.String("f", "", "connection file written by Jupyter (required)")
 	backing := fs.String("backing", "python3", "kernelspec of the backing kernel")
 	modeName := fs.String("mode", "code", "kernel mode: code or prompt")
+	model := fs.String("model", "", "model for new sessions (default $AGENTKERNEL_MODEL, then the config file)")
+	record := fs.String("record", os.Getenv("AGENTKERNEL_RECORD"), "record the model's answers to this cassette `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,7 +53,12 @@ func runKernel(args []string, stderr io.Writer) error {
 	signal.Notify(sigint, os.Interrupt)
 	defer signal.Stop(sigint)
 
-	b, err := bridge.New(bridge.Config{Backing: *backing, Mode: mode, Logger: log, Version: versionString()})
+	bcfg, err := agentConfig(*model, *record)
+	if err != nil {
+		return err
+	}
+	bcfg.Backing, bcfg.Mode, bcfg.Logger, bcfg.Version = *backing, mode, log, versionString()
+	b, err := bridge.New(bcfg)
 	if err != nil {
 		return err
 	}
@@ -85,4 +95,36 @@ func runKernel(args []string, stderr io.Writer) error {
 			return nil
 		}
 	}
+}
+
+// agentConfig gathers the agent's settings: flags, then the environment
+// (AGENTKERNEL_MODEL, AGENTKERNEL_APPROVE, AGENTKERNEL_PERMISSION_MODE,
+// AGENTKERNEL_DATA_DIR), then the config file.
+func agentConfig(model, record string) (bridge.Config, error) {
+	fc, err := loadConfig()
+	if err != nil {
+		return bridge.Config{}, err
+	}
+	approve, err := bridge.ParseApprove(firstNonEmpty(os.Getenv("AGENTKERNEL_APPROVE"), fc.Approve))
+	if err != nil {
+		return bridge.Config{}, err
+	}
+	var pmode agent.Mode
+	if m := firstNonEmpty(os.Getenv("AGENTKERNEL_PERMISSION_MODE"), fc.Mode); m != "" {
+		if pmode, err = agent.ParseMode(m); err != nil {
+			return bridge.Config{}, err
+		}
+	}
+	prices := fc.prices()
+	return bridge.Config{
+		DataDir:        os.Getenv("AGENTKERNEL_DATA_DIR"),
+		Model:          models.Resolve(model, os.Getenv("AGENTKERNEL_MODEL"), fc.Model),
+		Approve:        approve,
+		PermissionMode: pmode,
+		Allow:          fc.Allow,
+		Deny:           fc.Deny,
+		OpenModel: func(spec string) (provider.Provider, error) {
+			return models.Open(spec, models.Options{Prices: prices, Record: record})
+		},
+	}, nil
 }

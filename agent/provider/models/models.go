@@ -1,0 +1,138 @@
+// Package models turns a model string into a provider.Provider: the one
+// place that knows every provider package and the environment variables
+// people already have.
+//
+//	openai:gpt-4.1               OPENAI_API_KEY, OPENAI_BASE_URL (any OpenAI-compatible server)
+//	anthropic:claude-sonnet-4-5  ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
+//	ollama:qwen2.5-coder         OLLAMA_HOST (default http://localhost:11434)
+//	replay:FILE                  a cassette recorded with Options.Record
+//
+// A model string without a provider ("gpt-4.1") is looked up in the price
+// tables. Resolution of which string to use (explicit > session >
+// kernelspec env / config > none) is the caller's; Resolve helps.
+package models
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/anthropic"
+	"github.com/agentkernel/agentkernel/agent/provider/openai"
+	"github.com/agentkernel/agentkernel/agent/provider/replay"
+)
+
+// Options configures Open. The zero value reads the process environment.
+type Options struct {
+	// Getenv reads configuration; default os.Getenv.
+	Getenv func(string) string
+	// HTTPClient makes the API requests; default http.DefaultClient.
+	HTTPClient *http.Client
+	// Prices override the price tables, by model id.
+	Prices map[string]provider.ModelInfo
+	// Record, when set, wraps the provider in a recorder writing a
+	// cassette to this file (see package replay). Close the returned
+	// provider (it is an io.Closer then) to finish the cassette.
+	Record string
+}
+
+// Env lists the variables Open reads, for help texts.
+var Env = []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST"}
+
+// Open returns the provider for spec.
+func Open(spec string, o Options) (provider.Provider, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	name, model, err := Parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	var info *provider.ModelInfo
+	if p, ok := o.Prices[model]; ok {
+		info = &p
+	}
+	var p provider.Provider
+	switch name {
+	case "openai":
+		key, base := getenv("OPENAI_API_KEY"), getenv("OPENAI_BASE_URL")
+		if key == "" && base == "" {
+			return nil, fmt.Errorf("models: %s needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)", spec)
+		}
+		p, err = openai.New(openai.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
+	case "ollama":
+		host := getenv("OLLAMA_HOST")
+		if host == "" {
+			host = "http://localhost:11434"
+		}
+		if !strings.Contains(host, "://") {
+			host = "http://" + host
+		}
+		free := provider.ModelInfo{ID: model}
+		if info == nil {
+			info = &free
+		}
+		p, err = openai.New(openai.Config{Name: "ollama", BaseURL: strings.TrimSuffix(host, "/") + "/v1", Model: model,
+			HTTPClient: o.HTTPClient, Info: info})
+	case "anthropic":
+		key := getenv("ANTHROPIC_API_KEY")
+		base := getenv("ANTHROPIC_BASE_URL")
+		if key == "" && base == "" {
+			return nil, fmt.Errorf("models: %s needs ANTHROPIC_API_KEY", spec)
+		}
+		p, err = anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
+	case "replay":
+		if o.Record != "" {
+			return nil, errors.New("models: cannot record a replay")
+		}
+		return replay.Open(model)
+	default:
+		return nil, fmt.Errorf("models: unknown provider %q in %q (want openai, anthropic, ollama or replay)", name, spec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.Record != "" {
+		rec, err := replay.Create(o.Record, p, nil)
+		if err != nil {
+			return nil, err
+		}
+		return rec, nil
+	}
+	return p, nil
+}
+
+// Parse splits "provider:model". A bare model id is looked up in the
+// price tables ("gpt-4.1" → openai, "claude-…" → anthropic).
+func Parse(spec string) (name, model string, err error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return "", "", provider.ErrNotConfigured
+	}
+	if n, m, ok := strings.Cut(spec, ":"); ok && n != "" && m != "" && !strings.Contains(n, "/") {
+		return strings.ToLower(n), m, nil
+	}
+	if _, ok := openai.KnownModel(spec); ok {
+		return "openai", spec, nil
+	}
+	if _, ok := anthropic.KnownModel(spec); ok || strings.HasPrefix(spec, "claude") {
+		return "anthropic", spec, nil
+	}
+	return "", "", fmt.Errorf("models: %q: write PROVIDER:MODEL (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder, replay:FILE)", spec)
+}
+
+// Resolve picks the model string by precedence: the first non-empty of
+// explicit (a flag or %agent model), session (the stored session's model),
+// configured (kernelspec env AGENTKERNEL_MODEL or the config file).
+func Resolve(explicit, session, configured string) string {
+	for _, s := range []string{explicit, session, configured} {
+		if strings.TrimSpace(s) != "" {
+			return strings.TrimSpace(s)
+		}
+	}
+	return ""
+}

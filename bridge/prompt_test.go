@@ -1,0 +1,282 @@
+package bridge
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+// promptKernel is agentkernel in prompt mode with a scripted model speaking
+// the given API's real wire format.
+func promptKernel(t *testing.T, api string, dataDir string, approve Approve) (*harness, *scripted.Server) {
+	t.Helper()
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test-key", "OPENAI_BASE_URL": srv.OpenAIURL(),
+		"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": srv.AnthropicURL()}
+	model := "openai:gpt-4.1"
+	if api == "anthropic" {
+		model = "anthropic:claude-sonnet-4-5"
+	}
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	h := startWith(t, Config{Mode: ModePrompt, Model: model, DataDir: dataDir, Approve: approve, Dir: t.TempDir(),
+		OpenModel: func(spec string) (provider.Provider, error) {
+			return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+		}})
+	return h, srv
+}
+
+// cell runs a prompt cell and returns its reply and iopub messages.
+func (h *harness) cell(code string) (map[string]any, *outputs) {
+	h.t.Helper()
+	return h.exec(code, client.ExecuteOptions{}, nil)
+}
+
+func texts(o *outputs, msgType, mime string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, m := range o.msgs {
+		if m.Header.MsgType != msgType {
+			continue
+		}
+		var c struct {
+			Data map[string]any `json:"data"`
+			Text string         `json:"text"`
+		}
+		json.Unmarshal(m.Content, &c)
+		if mime == "" {
+			out = append(out, c.Text)
+		} else if s, ok := c.Data[mime].(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// a 1x1 PNG.
+var tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+func TestPromptMode(t *testing.T) {
+	for _, api := range []string{"openai", "anthropic"} {
+		t.Run(api, func(t *testing.T) {
+			h, srv := promptKernel(t, api, "", ApproveAll)
+
+			// 1. A prompt streams text into one markdown display.
+			srv.Enqueue(scripted.Reply(scripted.Text("Hello", ", ", "notebook!"), scripted.UsageStep(scripted.Usage{Input: 12, Output: 4})))
+			rep, o := h.cell("Say hello")
+			if rep["status"] != "ok" {
+				t.Fatalf("reply %v", rep)
+			}
+			shown := append(texts(o, "display_data", "text/plain"), texts(o, "update_display_data", "text/plain")...)
+			if !contains(shown, "Hello, notebook!") {
+				t.Fatalf("displays %q (iopub %s)", shown, o.types())
+			}
+			if !strings.HasPrefix(o.types(), "busy,execute_input,display_data") || !strings.HasSuffix(o.types(), "idle") {
+				t.Fatalf("iopub %s", o.types())
+			}
+
+			// 2. The agent runs code: its print and PNG land in the cell;
+			// with no stdin the headless policy (all) approves, and the
+			// decision is recorded; the turn ends with completion.
+			code := fmt.Sprintf("from IPython.display import Image, display\nprint('from the agent')\ndisplay(Image(data=__import__('base64').b64decode(%q)))", tinyPNG)
+			args, _ := json.Marshal(map[string]string{"code": code})
+			srv.Enqueue(
+				scripted.Reply(scripted.Text("Running it."), scripted.ToolCall("call_1", "execute_code", string(args[:10]), string(args[10:]))),
+				scripted.Reply(scripted.ToolCall("call_2", "attempt_completion", `{"result":"Printed and plotted."}`)),
+			)
+			rep, o = h.cell("Print something and show an image")
+			if rep["status"] != "ok" {
+				t.Fatalf("reply %v", rep)
+			}
+			if !contains(texts(o, "stream", ""), "from the agent\n") {
+				t.Fatalf("no agent stdout: %s", o.types())
+			}
+			if pngs := texts(o, "display_data", "image/png"); len(pngs) != 1 {
+				t.Fatalf("png displays %d: %s", len(pngs), o.types())
+			}
+			last, _ := srv.Last()
+			if !strings.Contains(string(last.Raw), "from the agent") {
+				t.Fatalf("tool result not sent to the model: %s", last.Raw)
+			}
+			ui := h.b.sess.task.UI()
+			var recorded bool
+			for _, m := range ui {
+				recorded = recorded || (strings.Contains(m.Text, "Allowed execute_code") && strings.Contains(m.Text, "policy:all"))
+			}
+			if !recorded {
+				t.Fatal("the policy's decision is not in the UI history")
+			}
+
+			// 3. %agent rewind removes messages from both histories and the
+			// next request no longer contains them.
+			hist, _ := h.b.runMagic(context.Background(), "history", nil)
+			ref := ""
+			for _, line := range strings.Split(hist, "\n") {
+				if strings.Contains(line, "Print something") {
+					ref = strings.Fields(line)[0]
+				}
+			}
+			if ref == "" {
+				t.Fatalf("prompt not in history:\n%s", hist)
+			}
+			rep, o = h.cell("%agent rewind " + ref)
+			if rep["status"] != "ok" || !contains(texts(o, "stream", ""), "") && !strings.Contains(strings.Join(texts(o, "stream", ""), ""), "Rewound") {
+				t.Fatalf("rewind %v %q", rep, texts(o, "stream", ""))
+			}
+			srv.Enqueue(scripted.Reply(scripted.Text("Fresh.")))
+			h.cell("Another question")
+			last, _ = srv.Last()
+			if strings.Contains(string(last.Raw), "Print something") || strings.Contains(string(last.Raw), "from the agent") {
+				t.Fatalf("rewound messages still sent: %s", last.Raw)
+			}
+			if !strings.Contains(string(last.Raw), "Say hello") {
+				t.Fatalf("kept messages not sent: %s", last.Raw)
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPromptErrorsAndInterrupt(t *testing.T) {
+	h, srv := promptKernel(t, "openai", "", ApproveNone)
+
+	// A 429 is retried (Retry-After honoured) and then reported.
+	for range 4 {
+		srv.Enqueue(scripted.Fail(429, "0"))
+	}
+	rep, o := h.cell("Will fail")
+	if rep["status"] != "error" || rep["ename"] != "ModelAPIError" {
+		t.Fatalf("reply %v", rep)
+	}
+	if n := strings.Count(strings.Join(texts(o, "stream", ""), ""), "Retrying"); n != 3 {
+		t.Fatalf("%d retry notices: %q", n, texts(o, "stream", ""))
+	}
+	// An empty prompt retries the failed request.
+	srv.Enqueue(scripted.Reply(scripted.Text("Recovered.")))
+	rep, o = h.cell("")
+	if rep["status"] != "ok" || !contains(append(texts(o, "display_data", "text/plain"), texts(o, "update_display_data", "text/plain")...), "Recovered.") {
+		t.Fatalf("retry: %v %s", rep, o.types())
+	}
+
+	// An interrupt during a slow stream ends the cell quickly.
+	srv.Enqueue(scripted.Reply(scripted.Text("Thinking"), scripted.Stall()))
+	done := make(chan map[string]any, 1)
+	go func() {
+		rep, err := h.c.Execute(context.Background(), "Take your time", client.ExecuteOptions{}, client.Handlers{})
+		var c map[string]any
+		if err == nil {
+			rep.DecodeContent(&c)
+		}
+		done <- c
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Pending() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := h.c.Do(ctx, client.Request{Channel: "control", MsgType: "interrupt_request"}, client.Handlers{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-done:
+		if c["ename"] != "KeyboardInterrupt" {
+			t.Fatalf("reply %v", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("interrupt did not end the cell")
+	}
+	api := h.b.sess.task.API()
+	if last := api[len(api)-1]; last.Role != "assistant" || !strings.Contains(last.PlainText(), "Thinking") {
+		t.Fatalf("api history after interrupt ends with %+v", last)
+	}
+
+	// %%code runs in the backing kernel and is given to the model next.
+	rep, o = h.cell("%%code\nanswer = 6 * 7\nprint(answer)")
+	if rep["status"] != "ok" || !contains(texts(o, "stream", ""), "42\n") {
+		t.Fatalf("%%%%code: %v %s", rep, o.types())
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("It is 42.")))
+	h.cell("What did I compute?")
+	last, _ := srv.Last()
+	if !strings.Contains(string(last.Raw), "answer = 6 * 7") {
+		t.Fatalf("%%%%code cell not given to the model: %s", last.Raw)
+	}
+}
+
+func TestPromptNoModelAndResume(t *testing.T) {
+	data := t.TempDir()
+	h, srv := promptKernel(t, "anthropic", data, ApproveNone)
+	srv.Enqueue(scripted.Reply(scripted.Text("First answer.")))
+	h.cell("Remember the word pineapple")
+	id := h.b.sess.task.SessionID()
+
+	// A "restarted kernel": a new bridge on the same data directory.
+	h2, srv2 := promptKernel(t, "anthropic", data, ApproveNone)
+	rep, o := h2.cell("%agent resume " + id[:8])
+	if rep["status"] != "ok" || !strings.Contains(strings.Join(texts(o, "stream", ""), ""), "Resumed") {
+		t.Fatalf("resume %v %q", rep, texts(o, "stream", ""))
+	}
+	srv2.Enqueue(scripted.Reply(scripted.Text("Pineapple.")))
+	h2.cell("What was the word?")
+	last, _ := srv2.Last()
+	if !strings.Contains(string(last.Raw), "pineapple") {
+		t.Fatalf("resumed session not sent: %s", last.Raw)
+	}
+
+	// No model configured: a clear message; code still runs.
+	h3 := startWith(t, Config{Mode: ModePrompt, DataDir: t.TempDir(), Dir: t.TempDir()})
+	rep, _ = h3.cell("hello?")
+	if rep["status"] != "error" || !strings.Contains(fmt.Sprint(rep["evalue"]), "AGENTKERNEL_MODEL") {
+		t.Fatalf("no model: %v", rep)
+	}
+	rep, o = h3.cell("%%code\nprint('still runs')")
+	if rep["status"] != "ok" || !contains(texts(o, "stream", ""), "still runs\n") {
+		t.Fatalf("code without a model: %v %s", rep, o.types())
+	}
+}
+
+func TestPromptKernelInfoAndCompletion(t *testing.T) {
+	h := startWith(t, Config{Mode: ModePrompt, DataDir: t.TempDir(), Dir: t.TempDir()})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rep, err := h.c.KernelInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ki struct {
+		LanguageInfo struct{ Name string } `json:"language_info"`
+	}
+	rep.DecodeContent(&ki)
+	if ki.LanguageInfo.Name != "markdown" {
+		t.Fatalf("language %q", ki.LanguageInfo.Name)
+	}
+	c := h.do("complete_request", map[string]any{"code": "%agent re", "cursor_pos": 9})
+	if m := jsonString(c["matches"]); !strings.Contains(m, "resume") || !strings.Contains(m, "rewind") {
+		t.Fatalf("matches %s", m)
+	}
+}
+
+var _ = base64.StdEncoding
+var _ = wire.ProtocolVersion

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strings"
@@ -322,6 +323,64 @@ func TestKeyNeverInErrors(t *testing.T) {
 	if len(srv.Requests()) != len(turns) {
 		t.Errorf("server saw %d requests", len(srv.Requests()))
 	}
+	cfg := Config{APIKey: testKey, Model: "claude-sonnet-4-5"}
+	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v %#v %s %q", cfg, cfg, p, p), fmt.Sprintf("%+v %#v", p, p), slogText(cfg, p)} {
+		if strings.Contains(s, testKey) {
+			t.Errorf("the key leaks when printing: %s", s)
+		}
+	}
+}
+
+func slogText(vs ...any) string {
+	var b strings.Builder
+	l := slog.New(slog.NewTextHandler(&b, nil))
+	for _, v := range vs {
+		l.Info("x", "v", v)
+	}
+	return b.String()
+}
+
+func BenchmarkStream10k(b *testing.B) {
+	srv := scripted.New(b)
+	tr := &http.Transport{}
+	b.Cleanup(tr.CloseIdleConnections)
+	cfg := Config{APIKey: testKey, Model: "claude-sonnet-4-5"}
+	cfg.BaseURL = srv.AnthropicURL()
+	cfg.HTTPClient = &http.Client{Transport: tr}
+	p, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pieces := make([]string, 10_000)
+	for i := range pieces {
+		pieces[i] = "tok "
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		srv.Enqueue(scripted.Reply(scripted.Text(pieces...)))
+		s, err := p.Stream(context.Background(), simpleReq())
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for {
+			ev, err := s.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ev.Type == provider.EventText {
+				n++
+			}
+		}
+		s.Close()
+		if n != len(pieces) {
+			b.Fatalf("%d text events, want %d", n, len(pieces))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(pieces)), "ns/token")
 }
 
 func TestConfig(t *testing.T) {

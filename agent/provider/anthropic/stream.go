@@ -51,6 +51,9 @@ func (s *stream) Next() (provider.Event, error) {
 				s.fail(s.p.mapError(s.ctx, err))
 				continue
 			}
+			if s.ctx.Err() != nil {
+				continue // aborted, not ended: reported at the top of the loop
+			}
 			s.fail(&provider.APIError{Provider: s.p.name, Type: "connection_error", Retryable: true,
 				Message: "the stream ended before message_stop"})
 			continue
@@ -68,8 +71,14 @@ func (s *stream) fail(err error) {
 }
 
 func (s *stream) event(ev sdk.MessageStreamEventUnion) error {
-	if err := s.acc.Accumulate(ev); err != nil {
-		return &provider.APIError{Provider: s.p.name, Type: "invalid_response", Message: err.Error()}
+	// Text and thinking deltas are passed on, not accumulated: nothing
+	// reads the assembled text, and the SDK's string concatenation is
+	// quadratic in the length of a block.
+	skip := ev.Type == "content_block_delta" && (ev.Delta.Type == "text_delta" || ev.Delta.Type == "thinking_delta")
+	if !skip {
+		if err := s.acc.Accumulate(ev); err != nil {
+			return &provider.APIError{Provider: s.p.name, Type: "invalid_response", Message: err.Error()}
+		}
 	}
 	switch ev.Type {
 	case "content_block_delta":

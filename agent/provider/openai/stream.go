@@ -54,6 +54,9 @@ func (s *stream) Next() (provider.Event, error) {
 				s.fail(s.p.mapError(s.ctx, err))
 				continue
 			}
+			if s.ctx.Err() != nil {
+				continue // aborted, not ended: reported at the top of the loop
+			}
 			s.end()
 			continue
 		}
@@ -102,8 +105,13 @@ func (s *stream) chunk(c sdk.ChatCompletionChunk) error {
 			s.finish = ch.FinishReason
 		}
 	}
+	// Only chunks with tool calls go to the accumulator: text is passed on
+	// as it comes, and accumulating it too would cost time for nothing.
 	// Some servers vary the id between chunks; the accumulator refuses
 	// that, and the id carries nothing we need.
+	if !hasToolCalls(c) {
+		return nil
+	}
 	c.ID = s.id
 	if !s.acc.AddChunk(c) {
 		return &provider.APIError{Provider: s.p.name, Type: "invalid_response",
@@ -140,6 +148,15 @@ func (s *stream) end() {
 	s.pending = append(s.pending, provider.Event{Type: provider.EventDone, StopReason: stopReason(s.finish, len(calls) > 0)})
 	s.done = true
 	s.cancel()
+}
+
+func hasToolCalls(c sdk.ChatCompletionChunk) bool {
+	for _, ch := range c.Choices {
+		if len(ch.Delta.ToolCalls) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func stopReason(finish string, calls bool) provider.StopReason {

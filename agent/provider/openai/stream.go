@@ -24,6 +24,7 @@ type stream struct {
 	sdk    *ssestream.Stream[sdk.ChatCompletionChunk]
 
 	acc     sdk.ChatCompletionAccumulator
+	callIDs []string // tool call ids by index, for deltas without an index
 	id      string // the first chunk's id
 	finish  string
 	usage   *provider.Usage
@@ -112,6 +113,7 @@ func (s *stream) chunk(c sdk.ChatCompletionChunk) error {
 	if !hasToolCalls(c) {
 		return nil
 	}
+	s.indexToolCalls(c)
 	c.ID = s.id
 	if !s.acc.AddChunk(c) {
 		return &provider.APIError{Provider: s.p.name, Type: "invalid_response",
@@ -148,6 +150,44 @@ func (s *stream) end() {
 	s.pending = append(s.pending, provider.Event{Type: provider.EventDone, StopReason: stopReason(s.finish, len(calls) > 0)})
 	s.done = true
 	s.cancel()
+}
+
+// indexToolCalls gives an index to tool call deltas that come without one
+// (some servers send each call whole, in one chunk, unindexed): a new id
+// is a new call, a known id its call, no id the last call.
+func (s *stream) indexToolCalls(c sdk.ChatCompletionChunk) {
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		for j := range ch.Delta.ToolCalls {
+			tc := &ch.Delta.ToolCalls[j]
+			if tc.JSON.Index.Valid() {
+				for int(tc.Index) >= len(s.callIDs) && tc.Index < 1<<16 {
+					s.callIDs = append(s.callIDs, "")
+				}
+				if tc.ID != "" && tc.Index >= 0 && int(tc.Index) < len(s.callIDs) {
+					s.callIDs[tc.Index] = tc.ID
+				}
+				continue
+			}
+			idx := -1
+			for k, id := range s.callIDs {
+				if tc.ID != "" && id == tc.ID {
+					idx = k
+				}
+			}
+			switch {
+			case idx >= 0:
+			case tc.ID != "" || len(s.callIDs) == 0:
+				s.callIDs = append(s.callIDs, tc.ID)
+				idx = len(s.callIDs) - 1
+			default:
+				idx = len(s.callIDs) - 1
+			}
+			tc.Index = int64(idx)
+		}
+	}
 }
 
 func hasToolCalls(c sdk.ChatCompletionChunk) bool {

@@ -114,8 +114,8 @@ func TestStreams(t *testing.T) {
 			[]provider.Event{done(provider.StopOther)}},
 		{"reasoning field (Ollama)", scripted.Reply(scripted.Raw(`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"reasoning":"hmm"},"finish_reason":null}]}`)),
 			[]provider.Event{{Type: provider.EventReasoning, Text: "hmm"}, done(provider.StopEndTurn)}},
-		{"unindexed whole tool calls in one chunk", scripted.Reply(scripted.Raw(`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[`+
-			`{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},`+
+		{"unindexed whole tool calls in one chunk", scripted.Reply(scripted.Raw(`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[` +
+			`{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},` +
 			`{"id":"c2","type":"function","function":{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)),
 			[]provider.Event{call("c1", "f", `{"a":1}`), call("c2", "g", `{}`), done(provider.StopToolUse)}},
 		{"stop after tool calls (Ollama)", scripted.Reply(scripted.ToolCall("c1", "f", `{}`), scripted.Stop("end_turn")),

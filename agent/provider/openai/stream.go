@@ -25,7 +25,7 @@ type stream struct {
 
 	acc     sdk.ChatCompletionAccumulator
 	callIDs []string // tool call ids by index, for deltas without an index
-	id      string // the first chunk's id
+	id      string   // the first chunk's id
 	finish  string
 	usage   *provider.Usage
 	pending []provider.Event

@@ -189,6 +189,22 @@ func TestMidStreamErrors(t *testing.T) {
 	}
 }
 
+func TestClientTimeout(t *testing.T) {
+	srv := scripted.New(t)
+	srv.Enqueue(scripted.Reply(scripted.Text("a"), scripted.Stall()))
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	p, err := New(Config{APIKey: testKey, BaseURL: srv.AnthropicURL(), Model: "claude-sonnet-4-5", HTTPClient: &http.Client{Transport: tr, Timeout: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, p, simpleReq())
+	ae, ok := provider.AsAPIError(err)
+	if !ok || !ae.Retryable || ae.Type != "timeout" {
+		t.Fatalf("err = %v, want a retryable timeout APIError", err)
+	}
+}
+
 func TestCancel(t *testing.T) {
 	t.Run("ctx", func(t *testing.T) {
 		_, p := newTest(t, Config{}, scripted.Reply(scripted.Text("a"), scripted.Stall()))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -129,12 +130,10 @@ func (b *Bridge) newSessionLocked(ctx context.Context, resume string) (*session,
 		return nil, err
 	}
 	s := &session{store: st, policy: pol, runner: runner, model: model}
-	var prov provider.Provider
-	if model != "" && b.cfg.OpenModel != nil {
-		if prov, err = b.cfg.OpenModel(model); err != nil {
-			b.log.Warn("model not available", "model", model, "error", err)
-			prov = nil
-		}
+	prov, err := b.openModelLocked(model)
+	if err != nil {
+		b.log.Warn("model not available", "model", model, "error", err)
+		prov = nil
 	}
 	task, err := agent.New(agent.Config{
 		SessionID: id, Store: agentstore.New(st), Toolbox: tb, Provider: prov, Policy: pol,
@@ -147,6 +146,27 @@ func (b *Bridge) newSessionLocked(ctx context.Context, resume string) (*session,
 	b.sess = s
 	b.log.Info("agent session", "id", id, "model", model, "resumed", resume != "")
 	return s, nil
+}
+
+// openModelLocked returns the provider for a model string, opening it once
+// per kernel (a recording provider must not be re-created: it would start
+// its cassette again). "" is no model.
+func (b *Bridge) openModelLocked(model string) (provider.Provider, error) {
+	if model == "" || b.cfg.OpenModel == nil {
+		return nil, nil
+	}
+	if p, ok := b.providers[model]; ok {
+		return p, nil
+	}
+	p, err := b.cfg.OpenModel(model)
+	if err != nil {
+		return nil, err
+	}
+	if b.providers == nil {
+		b.providers = map[string]provider.Provider{}
+	}
+	b.providers[model] = p
+	return p, nil
 }
 
 // findSession finds a session by id or unique id prefix.
@@ -232,6 +252,12 @@ func (b *Bridge) closeAgent() error {
 	if b.store != nil {
 		errs = append(errs, b.store.Close())
 		b.store = nil
+	}
+	for name, p := range b.providers {
+		if c, ok := p.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+		delete(b.providers, name)
 	}
 	return errors.Join(errs...)
 }

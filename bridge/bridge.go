@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/store"
@@ -125,6 +126,7 @@ type Bridge struct {
 	cell       *cellOut
 	cellCancel context.CancelFunc
 	count      int // prompt mode's execution count
+	providers  map[string]provider.Provider
 }
 
 // New finds the backing kernelspec and returns a Bridge. It starts nothing.

@@ -120,7 +120,9 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		if b.cfg.OpenModel == nil {
 			return "", fmt.Errorf("models cannot be changed in this kernel")
 		}
-		p, err := b.cfg.OpenModel(args[0])
+		b.amu.Lock()
+		p, err := b.openModelLocked(args[0])
+		b.amu.Unlock()
 		if err != nil {
 			return "", err
 		}

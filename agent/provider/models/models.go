@@ -57,12 +57,14 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		info = &p
 	}
 	var p provider.Provider
+	var secrets []string // keys to scrub from a recording
 	switch name {
 	case "openai":
 		key, base := getenv("OPENAI_API_KEY"), getenv("OPENAI_BASE_URL")
 		if key == "" && base == "" {
 			return nil, fmt.Errorf("models: %s needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)", spec)
 		}
+		secrets = append(secrets, key)
 		p, err = openai.New(openai.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
 	case "ollama":
 		host := getenv("OLLAMA_HOST")
@@ -84,6 +86,7 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		if key == "" && base == "" {
 			return nil, fmt.Errorf("models: %s needs ANTHROPIC_API_KEY", spec)
 		}
+		secrets = append(secrets, key)
 		p, err = anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
 	case "replay":
 		if o.Record != "" {
@@ -97,7 +100,7 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		return nil, err
 	}
 	if o.Record != "" {
-		rec, err := replay.Create(o.Record, p, nil)
+		rec, err := replay.Create(o.Record, p, &replay.RecorderOptions{Secrets: secrets})
 		if err != nil {
 			return nil, err
 		}

@@ -121,7 +121,7 @@ func (t *Task) runTool(ctx context.Context, call provider.ToolCall) (Result, err
 			}
 		}
 		d = t.perm.Answer(call, ans)
-		if d.Verdict == Allow {
+		if !d.Hard {
 			d.Reason += " (" + orDefault(resp.By, "user") + ")"
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -39,6 +40,16 @@ func runKernel(args []string, stderr io.Writer) error {
 	log, err := newLogger(stderr)
 	if err != nil {
 		return err
+	}
+	if path := os.Getenv("AGENTKERNEL_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	conn, err := wire.ReadConnectionFile(*connFile)
 	if err != nil {

@@ -29,8 +29,8 @@ test-python: build
 	AGENTKERNEL_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest tests/python -q -p no:cacheprovider
 
 bench: build
-	$(GO) test -run=NONE -bench=. -benchtime=2000x ./kernel/... 
-	$(PYTHON) scripts/bench.py
+	$(GO) run ./scripts/kernelbench -agentkernel $(BIN)
+	$(GO) run ./scripts/promptbench -agentkernel $(BIN)
 
 clean:
 	rm -rf bin

@@ -1,0 +1,139 @@
+package webview
+
+import (
+	"context"
+
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// Agent is what the panel needs from the agent session it mirrors. The
+// bridge implements it over agent.Task and the store. All methods may be
+// called concurrently; they are called from connection goroutines, never
+// from inside a Subscribe callback.
+type Agent interface {
+	// Snapshot returns the session's current state. It may block briefly
+	// (it is called off the event path).
+	Snapshot(ctx context.Context) (State, error)
+	// Subscribe registers f for every change; the returned func removes it.
+	// f is called synchronously on the agent's goroutine (possibly with
+	// the agent's locks held): the server's f never blocks and never calls
+	// back into the Agent.
+	Subscribe(f func(Event)) (remove func())
+
+	// NewTask submits text: it starts a turn, or answers the pending ask.
+	NewTask(ctx context.Context, text string) error
+	// Respond answers the ask stamped ts. The first answer wins; a late
+	// one returns an error.
+	Respond(ctx context.Context, ts int64, r Response) error
+	// Cancel stops the running turn.
+	Cancel(ctx context.Context) error
+	// Rewind removes the message stamped ts and everything after it.
+	Rewind(ctx context.Context, ts int64) error
+	// Edit rewinds to ts and submits text in its place.
+	Edit(ctx context.Context, ts int64, text string) error
+	// SetMode and SetModel switch the permission mode and the model.
+	SetMode(ctx context.Context, mode string) error
+	SetModel(ctx context.Context, model string) error
+	// ListSessions lists stored sessions whose title or id contains search.
+	ListSessions(ctx context.Context, search string, limit int) ([]SessionInfo, error)
+	// SearchMessages runs a full-text search over every session's messages.
+	SearchMessages(ctx context.Context, query string, limit int) ([]SearchHit, error)
+	// LoadSession makes the stored session id the current one.
+	LoadSession(ctx context.Context, id string) error
+}
+
+// State is the full state a client gets on connect.
+type State struct {
+	SessionID string               `json:"sessionId"`
+	Title     string               `json:"title,omitempty"`
+	Messages  []messages.UIMessage `json:"messages"`
+	Mode      string               `json:"mode"`
+	Modes     []string             `json:"modes,omitempty"`
+	Model     string               `json:"model"`
+	Totals    Totals               `json:"totals"`
+	// KernelStatus is what the agent is doing: idle, busy, waiting (on an
+	// ask), or starting.
+	KernelStatus string `json:"kernelStatus"`
+	// PendingAsk is the ask waiting for an answer, if any.
+	PendingAsk *messages.UIMessage `json:"pendingAsk,omitempty"`
+}
+
+// Totals are the session's token counts and cost.
+type Totals struct {
+	InputTokens      int     `json:"inputTokens"`
+	OutputTokens     int     `json:"outputTokens"`
+	CacheReadTokens  int     `json:"cacheReadTokens"`
+	CacheWriteTokens int     `json:"cacheWriteTokens"`
+	Cost             float64 `json:"cost"`
+	Requests         int     `json:"requests"`
+}
+
+// EventKind names a change to mirror.
+type EventKind int
+
+// The events an Agent reports.
+const (
+	// EventMessageCreated: Message is a new UI message.
+	EventMessageCreated EventKind = iota + 1
+	// EventMessageUpdated: Message is a new version of a message (same ts).
+	EventMessageUpdated
+	// EventRewound: the histories were cut; the server re-reads Snapshot
+	// and sends messagesRewound.
+	EventRewound
+	// EventReset: the session changed (new, resumed, loaded); the server
+	// re-reads Snapshot and sends a full state.
+	EventReset
+	// EventStatus: Status is the new kernel status.
+	EventStatus
+	// EventTotals: Totals are the new token and cost totals.
+	EventTotals
+	// EventSettings: Mode and Model are the current mode and model.
+	EventSettings
+)
+
+// Event is one change reported by an Agent.
+type Event struct {
+	Kind    EventKind
+	Message *messages.UIMessage
+	Status  string
+	Totals  Totals
+	Mode    string
+	Model   string
+}
+
+// ResponseKind is how a client answered an ask.
+type ResponseKind string
+
+// The answers, as Roo-Code's askResponse spells them on the wire.
+const (
+	ResponseYes      ResponseKind = "yesButtonClicked"
+	ResponseNo       ResponseKind = "noButtonClicked"
+	ResponseMessage  ResponseKind = "messageResponse"
+	ResponseAllowAll ResponseKind = "allowAll"
+)
+
+// Response answers an ask.
+type Response struct {
+	Kind ResponseKind
+	Text string
+}
+
+// SessionInfo is one stored session in a listing.
+type SessionInfo struct {
+	ID           string  `json:"id"`
+	Title        string  `json:"title"`
+	UpdatedAt    int64   `json:"updatedAt"` // Unix milliseconds
+	MessageCount int     `json:"messageCount"`
+	Model        string  `json:"model,omitempty"`
+	Preview      string  `json:"preview,omitempty"`
+	Cost         float64 `json:"cost"`
+	Current      bool    `json:"current,omitempty"`
+}
+
+// SearchHit is one message that matched a search.
+type SearchHit struct {
+	SessionID string `json:"sessionId"`
+	TS        int64  `json:"ts"`
+	Kind      string `json:"kind"`
+	Snippet   string `json:"snippet"`
+}

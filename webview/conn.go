@@ -1,0 +1,183 @@
+package webview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/coder/websocket"
+)
+
+// conn is one panel connection. Its send buffer is filled by the hub
+// (offer never blocks) and drained by its writer goroutine; its reader
+// goroutine decodes commands and runs them. Both are owned by serveConn.
+type conn struct {
+	id   string
+	ws   *websocket.Conn
+	send chan []byte
+
+	once   sync.Once
+	done   chan struct{} // closed by drop
+	reason string        // set before done is closed
+	// cancelWrite aborts a write in progress (a stalled peer); the read
+	// side ends when the peer answers the close, or with the server.
+	cancelWrite context.CancelFunc
+}
+
+// offer queues frame unless the buffer is full or the conn is dropped.
+func (c *conn) offer(frame []byte) bool {
+	select {
+	case <-c.done:
+		return true // already going; nothing to drop
+	default:
+	}
+	select {
+	case c.send <- frame:
+		return true
+	default:
+		return false
+	}
+}
+
+// drop ends the conn with reason: the writer closes the socket with it.
+// It never blocks.
+func (c *conn) drop(reason string) {
+	c.once.Do(func() {
+		c.reason = reason
+		close(c.done)
+		if c.cancelWrite != nil {
+			c.cancelWrite() // unblocks a write stuck on a stalled peer
+		}
+	})
+}
+
+// writeLoop sends queued frames until the conn is dropped or ctx ends;
+// drop cancels ctx.
+func (s *Server) writeLoop(ctx context.Context, c *conn) {
+	for {
+		select {
+		case frame := <-c.send:
+			wctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
+			err := c.ws.Write(wctx, websocket.MessageText, frame)
+			cancel()
+			if err != nil {
+				s.hub.mu.Lock()
+				s.hub.dropLocked(c, "write failed")
+				s.hub.mu.Unlock()
+				return
+			}
+		case <-c.done:
+			status := websocket.StatusPolicyViolation
+			if c.reason == reasonShutdown {
+				status = websocket.StatusGoingAway
+			}
+			// Best effort: a stalled peer will not read it.
+			_ = c.ws.Close(status, c.reason)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+const reasonShutdown = "server shutting down"
+
+// readLoop reads and runs commands until the peer goes away.
+func (s *Server) readLoop(ctx context.Context, c *conn) error {
+	for {
+		typ, r, err := c.ws.Reader(ctx)
+		if err != nil {
+			return err
+		}
+		data, err := io.ReadAll(io.LimitReader(r, s.opts.MaxFrameBytes+1))
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) > s.opts.MaxFrameBytes {
+			// Discard the rest (the socket's read limit bounds it).
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return err
+			}
+			s.hub.sendTo(c, errorJSON(frameErr(CodeTooLarge, "", "frame larger than %d bytes", s.opts.MaxFrameBytes)))
+			continue
+		}
+		if typ != websocket.MessageText {
+			s.hub.sendTo(c, errorJSON(frameErr(CodeBadFrame, "", "binary frames are not part of the protocol")))
+			continue
+		}
+		in, err := DecodeInbound(data)
+		if err != nil {
+			var fe *FrameError
+			if !errors.As(err, &fe) {
+				fe = frameErr(CodeBadFrame, "", "%v", err)
+			}
+			s.hub.sendTo(c, errorJSON(fe))
+			continue
+		}
+		s.run(ctx, c, in)
+	}
+}
+
+// run executes one command for c and answers it: an ack (when the frame
+// had an id), a reply frame, or an error frame.
+func (s *Server) run(ctx context.Context, c *conn, in Inbound) {
+	s.log.Debug("web panel command", "client", c.id, "type", in.Type)
+	a := s.agent
+	var err error
+	switch in.Type {
+	case TypeNewTask:
+		err = a.NewTask(ctx, in.Text)
+	case TypeAskResponse:
+		err = a.Respond(ctx, in.TS, Response{Kind: ResponseKind(in.Response), Text: in.Text})
+	case TypeCancelTask:
+		err = a.Cancel(ctx)
+	case TypeDeleteMessage:
+		err = a.Rewind(ctx, in.TS)
+	case TypeEditMessage:
+		err = a.Edit(ctx, in.TS, in.Text)
+	case TypeSetMode:
+		err = a.SetMode(ctx, in.Mode)
+	case TypeSetModel:
+		err = a.SetModel(ctx, in.Model)
+	case TypeLoadSession:
+		err = a.LoadSession(ctx, in.SessionID)
+	case TypeGetState:
+		s.hub.stateFor(c)
+	case TypeListSessions:
+		var list []SessionInfo
+		if list, err = a.ListSessions(ctx, in.Search, orInt(in.Limit, 50)); err == nil {
+			if list == nil {
+				list = []SessionInfo{}
+			}
+			s.hub.sendTo(c, mustJSON(sessionsFrame{V: ProtocolVersion, Type: "sessions", ID: in.ID, Search: in.Search, Sessions: list}))
+			return
+		}
+	case TypeSearchMessages:
+		var hits []SearchHit
+		if hits, err = a.SearchMessages(ctx, in.Query, orInt(in.Limit, 20)); err == nil {
+			if hits == nil {
+				hits = []SearchHit{}
+			}
+			s.hub.sendTo(c, mustJSON(searchFrame{V: ProtocolVersion, Type: "searchResults", ID: in.ID, Query: in.Query, Hits: hits}))
+			return
+		}
+	}
+	if err != nil {
+		s.hub.sendTo(c, errorJSON(frameErr(CodeFailed, in.ID, "%s: %v", in.Type, err)))
+		return
+	}
+	if in.ID != "" {
+		s.hub.sendTo(c, mustJSON(ackFrame{V: ProtocolVersion, Type: "ack", ID: in.ID}))
+	}
+}
+
+func orInt(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func newConnID(n uint64) string { return fmt.Sprintf("c%d", n) }

@@ -1,0 +1,406 @@
+package webview
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// fakeAgent is an Agent over an in-memory history. Like agent.Task it
+// calls listeners synchronously, and it emits EventRewound with its lock
+// held (Task.Rewind does), so the server must not call back from publish.
+type fakeAgent struct {
+	mu    sync.Mutex
+	st    State
+	lis   map[int]func(Event)
+	next  int
+	calls []string
+	ts    int64
+}
+
+func newFake() *fakeAgent {
+	return &fakeAgent{st: State{SessionID: "s1", Messages: []messages.UIMessage{}, Mode: "default", Model: "scripted:test",
+		KernelStatus: "idle"}, lis: map[int]func(Event){}, ts: 1000}
+}
+
+func (f *fakeAgent) emitLocked(ev Event) {
+	for _, id := range f.ids() {
+		f.lis[id](ev)
+	}
+}
+
+func (f *fakeAgent) ids() []int {
+	ids := make([]int, 0, len(f.lis))
+	for id := range f.lis {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// emit calls the listeners outside the lock, as Task does for messages.
+func (f *fakeAgent) emit(ev Event) {
+	f.mu.Lock()
+	var fns []func(Event)
+	for _, id := range f.ids() {
+		fns = append(fns, f.lis[id])
+	}
+	f.mu.Unlock()
+	for _, fn := range fns {
+		fn(ev)
+	}
+}
+
+func (f *fakeAgent) nextTS() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ts++
+	return f.ts
+}
+
+func (f *fakeAgent) create(m messages.UIMessage) {
+	f.mu.Lock()
+	f.st.Messages = append(f.st.Messages, m)
+	if IsOpenAsk(m) {
+		p := m
+		f.st.PendingAsk = &p
+	}
+	f.mu.Unlock()
+	f.emit(Event{Kind: EventMessageCreated, Message: &m})
+}
+
+func (f *fakeAgent) update(m messages.UIMessage) {
+	f.mu.Lock()
+	for i := range f.st.Messages {
+		if f.st.Messages[i].TS == m.TS {
+			f.st.Messages[i] = m
+		}
+	}
+	if f.st.PendingAsk != nil && f.st.PendingAsk.TS == m.TS && !IsOpenAsk(m) {
+		f.st.PendingAsk = nil
+	}
+	f.mu.Unlock()
+	f.emit(Event{Kind: EventMessageUpdated, Message: &m})
+}
+
+func (f *fakeAgent) status(s string) {
+	f.mu.Lock()
+	f.st.KernelStatus = s
+	f.mu.Unlock()
+	f.emit(Event{Kind: EventStatus, Status: s})
+}
+
+func (f *fakeAgent) record(call string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, call)
+	f.mu.Unlock()
+}
+
+func (f *fakeAgent) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+func (f *fakeAgent) Snapshot(ctx context.Context) (State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.st
+	st.Messages = slices.Clone(f.st.Messages)
+	return st, nil
+}
+
+func (f *fakeAgent) Subscribe(fn func(Event)) func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := f.next
+	f.next++
+	f.lis[id] = fn
+	return func() {
+		f.mu.Lock()
+		delete(f.lis, id)
+		f.mu.Unlock()
+	}
+}
+
+func (f *fakeAgent) NewTask(ctx context.Context, text string) error {
+	f.record("newTask:" + text)
+	f.create(messages.UIMessage{TS: f.nextTS(), Type: messages.TypeSay, Say: messages.SayText, Text: text})
+	return nil
+}
+
+func (f *fakeAgent) Respond(ctx context.Context, ts int64, r Response) error {
+	f.record(fmt.Sprintf("respond:%d:%s:%s", ts, r.Kind, r.Text))
+	f.mu.Lock()
+	p := f.st.PendingAsk
+	f.mu.Unlock()
+	if p == nil || p.TS != ts {
+		return errors.New("no such pending ask")
+	}
+	m := *p
+	m.IsAnswered = true
+	f.update(m)
+	return nil
+}
+
+func (f *fakeAgent) Cancel(ctx context.Context) error { f.record("cancel"); return nil }
+
+func (f *fakeAgent) Rewind(ctx context.Context, ts int64) error {
+	f.record(fmt.Sprintf("rewind:%d", ts))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := slices.IndexFunc(f.st.Messages, func(m messages.UIMessage) bool { return m.TS == ts })
+	if i < 0 {
+		return fmt.Errorf("no message %d", ts)
+	}
+	f.st.Messages = f.st.Messages[:i:i]
+	if f.st.PendingAsk != nil && f.st.PendingAsk.TS >= ts {
+		f.st.PendingAsk = nil
+	}
+	f.emitLocked(Event{Kind: EventRewound}) // with the lock held, as Task.Rewind
+	return nil
+}
+
+func (f *fakeAgent) Edit(ctx context.Context, ts int64, text string) error {
+	if err := f.Rewind(ctx, ts); err != nil {
+		return err
+	}
+	return f.NewTask(ctx, text)
+}
+
+func (f *fakeAgent) SetMode(ctx context.Context, mode string) error {
+	f.record("mode:" + mode)
+	f.mu.Lock()
+	f.st.Mode = mode
+	st := f.st
+	f.mu.Unlock()
+	f.emit(Event{Kind: EventSettings, Mode: st.Mode, Model: st.Model})
+	return nil
+}
+
+func (f *fakeAgent) SetModel(ctx context.Context, model string) error {
+	f.record("model:" + model)
+	f.mu.Lock()
+	f.st.Model = model
+	st := f.st
+	f.mu.Unlock()
+	f.emit(Event{Kind: EventSettings, Mode: st.Mode, Model: st.Model})
+	return nil
+}
+
+func (f *fakeAgent) ListSessions(ctx context.Context, search string, limit int) ([]SessionInfo, error) {
+	f.record("list:" + search)
+	return []SessionInfo{{ID: "s1", Title: "first", Current: true}, {ID: "s2", Title: "second"}}, nil
+}
+
+func (f *fakeAgent) SearchMessages(ctx context.Context, q string, limit int) ([]SearchHit, error) {
+	f.record("search:" + q)
+	return []SearchHit{{SessionID: "s2", TS: 5, Kind: "say:text", Snippet: "**" + q + "**"}}, nil
+}
+
+func (f *fakeAgent) LoadSession(ctx context.Context, id string) error {
+	f.record("load:" + id)
+	f.mu.Lock()
+	f.st = State{SessionID: id, Messages: []messages.UIMessage{{TS: 1, Type: messages.TypeSay, Say: messages.SayText, Text: "loaded " + id}},
+		Mode: f.st.Mode, Model: f.st.Model, KernelStatus: "idle"}
+	f.mu.Unlock()
+	f.emit(Event{Kind: EventReset})
+	return nil
+}
+
+// startServer starts a Server over a and closes it at the end of the test.
+func startServer(t testing.TB, a Agent, opts Options) *Server {
+	t.Helper()
+	s, err := Start(a, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
+func wsURL(s *Server) string {
+	return "ws" + strings.TrimPrefix(strings.Replace(s.URL(), "/?", "/ws?", 1), "http")
+}
+
+// testClient is a panel client in Go: it applies frames as panel.js does.
+type testClient struct {
+	t    testing.TB
+	ws   *websocket.Conn
+	st   State
+	pos  map[int64]int
+	seen int // frames applied
+	// other frames (ack, error, sessions, searchResults), in order
+	other []map[string]any
+}
+
+func dial(t testing.TB, s *Server) *testClient {
+	t.Helper()
+	ws, _, err := websocket.Dial(context.Background(), wsURL(s), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadLimit(64 << 20)
+	c := &testClient{t: t, ws: ws, pos: map[int64]int{}}
+	t.Cleanup(func() { ws.CloseNow() })
+	return c
+}
+
+func (c *testClient) send(v any) {
+	c.t.Helper()
+	b, _ := json.Marshal(v)
+	if err := c.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// next reads and applies one frame, returning its type.
+func (c *testClient) next(ctx context.Context) (string, map[string]any, error) {
+	_, data, err := c.ws.Read(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	typ, raw, err := c.apply(data)
+	return typ, raw, err
+}
+
+func (c *testClient) apply(data []byte) (string, map[string]any, error) {
+	var f struct {
+		V          int                  `json:"v"`
+		Type       string               `json:"type"`
+		State      *State               `json:"state"`
+		Message    *messages.UIMessage  `json:"message"`
+		TS         int64                `json:"ts"`
+		Append     string               `json:"append"`
+		Reasoning  string               `json:"appendReasoning"`
+		Partial    bool                 `json:"partial"`
+		Messages   []messages.UIMessage `json:"messages"`
+		PendingAsk *messages.UIMessage  `json:"pendingAsk"`
+		Status     string               `json:"status"`
+		Totals     Totals               `json:"totals"`
+		Mode       string               `json:"mode"`
+		Model      string               `json:"model"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return "", nil, err
+	}
+	if f.V != ProtocolVersion {
+		return "", nil, fmt.Errorf("frame version %d", f.V)
+	}
+	c.seen++
+	reindex := func() {
+		clear(c.pos)
+		for i, m := range c.st.Messages {
+			c.pos[m.TS] = i
+		}
+	}
+	track := func(m messages.UIMessage) {
+		if IsOpenAsk(m) {
+			c.st.PendingAsk = &m
+		} else if c.st.PendingAsk != nil && c.st.PendingAsk.TS == m.TS {
+			c.st.PendingAsk = nil
+		}
+	}
+	switch f.Type {
+	case "state":
+		c.st = *f.State
+		reindex()
+	case "messageCreated":
+		if i, ok := c.pos[f.Message.TS]; ok {
+			c.st.Messages[i] = *f.Message
+		} else {
+			c.st.Messages = append(c.st.Messages, *f.Message)
+			slices.SortFunc(c.st.Messages, func(a, b messages.UIMessage) int { return int(a.TS - b.TS) })
+			reindex()
+		}
+		track(*f.Message)
+	case "messageUpdated":
+		if f.Message != nil {
+			i, ok := c.pos[f.Message.TS]
+			if !ok {
+				return "", nil, fmt.Errorf("update of unknown message %d", f.Message.TS)
+			}
+			c.st.Messages[i] = *f.Message
+			track(*f.Message)
+		} else {
+			i, ok := c.pos[f.TS]
+			if !ok {
+				return "", nil, fmt.Errorf("append to unknown message %d", f.TS)
+			}
+			m := &c.st.Messages[i]
+			m.Text += f.Append
+			m.Reasoning += f.Reasoning
+			m.Partial = f.Partial
+			track(*m)
+		}
+	case "messagesRewound":
+		c.st.Messages = f.Messages
+		c.st.PendingAsk = f.PendingAsk
+		reindex()
+	case "kernelStatus":
+		c.st.KernelStatus = f.Status
+	case "tokenUsage":
+		c.st.Totals = f.Totals
+	case "settings":
+		c.st.Mode, c.st.Model = f.Mode, f.Model
+	default:
+		var raw map[string]any
+		_ = json.Unmarshal(data, &raw)
+		c.other = append(c.other, raw)
+		return f.Type, raw, nil
+	}
+	return f.Type, nil, nil
+}
+
+// until reads frames until one of type typ arrives (and returns it).
+func (c *testClient) until(typ string) map[string]any {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		got, raw, err := c.next(ctx)
+		if err != nil {
+			c.t.Fatalf("waiting for %s: %v", typ, err)
+		}
+		if got == typ {
+			return raw
+		}
+	}
+}
+
+func httpStatus(t testing.TB, req *http.Request) int {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// waitFor reads frames until cond holds.
+func (c *testClient) waitFor(cond func() bool) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for !cond() {
+		if _, _, err := c.next(ctx); err != nil {
+			c.t.Fatalf("waiting: %v (state %+v)", err, c.st)
+		}
+	}
+}

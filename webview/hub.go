@@ -1,0 +1,354 @@
+package webview
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// hub is the mirror of the session's state and the set of clients. Every
+// change to the mirror and its broadcast happen under mu, so every client
+// receives the same frames in the same order, and a client registered
+// under mu gets a state frame consistent with the frames that follow it.
+//
+// The event path (publish) never blocks: it applies the event, marshals
+// one frame and offers it to each client's buffer, dropping clients whose
+// buffer is full.
+//
+// Rewinds and session switches cannot be mirrored from the event alone:
+// publish starts a resync, which the resync goroutine performs by reading
+// Snapshot off the event path. Events that arrive meanwhile are applied
+// and broadcast as usual and also logged; the snapshot, with the log
+// replayed on top (upserts by ts are idempotent in order), becomes the
+// mirror, and every client gets it as one messagesRewound or state frame.
+type hub struct {
+	agent Agent
+	log   hclog.Logger
+
+	mu        sync.Mutex
+	st        State
+	pos       map[int64]int // ts → index in st.Messages
+	clients   map[*conn]struct{}
+	resyncing bool
+	reset     bool   // the pending resync is a session switch
+	gen       uint64 // bumped by each rewind/reset event
+	pending   []Event
+
+	kick    chan struct{} // cap 1: a resync is wanted
+	dropped atomic.Int64
+	sent    atomic.Int64
+
+	// onBroadcast, when set (benchmarks), is called under mu after each
+	// broadcast frame with the number of clients offered it.
+	onBroadcast func(frame []byte)
+}
+
+func newHub(a Agent, log hclog.Logger) *hub {
+	return &hub{
+		agent:   a,
+		log:     log,
+		pos:     map[int64]int{},
+		clients: map[*conn]struct{}{},
+		kick:    make(chan struct{}, 1),
+		// Until the first snapshot lands, events are logged.
+		resyncing: true,
+		reset:     true,
+	}
+}
+
+// publish is the Agent's Subscribe callback.
+func (h *hub) publish(ev Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch ev.Kind {
+	case EventRewound, EventReset:
+		h.gen++
+		h.pending = h.pending[:0]
+		h.resyncing = true
+		if ev.Kind == EventReset {
+			h.reset = true
+		}
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if h.resyncing {
+		h.pending = append(h.pending, cloneEvent(ev))
+	}
+	if frame := h.applyLocked(ev); frame != nil {
+		h.broadcastLocked(frame)
+	}
+}
+
+func cloneEvent(ev Event) Event {
+	if ev.Message != nil {
+		m := *ev.Message
+		ev.Message = &m
+	}
+	return ev
+}
+
+// applyLocked changes the mirror by ev and returns the frame that makes
+// the same change on a client, or nil when nothing changed.
+func (h *hub) applyLocked(ev Event) []byte {
+	switch ev.Kind {
+	case EventMessageCreated:
+		if ev.Message == nil {
+			return nil
+		}
+		m := *ev.Message
+		h.upsertLocked(m)
+		h.trackAskLocked(m)
+		return mustJSON(messageFrame{V: ProtocolVersion, Type: "messageCreated", Message: &m})
+	case EventMessageUpdated:
+		if ev.Message == nil {
+			return nil
+		}
+		m := *ev.Message
+		i, ok := h.pos[m.TS]
+		if !ok {
+			return nil // an update of a message a rewind removed
+		}
+		old := h.st.Messages[i]
+		h.st.Messages[i] = m
+		h.trackAskLocked(m)
+		if add, addR, ok := appended(old, m); ok {
+			return mustJSON(appendFrame{V: ProtocolVersion, Type: "messageUpdated", TS: m.TS, Append: add, Reasoning: addR, Partial: m.Partial})
+		}
+		return mustJSON(messageFrame{V: ProtocolVersion, Type: "messageUpdated", Message: &m})
+	case EventStatus:
+		if h.st.KernelStatus == ev.Status {
+			return nil
+		}
+		h.st.KernelStatus = ev.Status
+		return mustJSON(statusFrame{V: ProtocolVersion, Type: "kernelStatus", Status: ev.Status})
+	case EventTotals:
+		h.st.Totals = ev.Totals
+		return mustJSON(totalsFrame{V: ProtocolVersion, Type: "tokenUsage", Totals: ev.Totals})
+	case EventSettings:
+		h.st.Mode, h.st.Model = ev.Mode, ev.Model
+		return mustJSON(settingsFrame{V: ProtocolVersion, Type: "settings", Mode: ev.Mode, Model: ev.Model})
+	}
+	return nil
+}
+
+// upsertLocked puts m in the mirror: replacing the message with its ts,
+// appending it (the common case), or inserting it in ts order.
+func (h *hub) upsertLocked(m messages.UIMessage) {
+	if i, ok := h.pos[m.TS]; ok {
+		h.st.Messages[i] = m
+		return
+	}
+	n := len(h.st.Messages)
+	if n == 0 || h.st.Messages[n-1].TS < m.TS {
+		h.st.Messages = append(h.st.Messages, m)
+		h.pos[m.TS] = n
+		return
+	}
+	i, _ := slices.BinarySearchFunc(h.st.Messages, m.TS, func(x messages.UIMessage, ts int64) int {
+		switch {
+		case x.TS < ts:
+			return -1
+		case x.TS > ts:
+			return 1
+		}
+		return 0
+	})
+	h.st.Messages = slices.Insert(h.st.Messages, i, m)
+	h.reindexLocked()
+}
+
+func (h *hub) reindexLocked() {
+	clear(h.pos)
+	for i, m := range h.st.Messages {
+		h.pos[m.TS] = i
+	}
+}
+
+// trackAskLocked keeps PendingAsk: a complete, unanswered, blocking ask
+// becomes pending; the pending ask stops being so once answered. The
+// panel applies the same rule (panel.js applyAsk).
+func (h *hub) trackAskLocked(m messages.UIMessage) {
+	if IsOpenAsk(m) {
+		p := m
+		h.st.PendingAsk = &p
+		return
+	}
+	if h.st.PendingAsk != nil && h.st.PendingAsk.TS == m.TS {
+		h.st.PendingAsk = nil
+	}
+}
+
+// IsOpenAsk reports whether m is an ask waiting for the user: complete,
+// unanswered, and of a kind that blocks the task.
+func IsOpenAsk(m messages.UIMessage) bool {
+	return m.Type == messages.TypeAsk && !m.Partial && !m.IsAnswered && m.Ask.Blocks()
+}
+
+// appended reports whether m differs from old only by text appended to
+// Text and Reasoning (and by Partial), and returns the additions.
+func appended(old, m messages.UIMessage) (text, reasoning string, ok bool) {
+	if !strings.HasPrefix(m.Text, old.Text) || !strings.HasPrefix(m.Reasoning, old.Reasoning) {
+		return "", "", false
+	}
+	if old.Type != m.Type || old.Ask != m.Ask || old.Say != m.Say || old.IsAnswered != m.IsAnswered ||
+		old.IsProtected != m.IsProtected || !slices.Equal(old.Images, m.Images) ||
+		old.ConversationHistoryIndex != nil || m.ConversationHistoryIndex != nil ||
+		old.Checkpoint != nil || m.Checkpoint != nil || old.ProgressStatus != nil || m.ProgressStatus != nil ||
+		old.ContextCondense != nil || m.ContextCondense != nil || old.ContextTruncation != nil || m.ContextTruncation != nil {
+		return "", "", false
+	}
+	return m.Text[len(old.Text):], m.Reasoning[len(old.Reasoning):], true
+}
+
+// broadcastLocked offers frame to every client without blocking.
+func (h *hub) broadcastLocked(frame []byte) {
+	for c := range h.clients {
+		if !c.offer(frame) {
+			h.dropLocked(c, "too slow to keep up; reconnect to resync")
+		}
+	}
+	h.sent.Add(1)
+	if h.onBroadcast != nil {
+		h.onBroadcast(frame)
+	}
+}
+
+func (h *hub) dropLocked(c *conn, reason string) {
+	if _, ok := h.clients[c]; !ok {
+		return
+	}
+	delete(h.clients, c)
+	h.dropped.Add(1)
+	h.log.Warn("web panel client dropped", "client", c.id, "reason", reason)
+	c.drop(reason)
+}
+
+// add registers c and queues the full state as its first frame.
+func (h *hub) add(c *conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c.offer(h.stateFrameLocked())
+	h.clients[c] = struct{}{}
+}
+
+func (h *hub) remove(c *conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.clients, c)
+}
+
+func (h *hub) stateFrameLocked() []byte {
+	return mustJSON(stateFrame{V: ProtocolVersion, Type: "state", State: h.st})
+}
+
+// sendTo offers a frame to one client (replies, errors); a full buffer
+// drops it like a broadcast would.
+func (h *hub) sendTo(c *conn, frame []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.clients[c]; !ok {
+		return
+	}
+	if !c.offer(frame) {
+		h.dropLocked(c, "too slow to keep up; reconnect to resync")
+	}
+}
+
+// stateFor queues a fresh full state for one client (getState).
+func (h *hub) stateFor(c *conn) {
+	h.mu.Lock()
+	frame := h.stateFrameLocked()
+	h.mu.Unlock()
+	h.sendTo(c, frame)
+}
+
+// resync reads a snapshot and makes it the mirror (see hub). It returns
+// false when a newer rewind arrived meanwhile and another round is due.
+func (h *hub) resync(ctx context.Context) bool {
+	h.mu.Lock()
+	gen := h.gen
+	h.mu.Unlock()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	st, err := h.agent.Snapshot(sctx)
+	cancel()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gen != gen {
+		return false
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return true
+		}
+		h.log.Error("web panel: read the session state", "error", err)
+		h.broadcastLocked(mustJSON(errorFrame{V: ProtocolVersion, Type: "error", Code: CodeResyncFailed,
+			Message: "could not read the session state: " + err.Error()}))
+		return true // keep logging; the next rewind or reset retries
+	}
+	if st.Messages == nil {
+		st.Messages = []messages.UIMessage{}
+	}
+	h.st = st
+	h.reindexLocked()
+	for _, ev := range h.pending {
+		h.applyLocked(ev)
+	}
+	h.pending = nil
+	h.resyncing = false
+	if h.reset {
+		h.reset = false
+		h.broadcastLocked(h.stateFrameLocked())
+	} else {
+		h.broadcastLocked(mustJSON(rewoundFrame{V: ProtocolVersion, Type: "messagesRewound",
+			Messages: h.st.Messages, PendingAsk: h.st.PendingAsk}))
+	}
+	return true
+}
+
+// run performs resyncs until ctx ends.
+func (h *hub) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.kick:
+		}
+		for !h.resync(ctx) && ctx.Err() == nil {
+		}
+	}
+}
+
+// snapshot returns a copy of the mirror (tests, Server.State).
+func (h *hub) snapshot() State {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.st
+	st.Messages = slices.Clone(h.st.Messages)
+	return st
+}
+
+// closeAll drops every client with reason.
+func (h *hub) closeAll(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients {
+		delete(h.clients, c)
+		c.drop(reason)
+	}
+}
+
+func (h *hub) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.clients)
+}

@@ -1,0 +1,298 @@
+package webview
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// ProtocolVersion is the version of the frames in docs/webview-protocol.md.
+// Every frame the server sends carries it as "v"; a client frame may omit
+// it, and is refused when it names another version.
+const ProtocolVersion = 1
+
+// Limits on inbound frames.
+const (
+	// MaxTextBytes caps a prompt, answer or edit.
+	MaxTextBytes = 256 << 10
+	maxIDBytes   = 128
+	maxQuery     = 1024
+	maxLimit     = 500
+)
+
+// The client → server frame types.
+const (
+	TypeNewTask        = "newTask"
+	TypeAskResponse    = "askResponse"
+	TypeCancelTask     = "cancelTask"
+	TypeDeleteMessage  = "deleteMessage"
+	TypeEditMessage    = "editMessage"
+	TypeSetMode        = "setMode"
+	TypeSetModel       = "setModel"
+	TypeListSessions   = "listSessions"
+	TypeSearchMessages = "searchMessages"
+	TypeLoadSession    = "loadSession"
+	TypeGetState       = "getState"
+)
+
+// Error codes of error frames.
+const (
+	CodeBadJSON      = "bad_json"
+	CodeBadFrame     = "bad_frame"
+	CodeUnknownType  = "unknown_type"
+	CodeTooLarge     = "too_large"
+	CodeBadVersion   = "bad_version"
+	CodeFailed       = "failed"
+	CodeResyncFailed = "resync_failed"
+)
+
+// Inbound is a decoded, validated client frame. Only the fields of its
+// Type are meaningful.
+type Inbound struct {
+	V         int    `json:"v,omitempty"`
+	Type      string `json:"type"`
+	ID        string `json:"id,omitempty"` // echoed in the ack or error
+	Text      string `json:"text,omitempty"`
+	TS        int64  `json:"ts,omitempty"`
+	Response  string `json:"response,omitempty"`
+	Mode      string `json:"mode,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Search    string `json:"search,omitempty"`
+	Query     string `json:"query,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	SessionID string `json:"sessionId,omitempty"`
+}
+
+// FrameError is why an inbound frame was refused: Code is one of the
+// Code* constants, ID the frame's id when it could be read.
+type FrameError struct {
+	Code    string
+	ID      string
+	Message string
+}
+
+func (e *FrameError) Error() string { return "webview: " + e.Code + ": " + e.Message }
+
+func frameErr(code, id, format string, args ...any) *FrameError {
+	return &FrameError{Code: code, ID: id, Message: fmt.Sprintf(format, args...)}
+}
+
+// DecodeInbound parses and validates one client frame. Any problem is a
+// *FrameError; the function never panics, whatever data holds.
+func DecodeInbound(data []byte) (Inbound, error) {
+	var in Inbound
+	if !utf8.Valid(data) {
+		return in, frameErr(CodeBadJSON, "", "frame is not UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		// Try to recover the id so the error can be matched.
+		var probe struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(data, &probe)
+		var ute *json.UnmarshalTypeError
+		code := CodeBadJSON
+		if errors.As(err, &ute) || bytes.Contains([]byte(err.Error()), []byte("unknown field")) {
+			code = CodeBadFrame
+		}
+		return Inbound{}, frameErr(code, clip(probe.ID, maxIDBytes), "%v", err)
+	}
+	if dec.More() {
+		return Inbound{}, frameErr(CodeBadJSON, in.ID, "trailing data after the JSON object")
+	}
+	if err := in.validate(); err != nil {
+		err.ID = clip(in.ID, maxIDBytes)
+		return Inbound{}, err
+	}
+	return in, nil
+}
+
+func (in *Inbound) validate() *FrameError {
+	bad := func(format string, args ...any) *FrameError { return frameErr(CodeBadFrame, "", format, args...) }
+	if in.V != 0 && in.V != ProtocolVersion {
+		return frameErr(CodeBadVersion, "", "protocol version %d is not supported (want %d)", in.V, ProtocolVersion)
+	}
+	if len(in.ID) > maxIDBytes {
+		return bad("id longer than %d bytes", maxIDBytes)
+	}
+	if len(in.Text) > MaxTextBytes {
+		return frameErr(CodeTooLarge, "", "text longer than %d bytes", MaxTextBytes)
+	}
+	needTS := func() *FrameError {
+		if in.TS <= 0 {
+			return bad("%s needs a positive ts", in.Type)
+		}
+		return nil
+	}
+	switch in.Type {
+	case TypeNewTask:
+		if in.Text == "" {
+			return bad("newTask needs text")
+		}
+	case TypeAskResponse:
+		if err := needTS(); err != nil {
+			return err
+		}
+		switch ResponseKind(in.Response) {
+		case ResponseYes, ResponseNo, ResponseAllowAll:
+		case ResponseMessage:
+			if in.Text == "" {
+				return bad("a messageResponse needs text")
+			}
+		case "":
+			return bad("askResponse needs response")
+		default:
+			return bad("unknown response %q (want yesButtonClicked, noButtonClicked, messageResponse or allowAll)", clip(in.Response, 40))
+		}
+	case TypeCancelTask, TypeGetState:
+	case TypeDeleteMessage:
+		return needTS()
+	case TypeEditMessage:
+		if err := needTS(); err != nil {
+			return err
+		}
+		if in.Text == "" {
+			return bad("editMessage needs text")
+		}
+	case TypeSetMode:
+		if in.Mode == "" || len(in.Mode) > 64 {
+			return bad("setMode needs a mode")
+		}
+	case TypeSetModel:
+		if in.Model == "" || len(in.Model) > 256 {
+			return bad("setModel needs a model")
+		}
+	case TypeListSessions:
+		if len(in.Search) > maxQuery {
+			return bad("search longer than %d bytes", maxQuery)
+		}
+	case TypeSearchMessages:
+		if in.Query == "" || len(in.Query) > maxQuery {
+			return bad("searchMessages needs a query of at most %d bytes", maxQuery)
+		}
+	case TypeLoadSession:
+		if in.SessionID == "" || len(in.SessionID) > maxIDBytes {
+			return bad("loadSession needs a sessionId")
+		}
+	case "":
+		return bad("frame has no type")
+	default:
+		return frameErr(CodeUnknownType, "", "unknown frame type %q", clip(in.Type, 40))
+	}
+	if in.Limit < 0 || in.Limit > maxLimit {
+		return bad("limit must be between 0 and %d", maxLimit)
+	}
+	return nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for !utf8.ValidString(s) && len(s) > 0 {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// Outbound frames. Each is marshalled once and shared by every client.
+
+type stateFrame struct {
+	V     int    `json:"v"`
+	Type  string `json:"type"` // "state"
+	State State  `json:"state"`
+}
+
+type messageFrame struct {
+	V       int                 `json:"v"`
+	Type    string              `json:"type"` // messageCreated | messageUpdated
+	Message *messages.UIMessage `json:"message"`
+}
+
+// appendFrame is a messageUpdated that only appends streamed text: the
+// client adds Text and Reasoning to its copy of the message ts and sets
+// partial.
+type appendFrame struct {
+	V         int    `json:"v"`
+	Type      string `json:"type"` // messageUpdated
+	TS        int64  `json:"ts"`
+	Append    string `json:"append,omitempty"`
+	Reasoning string `json:"appendReasoning,omitempty"`
+	Partial   bool   `json:"partial"`
+}
+
+type rewoundFrame struct {
+	V          int                  `json:"v"`
+	Type       string               `json:"type"` // messagesRewound
+	Messages   []messages.UIMessage `json:"messages"`
+	PendingAsk *messages.UIMessage  `json:"pendingAsk"`
+}
+
+type statusFrame struct {
+	V      int    `json:"v"`
+	Type   string `json:"type"` // kernelStatus
+	Status string `json:"status"`
+}
+
+type totalsFrame struct {
+	V      int    `json:"v"`
+	Type   string `json:"type"` // tokenUsage
+	Totals Totals `json:"totals"`
+}
+
+type settingsFrame struct {
+	V     int    `json:"v"`
+	Type  string `json:"type"` // settings
+	Mode  string `json:"mode"`
+	Model string `json:"model"`
+}
+
+type errorFrame struct {
+	V       int    `json:"v"`
+	Type    string `json:"type"` // error
+	ID      string `json:"id,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"text"`
+}
+
+type ackFrame struct {
+	V    int    `json:"v"`
+	Type string `json:"type"` // ack
+	ID   string `json:"id"`
+}
+
+type sessionsFrame struct {
+	V        int           `json:"v"`
+	Type     string        `json:"type"` // sessions
+	ID       string        `json:"id,omitempty"`
+	Search   string        `json:"search,omitempty"`
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+type searchFrame struct {
+	V     int         `json:"v"`
+	Type  string      `json:"type"` // searchResults
+	ID    string      `json:"id,omitempty"`
+	Query string      `json:"query"`
+	Hits  []SearchHit `json:"hits"`
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own frame types reach here; they always marshal.
+		b, _ = json.Marshal(errorFrame{V: ProtocolVersion, Type: "error", Code: CodeFailed, Message: "encode frame: " + err.Error()})
+	}
+	return b
+}
+
+func errorJSON(e *FrameError) []byte {
+	return mustJSON(errorFrame{V: ProtocolVersion, Type: "error", ID: e.ID, Code: e.Code, Message: e.Message})
+}

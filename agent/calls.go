@@ -30,8 +30,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 				stopErr = ctx.Err()
 				continue
 			}
-			var se *storeError
-			if errors.As(err, &se) {
+			if fatal(err) {
 				results = append(results, toolResult(call.ID, "Internal error: "+err.Error(), true))
 				stopErr = err
 				continue
@@ -42,6 +41,11 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 			*mistakes = 0
 		}
 		results = append(results, toolResult(call.ID, res.Text, res.IsError))
+		if rec, ok := t.Provider().(Recorder); ok {
+			if err := rec.RecordToolResult(call.ID, res.Text); err != nil {
+				t.log.Warn("record tool result", "error", err)
+			}
+		}
 		if res.SetNextInput != "" {
 			t.lis.emit(Event{Kind: EventSetNextInput, Text: res.SetNextInput})
 		}
@@ -103,9 +107,27 @@ func (t *Task) runTool(ctx context.Context, call provider.ToolCall) (Result, err
 	var feedback string
 	if d.Verdict == Ask {
 		ask := DecisionMessage(0, call, d)
-		resp, err := t.ask(ctx, ask.Ask, ask.Text)
-		if err != nil {
+		var resp Response
+		var err error
+		if ap, ok := t.Provider().(Approvals); ok {
+			// A replay answers as the recording did.
+			recorded, rerr := ap.NextApproval(ask.Text)
+			if rerr == nil {
+				resp, rerr = decodeAnswer(recorded)
+			}
+			if rerr != nil {
+				return Result{}, &errReplay{rerr}
+			}
+			if err := t.create(ctx, messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeAsk, Ask: ask.Ask, Text: ask.Text, IsAnswered: true}); err != nil {
+				return Result{}, err
+			}
+		} else if resp, err = t.ask(ctx, ask.Ask, ask.Text); err != nil {
 			return Result{}, err
+		}
+		if rec, ok := t.Provider().(Recorder); ok {
+			if err := rec.RecordApproval(ask.Text, encodeAnswer(resp)); err != nil {
+				t.log.Warn("record approval", "error", err)
+			}
 		}
 		ans := AnswerDeny
 		switch resp.Kind {

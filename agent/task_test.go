@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/agentstore"
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/replay"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/rewind"
 	"github.com/agentkernel/agentkernel/store"
@@ -612,5 +614,64 @@ func TestResume(t *testing.T) {
 	ui := task.UI()
 	if ui[len(ui)-1].TS <= h.UI[len(h.UI)-1].TS {
 		t.Fatal("timestamps went backwards after resume")
+	}
+}
+
+func TestRecordAndReplayApprovals(t *testing.T) {
+	var cassette bytes.Buffer
+	script := func() []turn {
+		return []turn{
+			{events: []provider.Event{call("c1", "write_file", map[string]any{"path": "r.txt", "content": "v"}), done(provider.StopToolUse)}},
+			say("written"),
+		}
+	}
+	var rec *replay.Recorder
+	e := newEnv(t, setup{
+		turns: script(),
+		cfg: func(c *agent.Config) {
+			var err error
+			rec, err = replay.NewRecorder(c.Provider, &cassette, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Provider = rec
+		},
+		answer: func(e *env, m messages.UIMessage) {
+			e.task.Respond(m.TS, agent.Response{Kind: agent.ResponseYes, By: "test"})
+		},
+	})
+	e.run("write it")
+	rec.Close()
+	if !strings.Contains(cassette.String(), `"kind":"approval"`) || !strings.Contains(cassette.String(), `"kind":"tool_result"`) {
+		t.Fatalf("cassette lacks approval or tool result:\n%s", cassette.String())
+	}
+
+	// Replay: nobody is asked; the recorded answer applies.
+	play := func(prompt string) (*env, error) {
+		p, err := replay.Load(bytes.NewReader(cassette.Bytes()), "test.cassette")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, setup{
+			cfg:    func(c *agent.Config) { c.Provider = p },
+			answer: func(e *env, m messages.UIMessage) { t.Errorf("replay asked: %+v", m) },
+		})
+		_, err = e.run(prompt)
+		return e, err
+	}
+	e2, err := play("write it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(e2.dir, "r.txt")); err != nil || string(b) != "v" {
+		t.Fatalf("replayed write: %q %v", b, err)
+	}
+	e2.checkStored()
+
+	// A different conversation diverges with a clear error.
+	_, err = play("something else")
+	var de *replay.DivergenceError
+	if !errors.As(err, &de) {
+		t.Fatalf("divergence: err = %v", err)
 	}
 }

@@ -36,9 +36,11 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 				continue
 			}
 			*mistakes++
+			t.countTool(call.Name, true)
 			t.lis.emit(Event{Kind: EventToolFailed, Tool: call.Name, Text: err.Error()})
 		} else if err == nil {
 			*mistakes = 0
+			t.countTool(call.Name, false)
 		}
 		results = append(results, toolResult(call.ID, res.Text, res.IsError))
 		if rec, ok := t.Provider().(Recorder); ok {
@@ -69,7 +71,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 		if _, err := t.askIdle(ctx, messages.AskCompletionResult, ""); err != nil {
 			return err
 		}
-		t.lis.emit(Event{Kind: EventTaskCompleted, Text: completed, Usage: t.Totals()})
+		t.lis.emit(Event{Kind: EventTaskCompleted, Text: completed, Usage: t.Totals(), ToolUsage: t.ToolUsage()})
 		return errStop
 	}
 	if *mistakes >= t.cfg.MistakeLimit {

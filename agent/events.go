@@ -34,6 +34,15 @@ type Event struct {
 	Usage   Totals
 	Tool    string
 	Text    string
+	// ToolUsage is set on taskCompleted: calls and failures per tool in
+	// this task so far.
+	ToolUsage map[string]ToolCount
+}
+
+// ToolCount counts one tool's calls.
+type ToolCount struct {
+	Attempts int `json:"attempts"`
+	Failures int `json:"failures"`
 }
 
 // Totals are a session's accumulated token counts and cost.

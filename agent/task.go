@@ -152,6 +152,7 @@ type Task struct {
 	turnDone chan struct{}      // closed when the running turn ends
 	pending  *pendingAsk
 	totals   Totals
+	tools    map[string]ToolCount
 	closed   bool
 	lastErr  error
 	wg       sync.WaitGroup
@@ -461,4 +462,30 @@ func (t *Task) Provider() provider.Provider {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.cfg.Provider
+}
+
+// countTool records a tool call and whether it failed.
+func (t *Task) countTool(name string, failed bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tools == nil {
+		t.tools = map[string]ToolCount{}
+	}
+	c := t.tools[name]
+	c.Attempts++
+	if failed {
+		c.Failures++
+	}
+	t.tools[name] = c
+}
+
+// ToolUsage returns calls and failures per tool in this task.
+func (t *Task) ToolUsage() map[string]ToolCount {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]ToolCount, len(t.tools))
+	for k, v := range t.tools {
+		out[k] = v
+	}
+	return out
 }

@@ -475,6 +475,17 @@ func TestCompletionAndFeedback(t *testing.T) {
 	if _, ok := e.task.PendingAsk(); !ok {
 		t.Fatal("completion ask not pending")
 	}
+	e.mu.Lock()
+	var completedEv *agent.Event
+	for i := range e.events {
+		if e.events[i].Kind == agent.EventTaskCompleted {
+			completedEv = &e.events[i]
+		}
+	}
+	e.mu.Unlock()
+	if completedEv == nil || completedEv.Text != "All done." || completedEv.ToolUsage["attempt_completion"].Attempts != 1 {
+		t.Fatalf("taskCompleted event %+v", completedEv)
+	}
 	e.run("one more thing")
 	if _, ok := e.task.PendingAsk(); ok {
 		t.Fatal("completion ask still pending after feedback")

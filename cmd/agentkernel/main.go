@@ -57,6 +57,9 @@ const usage = `agentkernel — a Jupyter kernel whose cells talk to an AI coding
 Usage:
   agentkernel install [flags]        install the kernelspec so Jupyter lists "Agent"
   agentkernel kernel -f FILE [flags] run the kernel (Jupyter does this)
+  agentkernel run NOTEBOOK [flags]   execute a notebook headlessly (prompt cells through the agent)
+  agentkernel ask [PROMPT | -]       one-shot agent: text, json or stream-json output
+  agentkernel sessions SUBCOMMAND    list, show, search, export, import, rm, restore sessions
   agentkernel version                print the version
 
 Run "agentkernel COMMAND --help" for a command's flags.
@@ -75,6 +78,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runInstall(rest, stdout, stderr)
 	case "kernel":
 		return runKernel(rest, stderr)
+	case "run":
+		return runRun(rest, stdout, stderr)
+	case "ask":
+		return runAsk(rest, os.Stdin, stdout, stderr)
+	case "sessions":
+		return runSessions(rest, os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "agentkernel", versionString())
 		return nil

@@ -1,0 +1,512 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentkernel/agentkernel/headless"
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/notebooks"
+	"github.com/agentkernel/agentkernel/store"
+)
+
+const sessionsUsage = `Usage: agentkernel sessions SUBCOMMAND [flags]
+
+Subcommands:
+  list [--all | --archived] [--search TEXT] [--limit N]   the sessions, newest first
+  show ID                                                 a session's details and history
+  search TEXT [--session ID] [--all] [--limit N]          full-text search of the histories
+  export ID [--format jsonl|ipynb] [-o FILE] [--kernel K] a session as JSONL (import format) or a notebook
+  import FILE | -                                         a session exported as JSONL
+  rm ID [--purge]                                         archive a session (restorable), or delete it for good
+  restore ID                                              bring an archived session back
+
+Every subcommand takes --json for output that scripts read. ID may be a
+unique prefix of the id. The store is $AGENTKERNEL_DATA_DIR/agentkernel.db
+(default ~/.local/share/agentkernel).
+`
+
+// runSessions is `agentkernel sessions`.
+func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, sessionsUsage)
+		return errors.New("sessions: no subcommand given")
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, sessionsUsage)
+		return nil
+	case "list", "ls", "show", "search", "export", "import", "rm", "restore":
+	default:
+		fmt.Fprint(stderr, sessionsUsage)
+		return fmt.Errorf("sessions: unknown subcommand %q", sub)
+	}
+	c := &sessionsCmd{stdin: stdin, stdout: stdout, stderr: stderr}
+	fs := newFlagSet("sessions "+sub, "sessions "+sub+" [flags]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON for scripts")
+	var (
+		all, archived, purge *bool
+		search, format, out  *string
+		kernelName, session  *string
+		limit                *int
+	)
+	switch sub {
+	case "list", "ls":
+		all = fs.Bool("all", false, "include archived sessions")
+		archived = fs.Bool("archived", false, "only archived sessions")
+		search = fs.String("search", "", "only sessions whose title, first message or id contains `TEXT`")
+		limit = fs.Int("limit", 50, "at most `N` sessions (0: all)")
+	case "search":
+		all = fs.Bool("all", false, "include archived sessions")
+		session = fs.String("session", "", "search only the session `ID`")
+		limit = fs.Int("limit", 20, "at most `N` hits")
+	case "export":
+		format = fs.String("format", "jsonl", "jsonl (what import reads) or ipynb (a notebook of the session)")
+		out = fs.String("o", "", "write to `FILE` (atomically) instead of stdout")
+		kernelName = fs.String("kernel", "", "ipynb: the kernelspec `NAME` recorded in the notebook's metadata")
+	case "rm":
+		purge = fs.Bool("purge", false, "delete the session and its histories for good instead of archiving it")
+	}
+	pos, err := parseArgs(fs, rest)
+	if err != nil {
+		return err
+	}
+	c.json = *asJSON
+	want := 1
+	if sub == "list" || sub == "ls" {
+		want = 0
+	}
+	if len(pos) != want {
+		fs.Usage()
+		if want == 0 {
+			return fmt.Errorf("sessions %s: unexpected argument %q", sub, pos[0])
+		}
+		return fmt.Errorf("sessions %s: want one argument, got %d", sub, len(pos))
+	}
+	log, err := newLogger(stderr)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(store.Options{Logger: log.Named("store")})
+	if err != nil {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	defer st.Close()
+	c.st = st
+	ctx := context.Background()
+	switch sub {
+	case "list", "ls":
+		filter := store.LiveOnly
+		if *all {
+			filter = store.AllSessions
+		}
+		if *archived {
+			filter = store.ArchivedOnly
+		}
+		err = c.list(ctx, store.ListOptions{Search: *search, Limit: limitOrAll(*limit), Archived: filter})
+	case "show":
+		err = c.show(ctx, pos[0])
+	case "search":
+		err = c.search(ctx, pos[0], *session, *all, *limit)
+	case "export":
+		err = c.export(ctx, pos[0], *format, *out, *kernelName)
+	case "import":
+		err = c.importFile(ctx, pos[0])
+	case "rm":
+		err = c.remove(ctx, pos[0], *purge)
+	case "restore":
+		err = c.restore(ctx, pos[0])
+	}
+	if err != nil {
+		return fmt.Errorf("sessions %s: %w", sub, err)
+	}
+	return nil
+}
+
+func limitOrAll(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+type sessionsCmd struct {
+	st     *store.Store
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	json   bool
+}
+
+// sessionJSON is a session as --json prints it.
+type sessionJSON struct {
+	ID               string     `json:"id"`
+	Title            string     `json:"title"`
+	DisplayName      string     `json:"display_name,omitempty"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+	Model            string     `json:"model"`
+	Provider         string     `json:"provider"`
+	Mode             string     `json:"mode"`
+	Workspace        string     `json:"workspace"`
+	Messages         int        `json:"messages"`
+	APIMessages      int        `json:"api_messages"`
+	InputTokens      int64      `json:"input_tokens"`
+	OutputTokens     int64      `json:"output_tokens"`
+	CacheReadTokens  int64      `json:"cache_read_tokens"`
+	CacheWriteTokens int64      `json:"cache_write_tokens"`
+	CostUSD          float64    `json:"cost_usd"`
+	FirstUserMessage string     `json:"first_user_message,omitempty"`
+	LastMessage      string     `json:"last_message,omitempty"`
+	Archived         bool       `json:"archived"`
+	ArchivedAt       *time.Time `json:"archived_at,omitempty"`
+	ArchiveReason    string     `json:"archive_reason,omitempty"`
+}
+
+func toJSON(s store.Session) sessionJSON {
+	j := sessionJSON{
+		ID: s.ID, Title: s.Title, DisplayName: s.DisplayName, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		Model: s.Model, Provider: s.Provider, Mode: s.Mode, Workspace: s.Workspace,
+		Messages: s.MessageCount, APIMessages: s.APICount,
+		InputTokens: s.Usage.TokensIn, OutputTokens: s.Usage.TokensOut,
+		CacheReadTokens: s.Usage.CacheReads, CacheWriteTokens: s.Usage.CacheWrites, CostUSD: s.Usage.Cost,
+		FirstUserMessage: s.FirstUserMessage, LastMessage: s.LastMessage,
+		Archived: s.Archived(), ArchiveReason: s.ArchiveReason,
+	}
+	if s.Archived() {
+		t := s.ArchivedAt
+		j.ArchivedAt = &t
+	}
+	return j
+}
+
+func (c *sessionsCmd) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (c *sessionsCmd) find(ctx context.Context, ref string) (store.Session, error) {
+	s, err := headless.FindSession(ctx, c.st, ref)
+	if errors.Is(err, headless.ErrNoSession) {
+		return s, fmt.Errorf("%w (see agentkernel sessions list --all)", err)
+	}
+	return s, err
+}
+
+func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
+	list, err := c.st.ListSessions(ctx, o)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		out := make([]sessionJSON, 0, len(list))
+		for _, s := range list {
+			out = append(out, toJSON(s))
+		}
+		return c.printJSON(out)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(c.stdout, "No sessions.")
+		return nil
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tUPDATED\tMSGS\tCOST\tMODEL\tTITLE")
+	for _, s := range list {
+		title := s.Title
+		if s.Archived() {
+			title = "[archived] " + title
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t$%.4f\t%s\t%s\n", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
+			s.MessageCount, s.Usage.Cost, orDash(s.Model), firstLine(title, 60))
+	}
+	return w.Flush()
+}
+
+func (c *sessionsCmd) show(ctx context.Context, ref string) error {
+	s, err := c.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	h, err := c.st.Load(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(struct {
+			Session sessionJSON           `json:"session"`
+			UI      []messages.UIMessage  `json:"ui"`
+			API     []messages.APIMessage `json:"api"`
+		}{toJSON(s), nonNil(h.UI), nonNil(h.API)})
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "ID:\t%s\n", s.ID)
+	fmt.Fprintf(w, "Title:\t%s\n", s.Title)
+	fmt.Fprintf(w, "Created:\t%s\n", s.CreatedAt.Local().Format(time.DateTime))
+	fmt.Fprintf(w, "Updated:\t%s\n", s.UpdatedAt.Local().Format(time.DateTime))
+	fmt.Fprintf(w, "Model:\t%s\n", orDash(s.Model))
+	fmt.Fprintf(w, "Mode:\t%s\n", orDash(s.Mode))
+	fmt.Fprintf(w, "Workspace:\t%s\n", orDash(s.Workspace))
+	fmt.Fprintf(w, "Messages:\t%d shown, %d sent to the model\n", s.MessageCount, s.APICount)
+	fmt.Fprintf(w, "Tokens:\t%d in, %d out, %d cache read, %d cache write\n", s.Usage.TokensIn, s.Usage.TokensOut, s.Usage.CacheReads, s.Usage.CacheWrites)
+	fmt.Fprintf(w, "Cost:\t$%.4f\n", s.Usage.Cost)
+	if s.Archived() {
+		fmt.Fprintf(w, "Archived:\t%s (%s)\n", s.ArchivedAt.Local().Format(time.DateTime), s.ArchiveReason)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout)
+	for _, m := range h.UI {
+		if line := transcriptLine(m); line != "" {
+			fmt.Fprintln(c.stdout, line)
+		}
+	}
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// transcriptLine is one UI message for people, or "" for bookkeeping.
+func transcriptLine(m messages.UIMessage) string {
+	when := time.UnixMilli(m.TS).Local().Format("15:04:05")
+	text := strings.TrimSpace(m.Text)
+	if r := []rune(text); len(r) > 400 {
+		text = string(r[:399]) + "…"
+	}
+	indent := func(s string) string { return strings.ReplaceAll(s, "\n", "\n           ") }
+	if m.Type == messages.TypeAsk {
+		if m.Ask == messages.AskCompletionResult && text == "" {
+			return ""
+		}
+		return fmt.Sprintf("%s  ask %s: %s", when, m.Ask, indent(text))
+	}
+	switch m.Say {
+	case messages.SayAPIReqStarted, messages.SayAPIReqFinished, messages.SayAPIReqRetried,
+		messages.SayCheckpointSaved, messages.SayKernelStatus, messages.SayReasoning:
+		return ""
+	case messages.SayText, messages.SayUserFeedback:
+		if text == "" {
+			return ""
+		}
+		return fmt.Sprintf("%s  %s", when, indent(text))
+	}
+	if text == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s  [%s] %s", when, m.Say, indent(text))
+}
+
+func (c *sessionsCmd) search(ctx context.Context, query, session string, all bool, limit int) error {
+	o := store.SearchOptions{IncludeArchived: all, Limit: limit}
+	if session != "" {
+		s, err := c.find(ctx, session)
+		if err != nil {
+			return err
+		}
+		o.SessionID = s.ID
+	}
+	if !c.json {
+		o.Before, o.After = "\x1b[1m", "\x1b[0m"
+		if !isTerminal(c.stdout) {
+			o.Before, o.After = "**", "**"
+		}
+	}
+	hits, err := c.st.Search(ctx, query, o)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		type hitJSON struct {
+			SessionID string `json:"session_id"`
+			TS        int64  `json:"ts"`
+			Type      string `json:"type"`
+			Kind      string `json:"kind"`
+			Role      string `json:"role"`
+			Snippet   string `json:"snippet"`
+		}
+		out := make([]hitJSON, 0, len(hits))
+		for _, h := range hits {
+			out = append(out, hitJSON{h.SessionID, h.TS, h.Type, h.Kind, h.Role, h.Snippet})
+		}
+		return c.printJSON(out)
+	}
+	if len(hits) == 0 {
+		fmt.Fprintln(c.stdout, "No matches.")
+		return nil
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "SESSION\tWHEN\tROLE\tTEXT")
+	for _, h := range hits {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", shortID(h.SessionID), time.UnixMilli(h.TS).Local().Format("2006-01-02 15:04"),
+			h.Role, strings.Join(strings.Fields(h.Snippet), " "))
+	}
+	return w.Flush()
+}
+
+func (c *sessionsCmd) export(ctx context.Context, ref, format, out, kernelName string) error {
+	if format != "jsonl" && format != "ipynb" {
+		return fmt.Errorf("--format %q: want jsonl or ipynb", format)
+	}
+	s, err := c.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	var ks *notebooks.KernelspecMeta
+	if kernelName != "" {
+		if format != "ipynb" {
+			return errors.New("--kernel applies to --format ipynb only")
+		}
+		spec, err := client.FindSpec(kernelName)
+		if err != nil {
+			return err
+		}
+		ks = &notebooks.KernelspecMeta{Name: spec.Name, DisplayName: spec.DisplayName, Language: spec.Language}
+	}
+	if format == "jsonl" {
+		if out == "" || out == "-" {
+			return c.st.Export(ctx, s.ID, c.stdout)
+		}
+		return writeAtomic(out, func(w io.Writer) error { return c.st.Export(ctx, s.ID, w) })
+	}
+	h, err := c.st.Load(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	nb, err := notebooks.FromSession(h.UI, h.API, notebooks.SessionMeta{
+		ID: s.ID, Title: s.Title, Model: s.Model, Provider: s.Provider, Mode: s.Mode, Kernelspec: ks,
+	})
+	if err != nil {
+		return err
+	}
+	if out == "" || out == "-" {
+		return notebooks.Write(c.stdout, nb)
+	}
+	return notebooks.WriteFile(out, nb)
+}
+
+// writeAtomic writes path through a temporary file in its directory,
+// renamed over it when write succeeds; on failure path is untouched.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func (c *sessionsCmd) importFile(ctx context.Context, path string) error {
+	var r io.Reader = c.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
+	s, err := c.st.Import(ctx, r)
+	if errors.Is(err, store.ErrExists) {
+		return fmt.Errorf("%w: the session in %s is already in the store (rm --purge it first to replace it)", err, path)
+	}
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(toJSON(s))
+	}
+	fmt.Fprintf(c.stdout, "Imported session %s (%s)\n", s.ID, s.Title)
+	return nil
+}
+
+func (c *sessionsCmd) remove(ctx context.Context, ref string, purge bool) error {
+	s, err := c.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	action := "archived"
+	if purge {
+		action = "purged"
+		err = c.st.Purge(ctx, s.ID)
+	} else {
+		err = c.st.Archive(ctx, s.ID, "deleted with agentkernel sessions rm")
+	}
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(map[string]any{"id": s.ID, "action": action})
+	}
+	if purge {
+		fmt.Fprintf(c.stdout, "Deleted session %s for good.\n", s.ID)
+	} else {
+		fmt.Fprintf(c.stdout, "Archived session %s (agentkernel sessions restore %s brings it back).\n", s.ID, shortID(s.ID))
+	}
+	return nil
+}
+
+func (c *sessionsCmd) restore(ctx context.Context, ref string) error {
+	s, err := c.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if !s.Archived() {
+		return fmt.Errorf("session %s is not archived", s.ID)
+	}
+	if err := c.st.Restore(ctx, s.ID); err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(map[string]any{"id": s.ID, "action": "restored"})
+	}
+	fmt.Fprintf(c.stdout, "Restored session %s.\n", s.ID)
+	return nil
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -200,10 +200,14 @@ func runError(err error, ctx context.Context, stderr io.Writer) error {
 		if ce.Timeout > 0 {
 			return fmt.Errorf("run: %s timed out after %v; nothing written", where, ce.Timeout)
 		}
-		if len(ce.Traceback) > 0 {
-			fmt.Fprintln(stderr, stripANSI(strings.Join(ce.Traceback, "\n")))
+		if tb := stripANSI(strings.Join(ce.Traceback, "\n")); tb != "" && tb != ce.Ename+": "+ce.Evalue {
+			fmt.Fprintln(stderr, tb)
 		}
-		return fmt.Errorf("run: %s failed: %s: %s\nnothing written (use --allow-errors to keep going and write the outputs)", where, ce.Ename, ce.Evalue)
+		hint := "use --allow-errors to keep going and write the outputs"
+		if strings.Contains(ce.Evalue, "diverged from the recording") || strings.Contains(ce.Evalue, "cassette exhausted") {
+			hint = "the notebook no longer matches the cassette: record it again with --record FILE and a real model"
+		}
+		return fmt.Errorf("run: %s failed: %s: %s\nnothing written (%s)", where, ce.Ename, ce.Evalue, hint)
 	}
 	return fmt.Errorf("run: %w; nothing written", err)
 }

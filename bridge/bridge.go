@@ -374,6 +374,7 @@ func (b *Bridge) Close() error {
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	b.closePanel()
 	aerr := b.closeAgent()
 	err := b.shutdownBacking(ctx)
 	b.cancel()

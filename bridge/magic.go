@@ -27,10 +27,11 @@ const magicHelp = `%agent new              start a new session
 %agent mode [NAME]      show or set the permission mode (default, acceptEdits, bypassPermissions, plan)
 %agent cost             tokens and cost of this session
 %agent export FILE      write this session (both histories) as JSONL
+%agent webview [stop]   show the live web panel (link and IFrame); stop it
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "edit", "model", "mode", "cost", "export", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "edit", "model", "mode", "cost", "export", "webview", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -47,6 +48,10 @@ func (b *Bridge) magic(ctx context.Context, r *kernel.Request, line string, coun
 	}
 	if sub == "edit" {
 		b.magicEdit(ctx, r, line, count)
+		return
+	}
+	if sub == "webview" {
+		b.magicWebview(ctx, r, args, count)
 		return
 	}
 	out, err := b.runMagic(ctx, sub, args)
@@ -87,6 +92,8 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		return fmt.Sprintf("Resumed session %s (%d messages).", s.task.SessionID(), len(s.task.UI())), nil
 	case "sessions":
 		return b.listSessions(ctx, strings.Join(args, " "))
+	case "webview":
+		return b.webviewMagic(ctx, args)
 	}
 	s, err := b.agentFor(ctx)
 	if err != nil {

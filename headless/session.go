@@ -257,15 +257,26 @@ func (s *Session) Ask(ctx context.Context, prompt string, approve Approver, onAs
 
 // drive follows the turn, answering asks, until it ends.
 func (s *Session) drive(ctx context.Context, approve Approver, onAsk func(AnsweredAsk), res *Result) error {
+	var last int64 = -1 // the ask answered last
 	for {
 		st, err := s.task.Wait(ctx)
 		if st != agent.StateWaiting {
 			return err
 		}
 		ask, ok := s.task.PendingAsk()
-		if !ok {
+		if !ok || ask.TS == last {
+			// The answer is on its way to the turn, which still shows
+			// the ask as pending: look again shortly.
+			t := time.NewTimer(5 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
 			continue
 		}
+		last = ask.TS
 		resp, answered := approve(ctx, ask)
 		if !answered {
 			m := ask

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/mattn/go-isatty"
@@ -154,10 +155,13 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Store: st, Resume: resume, Model: modelName, Provider: prov, Backing: *backing, Mode: "ask",
 		PermissionMode: cfg.PermissionMode, Allow: cfg.Allow, Deny: cfg.Deny, Logger: log,
 	}
-	var sid string
+	// The session id is known once Open returns; outputs come later, on
+	// the kernel client's goroutine.
+	var sidValue atomic.Value
 	if format == formatStreamJSON {
 		opts.OnOutput = func(msgType string, content json.RawMessage) {
-			out.emit(map[string]any{"type": "output", "session_id": sid, "msg_type": msgType, "content": content})
+			id, _ := sidValue.Load().(string)
+			out.emit("output", map[string]any{"session_id": id, "msg_type": msgType, "content": content})
 		}
 	}
 	sess, err := headless.Open(ctx, opts)
@@ -165,10 +169,11 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("ask: %w", err)
 	}
 	defer sess.Close()
-	sid = sess.ID()
+	sid := sess.ID()
+	sidValue.Store(sid)
 	cwd, _ := os.Getwd()
 	if format == formatStreamJSON {
-		out.emit(map[string]any{"type": "init", "session_id": sid, "model": modelName, "tools": sess.Tools(),
+		out.emit("init", map[string]any{"session_id": sid, "model": modelName, "tools": sess.Tools(),
 			"cwd": cwd, "approve": policy, "backing": *backing, "resumed": sess.Resumed(), "version": versionString()})
 		remove := sess.Listen(func(e agent.Event) {
 			switch e.Kind {
@@ -177,15 +182,15 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 				if e.Kind == agent.EventMessageUpdated {
 					ev = "updated"
 				}
-				out.emit(map[string]any{"type": "message", "event": ev, "session_id": sid, "message": e.Message})
+				out.emit("message", map[string]any{"event": ev, "session_id": sid, "message": e.Message})
 			}
 		})
 		defer remove()
 	}
 	onAsk := func(a headless.AnsweredAsk) {
 		if format == formatStreamJSON {
-			out.emit(map[string]any{"type": "ask", "session_id": sid, "ts": a.Ask.TS, "ask": a.Ask.Ask, "text": a.Ask.Text})
-			out.emit(map[string]any{"type": "decision", "session_id": sid, "ts": a.Ask.TS, "ask": a.Ask.Ask,
+			out.emit("ask", map[string]any{"session_id": sid, "ts": a.Ask.TS, "ask": a.Ask.Ask, "text": a.Ask.Text})
+			out.emit("decision", map[string]any{"session_id": sid, "ts": a.Ask.TS, "ask": a.Ask.Ask,
 				"decision": a.Response.Kind, "allowed": !a.Denied(), "text": a.Response.Text, "by": a.Response.By})
 		}
 		if a.Denied() && format == formatText {
@@ -204,7 +209,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, strings.TrimRight(res.Text, "\n"))
 		}
 	case formatJSON, formatStreamJSON:
-		out.emit(result)
+		out.emit("result", result)
 	}
 	if err := out.err; err != nil {
 		return fmt.Errorf("ask: write output: %w", err)
@@ -215,7 +220,8 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// askResult is the result object of json and stream-json.
+// askResult is the result object of json and stream-json (its type
+// "result" is added by jsonLines.emit).
 func askResult(res headless.Result, model string, err error) map[string]any {
 	subtype := "success"
 	if err != nil {
@@ -228,7 +234,7 @@ func askResult(res headless.Result, model string, err error) map[string]any {
 		}
 	}
 	out := map[string]any{
-		"type": "result", "subtype": subtype, "is_error": err != nil, "result": res.Text,
+		"subtype": subtype, "is_error": err != nil, "result": res.Text,
 		"completed": res.Completed, "session_id": res.SessionID, "model": model,
 		"duration_ms": res.Duration.Milliseconds(), "num_turns": res.Requests,
 		"usage": map[string]any{
@@ -280,17 +286,17 @@ func describeAsk(ask messages.UIMessage) string {
 	return string(ask.Ask) + ": " + firstLine(ask.Text, 80)
 }
 
-// jsonLines writes one JSON object per line; safe for concurrent use (the
-// task's events, the backing kernel's outputs and the asks come from
-// different goroutines). The first write error is kept in err.
+// jsonLines writes one JSON object per line, "type" first; safe for
+// concurrent use (the task's events, the backing kernel's outputs and the
+// asks come from different goroutines). The first error is kept in err.
 type jsonLines struct {
 	mu  sync.Mutex
 	w   io.Writer
 	err error
 }
 
-func (j *jsonLines) emit(v any) {
-	b, err := json.Marshal(v)
+func (j *jsonLines) emit(typ string, fields map[string]any) {
+	b, err := json.Marshal(fields)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil {
@@ -300,8 +306,14 @@ func (j *jsonLines) emit(v any) {
 		j.err = err
 		return
 	}
-	b = append(b, '\n')
-	if _, err := j.w.Write(b); err != nil {
+	t, _ := json.Marshal(typ)
+	line := append([]byte(`{"type":`), t...)
+	if len(b) > 2 {
+		line = append(append(line, ','), b[1:]...)
+	} else {
+		line = append(line, '}')
+	}
+	if _, err := j.w.Write(append(line, '\n')); err != nil {
 		j.err = err
 	}
 }

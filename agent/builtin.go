@@ -1,0 +1,457 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// This file: the tools themselves.
+
+func (tb *Toolbox) define() []*Tool {
+	pathParam := func(desc string) param {
+		return param{name: "path", typ: tString, required: true, desc: desc}
+	}
+	return []*Tool{
+		{
+			name: ToolExecuteCode, class: ClassExecute, subject: "code",
+			description: "Run code in the notebook's backing kernel (Python with IPython by default: " +
+				"`!cmd` and `%%bash` work). Variables persist between calls. Returns stdout, stderr, " +
+				"the result, a summary of images, and the error with its traceback if the code raised.",
+			params: []param{{name: "code", typ: tString, required: true, desc: "The code to run."}},
+			run:    tb.executeCode,
+		},
+		{
+			name: ToolReadFile, class: ClassRead, subject: "path",
+			description: "Read a text file in the workspace. Lines are numbered (\"12 | text\"); " +
+				"the numbers are not part of the file. Use start_line/end_line for large files.",
+			params: []param{
+				pathParam("File path, relative to the workspace root."),
+				{name: "start_line", typ: tInteger, min: 1, desc: "First line to read (1-based). Default 1."},
+				{name: "end_line", typ: tInteger, min: 1, desc: "Last line to read (inclusive). Default: the end."},
+			},
+			run: tb.readFile,
+		},
+		{
+			name: ToolListFiles, class: ClassRead, subject: "path",
+			description: "List a directory of the workspace, sorted; directories end in \"/\". " +
+				".git is skipped.",
+			params: []param{
+				pathParam("Directory, relative to the workspace root (\".\" for the root)."),
+				{name: "recursive", typ: tBoolean, desc: "List subdirectories too. Default false."},
+			},
+			run: tb.listFiles,
+		},
+		{
+			name: ToolSearchFiles, class: ClassRead, subject: "path",
+			description: "Search files under a directory of the workspace for a regular expression " +
+				"(Go RE2 syntax). Returns \"file:line: text\" for each matching line.",
+			params: []param{
+				pathParam("Directory to search, relative to the workspace root."),
+				{name: "regex", typ: tString, required: true, desc: "Regular expression (RE2)."},
+				{name: "file_pattern", typ: tString, desc: "Glob on file names, e.g. \"*.py\". Default: all files."},
+			},
+			run: tb.searchFiles,
+		},
+		{
+			name: ToolWriteFile, class: ClassEdit, subject: "path",
+			description: "Write a file in the workspace, replacing it if it exists; missing " +
+				"directories are created.",
+			params: []param{
+				pathParam("File path, relative to the workspace root."),
+				{name: "content", typ: tString, required: true, blank: true, desc: "The complete new content."},
+			},
+			run: tb.writeFile,
+		},
+		{
+			name: ToolEditFile, class: ClassEdit, subject: "path",
+			description: "Replace text in a file of the workspace. `search` must match exactly once " +
+				"(include enough context) unless replace_all is true.",
+			params: []param{
+				pathParam("File path, relative to the workspace root."),
+				{name: "search", typ: tString, required: true, desc: "Exact text to find."},
+				{name: "replace", typ: tString, required: true, blank: true, desc: "Text to put in its place."},
+				{name: "replace_all", typ: tBoolean, desc: "Replace every occurrence. Default false."},
+			},
+			run: tb.editFile,
+		},
+		{
+			name: ToolAskFollowupQuestion, class: ClassInteract,
+			description: "Ask the user a question when you need information to go on. Offer " +
+				"suggested answers when you can.",
+			params: []param{
+				{name: "question", typ: tString, required: true, desc: "The question."},
+				{name: "suggestions", typ: tStrings, desc: "Suggested answers."},
+			},
+			run: tb.askFollowup,
+		},
+		{
+			name: ToolAttemptCompletion, class: ClassInteract,
+			description: "Finish the task and present the result to the user.",
+			params: []param{
+				{name: "result", typ: tString, required: true, desc: "The final result, for the user."},
+			},
+			run: tb.attemptCompletion,
+		},
+		{
+			name: ToolProposeCell, class: ClassInteract, subject: "code",
+			description: "Propose code as the notebook's next cell. It is not run: the user " +
+				"reviews and runs it.",
+			params: []param{{name: "code", typ: tString, required: true, desc: "The cell's code."}},
+			run:    tb.proposeCell,
+		},
+	}
+}
+
+func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, error) {
+	if tb.opts.Runner == nil {
+		return Result{}, errors.New("execute_code: no backing kernel is available")
+	}
+	cr, err := tb.opts.Runner.Run(ctx, in["code"].(string))
+	if err != nil {
+		return Result{}, fmt.Errorf("execute_code: %w", err)
+	}
+	var b strings.Builder
+	section := func(name, text string) {
+		if text == "" {
+			return
+		}
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "[%s]\n%s", name, text)
+	}
+	section("stdout", cr.Stdout)
+	section("stderr", cr.Stderr)
+	section("result", cr.Result)
+	var images []string
+	for _, im := range cr.Images {
+		images = append(images, im.Summary())
+	}
+	section("images", strings.Join(images, "\n"))
+	if e := cr.Error; e != nil {
+		text := e.EName + ": " + e.EValue
+		if len(e.Traceback) > 0 {
+			text += "\n" + stripANSI(strings.Join(e.Traceback, "\n"))
+		}
+		section("error", text)
+	}
+	text := b.String()
+	if text == "" {
+		text = "(no output)"
+	}
+	return Result{Text: tb.capText(text), IsError: cr.Error != nil, Images: images}, nil
+}
+
+func (tb *Toolbox) readFile(_ context.Context, in map[string]any) (Result, error) {
+	path := in["path"].(string)
+	abs, err := tb.resolveExisting(path, false)
+	if err != nil {
+		return Result{}, err
+	}
+	start, end := int64(1), int64(math.MaxInt64)
+	if v, ok := in["start_line"]; ok {
+		start = v.(int64)
+	}
+	if v, ok := in["end_line"]; ok {
+		end = v.(int64)
+	}
+	if end < start {
+		return Result{}, fmt.Errorf("read_file %s: end_line %d is before start_line %d", path, end, start)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return Result{}, fmt.Errorf("read_file %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, 8000)
+	n, _ := io.ReadFull(f, head)
+	if bytes.IndexByte(head[:n], 0) >= 0 {
+		return Result{}, fmt.Errorf("read_file %s: binary file; not shown", path)
+	}
+	r := bufio.NewReader(io.MultiReader(bytes.NewReader(head[:n]), f))
+	var b strings.Builder
+	var line, first, last int64
+	out, capped, eof := 0, false, false
+	for {
+		s, err := r.ReadString('\n')
+		if s != "" {
+			line++
+			if line >= start && line <= end {
+				if first != 0 && out+len(s) > tb.opts.MaxReadBytes {
+					capped = true
+					break
+				}
+				if first == 0 {
+					first = line
+				}
+				last = line
+				out += len(s)
+				fmt.Fprintf(&b, "%d | %s\n", line, strings.TrimRight(s, "\r\n"))
+			}
+			if line >= end {
+				break
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return Result{}, fmt.Errorf("read_file %s: %w", path, err)
+			}
+			eof = true
+			break
+		}
+	}
+	var note string
+	switch {
+	case capped:
+		note = fmt.Sprintf("[lines %d-%d; stopped at the %s read limit: use start_line=%d to read on]",
+			first, last, humanBytes(tb.opts.MaxReadBytes), last+1)
+	case line == 0:
+		note = "[empty file]"
+	case first == 0:
+		note = fmt.Sprintf("[the file has %d lines; none in the range %d-%d]", line, start, end)
+	case first == 1 && eof:
+		// the whole file: no note
+	case eof:
+		note = fmt.Sprintf("[lines %d-%d of %d]", first, last, line)
+	default:
+		note = fmt.Sprintf("[lines %d-%d]", first, last)
+	}
+	text := b.String()
+	if note != "" {
+		text = note + "\n" + text
+	}
+	return Result{Text: tb.capText(strings.TrimRight(text, "\n"))}, nil
+}
+
+func (tb *Toolbox) listFiles(_ context.Context, in map[string]any) (Result, error) {
+	path := in["path"].(string)
+	recursive, _ := in["recursive"].(bool)
+	abs, err := tb.resolveExisting(path, true)
+	if err != nil {
+		return Result{}, err
+	}
+	var entries []string
+	more := false
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == abs {
+				return err
+			}
+			return nil // unreadable entries are skipped
+		}
+		if p == abs {
+			return nil
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if len(entries) >= tb.opts.MaxEntries {
+			more = true
+			return filepath.SkipAll
+		}
+		name := tb.ws.Rel(p)
+		if d.IsDir() {
+			name += "/"
+		} else if d.Type()&fs.ModeSymlink != 0 {
+			name += "@"
+		}
+		entries = append(entries, name)
+		if d.IsDir() && !recursive {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("list_files %s: %w", path, err)
+	}
+	slices.Sort(entries)
+	text := strings.Join(entries, "\n")
+	if len(entries) == 0 {
+		text = "(empty directory)"
+	}
+	if more {
+		text += fmt.Sprintf("\n[listing stopped after %d entries; list a subdirectory]", tb.opts.MaxEntries)
+	}
+	return Result{Text: tb.capText(text)}, nil
+}
+
+func (tb *Toolbox) searchFiles(ctx context.Context, in map[string]any) (Result, error) {
+	path := in["path"].(string)
+	re, err := regexp.Compile(in["regex"].(string))
+	if err != nil {
+		return Result{}, fmt.Errorf("search_files: invalid regex: %w", err)
+	}
+	pattern, _ := in["file_pattern"].(string)
+	if pattern != "" {
+		if _, err := filepath.Match(pattern, "x"); err != nil {
+			return Result{}, fmt.Errorf("search_files: invalid file_pattern %q: %w", pattern, err)
+		}
+	}
+	abs, err := tb.resolveExisting(path, true)
+	if err != nil {
+		return Result{}, err
+	}
+	var out []string
+	files, more := 0, false
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == abs {
+				return err
+			}
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		rel := tb.ws.Rel(p)
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		// Symlinks are not followed, and protected files are never read.
+		if !d.Type().IsRegular() || ProtectedPath(rel) != "" {
+			return nil
+		}
+		if pattern != "" {
+			if ok, _ := filepath.Match(pattern, d.Name()); !ok {
+				return nil
+			}
+		}
+		if fi, err := d.Info(); err != nil || fi.Size() > tb.opts.MaxFileBytes {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil || bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 {
+			return nil
+		}
+		files++
+		for i, line := range strings.Split(string(data), "\n") {
+			if !re.MatchString(line) {
+				continue
+			}
+			if len(out) >= tb.opts.MaxMatches {
+				more = true
+				return filepath.SkipAll
+			}
+			out = append(out, fmt.Sprintf("%s:%d: %s", rel, i+1, truncateRunes(strings.TrimRight(line, "\r"), 300)))
+		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("search_files %s: %w", path, err)
+	}
+	text := strings.Join(out, "\n")
+	if len(out) == 0 {
+		text = fmt.Sprintf("No matches (%d files searched).", files)
+	}
+	if more {
+		text += fmt.Sprintf("\n[search stopped after %d matches; narrow the path, regex or file_pattern]", tb.opts.MaxMatches)
+	}
+	return Result{Text: tb.capText(text)}, nil
+}
+
+func (tb *Toolbox) writeFile(_ context.Context, in map[string]any) (Result, error) {
+	path, content := in["path"].(string), in["content"].(string)
+	abs, err := tb.resolve(path)
+	if err != nil {
+		return Result{}, err
+	}
+	mode, verb := fs.FileMode(0o644), "created"
+	if fi, err := os.Stat(abs); err == nil {
+		if fi.IsDir() {
+			return Result{}, fmt.Errorf("write_file %s: is a directory", path)
+		}
+		mode, verb = fi.Mode().Perm(), "overwrote"
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return Result{}, fmt.Errorf("write_file %s: %w", path, err)
+	}
+	if err := os.WriteFile(abs, []byte(content), mode); err != nil {
+		return Result{}, fmt.Errorf("write_file %s: %w", path, err)
+	}
+	return Result{Text: fmt.Sprintf("%s %s (%d bytes, %d lines).", strings.ToUpper(verb[:1])+verb[1:],
+		tb.ws.Rel(abs), len(content), countLines(content))}, nil
+}
+
+func (tb *Toolbox) editFile(_ context.Context, in map[string]any) (Result, error) {
+	path, search, replace := in["path"].(string), in["search"].(string), in["replace"].(string)
+	all, _ := in["replace_all"].(bool)
+	abs, err := tb.resolveExisting(path, false)
+	if err != nil {
+		return Result{}, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return Result{}, fmt.Errorf("edit_file %s: %w", path, err)
+	}
+	if fi.Size() > tb.opts.MaxFileBytes {
+		return Result{}, fmt.Errorf("edit_file %s: file too large (%s; the limit is %s)",
+			path, humanBytes(int(fi.Size())), humanBytes(int(tb.opts.MaxFileBytes)))
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return Result{}, fmt.Errorf("edit_file %s: %w", path, err)
+	}
+	text := string(data)
+	n := strings.Count(text, search)
+	switch {
+	case n == 0:
+		hint := ""
+		if strings.Contains(text, strings.TrimSpace(search)) {
+			hint = " (it does occur with different leading or trailing whitespace)"
+		}
+		return Result{}, fmt.Errorf("edit_file %s: search text not found%s; read the file and copy the text exactly",
+			path, hint)
+	case n > 1 && !all:
+		return Result{}, fmt.Errorf("edit_file %s: search text found %d times (lines %s); include more "+
+			"surrounding text to make it unique, or set replace_all", path, n, matchLines(text, search))
+	}
+	if all {
+		text = strings.ReplaceAll(text, search, replace)
+	} else {
+		text = strings.Replace(text, search, replace, 1)
+	}
+	if err := os.WriteFile(abs, []byte(text), fi.Mode().Perm()); err != nil {
+		return Result{}, fmt.Errorf("edit_file %s: %w", path, err)
+	}
+	return Result{Text: fmt.Sprintf("Replaced %d occurrence%s in %s.", n, plural(n), tb.ws.Rel(abs))}, nil
+}
+
+func (tb *Toolbox) askFollowup(_ context.Context, in map[string]any) (Result, error) {
+	q := in["question"].(string)
+	sug, _ := in["suggestions"].([]string)
+	text := q
+	if len(sug) > 0 {
+		text += "\nSuggestions: " + strings.Join(sug, " | ")
+	}
+	return Result{Text: text, Followup: &Followup{Question: q, Suggestions: sug}}, nil
+}
+
+func (tb *Toolbox) attemptCompletion(_ context.Context, in map[string]any) (Result, error) {
+	r := in["result"].(string)
+	return Result{Text: r, Completion: &Completion{Result: r}}, nil
+}
+
+func (tb *Toolbox) proposeCell(_ context.Context, in map[string]any) (Result, error) {
+	code := in["code"].(string)
+	return Result{
+		Text:         "The code was proposed as the notebook's next cell; it has not been run.",
+		SetNextInput: code,
+	}, nil
+}

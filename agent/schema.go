@@ -1,0 +1,159 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// This file: the tools' JSON schemas and input validation.
+
+type paramType int
+
+const (
+	tString paramType = iota
+	tInteger
+	tBoolean
+	tStrings
+)
+
+type param struct {
+	name     string
+	typ      paramType
+	required bool
+	desc     string
+	min      int64 // integers
+	// blank allows an empty or all-space required string (file content,
+	// a replacement); other required strings must have text.
+	blank bool
+}
+
+func (t *Tool) schema() (json.RawMessage, error) {
+	props := map[string]any{}
+	required := []string{}
+	for _, p := range t.params {
+		s := map[string]any{"description": p.desc}
+		switch p.typ {
+		case tString:
+			s["type"] = "string"
+		case tInteger:
+			s["type"] = "integer"
+			s["minimum"] = p.min
+		case tBoolean:
+			s["type"] = "boolean"
+		case tStrings:
+			s["type"] = "array"
+			s["items"] = map[string]any{"type": "string"}
+		}
+		props[p.name] = s
+		if p.required {
+			required = append(required, p.name)
+		}
+	}
+	return json.Marshal(map[string]any{
+		"type":                 "object",
+		"properties":           props,
+		"required":             required,
+		"additionalProperties": false,
+	})
+}
+
+func (t *Tool) validate(input json.RawMessage) (map[string]any, error) {
+	bad := func(field, format string, args ...any) error {
+		return &InputError{Tool: t.name, Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	raw := map[string]json.RawMessage{}
+	trimmed := bytes.TrimSpace(input)
+	if len(trimmed) != 0 && !bytes.Equal(trimmed, []byte("null")) {
+		if trimmed[0] != '{' {
+			return nil, bad("", "want a JSON object")
+		}
+		if err := json.Unmarshal(trimmed, &raw); err != nil {
+			return nil, bad("", "not valid JSON: %v", err)
+		}
+	}
+	names := make([]string, len(t.params))
+	for i, p := range t.params {
+		names[i] = p.name
+	}
+	extra := []string{}
+	for k := range raw {
+		if !slices.Contains(names, k) {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		slices.Sort(extra)
+		return nil, bad(extra[0], "unknown field (the fields are: %s)", strings.Join(names, ", "))
+	}
+	out := map[string]any{}
+	for _, p := range t.params {
+		v, ok := raw[p.name]
+		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			if p.required {
+				return nil, bad(p.name, "missing (required)")
+			}
+			continue
+		}
+		switch p.typ {
+		case tString:
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return nil, bad(p.name, "want a string, got %s", jsonKind(v))
+			}
+			if p.required && !p.blank && strings.TrimSpace(s) == "" {
+				return nil, bad(p.name, "empty")
+			}
+			out[p.name] = s
+		case tInteger:
+			var f float64
+			if json.Unmarshal(v, &f) != nil {
+				return nil, bad(p.name, "want an integer, got %s", jsonKind(v))
+			}
+			if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+				return nil, bad(p.name, "want an integer, got %s", v)
+			}
+			if int64(f) < p.min {
+				return nil, bad(p.name, "must be at least %d, got %d", p.min, int64(f))
+			}
+			out[p.name] = int64(f)
+		case tBoolean:
+			var b bool
+			if json.Unmarshal(v, &b) != nil {
+				return nil, bad(p.name, "want a boolean, got %s", jsonKind(v))
+			}
+			out[p.name] = b
+		case tStrings:
+			var ss []string
+			if json.Unmarshal(v, &ss) != nil {
+				return nil, bad(p.name, "want an array of strings, got %s", jsonKind(v))
+			}
+			out[p.name] = ss
+		}
+	}
+	return out, nil
+}
+
+func jsonKind(v json.RawMessage) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}

@@ -101,6 +101,13 @@ func (f *fakeAgent) status(s string) {
 	f.emit(Event{Kind: EventStatus, Status: s})
 }
 
+func (f *fakeAgent) totals(t Totals) {
+	f.mu.Lock()
+	f.st.Totals = t
+	f.mu.Unlock()
+	f.emit(Event{Kind: EventTotals, Totals: t})
+}
+
 func (f *fakeAgent) record(call string) {
 	f.mu.Lock()
 	f.calls = append(f.calls, call)

@@ -1,1 +1,503 @@
-// placeholder
+// agentkernel web panel: mirrors one agent session over a WebSocket and
+// sends commands back. Protocol: docs/webview-protocol.md (version 1).
+// No frameworks, no build step. Model text goes through AKMarkdown, which
+// builds DOM nodes and never parses HTML; everything else is set with
+// textContent.
+(function () {
+  "use strict";
+
+  var PROTOCOL = 1;
+  var params = new URLSearchParams(location.search);
+  var token = params.get("token") || "";
+  var $ = function (id) { return document.getElementById(id); };
+
+  // The mirrored state, changed only by frames (apply) — the same rules as
+  // the server's mirror (webview/hub.go).
+  var st = { sessionId: "", messages: [], mode: "", modes: [], model: "", totals: {}, kernelStatus: "starting", pendingAsk: null };
+  var pos = {}; // ts → index
+  var nodes = {}; // ts → element
+  var dirty = {}; // ts → true: re-render at the next frame
+  var ws = null, retry = 0, nextId = 1, editingTS = 0, connected = false;
+  window.__akPanel = { state: function () { return st; }, frames: 0 };
+
+  function isOpenAsk(m) {
+    var blocking = ["followup", "command", "tool", "use_mcp_server", "completion_result", "api_req_failed",
+      "resume_task", "resume_completed_task", "mistake_limit_reached", "auto_approval_max_req_reached"];
+    return m.type === "ask" && !m.partial && !m.isAnswered && blocking.indexOf(m.ask) >= 0;
+  }
+
+  function trackAsk(m) {
+    if (isOpenAsk(m)) st.pendingAsk = m;
+    else if (st.pendingAsk && st.pendingAsk.ts === m.ts) st.pendingAsk = null;
+  }
+
+  function reindex() {
+    pos = {};
+    st.messages.forEach(function (m, i) { pos[m.ts] = i; });
+  }
+
+  function apply(f) {
+    window.__akPanel.frames++;
+    switch (f.type) {
+      case "state":
+        st = f.state;
+        st.messages = st.messages || [];
+        reindex();
+        renderAll();
+        break;
+      case "messageCreated":
+        if (pos[f.message.ts] !== undefined) st.messages[pos[f.message.ts]] = f.message;
+        else {
+          st.messages.push(f.message);
+          if (st.messages.length > 1 && st.messages[st.messages.length - 2].ts > f.message.ts) {
+            st.messages.sort(function (a, b) { return a.ts - b.ts; });
+            reindex();
+            trackAsk(f.message);
+            renderAll();
+            break;
+          }
+          pos[f.message.ts] = st.messages.length - 1;
+        }
+        trackAsk(f.message);
+        markDirty(f.message.ts);
+        break;
+      case "messageUpdated":
+        var ts = f.message ? f.message.ts : f.ts;
+        var i = pos[ts];
+        if (i === undefined) break;
+        if (f.message) st.messages[i] = f.message;
+        else {
+          var m = st.messages[i];
+          if (f.append) m.text = (m.text || "") + f.append;
+          if (f.appendReasoning) m.reasoning = (m.reasoning || "") + f.appendReasoning;
+          m.partial = !!f.partial;
+        }
+        trackAsk(st.messages[i]);
+        markDirty(ts);
+        break;
+      case "messagesRewound":
+        st.messages = f.messages || [];
+        st.pendingAsk = f.pendingAsk || null;
+        reindex();
+        renderAll();
+        break;
+      case "kernelStatus":
+        st.kernelStatus = f.status;
+        break;
+      case "tokenUsage":
+        st.totals = f.totals;
+        break;
+      case "settings":
+        st.mode = f.mode; st.model = f.model;
+        break;
+      case "sessions":
+        renderSessions(f.sessions);
+        return;
+      case "searchResults":
+        renderHits(f.hits);
+        return;
+      case "error":
+        showBanner(f.text || f.code, "error");
+        return;
+      case "ack":
+        return;
+    }
+    renderChrome();
+  }
+
+  // ---- connection ----
+
+  function connect() {
+    var proto = location.protocol === "https:" ? "wss:" : "ws:";
+    ws = new WebSocket(proto + "//" + location.host + "/ws?token=" + encodeURIComponent(token));
+    ws.onopen = function () { retry = 0; connected = true; hideBanner(); };
+    ws.onmessage = function (ev) {
+      var f;
+      try { f = JSON.parse(ev.data); } catch (e) { return; }
+      if (!f || f.v !== PROTOCOL) { showBanner("The kernel speaks another panel protocol version; reload the page.", "error"); return; }
+      apply(f);
+    };
+    ws.onclose = function (ev) {
+      connected = false;
+      st.kernelStatus = "disconnected";
+      renderChrome();
+      var why = ev.reason ? " (" + ev.reason + ")" : "";
+      if (ev.code === 1008 && !ev.reason) why = " (refused: check the URL's token)";
+      var delay = Math.min(10000, 250 * Math.pow(2, retry++));
+      showBanner("Disconnected" + why + "; reconnecting…", "warn");
+      setTimeout(connect, delay);
+    };
+  }
+
+  function send(frame) {
+    frame.v = PROTOCOL;
+    frame.id = "c" + (nextId++);
+    if (!ws || ws.readyState !== WebSocket.OPEN) { showBanner("Not connected.", "warn"); return; }
+    ws.send(JSON.stringify(frame));
+  }
+
+  // ---- rendering ----
+
+  function markDirty(ts) {
+    var first = Object.keys(dirty).length === 0;
+    dirty[ts] = true;
+    if (first) requestAnimationFrame(flush);
+  }
+
+  function flush() {
+    var atBottom = nearBottom();
+    Object.keys(dirty).forEach(function (k) {
+      var ts = Number(k), i = pos[ts];
+      delete dirty[k];
+      if (i === undefined) return;
+      var n = renderMessage(st.messages[i], i);
+      if (nodes[ts]) nodes[ts].replaceWith(n);
+      else insertNode(n, i);
+      nodes[ts] = n;
+    });
+    renderChrome();
+    if (atBottom) scrollDown();
+  }
+
+  function insertNode(n, i) {
+    var tl = $("timeline");
+    var next = null;
+    for (var j = i + 1; j < st.messages.length; j++) {
+      if (nodes[st.messages[j].ts]) { next = nodes[st.messages[j].ts]; break; }
+    }
+    tl.insertBefore(n, next);
+  }
+
+  function renderAll() {
+    var tl = $("timeline");
+    tl.textContent = "";
+    nodes = {}; dirty = {};
+    st.messages.forEach(function (m, i) {
+      var n = renderMessage(m, i);
+      nodes[m.ts] = n;
+      tl.appendChild(n);
+    });
+    renderChrome();
+    scrollDown();
+  }
+
+  function nearBottom() {
+    var tl = $("timeline");
+    return tl.scrollHeight - tl.scrollTop - tl.clientHeight < 80;
+  }
+  function scrollDown() { var tl = $("timeline"); tl.scrollTop = tl.scrollHeight; }
+
+  function el(tag, cls, txt) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (txt !== undefined && txt !== null) e.textContent = txt;
+    return e;
+  }
+
+  function parseJSON(s) { try { return JSON.parse(s); } catch (e) { return null; } }
+
+  function isUserPrompt(m, i) {
+    return m.type === "say" && (m.say === "user_feedback" || (m.say === "text" && i === 0));
+  }
+
+  var SAFE_IMG = /^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+\/=\s]+$/;
+
+  function renderMessage(m, i) {
+    var box = el("article", "msg");
+    box.dataset.ts = String(m.ts);
+    box.dataset.kind = m.type + ":" + (m.ask || m.say);
+    if (m.partial) box.classList.add("partial");
+    var body = el("div", "body");
+    var kind = m.ask || m.say;
+    if (m.type === "say") {
+      switch (kind) {
+        case "text":
+          if (isUserPrompt(m, i)) { box.classList.add("user"); body.appendChild(el("div", "plain", m.text)); }
+          else { box.classList.add("model"); body.appendChild(md(m.text)); }
+          break;
+        case "user_feedback":
+          box.classList.add("user");
+          body.appendChild(el("div", "plain", m.text));
+          break;
+        case "reasoning":
+          body.appendChild(reasoning(m.text || m.reasoning, m.partial));
+          break;
+        case "completion_result":
+          box.classList.add("model", "result");
+          body.appendChild(el("div", "label", "Result"));
+          body.appendChild(md(m.text));
+          break;
+        case "error": case "diff_error": case "condense_context_error":
+          box.classList.add("error");
+          body.appendChild(el("pre", "errtext", m.text));
+          break;
+        case "command_output":
+          box.classList.add("output");
+          body.appendChild(el("div", "label", "Output"));
+          body.appendChild(el("pre", "out", m.text || "(no output)"));
+          break;
+        case "cell_executed":
+          box.classList.add("output");
+          body.appendChild(el("div", "label", "You ran a cell"));
+          body.appendChild(el("pre", "out", m.text));
+          break;
+        case "api_req_started":
+          box.classList.add("meta");
+          body.appendChild(el("span", "", m.partial ? "Asking the model…" : "Model request"));
+          break;
+        case "api_req_finished":
+          box.classList.add("meta");
+          var u = parseJSON(m.text) || {};
+          body.appendChild(el("span", "", "↳ " + (u.tokensIn || 0) + " in · " + (u.tokensOut || 0) + " out tokens · $" + Number(u.cost || 0).toFixed(4)));
+          break;
+        case "api_req_retried": case "api_req_retry_delayed": case "condense_context": case "sliding_window_truncation": case "kernel_status": case "checkpoint_saved":
+          box.classList.add("meta");
+          body.appendChild(el("span", "", kind.replace(/_/g, " ") + (m.text ? ": " + m.text : "")));
+          break;
+        default:
+          body.appendChild(el("div", "plain", m.text));
+      }
+      if (m.reasoning && kind !== "reasoning") body.insertBefore(reasoning(m.reasoning, m.partial), body.firstChild);
+    } else {
+      box.classList.add("askmsg");
+      if (m.isAnswered) box.classList.add("answered");
+      body.appendChild(askBody(m));
+    }
+    (m.images || []).forEach(function (src) {
+      if (!SAFE_IMG.test(src)) return;
+      var img = el("img", "image");
+      img.alt = "output image";
+      img.src = src;
+      body.appendChild(img);
+    });
+    box.appendChild(body);
+    box.appendChild(actions(m, i));
+    return box;
+  }
+
+  function md(s) {
+    var d = el("div", "markdown");
+    d.appendChild(window.AKMarkdown.render(s || ""));
+    return d;
+  }
+
+  function reasoning(s, open) {
+    var d = el("details", "reasoning");
+    if (open) d.open = true;
+    d.appendChild(el("summary", "", "Reasoning"));
+    d.appendChild(el("div", "plain", s));
+    return d;
+  }
+
+  function askBody(m) {
+    var d = el("div", "askbody");
+    switch (m.ask) {
+      case "command":
+        d.appendChild(el("div", "label", m.isAnswered ? "Code (answered)" : "The agent wants to run code"));
+        var pre = el("pre", "code"); pre.appendChild(el("code", "", m.text)); d.appendChild(pre);
+        break;
+      case "tool":
+        var t = parseJSON(m.text) || {};
+        d.appendChild(el("div", "label", "The agent wants to use " + (t.tool || "a tool") + (m.isAnswered ? " (answered)" : "")));
+        d.appendChild(el("pre", "code", t.input !== undefined ? JSON.stringify(t.input, null, 2) : m.text));
+        break;
+      case "followup":
+        var q = parseJSON(m.text) || { question: m.text };
+        d.appendChild(el("div", "label", "Question"));
+        d.appendChild(md(q.question || m.text));
+        break;
+      case "completion_result":
+        d.appendChild(el("div", "label", "Task complete" + (m.text ? "" : ".")));
+        if (m.text) d.appendChild(md(m.text));
+        break;
+      case "api_req_failed":
+        d.classList.add("error");
+        d.appendChild(el("div", "label", "The model request failed"));
+        d.appendChild(el("pre", "errtext", m.text));
+        break;
+      default:
+        d.appendChild(el("div", "label", m.ask.replace(/_/g, " ")));
+        if (m.text) d.appendChild(el("div", "plain", m.text));
+    }
+    return d;
+  }
+
+  function actions(m, i) {
+    var a = el("div", "actions");
+    var rw = el("button", "link rewind", "⟲ rewind to here");
+    rw.type = "button";
+    rw.title = "Remove this message and everything after it";
+    rw.addEventListener("click", function () {
+      if (confirm("Remove this message and everything after it?")) send({ type: "deleteMessage", ts: m.ts });
+    });
+    a.appendChild(rw);
+    if (isUserPrompt(m, i)) {
+      var ed = el("button", "link edit", "✎ edit");
+      ed.type = "button";
+      ed.addEventListener("click", function () { startEdit(m); });
+      a.appendChild(ed);
+    }
+    return a;
+  }
+
+  function renderChrome() {
+    var s = $("status");
+    s.textContent = st.kernelStatus || "idle";
+    s.className = "status status-" + (st.kernelStatus || "idle");
+    $("title").textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
+    var t = st.totals || {};
+    $("totals").textContent = (t.inputTokens || 0) + " in · " + (t.outputTokens || 0) + " out · $" + Number(t.cost || 0).toFixed(4);
+    var sel = $("mode");
+    var modes = st.modes && st.modes.length ? st.modes : [st.mode];
+    if (sel.dataset.modes !== modes.join(",")) {
+      sel.textContent = "";
+      modes.forEach(function (x) { var o = el("option", "", x); o.value = x; sel.appendChild(o); });
+      sel.dataset.modes = modes.join(",");
+    }
+    sel.value = st.mode;
+    var model = $("model");
+    if (document.activeElement !== model) model.value = st.model || "";
+    $("cancel").disabled = !(st.kernelStatus === "busy" || st.kernelStatus === "waiting");
+    renderAsk();
+  }
+
+  var shownAsk = 0;
+  function renderAsk() {
+    var p = st.pendingAsk, box = $("ask");
+    if (!p) { box.hidden = true; shownAsk = 0; return; }
+    box.hidden = false;
+    if (shownAsk === p.ts) return;
+    shownAsk = p.ts;
+    var txt = $("askText"), sug = $("askSuggest");
+    txt.textContent = ""; sug.textContent = "";
+    var approval = p.ask === "command" || p.ask === "tool" || p.ask === "use_mcp_server";
+    $("approve").hidden = !approval && p.ask !== "api_req_failed" && p.ask !== "mistake_limit_reached" && p.ask !== "resume_task";
+    $("approve").textContent = approval ? "Approve" : (p.ask === "api_req_failed" ? "Retry" : "Continue");
+    $("alwaysAllow").hidden = !approval;
+    $("deny").hidden = p.ask === "followup" || p.ask === "completion_result";
+    $("deny").textContent = approval ? "Deny" : "Stop";
+    box.dataset.ask = p.ask;
+    box.dataset.ts = String(p.ts);
+    if (p.ask === "followup") {
+      var q = parseJSON(p.text) || { question: p.text };
+      txt.appendChild(md(q.question));
+      (q.suggest || []).forEach(function (s) {
+        var b = el("button", "suggestion", s);
+        b.type = "button";
+        b.addEventListener("click", function () { respond("messageResponse", s); });
+        sug.appendChild(b);
+      });
+      $("prompt").placeholder = "Type your answer…";
+    } else if (approval) {
+      txt.textContent = p.ask === "command" ? "Run this code?" : "Allow this tool call?";
+      $("prompt").placeholder = "Or type feedback to deny with a reason…";
+    } else if (p.ask === "completion_result") {
+      txt.textContent = "Done. Send a follow-up to continue.";
+    } else {
+      txt.textContent = p.ask.replace(/_/g, " ");
+    }
+  }
+
+  function respond(kind, text) {
+    var p = st.pendingAsk;
+    if (!p) return;
+    var f = { type: "askResponse", ts: p.ts, response: kind };
+    if (text) f.text = text;
+    send(f);
+  }
+
+  function startEdit(m) {
+    editingTS = m.ts;
+    $("prompt").value = m.text || "";
+    $("editing").hidden = false;
+    $("prompt").focus();
+  }
+  function stopEdit() { editingTS = 0; $("editing").hidden = true; }
+
+  function showBanner(msg, kind) {
+    var b = $("banner");
+    b.textContent = msg;
+    b.className = "banner " + (kind || "");
+    b.hidden = false;
+    if (kind === "error") setTimeout(function () { if (b.textContent === msg) hideBanner(); }, 8000);
+  }
+  function hideBanner() { $("banner").hidden = true; }
+
+  // ---- sessions ----
+
+  function renderSessions(list) {
+    var ul = $("sessionList");
+    ul.textContent = "";
+    $("searchHits").textContent = "";
+    list.forEach(function (s) {
+      var li = el("li", s.current ? "current" : "");
+      var b = el("button", "link", s.title || s.id.slice(0, 8));
+      b.type = "button";
+      b.addEventListener("click", function () { send({ type: "loadSession", sessionId: s.id }); toggleSessions(false); });
+      li.appendChild(b);
+      li.appendChild(el("div", "sub", new Date(s.updatedAt).toLocaleString() + " · " + s.messageCount + " messages" + (s.model ? " · " + s.model : "")));
+      if (s.preview) li.appendChild(el("div", "sub preview", s.preview));
+      ul.appendChild(li);
+    });
+    if (!list.length) ul.appendChild(el("li", "sub", "No sessions match."));
+  }
+
+  function renderHits(hits) {
+    var ul = $("searchHits");
+    ul.textContent = "";
+    if (!hits.length) { ul.appendChild(el("li", "sub", "No messages match.")); return; }
+    hits.forEach(function (h) {
+      var li = el("li");
+      var b = el("button", "link", "Session " + h.sessionId.slice(0, 8));
+      b.type = "button";
+      b.addEventListener("click", function () { send({ type: "loadSession", sessionId: h.sessionId }); toggleSessions(false); });
+      li.appendChild(b);
+      var snip = el("div", "sub");
+      snip.appendChild(window.AKMarkdown.render(h.snippet));
+      li.appendChild(snip);
+      ul.appendChild(li);
+    });
+  }
+
+  function toggleSessions(show) {
+    var a = $("sessions");
+    a.hidden = !show;
+    $("sessionsBtn").setAttribute("aria-expanded", String(show));
+    if (show) send({ type: "listSessions", search: $("sessionQuery").value.trim() });
+  }
+
+  // ---- wiring ----
+
+  function submitPrompt() {
+    var text = $("prompt").value.trim();
+    if (!text) return;
+    if (editingTS) send({ type: "editMessage", ts: editingTS, text: text });
+    else if (st.pendingAsk && (st.pendingAsk.ask === "command" || st.pendingAsk.ask === "tool" || st.pendingAsk.ask === "followup"))
+      respond("messageResponse", text);
+    else send({ type: "newTask", text: text });
+    $("prompt").value = "";
+    stopEdit();
+  }
+
+  $("composer").addEventListener("submit", function (e) { e.preventDefault(); submitPrompt(); });
+  $("prompt").addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submitPrompt(); }
+  });
+  $("cancel").addEventListener("click", function () { send({ type: "cancelTask" }); });
+  $("cancelEdit").addEventListener("click", function () { $("prompt").value = ""; stopEdit(); });
+  $("approve").addEventListener("click", function () { respond("yesButtonClicked"); });
+  $("alwaysAllow").addEventListener("click", function () { respond("allowAll"); });
+  $("deny").addEventListener("click", function () { respond("noButtonClicked"); });
+  $("mode").addEventListener("change", function (e) { send({ type: "setMode", mode: e.target.value }); });
+  $("model").addEventListener("change", function (e) { var v = e.target.value.trim(); if (v && v !== st.model) send({ type: "setModel", model: v }); });
+  $("sessionsBtn").addEventListener("click", function () { toggleSessions($("sessions").hidden); });
+  $("sessionSearch").addEventListener("submit", function (e) {
+    e.preventDefault();
+    var q = $("sessionQuery").value.trim();
+    send({ type: "listSessions", search: q });
+    if (q) send({ type: "searchMessages", query: q });
+  });
+
+  if (!token) showBanner("This page needs the URL with its token: run %agent webview in the notebook.", "error");
+  else connect();
+})();

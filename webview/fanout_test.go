@@ -1,0 +1,288 @@
+package webview
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// drained reports whether every client's queue is empty and no resync is
+// under way: the server has handed everything to the sockets.
+func (h *hub) drained() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.resyncing {
+		return false
+	}
+	for c := range h.clients {
+		if len(c.send) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func waitDrained(s *Server) {
+	for !s.hub.drained() {
+		runtime.Gosched()
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// stream plays a scripted session of n updates on f: text messages
+// streamed piece by piece, reasoning, an ask answered, kernel status,
+// token totals and two rewinds. batch updates go out between waits for
+// the clients' queues to drain (a model streams far slower than this).
+func stream(s *Server, f *fakeAgent, n, batch int, piece func(seq int) string) {
+	seq := 0
+	var rewindAt []int64
+	for seq < n {
+		ts := f.nextTS()
+		m := messages.UIMessage{TS: ts, Type: messages.TypeSay, Say: messages.SayText, Partial: true}
+		if seq%3 == 1 {
+			m.Say = messages.SayReasoning
+		}
+		f.create(m)
+		f.status("busy")
+		for i := 0; i < 100 && seq < n; i++ {
+			if m.Say == messages.SayReasoning {
+				m.Reasoning += piece(seq)
+			} else {
+				m.Text += piece(seq)
+			}
+			f.update(m)
+			seq++
+			if seq%batch == 0 {
+				waitDrained(s)
+			}
+		}
+		m.Partial = false
+		f.update(m)
+		f.totals(Totals{InputTokens: seq, OutputTokens: seq / 2, Cost: float64(seq) / 1e4, Requests: 1})
+		if seq%1000 < 100 {
+			ask := messages.UIMessage{TS: f.nextTS(), Type: messages.TypeAsk, Ask: messages.AskCommand, Text: "print(1)"}
+			f.create(ask)
+			f.status("waiting")
+			_ = f.Respond(context.Background(), ask.TS, Response{Kind: ResponseYes})
+			rewindAt = append(rewindAt, ask.TS)
+		}
+		if len(rewindAt) == 3 || len(rewindAt) == 6 {
+			_ = f.Rewind(context.Background(), rewindAt[len(rewindAt)-2])
+			rewindAt = append(rewindAt, 0) // once
+			waitDrained(s)
+		}
+	}
+	f.status("final")
+}
+
+// follow reads frames until the kernel status is "final".
+func (c *testClient) follow(ctx context.Context) error {
+	for c.st.KernelStatus != "final" {
+		if _, _, err := c.next(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestFanOut100Clients(t *testing.T) {
+	const clients, updates = 100, 10000
+	f := newFake()
+	s := startServer(t, f, Options{})
+	cs := make([]*testClient, clients)
+	for i := range cs {
+		cs[i] = dial(t, s)
+		cs[i].until("state")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, clients)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.follow(ctx)
+		}()
+	}
+	stream(s, f, updates, 50, func(seq int) string { return fmt.Sprintf("w%d ", seq) })
+	wg.Wait()
+	want, _ := f.Snapshot(context.Background())
+	wantJSON, _ := json.Marshal(want)
+	mirror, _ := json.Marshal(s.State())
+	if string(mirror) != string(wantJSON) {
+		t.Fatalf("server mirror differs from the agent\n got %s\nwant %s", tail(mirror), tail(wantJSON))
+	}
+	for i, c := range cs {
+		if errs[i] != nil {
+			t.Fatalf("client %d: %v", i, errs[i])
+		}
+		got, _ := json.Marshal(c.st)
+		if string(got) != string(wantJSON) {
+			t.Fatalf("client %d ends in another state\n got %.500s\nwant %.500s", i, got, wantJSON)
+		}
+	}
+	if d := s.Dropped(); d != 0 {
+		t.Fatalf("%d clients dropped", d)
+	}
+	t.Logf("%d clients × %d frames, %d messages in the final state", clients, cs[0].seen, len(want.Messages))
+}
+
+func TestStalledClientDropped(t *testing.T) {
+	const clients, updates = 10, 1500
+	f := newFake()
+	s := startServer(t, f, Options{SendBuffer: 64})
+	// The stalled client connects, with a small receive buffer, and then
+	// never reads.
+	d := &net.Dialer{Control: func(network, address string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return errors.Join(err, serr)
+	}}
+	stalled, _, err := websocket.Dial(context.Background(), wsURL(s), &websocket.DialOptions{
+		HTTPClient: &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.CloseNow()
+	for s.Clients() != 1 {
+		runtime.Gosched()
+	}
+	cs := make([]*testClient, clients)
+	for i := range cs {
+		cs[i] = dial(t, s)
+		cs[i].until("state")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, clients)
+	for i, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.follow(context.Background())
+		}()
+	}
+	big := strings.Repeat("x", 8<<10)
+	// waitDrained waits on every queue, the stalled one's too, until it is
+	// dropped; so the stream below finishes only because it is dropped.
+	stream(s, f, updates, 20, func(int) string { return big })
+	wg.Wait()
+	want, _ := json.Marshal(s.State())
+	for i, c := range cs {
+		if errs[i] != nil {
+			t.Fatalf("client %d: %v", i, errs[i])
+		}
+		if got, _ := json.Marshal(c.st); string(got) != string(want) {
+			t.Fatalf("client %d ends in another state", i)
+		}
+	}
+	if d := s.Dropped(); d != 1 {
+		t.Fatalf("%d clients dropped, want the stalled one", d)
+	}
+	if s.Clients() != clients {
+		t.Fatalf("%d clients left, want %d", s.Clients(), clients)
+	}
+	// It reconnects and resyncs with the full state.
+	again := dial(t, s)
+	again.until("state")
+	if got, _ := json.Marshal(again.st); string(got) != string(want) {
+		t.Fatal("reconnected client did not get the full state")
+	}
+}
+
+// BenchmarkFanOut is the issue's figure: 100 clients attached while the
+// agent streams 10,000 updates. It reports the p50/p99/max latency from
+// the agent's event to a client's decoded frame, and the server's memory.
+func BenchmarkFanOut(b *testing.B) {
+	const clients, updates = 100, 10000
+	for b.Loop() {
+		f := newFake()
+		s := startServer(b, f, Options{})
+		var sent [updates]atomic.Int64 // seq → publish time (ns)
+		lat := make([][]time.Duration, clients)
+		var wg sync.WaitGroup
+		ready := make(chan struct{})
+		for i := range clients {
+			c := dial(b, s)
+			c.until("state")
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-ready
+				for {
+					_, data, err := c.ws.Read(context.Background())
+					now := time.Now().UnixNano()
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					var fr struct {
+						Type   string `json:"type"`
+						Append string `json:"append"`
+						Status string `json:"status"`
+					}
+					_ = json.Unmarshal(data, &fr)
+					if fr.Type == "kernelStatus" && fr.Status == "final" {
+						return
+					}
+					if fr.Type == "messageUpdated" && strings.HasPrefix(fr.Append, "w") {
+						if seq, err := strconv.Atoi(strings.TrimSpace(fr.Append[1:])); err == nil {
+							lat[i] = append(lat[i], time.Duration(now-sent[seq].Load()))
+						}
+					}
+				}
+			}()
+		}
+		close(ready)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		stream(s, f, updates, 10, func(seq int) string {
+			sent[seq].Store(time.Now().UnixNano())
+			return fmt.Sprintf("w%d ", seq)
+		})
+		wg.Wait()
+		elapsed := time.Since(start)
+		runtime.ReadMemStats(&after)
+		var all []time.Duration
+		for _, l := range lat {
+			all = append(all, l...)
+		}
+		slices.Sort(all)
+		if len(all) == 0 {
+			b.Fatal("no latencies")
+		}
+		q := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))]) / 1e6 }
+		b.ReportMetric(q(0.50), "p50-ms")
+		b.ReportMetric(q(0.99), "p99-ms")
+		b.ReportMetric(float64(all[len(all)-1])/1e6, "max-ms")
+		b.ReportMetric(float64(len(all))/elapsed.Seconds(), "frames/s")
+		b.ReportMetric(float64(after.HeapInuse)/(1<<20), "heap-MiB")
+		b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(len(all)), "alloc-B/frame")
+		s.Close()
+	}
+}
+
+func tail(b []byte) string {
+	if len(b) > 600 {
+		b = b[len(b)-600:]
+	}
+	return string(b)
+}

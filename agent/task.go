@@ -344,6 +344,10 @@ func (t *Task) Respond(ts int64, a Response) error {
 	}
 	select {
 	case p.answer <- a:
+		// Answered: no longer pending, so Wait and PendingAsk do not offer
+		// it again while the turn picks the answer up.
+		t.pending = nil
+		t.state = StateWorking
 	default:
 		t.mu.Unlock()
 		return fmt.Errorf("%w: %d already answered", ErrNoAsk, ts)

@@ -686,3 +686,34 @@ func TestRecordAndReplayApprovals(t *testing.T) {
 		t.Fatalf("divergence: err = %v", err)
 	}
 }
+
+// TestAnsweredAskIsNotPending: once an answer is accepted the ask is no
+// longer offered, so no frontend asks the user twice.
+func TestAnsweredAskIsNotPending(t *testing.T) {
+	e := newEnv(t, setup{turns: []turn{
+		{events: []provider.Event{call("c1", "write_file", map[string]any{"path": "p.txt", "content": "1"}), done(provider.StopToolUse)}},
+		say("ok"),
+	}})
+	e.task.Submit("go")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if st, _ := e.task.Wait(ctx); st != agent.StateWaiting {
+		t.Fatalf("state %s", st)
+	}
+	ask, _ := e.task.PendingAsk()
+	if err := e.task.Respond(ask.TS, agent.Response{Kind: agent.ResponseYes}); err != nil {
+		t.Fatal(err)
+	}
+	if again, ok := e.task.PendingAsk(); ok && again.TS == ask.TS {
+		t.Fatal("the answered ask is still pending")
+	}
+	if err := e.task.Respond(ask.TS, agent.Response{Kind: agent.ResponseNo}); !errors.Is(err, agent.ErrNoAsk) {
+		t.Fatalf("second answer: %v", err)
+	}
+	if st, err := e.task.Wait(ctx); st != agent.StateIdle || err != nil {
+		t.Fatalf("state %s err %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "p.txt")); err != nil {
+		t.Fatalf("the approved write did not happen: %v", err)
+	}
+}

@@ -21,7 +21,10 @@ func TestLayers(t *testing.T) {
 		"kernel":        {"kernel/client", "bridge", "agent", "messages", "store", "rewind"},
 		"kernel/client": {"kernel", "bridge", "agent", "messages", "store", "rewind"},
 		"agent":         {"kernel", "kernel/client", "kernel/wire", "bridge", "webview", "notebooks"},
-		"bridge":        {"webview", "notebooks", "cmd/agentkernel"},
+		"bridge":        {"notebooks", "cmd/agentkernel"},
+		"webview":       {"agent", "bridge", "kernel", "kernel/client", "store", "rewind", "cmd/agentkernel"},
+		"headless":      {"kernel", "bridge", "webview", "notebooks", "cmd/agentkernel"},
+		"notebooks":     {"agent", "bridge", "webview", "kernel", "cmd/agentkernel"},
 	}
 	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "../../...").Output()
 	if err != nil {

@@ -70,7 +70,7 @@
           var m = st.messages[i];
           if (f.append) m.text = (m.text || "") + f.append;
           if (f.appendReasoning) m.reasoning = (m.reasoning || "") + f.appendReasoning;
-          m.partial = !!f.partial;
+          if (f.partial) m.partial = true; else delete m.partial;
         }
         trackAsk(st.messages[i]);
         markDirty(ts);

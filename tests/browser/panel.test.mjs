@@ -1,0 +1,355 @@
+// Browser tests of the web panel: a real agentkernel prompt-mode kernel
+// (harness/, with the scripted model server) and Debian's chromium driven
+// by playwright-core. Run through run.sh. Screenshots go to tests/artifacts/.
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, "..", "..");
+const artifacts = join(repo, "tests", "artifacts");
+mkdirSync(artifacts, { recursive: true });
+const TIMEOUT = 30000;
+
+function log(...a) { console.log("[panel]", ...a); }
+
+// ---- the harness ----
+
+async function startHarness() {
+  const bin = process.env.HARNESS_BIN;
+  const child = bin
+    ? spawn(bin, [], { stdio: ["ignore", "pipe", "inherit"] })
+    : spawn("go", ["run", "./tests/browser/harness"], { cwd: repo, stdio: ["ignore", "pipe", "inherit"] });
+  const rl = createInterface({ input: child.stdout });
+  const first = await new Promise((resolve, reject) => {
+    rl.once("line", resolve);
+    child.once("exit", (code) => reject(new Error("harness exited with " + code)));
+  });
+  const { control } = JSON.parse(first);
+  return { child, control };
+}
+
+let H;
+async function call(method, path, body) {
+  const r = await fetch(H.control + path, {
+    method, headers: { "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await r.text();
+  if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${text}`);
+  return JSON.parse(text);
+}
+const enqueue = (...turns) => call("POST", "/enqueue", { turns });
+let cellN = 0;
+async function execute(code) { const id = "cell" + (++cellN); await call("POST", "/execute", { id, code }); return id; }
+const cell = (id) => call("GET", "/cell?id=" + id);
+const stdin = (id, value) => call("POST", "/stdin", { id, value });
+const requests = () => call("GET", "/requests");
+
+async function until(what, fn, timeout = TIMEOUT) {
+  const end = Date.now() + timeout;
+  let last;
+  while (Date.now() < end) {
+    last = await fn();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("timed out waiting for " + what + (last !== undefined ? " (last: " + JSON.stringify(last) + ")" : ""));
+}
+const cellDone = (id) => until("cell " + id + " to finish", async () => { const c = await cell(id); return c.done && c.status !== "" ? c : null; });
+const cellWaiting = (id) => until("cell " + id + " to ask on stdin", async () => { const c = await cell(id); return c.waiting ? c : null; });
+
+function outputsText(c) {
+  return c.outputs.map((o) => {
+    const d = o.content.data || {};
+    return (o.content.text || "") + (d["text/plain"] || "") + (d["text/markdown"] || "") + (o.content.evalue || "");
+  }).join("\n");
+}
+
+// ---- the browser ----
+
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync"];
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(artifacts, name + ".png"), fullPage: false });
+}
+
+const results = [];
+async function step(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true, ms: Date.now() - t0 });
+    log("ok  ", name, `(${Date.now() - t0} ms)`);
+  } catch (e) {
+    results.push({ name, ok: false, error: e });
+    log("FAIL", name, "\n", e && e.stack || e);
+    throw e;
+  }
+}
+
+async function main() {
+  H = await startHarness();
+  const profile = mkdtempSync(join(tmpdir(), "ak-chromium-"));
+  // A fresh --user-data-dir: playwright-core passes it for a persistent context.
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: CHROMIUM_ARGS.filter((a) => a !== "--headless"),
+  });
+  let url;
+  try {
+    const narrow = await browser.newPage();
+    await narrow.setViewportSize({ width: 400, height: 760 });
+    const wide = await browser.newPage();
+    await wide.setViewportSize({ width: 1280, height: 800 });
+    const dialogs = [];
+    for (const p of [narrow, wide]) {
+      p.on("dialog", async (d) => {
+        dialogs.push({ type: d.type(), message: d.message() });
+        if (d.type() === "confirm") await d.accept(); else await d.dismiss();
+      });
+      p.on("pageerror", (e) => log("page error:", e.message));
+    }
+
+    await step("%agent webview shows the URL as a link and an IFrame", async () => {
+      const id = await execute("%agent webview");
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok");
+      const disp = c.outputs.find((o) => o.msg_type === "display_data");
+      assert.ok(disp, "no display_data: " + JSON.stringify(c.outputs));
+      const html = disp.content.data["text/html"];
+      url = disp.content.data["text/plain"].replace(/^Web panel: /, "");
+      assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}$/);
+      assert.ok(html.includes("<iframe") && html.includes(url.replace(/&/g, "&amp;")), html);
+    });
+
+    await step("the page and socket need the token", async () => {
+      const bad = await fetch(url.replace(/token=[0-9a-f]+/, "token=nope"));
+      assert.equal(bad.status, 401);
+      const none = await fetch(url.replace(/\?token=[0-9a-f]+/, ""));
+      assert.equal(none.status, 401);
+    });
+
+    await step("open the panel (narrow and wide)", async () => {
+      await narrow.goto(url);
+      await wide.goto(url);
+      for (const p of [narrow, wide]) await p.waitForSelector("#status.status-idle", { timeout: TIMEOUT });
+      await shot(narrow, "01-empty-narrow");
+    });
+
+    await step("a notebook prompt streams into the panel", async () => {
+      await enqueue([{ reasoning: ["Thinking about ", "greetings."] }, { text: ["# Hello", ", panel!\n\n", "- one\n- **two**\n\n```python\nprint('hi')\n```\n"] },
+        { delayMs: 300 }, { text: ["Streaming done."] }, { usage: { input: 120, output: 30 } }]);
+      const id = await execute("Say hello to the panel");
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("article.msg.user >> text=Say hello to the panel", { timeout: TIMEOUT });
+        await p.waitForSelector("article.model h1 >> text=Hello, panel!", { timeout: TIMEOUT });
+      }
+      await shot(wide, "02-streaming-wide");
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok");
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("text=Streaming done.", { timeout: TIMEOUT });
+        await p.waitForSelector("details.reasoning >> text=Reasoning", { timeout: TIMEOUT });
+        await p.waitForFunction(() => /120 in/.test(document.getElementById("totals").textContent), null, { timeout: TIMEOUT });
+      }
+      assert.ok(await wide.$("article.model ul li strong"), "markdown list with bold");
+      assert.ok(await wide.$("article.model pre code.language-python"), "fenced code");
+    });
+
+    await step("approve an ask from the panel; the notebook cell continues", async () => {
+      await enqueue(
+        [{ text: ["Let me compute that."] }, { tool: { id: "call_1", name: "execute_code", args: JSON.stringify({ code: "print(6*7)" }) } }],
+        [{ text: ["The answer is 42."] }],
+      );
+      const id = await execute("What is six times seven?");
+      await cellWaiting(id); // the notebook shows an input prompt
+      for (const p of [narrow, wide]) await p.waitForSelector("#ask:not([hidden])[data-ask=command]", { timeout: TIMEOUT });
+      await shot(narrow, "03-ask-narrow");
+      await shot(wide, "03-ask-wide");
+      await narrow.click("#approve");
+      // Closed everywhere: both panels.
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("#ask", { state: "hidden", timeout: TIMEOUT });
+        await p.waitForSelector("article.output pre.out >> text=42", { timeout: TIMEOUT });
+        await p.waitForSelector("text=The answer is 42.", { timeout: TIMEOUT });
+      }
+      // The notebook's prompt is answered late (the panel won): ignored.
+      const c0 = await cell(id);
+      if (c0.waiting) await stdin(id, "n");
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok", JSON.stringify(c));
+      const out = outputsText(c);
+      assert.ok(out.includes("42"), "code output in the notebook: " + out);
+      assert.ok(out.includes("The answer is 42."), "the model's answer in the notebook: " + out);
+      const reqs = await requests();
+      assert.ok(reqs[reqs.length - 1].all.includes("42"), "the tool result went to the model");
+      await shot(wide, "04-approved-wide");
+    });
+
+    await step("answer in the notebook; the panel's ask closes", async () => {
+      await enqueue(
+        [{ tool: { id: "call_2", name: "execute_code", args: JSON.stringify({ code: "print('from stdin approval')" }) } }],
+        [{ text: ["Ran it after your approval in the notebook."] }],
+      );
+      const id = await execute("Print something, please");
+      for (const p of [narrow, wide]) await p.waitForSelector("#ask:not([hidden])[data-ask=command]", { timeout: TIMEOUT });
+      await cellWaiting(id);
+      await stdin(id, "y");
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("#ask", { state: "hidden", timeout: TIMEOUT });
+        await p.waitForSelector("article.askmsg.answered", { timeout: TIMEOUT });
+        await p.waitForSelector("text=Ran it after your approval in the notebook.", { timeout: TIMEOUT });
+      }
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok");
+    });
+
+    await step("rewind from the panel; notebook and next model request agree", async () => {
+      const prompt = "article.msg.user >> text=Print something, please";
+      await wide.hover(prompt);
+      const art = await wide.$(prompt);
+      const box = await art.evaluateHandle((n) => n.closest("article"));
+      const btn = await box.$("button.rewind");
+      await btn.click(); // confirm() is accepted by the dialog handler
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector(prompt, { state: "detached", timeout: TIMEOUT });
+        await p.waitForSelector("text=The answer is 42.", { timeout: TIMEOUT });
+      }
+      const hid = await execute("%agent history");
+      const h = await cellDone(hid);
+      const hist = outputsText(h);
+      assert.ok(!hist.includes("Print something"), "notebook history still has the rewound prompt:\n" + hist);
+      assert.ok(hist.includes("six times seven"), hist);
+      await enqueue([{ text: ["Fresh start after the rewind."] }]);
+      const id = await execute("After the rewind");
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok");
+      const reqs = await requests();
+      const last = reqs[reqs.length - 1].all;
+      assert.ok(!last.includes("Print something") && !last.includes("from stdin approval"), "rewound messages sent to the model");
+      assert.ok(last.includes("six times seven") && last.includes("After the rewind"), "kept history missing");
+      for (const p of [narrow, wide]) await p.waitForSelector("text=Fresh start after the rewind.", { timeout: TIMEOUT });
+      const texts = await wide.$$eval("article.msg.user", (a) => a.map((n) => n.textContent));
+      assert.ok(texts.some((t) => t.includes("After the rewind")) && !texts.some((t) => t.includes("Print something")), texts.join("|"));
+      await shot(wide, "05-rewound-wide");
+    });
+
+    await step("a model reply full of XSS payloads executes nothing", async () => {
+      const payloads = [
+        "<script>window.__xss='script';alert('xss-script')</script>",
+        "<img src=x onerror=\"window.__xss='img';alert('xss-img')\">",
+        "<svg/onload=alert('xss-svg')>",
+        "<iframe src=\"javascript:alert('xss-iframe')\"></iframe>",
+        "<a href=\"javascript:alert('xss-a')\">html link</a>",
+        "[md js link](javascript:window.__xss='mdlink')",
+        "[mixed case](JaVaScRiPt:alert('xss-case'))",
+        "[tab inside](java\tscript:alert('xss-tab'))",
+        "[data link](data:text/html;base64,PHNjcmlwdD5hbGVydCgneHNzLWRhdGEnKTwvc2NyaXB0Pg==)",
+        "[vb](vbscript:msgbox(1))",
+        "![image](x\" onerror=\"alert('xss-imgmd'))",
+        "**<b onmouseover=alert('xss-b')>bold</b>**",
+        "`<script>alert('xss-code')</script>`",
+        "<style>body{display:none}</style>",
+        "<details open ontoggle=alert('xss-details')>",
+        "[ok link](https://example.com/safe?a=1&b=2) and <https://example.org/auto>",
+      ].join("\n\n");
+      await enqueue([{ text: ["## Payloads\n\n", payloads, "\n\nEnd of payloads."] }]);
+      // Sent from the panel's prompt box this time (newTask).
+      await narrow.fill("#prompt", "Show me some HTML");
+      await narrow.press("#prompt", "Enter");
+      for (const p of [narrow, wide]) await p.waitForSelector("text=End of payloads.", { timeout: TIMEOUT });
+      for (const p of [narrow, wide]) {
+        // Hover everything and click the links: still nothing runs.
+        for (const a of await p.$$("article.model a")) { await a.hover(); }
+        const report = await p.evaluate(() => {
+          const tl = document.getElementById("timeline");
+          const tags = new Set([...tl.querySelectorAll("article.model .markdown *")].map((n) => n.tagName.toLowerCase()));
+          const onAttrs = [...tl.querySelectorAll("*")].flatMap((n) => [...n.attributes].filter((a) => /^on/i.test(a.name)).map((a) => a.name));
+          const hrefs = [...tl.querySelectorAll("a")].map((a) => a.getAttribute("href"));
+          return { xss: window.__xss, tags: [...tags], onAttrs, hrefs,
+            scripts: document.querySelectorAll("script").length, bodyVisible: getComputedStyle(document.body).display !== "none" };
+        });
+        assert.equal(report.xss, undefined, "a payload ran");
+        assert.deepEqual(report.onAttrs, [], "event handler attributes in the DOM");
+        const allowed = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre", "ul", "ol", "li", "blockquote", "hr", "br", "a"]);
+        for (const t of report.tags) assert.ok(allowed.has(t), "unexpected element <" + t + ">");
+        for (const h of report.hrefs) assert.match(h, /^(https?:|mailto:)/, "unsafe href " + h);
+        assert.ok(report.hrefs.includes("https://example.com/safe?a=1&b=2"), "the safe link is kept");
+        assert.equal(report.scripts, 2, "only the panel's own scripts");
+        assert.ok(report.bodyVisible);
+        // The payloads are shown as text.
+        await p.waitForSelector("article.model >> text=<script>window.__xss='script';alert('xss-script')</script>", { timeout: TIMEOUT });
+      }
+      const alerts = dialogs.filter((d) => d.type !== "confirm");
+      assert.deepEqual(alerts, [], "dialogs opened: " + JSON.stringify(alerts));
+      await shot(narrow, "06-xss-narrow");
+      await shot(wide, "06-xss-wide");
+    });
+
+    await step("the markdown renderer only makes whitelisted nodes", async () => {
+      const out = await wide.evaluate(() => {
+        const cases = ["<img src=x onerror=alert(1)>", "[a](javascript:alert(1))", "[a]( javascript:alert(1))",
+          "[a](&#106;avascript:alert(1))", "<a href=javascript:alert(1)>x</a>", "***nested _em_ `code`***"];
+        const box = document.createElement("div");
+        return cases.map((c) => {
+          box.textContent = "";
+          box.appendChild(window.AKMarkdown.render(c));
+          const els = [...box.querySelectorAll("*")];
+          return { c, tags: els.map((n) => n.tagName.toLowerCase()),
+            attrs: els.flatMap((n) => [...n.attributes].map((a) => a.name + "=" + a.value)) };
+        });
+      });
+      const allowedAttrs = /^(href=(https?:|mailto:)|target=_blank$|rel=|class=language-|start=\d+$)/;
+      for (const r of out) {
+        for (const t of r.tags) assert.ok(["p", "strong", "em", "code", "a", "br"].includes(t), r.c + " made <" + t + ">");
+        for (const a of r.attrs) assert.match(a, allowedAttrs, r.c + " made attribute " + a);
+      }
+      for (const t of ["strong", "em", "code"]) assert.ok(out[5].tags.includes(t), "nested emphasis: " + out[5].tags);
+    });
+
+    await step("sessions list and search", async () => {
+      await wide.click("#sessionsBtn");
+      await wide.waitForSelector("#sessionList li.current", { timeout: TIMEOUT });
+      await wide.fill("#sessionQuery", "seven");
+      await wide.press("#sessionQuery", "Enter");
+      await wide.waitForSelector("#searchHits li", { timeout: TIMEOUT });
+      await shot(wide, "07-sessions-wide");
+      await wide.click("#sessionsBtn");
+    });
+
+    await step("a reconnecting client gets the full state", async () => {
+      const before = await narrow.evaluate(() => window.__akPanel.state().messages.length);
+      await narrow.reload();
+      await narrow.waitForSelector("#status.status-idle", { timeout: TIMEOUT });
+      const after = await narrow.evaluate(() => window.__akPanel.state().messages.length);
+      assert.equal(after, before);
+      const a = await narrow.evaluate(() => JSON.stringify(window.__akPanel.state().messages));
+      const b = await wide.evaluate(() => JSON.stringify(window.__akPanel.state().messages));
+      assert.equal(a, b, "two panels disagree");
+      await shot(narrow, "08-final-narrow");
+      await shot(wide, "08-final-wide");
+    });
+  } finally {
+    await browser.close();
+    rmSync(profile, { recursive: true, force: true });
+    try { await call("POST", "/quit"); } catch (e) { /* already gone */ }
+    await new Promise((r) => { if (H.child.exitCode !== null) r(); else H.child.once("exit", r); });
+  }
+}
+
+main().then(() => {
+  log(`${results.filter((r) => r.ok).length}/${results.length} passed`);
+  process.exit(0);
+}, (e) => {
+  console.error(e);
+  log(`${results.filter((r) => r.ok).length}/${results.length} passed before a failure`);
+  if (H && H.child && H.child.exitCode === null) H.child.kill("SIGTERM");
+  process.exit(1);
+});

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Browser tests of the web panel: installs what they need (playwright-core
+# from npm, Debian's chromium) and runs them against a real prompt-mode
+# kernel with the scripted model. Screenshots: tests/artifacts/.
+#   tests/browser/run.sh            (from anywhere)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+export PATH="/usr/local/go/bin:$PATH"
+
+if [ ! -x /usr/bin/chromium ]; then
+  echo "run.sh: installing Debian's chromium" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+if ! /usr/bin/python3 -c "import ipykernel" 2>/dev/null; then
+  echo "run.sh: installing Debian's python3-ipykernel (the backing kernel)" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-ipykernel >/dev/null
+fi
+cd "$here"
+npm ci --no-audit --no-fund --loglevel=error
+
+bin="$(mktemp -d)/harness"
+trap 'rm -rf "$(dirname "$bin")"' EXIT
+(cd "$repo" && go build -o "$bin" ./tests/browser/harness)
+mkdir -p "$repo/tests/artifacts"
+HARNESS_BIN="$bin" node panel.test.mjs

@@ -12,6 +12,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/agentstore"
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/headless"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -20,26 +21,15 @@ import (
 type ModelOpener func(spec string) (provider.Provider, error)
 
 // Approve is the headless approval policy: what an ask gets when no
-// frontend can answer it (no stdin).
-type Approve string
+// frontend can answer it (no stdin). AGENTKERNEL_APPROVE sets it.
+type Approve = headless.Approve
 
-// The headless policies (AGENTKERNEL_APPROVE).
+// The headless policies.
 const (
-	ApproveNone     Approve = "none"      // deny every ask
-	ApproveReadOnly Approve = "read-only" // deny asks (read-only tools need none)
-	ApproveAll      Approve = "all"       // allow every ask
+	ApproveNone     = headless.ApproveNone
+	ApproveReadOnly = headless.ApproveReadOnly
+	ApproveAll      = headless.ApproveAll
 )
-
-// ParseApprove checks a policy name; "" means none.
-func ParseApprove(s string) (Approve, error) {
-	switch Approve(s) {
-	case "":
-		return ApproveNone, nil
-	case ApproveNone, ApproveReadOnly, ApproveAll:
-		return Approve(s), nil
-	}
-	return "", fmt.Errorf("bridge: unknown approval policy %q (want none, read-only or all)", s)
-}
 
 // session is prompt mode's agent: the store, the current session's task,
 // and the code runner its execute_code uses.
@@ -96,7 +86,7 @@ func (b *Bridge) newSessionLocked(ctx context.Context, resume string) (*session,
 		history store.Histories
 	)
 	if resume != "" {
-		sess, err := findSession(ctx, st, resume)
+		sess, err := headless.FindSession(ctx, st, resume)
 		if err != nil {
 			return nil, err
 		}
@@ -167,30 +157,6 @@ func (b *Bridge) openModelLocked(model string) (provider.Provider, error) {
 	}
 	b.providers[model] = p
 	return p, nil
-}
-
-// findSession finds a session by id or unique id prefix.
-func findSession(ctx context.Context, st *store.Store, ref string) (store.Session, error) {
-	if s, err := st.GetSession(ctx, ref); err == nil {
-		return s, nil
-	}
-	list, err := st.ListSessions(ctx, store.ListOptions{Limit: -1, Archived: store.AllSessions})
-	if err != nil {
-		return store.Session{}, err
-	}
-	var found []store.Session
-	for _, s := range list {
-		if strings.HasPrefix(s.ID, ref) {
-			found = append(found, s)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return store.Session{}, fmt.Errorf("no session %q (see %%agent sessions)", ref)
-	case 1:
-		return found[0], nil
-	}
-	return store.Session{}, fmt.Errorf("%q matches %d sessions; give more of the id", ref, len(found))
 }
 
 func (b *Bridge) workspaceDir() string {

@@ -60,23 +60,39 @@ func startWith(t *testing.T, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	b.Start()
-	conn, err := wire.NewConnectionInfo("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
-	c, err := client.Dial(ctx, conn, client.Options{Logger: logger()})
-	if err != nil {
+	var (
+		srv    *kernel.Server
+		c      *client.Client
+		cancel context.CancelFunc
+		served chan error
+	)
+	// Ports are picked free and bound later; a parallel test process may
+	// take one meanwhile, so try again with fresh ports.
+	for attempt := 1; ; attempt++ {
+		conn, err := wire.NewConnectionInfo("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if srv, err = kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: logger()}); err != nil {
+			t.Fatal(err)
+		}
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(context.Background())
+		served = make(chan error, 1)
+		go func() { served <- srv.Serve(ctx) }()
+		dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+		c, err = client.Dial(dctx, conn, client.Options{Logger: logger()})
+		dcancel()
+		if err == nil {
+			break
+		}
 		cancel()
 		<-served
-		b.Close()
-		t.Fatal(err)
+		if attempt == 3 {
+			b.Close()
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; trying fresh ports", attempt, err)
 	}
 	t.Cleanup(func() {
 		c.Close()

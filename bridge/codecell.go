@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/headless"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
@@ -28,13 +29,12 @@ func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, c
 		AllowStdin bool `json:"allow_stdin"`
 	}
 	_ = r.Msg.DecodeContent(&c)
-	var stdout, stderr, result strings.Builder
-	var res agent.CodeResult
+	var col headless.Collector
 	inputCtx, cancelInput := context.WithCancel(ctx)
 	defer cancelInput()
 	rep, err := k.Client().Execute(ctx, code, client.ExecuteOptions{AllowStdin: c.AllowStdin}, client.Handlers{
 		IOPub: func(m *wire.Message) {
-			collect(m, &stdout, &stderr, &result, &res)
+			col.Add(m)
 			switch m.Header.MsgType {
 			case "status", "execute_input":
 				return
@@ -63,7 +63,8 @@ func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, c
 		b.replyError(r, count, "BackingKernelError", err.Error())
 		return
 	}
-	output := stdout.String() + stderr.String() + result.String()
+	res := col.CodeResult()
+	output := res.Stdout + res.Stderr + res.Result
 	for _, im := range res.Images {
 		output += im.Summary() + "\n"
 	}

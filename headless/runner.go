@@ -189,14 +189,14 @@ func (r *Runner) Run(ctx context.Context, code string) (agent.CodeResult, error)
 		return agent.CodeResult{}, err
 	}
 	var (
-		col collector
+		col Collector
 		res agent.CodeResult
 	)
 	h := client.Handlers{IOPub: func(m *wire.Message) {
 		if r.opts.OnOutput != nil && isOutput(m.Header.MsgType) {
 			r.opts.OnOutput(m.Header.MsgType, m.Content)
 		}
-		col.add(m)
+		col.Add(m)
 	}}
 	// The reply is awaited under the runner's lifetime, not ctx: after an
 	// interrupt the kernel still replies, and waiting for that reply keeps
@@ -229,7 +229,7 @@ func (r *Runner) Run(ctx context.Context, code string) (agent.CodeResult, error)
 	rep, err := k.Client().Execute(ectx, code, client.ExecuteOptions{}, h)
 	close(done)
 	wg.Wait()
-	res = col.codeResult()
+	res = col.CodeResult()
 	if err != nil {
 		if errors.Is(err, client.ErrDead) {
 			r.drop(k)
@@ -289,14 +289,17 @@ func isOutput(msgType string) bool {
 	return false
 }
 
-// collector builds the model's view of a cell from its iopub messages.
-type collector struct {
+// Collector builds the model's view of a cell from its iopub messages:
+// stdout, stderr, text results, image summaries, the error. The zero value
+// is ready; it is not safe for concurrent use.
+type Collector struct {
 	stdout, stderr, result strings.Builder
 	images                 []agent.Image
 	err                    *agent.CodeError
 }
 
-func (c *collector) add(m *wire.Message) {
+// Add takes one iopub message of the cell.
+func (c *Collector) Add(m *wire.Message) {
 	switch m.Header.MsgType {
 	case "stream":
 		var s struct{ Name, Text string }
@@ -340,7 +343,8 @@ func (c *collector) add(m *wire.Message) {
 	}
 }
 
-func (c *collector) codeResult() agent.CodeResult {
+// CodeResult returns what was collected.
+func (c *Collector) CodeResult() agent.CodeResult {
 	return agent.CodeResult{Stdout: c.stdout.String(), Stderr: c.stderr.String(), Result: c.result.String(),
 		Images: c.images, Error: c.err}
 }

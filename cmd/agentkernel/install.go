@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/bridge"
+	"github.com/agentkernel/agentkernel/headless"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 )
@@ -66,7 +67,7 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 			*display = "Agent (code)"
 		}
 	}
-	if _, err := bridge.ParseApprove(*approve); err != nil {
+	if _, err := headless.ParseApprove(*approve); err != nil {
 		return err
 	}
 	env := map[string]string{}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/bridge"
+	"github.com/agentkernel/agentkernel/headless"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
@@ -116,7 +117,7 @@ func agentConfig(model, record string) (bridge.Config, error) {
 	if err != nil {
 		return bridge.Config{}, err
 	}
-	approve, err := bridge.ParseApprove(firstNonEmpty(os.Getenv("AGENTKERNEL_APPROVE"), fc.Approve))
+	approve, err := headless.ParseApprove(firstNonEmpty(os.Getenv("AGENTKERNEL_APPROVE"), fc.Approve))
 	if err != nil {
 		return bridge.Config{}, err
 	}

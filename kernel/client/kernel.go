@@ -68,11 +68,32 @@ func (p *process) hasExited() bool {
 // process group (so a SIGINT to us does not reach it), and returns once the
 // kernel is ready: it answered kernel_info and iopub traffic was seen. ctx
 // and opts.StartTimeout bound the start only.
+//
+// Ports are chosen free and released before the kernel binds them, so
+// another process may take one meanwhile (jupyter_client has the same race);
+// a kernel that dies before it is ready is therefore started again, with
+// fresh ports, up to startAttempts times.
 func Start(ctx context.Context, spec *Spec, opts Options) (*Kernel, error) {
 	if spec == nil || len(spec.Argv) == 0 {
 		return nil, errors.New("client: start: kernelspec without argv")
 	}
 	opts = opts.withDefaults()
+	var err error
+	for attempt := 1; ; attempt++ {
+		var k *Kernel
+		k, err = startOnce(ctx, spec, opts)
+		if err == nil || !errors.Is(err, ErrDead) || ctx.Err() != nil || attempt == startAttempts {
+			return k, err
+		}
+		opts.Logger.Warn("kernel died while starting; trying again with fresh ports", "kernel", spec.Name, "attempt", attempt, "error", err)
+	}
+}
+
+// startAttempts bounds how often Start launches a kernel that keeps dying
+// before it is ready.
+const startAttempts = 3
+
+func startOnce(ctx context.Context, spec *Spec, opts Options) (*Kernel, error) {
 	conn, err := wire.NewConnectionInfo("127.0.0.1")
 	if err != nil {
 		return nil, fmt.Errorf("client: start %s: %w", spec.Name, err)

@@ -21,9 +21,6 @@ type conn struct {
 	once   sync.Once
 	done   chan struct{} // closed by drop
 	reason string        // set before done is closed
-	// cancelWrite aborts a write in progress (a stalled peer); the read
-	// side ends when the peer answers the close, or with the server.
-	cancelWrite context.CancelFunc
 }
 
 // offer queues frame unless the buffer is full or the conn is dropped.
@@ -41,20 +38,19 @@ func (c *conn) offer(frame []byte) bool {
 	}
 }
 
-// drop ends the conn with reason: the writer closes the socket with it.
-// It never blocks.
+// drop ends the conn with reason: the writer closes the socket with it
+// once its current write ends (a stalled peer's write ends at
+// Options.WriteTimeout). Either way the conn is out of the hub already, so
+// nobody waits for it. drop never blocks.
 func (c *conn) drop(reason string) {
 	c.once.Do(func() {
 		c.reason = reason
 		close(c.done)
-		if c.cancelWrite != nil {
-			c.cancelWrite() // unblocks a write stuck on a stalled peer
-		}
 	})
 }
 
-// writeLoop sends queued frames until the conn is dropped or ctx ends;
-// drop cancels ctx.
+// writeLoop sends queued frames until the conn is dropped or ctx (the
+// server's lifetime) ends.
 func (s *Server) writeLoop(ctx context.Context, c *conn) {
 	for {
 		select {

@@ -338,17 +338,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // Accept has written the response
 	}
 	ws.SetReadLimit(16 * s.opts.MaxFrameBytes)
-	wctx, cancelWrite := context.WithCancel(s.ctx)
-	defer cancelWrite()
 	c := &conn{id: newConnID(s.nextID.Add(1)), ws: ws, send: make(chan []byte, s.opts.SendBuffer),
-		done: make(chan struct{}), cancelWrite: cancelWrite}
+		done: make(chan struct{})}
 	s.hub.add(c)
 	s.log.Debug("web panel client connected", "client", c.id, "remote", r.RemoteAddr)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.writeLoop(wctx, c)
+		s.writeLoop(s.ctx, c)
 	}()
 	err = s.readLoop(s.ctx, c)
 	s.hub.remove(c)

@@ -362,9 +362,13 @@
   }
 
   var shownAsk = 0;
+  var DEFAULT_PLACEHOLDER = $("prompt").placeholder;
   function renderAsk() {
     var p = st.pendingAsk, box = $("ask");
-    if (!p) { box.hidden = true; shownAsk = 0; return; }
+    if (!p) {
+      if (shownAsk) $("prompt").placeholder = DEFAULT_PLACEHOLDER;
+      box.hidden = true; shownAsk = 0; return;
+    }
     box.hidden = false;
     if (shownAsk === p.ts) return;
     shownAsk = p.ts;

@@ -5,7 +5,7 @@ FUZZTIME  ?= 20s
 BIN       := bin/agentkernel
 GOTEST    := $(GO) test -race -count=1
 
-.PHONY: build install test check test-go test-fuzz test-python bench clean
+.PHONY: build install test check test-go test-fuzz test-python test-browser bench clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/agentkernel
@@ -13,7 +13,7 @@ build:
 install: build
 	$(BIN) install --user
 
-test: check test-go test-fuzz test-python
+test: check test-go test-fuzz test-python test-browser
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -27,6 +27,9 @@ test-fuzz:
 
 test-python: build
 	AGENTKERNEL_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest tests/python -q -p no:cacheprovider
+
+test-browser:
+	bash tests/browser/run.sh
 
 bench: build
 	$(GO) run ./scripts/kernelbench -agentkernel $(BIN)

@@ -60,6 +60,7 @@ Usage:
   agentkernel run NOTEBOOK [flags]   execute a notebook headlessly (prompt cells through the agent)
   agentkernel ask [PROMPT | -]       one-shot agent: text, json or stream-json output
   agentkernel sessions SUBCOMMAND    list, show, search, export, import, rm, restore sessions
+  agentkernel webview list           the web panels of running kernels (URLs with their tokens)
   agentkernel version                print the version
 
 Run "agentkernel COMMAND --help" for a command's flags.
@@ -84,6 +85,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runAsk(rest, os.Stdin, stdout, stderr)
 	case "sessions":
 		return runSessions(rest, os.Stdin, stdout, stderr)
+	case "webview":
+		return runWebview(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "agentkernel", versionString())
 		return nil

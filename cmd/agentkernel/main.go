@@ -66,7 +66,13 @@ Usage:
 Run "agentkernel COMMAND --help" for a command's flags.
 
 Environment:
-  AGENTKERNEL_LOG_LEVEL  trace, debug, info, warn (default), error, off
+  AGENTKERNEL_MODEL            model for new sessions: openai:gpt-4.1, anthropic:claude-sonnet-4-5,
+                               ollama:qwen2.5-coder, replay:FILE (keys: OPENAI_API_KEY, ANTHROPIC_API_KEY, ...)
+  AGENTKERNEL_APPROVE          none (default), read-only or all: answers asks when there is no stdin
+  AGENTKERNEL_PERMISSION_MODE  default, acceptEdits, bypassPermissions or plan
+  AGENTKERNEL_DATA_DIR         the session database's directory (default $XDG_DATA_HOME/agentkernel)
+  AGENTKERNEL_CONFIG           config file (default $XDG_CONFIG_HOME/agentkernel/config.json)
+  AGENTKERNEL_LOG_LEVEL        trace, debug, info, warn (default), error, off
 `
 
 func run(args []string, stdout, stderr io.Writer) error {

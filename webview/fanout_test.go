@@ -234,7 +234,10 @@ func BenchmarkFanOut(b *testing.B) {
 	const clients, updates = 100, 10000
 	for b.Loop() {
 		f := newFake()
-		s := startServer(b, f, Options{})
+		s, err := Start(f, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
 		var sent [updates]atomic.Int64 // seq → publish time (ns)
 		lat := make([][]time.Duration, clients)
 		var wg sync.WaitGroup
@@ -297,7 +300,9 @@ func BenchmarkFanOut(b *testing.B) {
 		b.ReportMetric(float64(len(all))/elapsed.Seconds(), "frames/s")
 		b.ReportMetric(float64(after.HeapInuse)/(1<<20), "heap-MiB")
 		b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(len(all)), "alloc-B/frame")
-		s.Close()
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

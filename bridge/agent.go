@@ -134,6 +134,7 @@ func (b *Bridge) newSessionLocked(ctx context.Context, resume string) (*session,
 	}
 	s.task = task
 	b.sess = s
+	b.panelSessionChanged()
 	b.log.Info("agent session", "id", id, "model", model, "resumed", resume != "")
 	return s, nil
 }

@@ -127,6 +127,9 @@ type Bridge struct {
 	cellCancel context.CancelFunc
 	count      int // prompt mode's execution count
 	providers  map[string]provider.Provider
+
+	pmu   sync.Mutex // guards panel; never held across a call out
+	panel *panel     // the web panel, once %agent webview started it
 }
 
 // New finds the backing kernelspec and returns a Bridge. It starts nothing.

@@ -22,11 +22,7 @@ import (
 // mirroring the bridge's current agent session. panelAgent adapts the
 // session to webview.Agent and follows session switches (%agent new,
 // resume, a session loaded from the panel).
-//
-// The panel state hangs off the Bridge through panels, keyed by the
-// Bridge, because this file may not add fields to Bridge; it holds at most
-// one entry per live Bridge and closePanel removes it.
-var panels sync.Map // *Bridge → *panel
+// Its state is the Bridge's panel field, under pmu.
 
 type panel struct {
 	srv   *webview.Server
@@ -35,8 +31,8 @@ type panel struct {
 
 // panelFor returns the bridge's panel, starting it on first use.
 func (b *Bridge) panelFor(ctx context.Context) (*panel, error) {
-	if p, ok := panels.Load(b); ok {
-		return p.(*panel), nil
+	if p := b.currentPanel(); p != nil {
+		return p, nil
 	}
 	b.mu.Lock()
 	closed := b.closed
@@ -59,23 +55,35 @@ func (b *Bridge) panelFor(ctx context.Context) (*panel, error) {
 		return nil, err
 	}
 	p := &panel{srv: srv, agent: pa}
-	if prev, loaded := panels.LoadOrStore(b, p); loaded {
+	b.pmu.Lock()
+	if prev := b.panel; prev != nil {
 		// Another cell started one at the same time: keep that one.
+		b.pmu.Unlock()
 		srv.Close()
 		pa.close()
-		return prev.(*panel), nil
+		return prev, nil
 	}
+	b.panel = p
+	b.pmu.Unlock()
 	b.log.Info("web panel", "url", srv.URL())
 	return p, nil
 }
 
+func (b *Bridge) currentPanel() *panel {
+	b.pmu.Lock()
+	defer b.pmu.Unlock()
+	return b.panel
+}
+
 // closePanel stops the bridge's panel, if any. Bridge.Close calls it.
 func (b *Bridge) closePanel() {
-	v, ok := panels.LoadAndDelete(b)
-	if !ok {
+	b.pmu.Lock()
+	p := b.panel
+	b.panel = nil
+	b.pmu.Unlock()
+	if p == nil {
 		return
 	}
-	p := v.(*panel)
 	if err := p.srv.Close(); err != nil {
 		b.log.Debug("close web panel", "error", err)
 	}
@@ -83,11 +91,11 @@ func (b *Bridge) closePanel() {
 }
 
 // panelSessionChanged tells the panel that the session changed. It never
-// blocks and takes no lock of the Bridge, so newSessionLocked may call it
-// (the panel also notices a switch on its own within a second).
+// blocks and takes only pmu, so newSessionLocked may call it (the panel
+// also notices a switch on its own within a second).
 func (b *Bridge) panelSessionChanged() {
-	if v, ok := panels.Load(b); ok {
-		v.(*panel).agent.poke()
+	if p := b.currentPanel(); p != nil {
+		p.agent.poke()
 	}
 }
 

@@ -253,7 +253,10 @@ func (b *Bridge) drive(ctx context.Context, r *kernel.Request, s *session) error
 		if !ok {
 			continue
 		}
-		resp, answered := b.answer(ctx, r, s, ask)
+		// An answer from elsewhere (the web panel) ends the input_request.
+		actx, stop := askContext(ctx, s.task, ask.TS)
+		resp, answered := b.answer(actx, r, s, ask)
+		stop()
 		if !answered {
 			return nil
 		}

@@ -35,31 +35,45 @@ func fatal(err error) bool {
 	return errors.As(err, &se) || errors.As(err, &re)
 }
 
-// encodeAnswer is an approval answer as a cassette keeps it.
+// encodeAnswer is an approval answer as a cassette keeps it: the answer,
+// and who gave it, so that a replay records the same decision.
 func encodeAnswer(r Response) string {
+	var a string
 	switch r.Kind {
 	case ResponseYes:
-		return "allow"
+		a = "allow"
 	case ResponseAllowAll:
-		return "allowAll"
+		a = "allowAll"
 	case ResponseMessage:
-		return "message:" + r.Text
+		a = "message:" + r.Text
 	default:
-		return "deny"
+		a = "deny"
 	}
+	if r.By != "" {
+		a = "by=" + r.By + ";" + a
+	}
+	return a
 }
 
 // decodeAnswer reads an approval answer recorded by encodeAnswer.
 func decodeAnswer(s string) (Response, error) {
+	by := "replay"
+	if rest, ok := strings.CutPrefix(s, "by="); ok {
+		b, a, found := strings.Cut(rest, ";")
+		if !found {
+			return Response{}, fmt.Errorf("malformed recorded answer %q", s)
+		}
+		by, s = b, a
+	}
 	switch {
 	case s == "allow":
-		return Response{Kind: ResponseYes, By: "replay"}, nil
+		return Response{Kind: ResponseYes, By: by}, nil
 	case s == "allowAll":
-		return Response{Kind: ResponseAllowAll, By: "replay"}, nil
+		return Response{Kind: ResponseAllowAll, By: by}, nil
 	case s == "deny":
-		return Response{Kind: ResponseNo, By: "replay"}, nil
+		return Response{Kind: ResponseNo, By: by}, nil
 	case strings.HasPrefix(s, "message:"):
-		return Response{Kind: ResponseMessage, Text: strings.TrimPrefix(s, "message:"), By: "replay"}, nil
+		return Response{Kind: ResponseMessage, Text: strings.TrimPrefix(s, "message:"), By: by}, nil
 	}
 	return Response{}, fmt.Errorf("unknown recorded answer %q", s)
 }

@@ -32,6 +32,7 @@ type cellOut struct {
 
 	mu        sync.Mutex
 	started   bool // the model has been asked: later say text is the model's
+	inRequest bool // between api_req_started and api_req_finished
 	displays  map[int64]*display
 	nextInput string
 	errText   string // the last say error, reported if the turn fails
@@ -75,16 +76,25 @@ func (c *cellOut) onMessage(m messages.UIMessage) {
 		return // asks are handled by the cell's loop
 	}
 	switch m.Say {
-	case messages.SayAPIReqStarted:
+	case messages.SayAPIReqStarted, messages.SayAPIReqFinished:
 		c.mu.Lock()
 		c.started = true
+		c.inRequest = m.Say == messages.SayAPIReqStarted
 		c.mu.Unlock()
 	case messages.SayText:
 		c.mu.Lock()
-		started := c.started
+		started, model := c.started, c.inRequest
 		c.mu.Unlock()
-		if started {
+		switch {
+		case !started:
+			// the user's own prompt
+		case model:
 			c.show(m, func(s string) string { return s })
+		case strings.HasSuffix(m.Text, ": read-only tool."):
+			// routine auto-allows stay in the history, not in the cell
+		default:
+			// a recorded decision: shown, and not as the model's words
+			c.show(m, func(s string) string { return "<sub>" + s + "</sub>" })
 		}
 	case messages.SayReasoning:
 		c.show(m, func(s string) string {

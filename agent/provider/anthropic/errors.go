@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -68,14 +67,14 @@ func (p *Provider) mapError(ctx context.Context, err error) error {
 			status = 0
 			ae.Retryable = retryableType(ae.Type)
 		} else {
-			ae.Retryable = retryableStatus(status) || retryableType(ae.Type)
+			ae.Retryable = provider.RetryableStatus(status) || retryableType(ae.Type)
 		}
 		ae.Status = status
 		if ae.Message == "" {
 			ae.Message = http.StatusText(apiErr.StatusCode)
 		}
 		if apiErr.Response != nil && status != 0 {
-			ae.RetryAfter = retryAfter(apiErr.Response.Header, time.Now())
+			ae.RetryAfter = provider.RetryAfter(apiErr.Response.Header, time.Now())
 		}
 		// The SDK's error holds the request and prints its URL: keep a
 		// scrubbed summary only.
@@ -106,34 +105,4 @@ func (p *Provider) mapError(ctx context.Context, err error) error {
 		ae.Err = errors.New(scrub(s, p.key))
 	}
 	return ae
-}
-
-func retryableStatus(status int) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
-		status == http.StatusConflict || status >= 500
-}
-
-// retryAfter reads retry-after-ms or Retry-After (seconds or an HTTP date).
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
 }

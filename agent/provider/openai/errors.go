@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,9 +55,9 @@ func (p *Provider) mapError(ctx context.Context, err error) error {
 		if ae.Message == "" {
 			ae.Message = http.StatusText(apiErr.StatusCode)
 		}
-		ae.Retryable = retryableStatus(apiErr.StatusCode)
+		ae.Retryable = provider.RetryableStatus(apiErr.StatusCode)
 		if apiErr.Response != nil {
-			ae.RetryAfter = retryAfter(apiErr.Response.Header, time.Now())
+			ae.RetryAfter = provider.RetryAfter(apiErr.Response.Header, time.Now())
 		}
 		// The SDK's error holds the request (and its Authorization
 		// header): keep only what is safe.
@@ -113,34 +112,4 @@ func (p *Provider) mapError(ctx context.Context, err error) error {
 func containsKey(err error, key string) bool {
 	s := err.Error()
 	return (key != "" && strings.Contains(s, key)) || keyPattern.MatchString(s)
-}
-
-func retryableStatus(status int) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
-		status == http.StatusConflict || status >= 500
-}
-
-// retryAfter reads retry-after-ms or Retry-After (seconds or an HTTP date).
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
 }

@@ -1,0 +1,79 @@
+package provider
+
+import (
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Helpers the provider packages share: which HTTP statuses are worth a
+// retry, how long the server asked to wait, and the price tables.
+
+// RetryableStatus reports whether a failed request with this HTTP status
+// may succeed when tried again: rate limits, timeouts, conflicts, 5xx.
+func RetryableStatus(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout ||
+		status == http.StatusConflict || status >= 500
+}
+
+// RetryAfter reads retry-after-ms or Retry-After (seconds or an HTTP date)
+// from a response's headers; 0 when absent or in the past.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// PriceTable maps model families to what they cost. It is read-only once
+// built.
+type PriceTable map[string]ModelInfo
+
+// Lookup returns the entry for id. A dated snapshot ("gpt-4.1-2025-04-14")
+// matches its family ("gpt-4.1"): the longest key that equals id or is
+// followed in id by "-". Unknown models cost nothing and have an unknown
+// context window.
+func (t PriceTable) Lookup(id string) (ModelInfo, bool) {
+	best := ""
+	for k := range t {
+		if (id == k || strings.HasPrefix(id, k+"-")) && len(k) > len(best) {
+			best = k
+		}
+	}
+	if best == "" {
+		return ModelInfo{ID: id}, false
+	}
+	m := t[best]
+	m.ID = id
+	return m, true
+}
+
+// List returns a copy of the table, sorted by id.
+func (t PriceTable) List() []ModelInfo {
+	out := make([]ModelInfo, 0, len(t))
+	for k, m := range t {
+		m.ID = k
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -19,8 +19,8 @@ type benchHandler struct {
 	text string
 }
 
-func (h *benchHandler) KernelInfo() kernel.KernelInfo { return kernel.KernelInfo{} }
-func (h *benchHandler) Interrupt(context.Context) error { return nil }
+func (h *benchHandler) KernelInfo() kernel.KernelInfo        { return kernel.KernelInfo{} }
+func (h *benchHandler) Interrupt(context.Context) error      { return nil }
 func (h *benchHandler) Shutdown(context.Context, bool) error { return nil }
 
 func (h *benchHandler) HandleShell(ctx context.Context, r *kernel.Request) bool {

@@ -52,11 +52,16 @@ func (c *conn) drop(reason string) {
 // writeLoop sends queued frames until the conn is dropped or ctx (the
 // server's lifetime) ends.
 func (s *Server) writeLoop(ctx context.Context, c *conn) {
+	var batch []byte // reused buffer of a batched message
 	for {
 		select {
 		case frame := <-c.send:
+			// Frames already queued behind this one go in the same
+			// message, as a JSON array: one write instead of many when a
+			// client is behind (a burst of streaming appends).
+			msg := batchFrames(frame, c.send, &batch)
 			wctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
-			err := c.ws.Write(wctx, websocket.MessageText, frame)
+			err := c.ws.Write(wctx, websocket.MessageText, msg)
 			cancel()
 			if err != nil {
 				s.hub.mu.Lock()
@@ -177,3 +182,34 @@ func orInt(v, def int) int {
 }
 
 func newConnID(n uint64) string { return fmt.Sprintf("c%d", n) }
+
+// Batching bounds: frames and bytes of one batched message.
+const (
+	maxBatchFrames = 64
+	maxBatchBytes  = 256 << 10
+)
+
+// batchFrames returns first alone when nothing else is queued, else a JSON
+// array of first and the frames queued behind it (within the bounds),
+// built in buf.
+func batchFrames(first []byte, queue <-chan []byte, buf *[]byte) []byte {
+	var more bool
+	b := append((*buf)[:0], '[')
+	b = append(b, first...)
+drain:
+	for n := 1; n < maxBatchFrames && len(b) < maxBatchBytes; n++ {
+		select {
+		case f := <-queue:
+			b = append(append(b, ','), f...)
+			more = true
+		default:
+			break drain
+		}
+	}
+	if !more {
+		return first
+	}
+	b = append(b, ']')
+	*buf = b
+	return b
+}

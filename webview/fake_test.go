@@ -252,6 +252,8 @@ type testClient struct {
 	st   State
 	pos  map[int64]int
 	seen int // frames applied
+	// queued are frames of a batched message not yet applied
+	queued [][]byte
 	// other frames (ack, error, sessions, searchResults), in order
 	other []map[string]any
 }
@@ -278,12 +280,38 @@ func (c *testClient) send(v any) {
 
 // next reads and applies one frame, returning its type.
 func (c *testClient) next(ctx context.Context) (string, map[string]any, error) {
-	_, data, err := c.ws.Read(ctx)
-	if err != nil {
-		return "", nil, err
+	if len(c.queued) == 0 {
+		_, data, err := c.ws.Read(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		frames, err := splitFrames(data)
+		if err != nil {
+			return "", nil, err
+		}
+		c.queued = frames
 	}
+	data := c.queued[0]
+	c.queued = c.queued[1:]
 	typ, raw, err := c.apply(data)
 	return typ, raw, err
+}
+
+// splitFrames returns the frames of one server message: a frame, or a JSON
+// array of frames.
+func splitFrames(data []byte) ([][]byte, error) {
+	if len(data) == 0 || data[0] != '[' {
+		return [][]byte{data}, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(raws))
+	for i, r := range raws {
+		out[i] = r
+	}
+	return out, nil
 }
 
 func (c *testClient) apply(data []byte) (string, map[string]any, error) {

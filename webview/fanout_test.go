@@ -256,18 +256,25 @@ func BenchmarkFanOut(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					var fr struct {
-						Type   string `json:"type"`
-						Append string `json:"append"`
-						Status string `json:"status"`
-					}
-					_ = json.Unmarshal(data, &fr)
-					if fr.Type == "kernelStatus" && fr.Status == "final" {
+					frames, err := splitFrames(data)
+					if err != nil {
+						b.Error(err)
 						return
 					}
-					if fr.Type == "messageUpdated" && strings.HasPrefix(fr.Append, "w") {
-						if seq, err := strconv.Atoi(strings.TrimSpace(fr.Append[1:])); err == nil {
-							lat[i] = append(lat[i], time.Duration(now-sent[seq].Load()))
+					for _, data := range frames {
+						var fr struct {
+							Type   string `json:"type"`
+							Append string `json:"append"`
+							Status string `json:"status"`
+						}
+						_ = json.Unmarshal(data, &fr)
+						if fr.Type == "kernelStatus" && fr.Status == "final" {
+							return
+						}
+						if fr.Type == "messageUpdated" && strings.HasPrefix(fr.Append, "w") {
+							if seq, err := strconv.Atoi(strings.TrimSpace(fr.Append[1:])); err == nil {
+								lat[i] = append(lat[i], time.Duration(now-sent[seq].Load()))
+							}
 						}
 					}
 				}
@@ -311,4 +318,26 @@ func tail(b []byte) string {
 		b = b[len(b)-600:]
 	}
 	return string(b)
+}
+
+func TestBatchFrames(t *testing.T) {
+	q := make(chan []byte, 200)
+	var buf []byte
+	if got := batchFrames([]byte(`{"a":1}`), q, &buf); string(got) != `{"a":1}` {
+		t.Fatalf("alone: %s", got)
+	}
+	q <- []byte(`{"b":2}`)
+	q <- []byte(`{"c":3}`)
+	got := batchFrames([]byte(`{"a":1}`), q, &buf)
+	frames, err := splitFrames(got)
+	if err != nil || len(frames) != 3 || string(frames[2]) != `{"c":3}` || len(q) != 0 {
+		t.Fatalf("batch %s: %v", got, err)
+	}
+	for range 150 {
+		q <- []byte(`{"x":0}`)
+	}
+	frames, _ = splitFrames(batchFrames([]byte(`{"a":1}`), q, &buf))
+	if len(frames) != maxBatchFrames || len(q) != 150-(maxBatchFrames-1) {
+		t.Fatalf("bounded batch: %d frames, %d left", len(frames), len(q))
+	}
 }

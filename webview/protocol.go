@@ -13,7 +13,7 @@ import (
 // ProtocolVersion is the version of the frames in docs/webview-protocol.md.
 // Every frame the server sends carries it as "v"; a client frame may omit
 // it, and is refused when it names another version.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // Limits on inbound frames.
 const (

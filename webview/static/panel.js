@@ -6,7 +6,7 @@
 (function () {
   "use strict";
 
-  var PROTOCOL = 1;
+  var PROTOCOL = 2;
   var params = new URLSearchParams(location.search);
   var token = params.get("token") || "";
   var $ = function (id) { return document.getElementById(id); };
@@ -112,10 +112,14 @@
     ws = new WebSocket(proto + "//" + location.host + "/ws?token=" + encodeURIComponent(token));
     ws.onopen = function () { retry = 0; connected = true; hideBanner(); };
     ws.onmessage = function (ev) {
-      var f;
-      try { f = JSON.parse(ev.data); } catch (e) { return; }
-      if (!f || f.v !== PROTOCOL) { showBanner("The kernel speaks another panel protocol version; reload the page.", "error"); return; }
-      apply(f);
+      var data;
+      try { data = JSON.parse(ev.data); } catch (e) { return; }
+      var frames = Array.isArray(data) ? data : [data]; // a batch, or one frame
+      for (var i = 0; i < frames.length; i++) {
+        var f = frames[i];
+        if (!f || f.v !== PROTOCOL) { showBanner("The kernel speaks another panel protocol version; reload the page.", "error"); return; }
+        apply(f);
+      }
     };
     ws.onclose = function (ev) {
       connected = false;

@@ -280,3 +280,42 @@ func TestPromptKernelInfoAndCompletion(t *testing.T) {
 
 var _ = base64.StdEncoding
 var _ = wire.ProtocolVersion
+
+// TestCodeModeAgentCells: in code mode, ordinary cells are backing-kernel
+// code, %%agent cells talk to the agent (whose code runs in the same
+// kernel, so it sees the user's variables), and %agent magics work.
+func TestCodeModeAgentCells(t *testing.T) {
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, Config{Mode: ModeCode, Model: "openai:gpt-4.1", DataDir: t.TempDir(), Dir: t.TempDir(), Approve: ApproveAll,
+		OpenModel: func(spec string) (provider.Provider, error) {
+			return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+		}})
+	rep, _ := h.cell("secret_number = 41")
+	if rep["status"] != "ok" {
+		t.Fatalf("code cell: %v", rep)
+	}
+	count := rep["execution_count"]
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("c1", "execute_code", `{"code":"print(secret_number + 1)"}`)),
+		scripted.Reply(scripted.Text("It is 42.")),
+	)
+	rep, o := h.cell("%%agent\nWhat is secret_number plus one?")
+	if rep["status"] != "ok" {
+		t.Fatalf("%%%%agent cell: %v", rep)
+	}
+	if !contains(texts(o, "stream", ""), "42\n") {
+		t.Fatalf("the agent's code did not run in the notebook's kernel: %s", o.types())
+	}
+	if rep["execution_count"] != count {
+		t.Fatalf("%%%%agent cell count %v, want the backing kernel's %v", rep["execution_count"], count)
+	}
+	rep, o = h.cell("%agent history")
+	if rep["status"] != "ok" || !strings.Contains(strings.Join(texts(o, "stream", ""), ""), "secret_number plus one") {
+		t.Fatalf("history: %v %q", rep, texts(o, "stream", ""))
+	}
+	rep, _ = h.cell("secret_number")
+	if rep["status"] != "ok" {
+		t.Fatalf("code after the agent: %v", rep)
+	}
+}

@@ -119,10 +119,13 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			before-len(res.UI), len(res.UI), len(messages.Effective(res.API))), nil
 	case "model":
 		if len(args) == 0 {
-			if s.model == "" {
+			b.amu.Lock()
+			model := s.model
+			b.amu.Unlock()
+			if model == "" {
 				return "No model configured. " + agent.NoModelHelp, nil
 			}
-			return "Model: " + s.model, nil
+			return "Model: " + model, nil
 		}
 		if b.cfg.OpenModel == nil {
 			return "", fmt.Errorf("models cannot be changed in this kernel")
@@ -134,12 +137,16 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			return "", err
 		}
 		s.task.SetProvider(p)
-		s.model = args[0]
-		providerName, _, _ := strings.Cut(args[0], ":")
-		if err := s.store.UpdateSession(ctx, s.task.SessionID(), store.SessionUpdate{Model: &s.model, Provider: &providerName}); err != nil {
+		model := args[0]
+		b.amu.Lock()
+		s.model = model
+		b.amu.Unlock()
+		providerName, _, _ := strings.Cut(model, ":")
+		if err := s.store.UpdateSession(ctx, s.task.SessionID(), store.SessionUpdate{Model: &model, Provider: &providerName}); err != nil {
 			return "", err
 		}
-		return "Model: " + args[0], nil
+		b.panelSettingsChanged(s)
+		return "Model: " + model, nil
 	case "mode":
 		if len(args) == 0 {
 			return "Permission mode: " + string(s.policy.Mode()), nil
@@ -151,6 +158,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		if err := s.policy.SetMode(m); err != nil {
 			return "", err
 		}
+		b.panelSettingsChanged(s)
 		return "Permission mode: " + string(m), nil
 	case "cost":
 		sess, err := s.store.GetSession(ctx, s.task.SessionID())

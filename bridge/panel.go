@@ -99,6 +99,14 @@ func (b *Bridge) panelSessionChanged() {
 	}
 }
 
+// panelSettingsChanged tells an open panel the mode or model changed (by
+// an %agent magic in the notebook).
+func (b *Bridge) panelSettingsChanged(s *session) {
+	if p := b.currentPanel(); p != nil {
+		p.agent.settings(s)
+	}
+}
+
 // webviewMagic answers %agent webview [stop] as text.
 func (b *Bridge) webviewMagic(ctx context.Context, args []string) (string, error) {
 	if len(args) == 1 && args[0] == "stop" {

@@ -36,7 +36,8 @@ func main() {
 
 type result struct {
 	spec               string
-	infoP50, infoP99   time.Duration
+	rtP50, rtP99       time.Duration // kernel_info request → reply
+	infoP50, infoP99   time.Duration // kernel_info reply and idle, through kernel/client
 	execP50, execP99   time.Duration
 	startP50, startMin time.Duration
 	rssKiB             int
@@ -74,16 +75,16 @@ func run() error {
 		results = append(results, r)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "kernelspec\tkernel_info p50\tp99\texecute p50\tp99\tstart-up p50\tmin\tRSS MiB\t")
+	fmt.Fprintln(w, "kernelspec\tkernel_info round trip p50\tp99\twith idle p50\tp99\texecute (reply+idle) p50\tp99\tstart-up p50\tmin\tRSS MiB\t")
 	for _, r := range results {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.spec, us(r.infoP50), us(r.infoP99),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.spec, us(r.rtP50), us(r.rtP99), us(r.infoP50), us(r.infoP99),
 			us(r.execP50), us(r.execP99), ms(r.startP50), ms(r.startMin), float64(r.rssKiB)/1024)
 	}
 	w.Flush()
 	if len(results) > 1 {
 		base, ak := results[0], results[len(results)-1]
-		fmt.Printf("\n%s vs %s: kernel_info p50 %.2fx, execute p50 %+.1f%%\n", ak.spec, base.spec,
-			float64(ak.infoP50)/float64(base.infoP50), 100*(float64(ak.execP50)/float64(base.execP50)-1))
+		fmt.Printf("\n%s vs %s: kernel_info round trip p50 %.2fx, execute p50 %+.1f%%\n", ak.spec, base.spec,
+			float64(ak.rtP50)/float64(base.rtP50), 100*(float64(ak.execP50)/float64(base.execP50)-1))
 	}
 	return nil
 }
@@ -128,6 +129,10 @@ func measure(name string, n, nexec, starts int) (result, error) {
 		d = append(d, time.Since(t))
 	}
 	r.infoP50, r.infoP99 = pct(d, 0.5), pct(d, 0.99)
+	if d, err = roundTrips(k.ConnectionInfo(), n); err != nil {
+		return r, err
+	}
+	r.rtP50, r.rtP99 = pct(d, 0.5), pct(d, 0.99)
 	d = d[:0]
 	for range nexec {
 		t := time.Now()
@@ -225,4 +230,45 @@ func rss(pid int) int {
 		}
 	}
 	return 0
+}
+
+// roundTrips measures n kernel_info request → reply round trips on a plain
+// DEALER: the kernel's own answer time, the same way for every kernel.
+func roundTrips(conn *wire.ConnectionInfo, n int) ([]time.Duration, error) {
+	signer, err := wire.NewSigner(conn.SignatureScheme, []byte(conn.Key), wire.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sock := zmq4.NewDealer(ctx)
+	defer sock.Close()
+	if err := sock.Dial(conn.Addr(conn.ShellPort)); err != nil {
+		return nil, err
+	}
+	d := make([]time.Duration, 0, n)
+	for i := range n + 50 {
+		m := &wire.Message{Header: wire.NewHeader("bench", "bench", "kernel_info_request")}
+		frames, _ := signer.Encode(m)
+		t := time.Now()
+		if err := sock.SendMulti(zmq4.NewMsgFrom(frames...)); err != nil {
+			return nil, err
+		}
+		for {
+			msg, err := sock.Recv()
+			if err != nil {
+				return nil, err
+			}
+			rep, err := signer.Decode(msg.Frames)
+			if err == nil && rep.Header.MsgType == "kernel_info_reply" {
+				if p, _ := rep.Parent(); p.MsgID == m.Header.MsgID {
+					break
+				}
+			}
+		}
+		if i >= 50 { // after a warm-up
+			d = append(d, time.Since(t))
+		}
+	}
+	return d, nil
 }

@@ -1,10 +1,16 @@
 package provider
 
 import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -76,4 +82,49 @@ func (t PriceTable) List() []ModelInfo {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// keyPattern matches strings that look like API keys.
+var keyPattern = regexp.MustCompile(`sk-[A-Za-z0-9_\-]{8,}`)
+
+// ScrubKey removes key, and anything that looks like an API key, from s.
+func ScrubKey(s, key string) string {
+	if key != "" {
+		s = strings.ReplaceAll(s, key, "[redacted]")
+	}
+	return keyPattern.ReplaceAllString(s, "sk-[redacted]")
+}
+
+// ClassifyTransport fills ae for an error that is no answer of the API:
+// timeouts and dropped connections are retryable, other network errors and
+// undecodable responses are not.
+func ClassifyTransport(ae *APIError, err error) {
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr) && netErr.Timeout():
+		ae.Type, ae.Retryable = "timeout", true
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, syscall.ECONNABORTED):
+		ae.Type, ae.Retryable = "connection_error", true
+	case errors.As(err, &netErr):
+		ae.Type = "connection_error"
+	default:
+		var syntaxErr *json.SyntaxError
+		if errors.As(err, &syntaxErr) {
+			ae.Type = "invalid_response"
+		}
+	}
+	ae.Message = err.Error()
+}
+
+// Seal finishes ae: its message is scrubbed of key, and err becomes its
+// cause — as a scrubbed copy when err's text mentions a key.
+func Seal(ae *APIError, err error, key string) *APIError {
+	ae.Message = ScrubKey(ae.Message, key)
+	ae.Err = err
+	if s := err.Error(); (key != "" && strings.Contains(s, key)) || keyPattern.MatchString(s) {
+		ae.Err = errors.New(ScrubKey(s, key))
+	}
+	return ae
 }

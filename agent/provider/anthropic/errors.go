@@ -5,29 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"regexp"
-	"strings"
-	"syscall"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
 )
-
-// keyPattern matches things that look like API keys ("sk-ant-…", "sk-…").
-var keyPattern = regexp.MustCompile(`sk-[A-Za-z0-9_\-]{8,}`)
-
-// scrub removes the configured key and anything that looks like a key.
-func scrub(s, key string) string {
-	if key != "" {
-		s = strings.ReplaceAll(s, key, "[redacted]")
-	}
-	return keyPattern.ReplaceAllString(s, "sk-[redacted]")
-}
 
 // retryableType reports whether an error type of the API is worth a retry.
 func retryableType(typ string) bool {
@@ -49,7 +33,6 @@ func (p *Provider) mapError(ctx context.Context, err error) error {
 	}
 	ae := &provider.APIError{Provider: p.name}
 	var apiErr *sdk.Error
-	var netErr net.Error
 	switch {
 	case errors.As(err, &apiErr):
 		var body struct {
@@ -79,30 +62,8 @@ func (p *Provider) mapError(ctx context.Context, err error) error {
 		// The SDK's error holds the request and prints its URL: keep a
 		// scrubbed summary only.
 		err = fmt.Errorf("anthropic API error: status %d, type %q", apiErr.StatusCode, ae.Type)
-	case errors.As(err, &netErr) && netErr.Timeout():
-		ae.Type = "timeout"
-		ae.Message = err.Error()
-		ae.Retryable = true
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, syscall.ECONNABORTED):
-		ae.Type = "connection_error"
-		ae.Message = err.Error()
-		ae.Retryable = true
-	case errors.As(err, &netErr):
-		ae.Type = "connection_error"
-		ae.Message = err.Error()
 	default:
-		var syntaxErr *json.SyntaxError
-		if errors.As(err, &syntaxErr) {
-			ae.Type = "invalid_response"
-		}
-		ae.Message = err.Error()
+		provider.ClassifyTransport(ae, err)
 	}
-	ae.Message = scrub(ae.Message, p.key)
-	ae.Err = err
-	if s := err.Error(); (p.key != "" && strings.Contains(s, p.key)) || keyPattern.MatchString(s) {
-		ae.Err = errors.New(scrub(s, p.key))
-	}
-	return ae
+	return provider.Seal(ae, err, p.key)
 }

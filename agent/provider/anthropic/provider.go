@@ -66,7 +66,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic: invalid base URL %q (want http(s)://host[:port])", scrub(cfg.BaseURL, cfg.APIKey))
+		return nil, fmt.Errorf("anthropic: invalid base URL %q (want http(s)://host[:port])", provider.ScrubKey(cfg.BaseURL, cfg.APIKey))
 	}
 	p := &Provider{name: "anthropic", key: cfg.APIKey, model: cfg.Model, cfg: cfg}
 	if cfg.Info != nil {

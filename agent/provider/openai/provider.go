@@ -68,7 +68,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%s: invalid base URL %q (want http(s)://host[:port]/path)", cfg.Name, scrub(cfg.BaseURL, cfg.APIKey))
+		return nil, fmt.Errorf("%s: invalid base URL %q (want http(s)://host[:port]/path)", cfg.Name, provider.ScrubKey(cfg.BaseURL, cfg.APIKey))
 	}
 	p := &Provider{name: cfg.Name, key: cfg.APIKey, model: cfg.Model, cfg: cfg}
 	p.maxCompletion = u.Host == "api.openai.com"

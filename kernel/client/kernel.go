@@ -261,8 +261,11 @@ func (k *Kernel) markDead(err error) {
 		k.err = err
 		p := k.proc
 		k.mu.Unlock()
-		close(k.done)
+		// Pending requests learn of the death before Done closes: a
+		// watcher of Done may Close the client, and requests failed by
+		// Close would not wrap ErrDead.
 		k.client.fail(err)
+		close(k.done)
 		if p != nil && !p.hasExited() {
 			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		}

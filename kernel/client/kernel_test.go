@@ -452,3 +452,22 @@ func TestHeartbeatDeath(t *testing.T) {
 		t.Fatalf("Err = %v, want heartbeat death", err)
 	}
 }
+
+// TestKilledKernelWatcherCloses kills the kernel while a watcher of Done
+// closes the client at once, as the bridge does: the pending request must
+// still report the death (ErrDead), not a closed client.
+func TestKilledKernelWatcherCloses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ipykernel")
+	}
+	k := startKernel(t, python3Spec(t), Options{})
+	c := k.Client()
+	go func() {
+		<-k.Done()
+		c.Close()
+	}()
+	_, err := c.Execute(testCtx(t), "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", ExecuteOptions{}, Handlers{})
+	if !errors.Is(err, ErrDead) {
+		t.Fatalf("pending Execute: got %v, want ErrDead", err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,6 +45,9 @@ func runKernel(args []string, stderr io.Writer) error {
 		return err
 	}
 	if path := os.Getenv("AGENTKERNEL_CPUPROFILE"); path != "" {
+		// %p in the path becomes the process id: a benchmark that starts
+		// several kernels gets one profile each.
+		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
 		f, err := os.Create(path)
 		if err != nil {
 			return fmt.Errorf("cpu profile: %w", err)

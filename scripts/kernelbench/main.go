@@ -3,6 +3,8 @@
 // kernel_info round trip (p50/p99), an empty execute (reply and idle), and
 // start-up to the first kernel_info_reply. With -agentkernel BIN it installs
 // BIN's kernelspec (code mode over python3) into a temporary prefix first.
+// All kernels run at once and take turns in rounds, so that a change in the
+// machine's speed during the run does not favour one of them.
 //
 //	go run ./scripts/kernelbench -agentkernel bin/agentkernel
 package main
@@ -43,13 +45,25 @@ type result struct {
 	rssKiB             int
 }
 
+// target is one running kernel and what was measured on it.
+type target struct {
+	name            string
+	spec            *client.Spec
+	k               *client.Kernel
+	rt, info, execs []time.Duration
+}
+
 func run() error {
 	specs := flag.String("specs", "python3", "comma-separated kernelspecs to measure")
 	ak := flag.String("agentkernel", "", "agentkernel binary: install its kernelspec and measure it too")
 	n := flag.Int("n", 2000, "kernel_info round trips")
-	nexec := flag.Int("exec", 500, "empty executes")
+	nexec := flag.Int("exec", 1000, "empty executes")
+	rounds := flag.Int("rounds", 10, "the measurements are split into this many rounds, the kernels taking turns, so that drift in the machine's speed falls on all alike")
 	starts := flag.Int("starts", 10, "cold starts to the first kernel_info_reply")
 	flag.Parse()
+	if *rounds < 1 || *n < *rounds || *nexec < *rounds || *starts < 1 {
+		return errors.New("need -rounds ≥ 1, -n and -exec ≥ -rounds, -starts ≥ 1")
+	}
 
 	names := strings.Split(*specs, ",")
 	if *ak != "" {
@@ -65,15 +79,73 @@ func run() error {
 		os.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
 		names = append(names, "agentkernel-bench")
 	}
-	var results []result
+	ctx := context.Background()
+	var targets []*target
+	defer func() {
+		for _, t := range targets {
+			t.k.Shutdown(ctx)
+		}
+	}()
 	for _, name := range names {
-		fmt.Fprintf(os.Stderr, "measuring %s ...\n", name)
-		r, err := measure(name, *n, *nexec, *starts)
+		fmt.Fprintf(os.Stderr, "starting %s ...\n", name)
+		spec, err := client.FindSpec(name)
+		if err != nil {
+			return err
+		}
+		k, err := client.Start(ctx, spec, client.Options{})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		t := &target{name: name, spec: spec, k: k}
+		targets = append(targets, t)
+		// Warm up, and let a backing kernel finish starting.
+		for range 50 {
+			if _, err := k.Client().KernelInfo(ctx); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if _, err := k.Client().Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{}); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	for round := range *rounds {
+		fmt.Fprintf(os.Stderr, "\rround %d/%d", round+1, *rounds)
+		for _, t := range targets {
+			if err := t.measure(ctx, *n / *rounds, *nexec / *rounds); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+		}
+	}
+	fmt.Fprintln(os.Stderr)
+	var results []result
+	for _, t := range targets {
+		r := result{spec: t.name, rssKiB: rss(t.k.Pid())}
+		r.rtP50, r.rtP99 = pct(t.rt, 0.5), pct(t.rt, 0.99)
+		r.infoP50, r.infoP99 = pct(t.info, 0.5), pct(t.info, 0.99)
+		r.execP50, r.execP99 = pct(t.execs, 0.5), pct(t.execs, 0.99)
 		results = append(results, r)
 	}
+	for _, t := range targets {
+		t.k.Shutdown(ctx)
+	}
+	targets = nil
+	for i := range results {
+		fmt.Fprintf(os.Stderr, "cold starts of %s ...\n", results[i].spec)
+		spec, err := client.FindSpec(results[i].spec)
+		if err != nil {
+			return err
+		}
+		var d []time.Duration
+		for range *starts {
+			t, err := coldStart(spec)
+			if err != nil {
+				return fmt.Errorf("%s: %w", results[i].spec, err)
+			}
+			d = append(d, t)
+		}
+		results[i].startP50, results[i].startMin = pct(d, 0.5), slices.Min(d)
+	}
+
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "kernelspec\tkernel_info round trip p50\tp99\twith idle p50\tp99\texecute (reply+idle) p50\tp99\tstart-up p50\tmin\tRSS MiB\t")
 	for _, r := range results {
@@ -98,62 +170,30 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-func measure(name string, n, nexec, starts int) (result, error) {
-	r := result{spec: name}
-	spec, err := client.FindSpec(name)
-	if err != nil {
-		return r, err
-	}
-	ctx := context.Background()
-	k, err := client.Start(ctx, spec, client.Options{})
-	if err != nil {
-		return r, err
-	}
-	defer k.Shutdown(ctx)
-	c := k.Client()
-	// Warm up, and let a backing kernel finish starting.
-	for range 50 {
-		if _, err := c.KernelInfo(ctx); err != nil {
-			return r, err
-		}
-		if _, err := c.Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{}); err != nil {
-			return r, err
-		}
-	}
-	d := make([]time.Duration, 0, n)
+// measure runs one round on t: n kernel_info calls through kernel/client,
+// n raw round trips, nexec empty executes.
+func (t *target) measure(ctx context.Context, n, nexec int) error {
+	c := t.k.Client()
 	for range n {
-		t := time.Now()
+		start := time.Now()
 		if _, err := c.KernelInfo(ctx); err != nil {
-			return r, err
+			return err
 		}
-		d = append(d, time.Since(t))
+		t.info = append(t.info, time.Since(start))
 	}
-	r.infoP50, r.infoP99 = pct(d, 0.5), pct(d, 0.99)
-	if d, err = roundTrips(k.ConnectionInfo(), n); err != nil {
-		return r, err
+	d, err := roundTrips(t.k.ConnectionInfo(), n)
+	if err != nil {
+		return err
 	}
-	r.rtP50, r.rtP99 = pct(d, 0.5), pct(d, 0.99)
-	d = d[:0]
+	t.rt = append(t.rt, d...)
 	for range nexec {
-		t := time.Now()
+		start := time.Now()
 		if _, err := c.Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{}); err != nil {
-			return r, err
+			return err
 		}
-		d = append(d, time.Since(t))
+		t.execs = append(t.execs, time.Since(start))
 	}
-	r.execP50, r.execP99 = pct(d, 0.5), pct(d, 0.99)
-	r.rssKiB = rss(k.Pid())
-
-	d = d[:0]
-	for range starts {
-		t, err := coldStart(spec)
-		if err != nil {
-			return r, err
-		}
-		d = append(d, t)
-	}
-	r.startP50, r.startMin = pct(d, 0.5), slices.Min(d)
-	return r, nil
+	return nil
 }
 
 // coldStart launches the kernel and measures the time from exec to the

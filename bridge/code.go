@@ -148,6 +148,28 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 		b.mu.Unlock()
 	}()
 
+	// The reply goes out the moment the backing kernel's arrives: the
+	// frontend waits for it and for our idle, which follows the backing's.
+	var replied bool
+	sendReply := func(rep *wire.Message) {
+		if replied || replyType == "" {
+			return
+		}
+		replied = true
+		if replyType == "execute_reply" {
+			var cnt struct {
+				N int `json:"execution_count"`
+			}
+			if json.Unmarshal(rep.Content, &cnt) == nil && cnt.N > 0 {
+				b.mu.Lock()
+				b.lastCount = cnt.N
+				b.mu.Unlock()
+			}
+		}
+		if err := r.ReplyRaw(rep.Header.MsgType, rep.Content, rep.Metadata, rep.Buffers); err != nil {
+			b.log.Warn("reply failed", "msg_type", rep.Header.MsgType, "error", err)
+		}
+	}
 	rep, err := c.Do(ctx, client.Request{
 		Channel:  string(r.Channel),
 		MsgType:  r.Type(),
@@ -160,32 +182,20 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 		Input: func(prompt string, password bool) (string, error) {
 			return r.Input(inputCtx, prompt, password)
 		},
+		Reply: sendReply,
 	})
 	switch {
+	case err != nil && replied:
+		// The frontend has its reply; only the backing's idle is missing.
+		b.log.Warn("backing kernel request ended after its reply", "msg_type", r.Type(), "error", err)
 	case errors.Is(err, client.ErrDead):
 		b.log.Warn("backing kernel died during a request", "msg_type", r.Type(), "error", err)
 		b.fail(r, replyType, "DeadKernelError", fmt.Sprintf(
 			"the backing kernel (%s) died; it will be restarted at the next execution", b.cfg.Backing))
-		return
 	case err != nil:
 		b.fail(r, replyType, "BackingKernelError", err.Error())
-		return
-	}
-	if rep == nil || replyType == "" {
-		return
-	}
-	if replyType == "execute_reply" {
-		var cnt struct {
-			N int `json:"execution_count"`
-		}
-		if json.Unmarshal(rep.Content, &cnt) == nil && cnt.N > 0 {
-			b.mu.Lock()
-			b.lastCount = cnt.N
-			b.mu.Unlock()
-		}
-	}
-	if err := r.ReplyRaw(rep.Header.MsgType, rep.Content, rep.Metadata, rep.Buffers); err != nil {
-		b.log.Warn("reply failed", "msg_type", rep.Header.MsgType, "error", err)
+	case rep != nil:
+		sendReply(rep)
 	}
 }
 

@@ -115,6 +115,19 @@ display(HTML("<b>hi</b>"))
 		}
 	})
 
+	t.Run("reply handler sees the reply before Do returns", func(t *testing.T) {
+		var got []*wire.Message
+		reply, err := c.Execute(testCtx(t), "1", ExecuteOptions{}, Handlers{Reply: func(m *wire.Message) {
+			got = append(got, m)
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0] != reply || reply.Header.MsgType != "execute_reply" {
+			t.Fatalf("Reply handler got %d messages, want the returned reply once", len(got))
+		}
+	})
+
 	t.Run("error reply", func(t *testing.T) {
 		reply, col := execute(t, c, `1/0`)
 		ct := content(t, reply)

@@ -39,6 +39,10 @@ type Handlers struct {
 	// Input answers a stdin input_request. Nil, or an error, replies with
 	// empty input. It cannot be cancelled: Do calls it and waits.
 	Input func(prompt string, password bool) (string, error)
+	// Reply, when set, receives the reply the moment it arrives, before
+	// Do goes on waiting for status idle (Do still returns it). A proxy
+	// forwards it from here, as a kernel sends its reply before its idle.
+	Reply func(*wire.Message)
 }
 
 // noReply lists the shell requests the kernel does not reply to.
@@ -302,6 +306,9 @@ func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool)
 				}
 			default:
 				reply = ev.msg
+				if h.Reply != nil {
+					h.Reply(reply)
+				}
 			}
 		}
 		if (idle || !waitIdle) && (reply != nil || !wantReply) {

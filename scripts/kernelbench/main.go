@@ -1,6 +1,7 @@
 // Command kernelbench measures Jupyter protocol latency from a Go client,
 // side by side, for each kernelspec it is given in the same run: the
-// kernel_info round trip (p50/p99), an empty execute (reply and idle), and
+// kernel_info round trip (p50/p99), an empty execute (reply and idle) and the
+// kernel process's CPU time per execute, and
 // start-up to the first kernel_info_reply. With -agentkernel BIN it installs
 // BIN's kernelspec (code mode over python3) into a temporary prefix first.
 // All kernels run at once and take turns in rounds, so that a change in the
@@ -43,6 +44,7 @@ type result struct {
 	execP50, execP99   time.Duration
 	startP50, startMin time.Duration
 	rssKiB             int
+	cpuPerExec         time.Duration
 }
 
 // target is one running kernel and what was measured on it.
@@ -51,6 +53,7 @@ type target struct {
 	spec            *client.Spec
 	k               *client.Kernel
 	rt, info, execs []time.Duration
+	execCPU         time.Duration // the kernel process's CPU time during execs
 }
 
 func run() error {
@@ -123,6 +126,7 @@ func run() error {
 		r.rtP50, r.rtP99 = pct(t.rt, 0.5), pct(t.rt, 0.99)
 		r.infoP50, r.infoP99 = pct(t.info, 0.5), pct(t.info, 0.99)
 		r.execP50, r.execP99 = pct(t.execs, 0.5), pct(t.execs, 0.99)
+		r.cpuPerExec = t.execCPU / time.Duration(len(t.execs))
 		results = append(results, r)
 	}
 	for _, t := range targets {
@@ -147,10 +151,10 @@ func run() error {
 	}
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "kernelspec\tkernel_info round trip p50\tp99\twith idle p50\tp99\texecute (reply+idle) p50\tp99\tstart-up p50\tmin\tRSS MiB\t")
+	fmt.Fprintln(w, "kernelspec\tkernel_info round trip p50\tp99\twith idle p50\tp99\texecute (reply+idle) p50\tp99\tCPU/execute\tstart-up p50\tmin\tRSS MiB\t")
 	for _, r := range results {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.spec, us(r.rtP50), us(r.rtP99), us(r.infoP50), us(r.infoP99),
-			us(r.execP50), us(r.execP99), ms(r.startP50), ms(r.startMin), float64(r.rssKiB)/1024)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.spec, us(r.rtP50), us(r.rtP99), us(r.infoP50), us(r.infoP99),
+			us(r.execP50), us(r.execP99), us(r.cpuPerExec), ms(r.startP50), ms(r.startMin), float64(r.rssKiB)/1024)
 	}
 	w.Flush()
 	if len(results) > 1 {
@@ -186,6 +190,8 @@ func (t *target) measure(ctx context.Context, n, nexec int) error {
 		return err
 	}
 	t.rt = append(t.rt, d...)
+	cpu0 := cpuTime(t.k.Pid())
+	defer func() { t.execCPU += cpuTime(t.k.Pid()) - cpu0 }()
 	for range nexec {
 		start := time.Now()
 		if _, err := c.Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{}); err != nil {
@@ -254,6 +260,29 @@ func coldStart(spec *client.Spec) (time.Duration, error) {
 			return 0, errors.New("no kernel_info_reply within 30s")
 		}
 	}
+}
+
+// cpuTime returns the user and system CPU time pid has used so far (not
+// its children's: for agentkernel, the backing kernel is not counted).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (which may hold spaces) in parentheses;
+	// utime and stime are the 14th and 15th, in clock ticks (100 Hz).
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // rss returns the resident set of pid in KiB (0 if unknown).

@@ -6,12 +6,18 @@ import (
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
-// readControl owns the control socket and handles its requests on this
-// goroutine, so they are answered while shell is busy.
-func (s *Server) readControl(ctx context.Context) {
-	s.recvLoop(ctx, "control", s.control.Socket, func(m *wire.Message) {
+// onControl returns the control handler: requests are handled on the
+// goroutine that read them, one at a time, so they are answered while
+// shell is busy.
+func (s *Server) onControl(ctx context.Context) func(*wire.Message) {
+	return func(m *wire.Message) {
+		s.controlMu.Lock()
+		defer s.controlMu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
 		s.handle(ctx, Control, s.control, m)
-	})
+	}
 }
 
 // Interrupt interrupts the running request as an interrupt_request would.

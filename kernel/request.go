@@ -25,7 +25,7 @@ type Request struct {
 	Channel Channel
 
 	srv      *Server
-	sock     *socket
+	sock     socket
 	reply    string // status of the execute_reply sent, for stop_on_error
 	shutdown bool   // a shutdown_request was answered: stop after idle
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
@@ -61,9 +60,10 @@ type Server struct {
 	signer  *wire.Signer
 	session string
 
-	shell, control, stdin *socket
-	iopub                 *socket
+	shell, control, stdin socket
+	iopub                 socket
 	hb                    zmq4.Socket
+	controlMu             sync.Mutex // control requests run one at a time
 
 	queue    chan *wire.Message
 	shutdown chan struct{} // a shutdown_request was answered; buffered 1
@@ -135,10 +135,7 @@ func (s *Server) serve(parent context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); f(ctx) }()
 	}
-	run(s.readShell)
 	run(s.runShell)
-	run(s.readControl)
-	run(s.readStdin)
 	run(s.heartbeat)
 
 	var result error
@@ -160,39 +157,40 @@ func (s *Server) serve(parent context.Context) error {
 
 func (s *Server) bind(ctx context.Context) error {
 	c := s.cfg.Conn
-	listen := func(sock zmq4.Socket, name string, port int) error {
-		if err := sock.Listen(listenAddr(c, port)); err != nil {
-			return fmt.Errorf("kernel: bind %s on %s: %w", name, c.Addr(port), err)
+	onError := func(name string) func(error) {
+		return func(err error) { s.log.Debug("peer dropped", "channel", name, "error", err) }
+	}
+	router := func(name string, port int, f func(*wire.Message)) (socket, error) {
+		r, err := zmtp.ListenRouter(c.Addr(port), s.receiver(name, f), onError(name))
+		if err != nil {
+			return nil, fmt.Errorf("kernel: bind %s on %s: %w", name, c.Addr(port), err)
 		}
-		return nil
+		return r, nil
+	}
+	var err error
+	if s.iopub, err = zmtp.ListenPub(c.Addr(c.IOPubPort), onError("iopub")); err != nil {
+		return fmt.Errorf("kernel: bind iopub on %s: %w", c.Addr(c.IOPubPort), err)
+	}
+	if s.shell, err = router("shell", c.ShellPort, s.onShell(ctx)); err != nil {
+		return err
+	}
+	if s.control, err = router("control", c.ControlPort, s.onControl(ctx)); err != nil {
+		return err
+	}
+	if s.stdin, err = router("stdin", c.StdinPort, s.onStdin); err != nil {
+		return err
 	}
 	zlog := zmq4.WithLogger(s.log.Named("zmq").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}))
-	s.shell = &socket{Socket: zmq4.NewRouter(ctx, zlog)}
-	s.control = &socket{Socket: zmq4.NewRouter(ctx, zlog)}
-	s.stdin = &socket{Socket: zmq4.NewRouter(ctx, zlog)}
-	s.iopub = &socket{Socket: zmq4.NewPub(ctx, zlog)}
 	s.hb = zmq4.NewRep(ctx, zlog)
-	for _, b := range []struct {
-		sock zmq4.Socket
-		name string
-		port int
-	}{
-		{s.shell.Socket, "shell", c.ShellPort},
-		{s.control.Socket, "control", c.ControlPort},
-		{s.stdin.Socket, "stdin", c.StdinPort},
-		{s.iopub.Socket, "iopub", c.IOPubPort},
-		{s.hb, "hb", c.HBPort},
-	} {
-		if err := listen(b.sock, b.name, b.port); err != nil {
-			return err
-		}
+	if err := s.hb.Listen(zmtp.Endpoint(c.Addr(c.HBPort))); err != nil {
+		return fmt.Errorf("kernel: bind hb on %s: %w", c.Addr(c.HBPort), err)
 	}
 	return nil
 }
 
 func (s *Server) closeSockets() {
-	for _, sock := range []*socket{s.shell, s.control, s.stdin, s.iopub} {
-		if sock != nil && sock.Socket != nil {
+	for _, sock := range []socket{s.shell, s.control, s.stdin, s.iopub} {
+		if sock != nil {
 			sock.Close()
 		}
 	}
@@ -201,49 +199,34 @@ func (s *Server) closeSockets() {
 	}
 }
 
-// socket serialises sends on one zmq4 socket; one goroutine owns Recv.
-type socket struct {
-	zmq4.Socket
-	mu sync.Mutex
+// socket is where the server sends: a ROUTER (to the identity in the
+// first frame) or the PUB. Sends are safe from any goroutine.
+type socket interface {
+	Send(frames [][]byte) error
+	Close() error
 }
 
-func (s *socket) send(frames [][]byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.Socket.SendMulti(zmq4.NewMsgFrom(frames...))
-}
-
-// recvLoop reads messages from sock until ctx ends, verifies them and calls
-// f for each valid one. Bad messages are logged and dropped.
-func (s *Server) recvLoop(ctx context.Context, name string, sock zmq4.Socket, f func(*wire.Message)) {
-	for {
-		msg, err := sock.Recv()
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) {
-				return
-			}
-			s.log.Debug("receive failed", "channel", name, "error", err)
-			continue
-		}
-		m, err := s.signer.Decode(msg.Frames)
+// receiver returns the handler of one ROUTER: it verifies each message and
+// calls f with the valid ones, on the goroutine reading the peer. Bad
+// messages are logged and dropped.
+func (s *Server) receiver(name string, f func(*wire.Message)) func([][]byte) {
+	return func(frames [][]byte) {
+		m, err := s.signer.Decode(frames)
 		if err != nil {
 			s.log.Warn("dropped message", "channel", name, "error", err)
-			continue
+			return
 		}
 		f(m)
 	}
 }
 
 // send signs m and sends it on sock.
-func (s *Server) send(sock *socket, m *wire.Message) error {
+func (s *Server) send(sock socket, m *wire.Message) error {
 	frames, err := s.signer.Encode(m)
 	if err != nil {
 		return err
 	}
-	if err := sock.send(frames); err != nil {
+	if err := sock.Send(frames); err != nil {
 		return fmt.Errorf("kernel: send %s: %w", m.Header.MsgType, err)
 	}
 	return nil
@@ -281,10 +264,4 @@ func (s *Server) status(parent *wire.Message, state json.RawMessage) {
 	if err := s.publish(parent, "status", state, nil, nil); err != nil {
 		s.log.Debug("publish status failed", "error", err)
 	}
-}
-
-// listenAddr is the endpoint we bind: tcp goes through the zmtp transport,
-// which bounds frame sizes and batches system calls.
-func listenAddr(c *wire.ConnectionInfo, port int) string {
-	return zmtp.Endpoint(c.Addr(port))
 }

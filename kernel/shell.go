@@ -7,32 +7,34 @@ import (
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
-// readShell owns Recv on the shell socket and queues requests for runShell.
-func (s *Server) readShell(ctx context.Context) {
-	defer close(s.queue)
-	s.recvLoop(ctx, "shell", s.shell.Socket, func(m *wire.Message) {
+// onShell returns the shell handler: it queues requests for runShell. A
+// full queue holds back the peer's reader (and so the peer), nothing else.
+func (s *Server) onShell(ctx context.Context) func(*wire.Message) {
+	return func(m *wire.Message) {
 		select {
 		case s.queue <- m:
 		case <-ctx.Done():
 		}
-	})
+	}
 }
 
 // runShell handles queued shell requests one at a time.
 func (s *Server) runShell(ctx context.Context) {
-	for m := range s.queue {
-		if ctx.Err() != nil {
-			continue // drain until readShell closes the queue
-		}
-		r := s.handle(ctx, Shell, s.shell, m)
-		if r != nil && r.reply == "error" && stopOnError(m) {
-			s.abortQueued(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-s.queue:
+			r := s.handle(ctx, Shell, s.shell, m)
+			if r != nil && r.reply == "error" && stopOnError(m) {
+				s.abortQueued(ctx)
+			}
 		}
 	}
 }
 
 // handle runs one request on channel ch, bracketed by busy and idle.
-func (s *Server) handle(ctx context.Context, ch Channel, sock *socket, m *wire.Message) *Request {
+func (s *Server) handle(ctx context.Context, ch Channel, sock socket, m *wire.Message) *Request {
 	s.status(m, statusBusy)
 	r := &Request{Msg: m, Channel: ch, srv: s, sock: sock}
 	defer func() {
@@ -105,8 +107,8 @@ var abortedReply = json.RawMessage(`{"status":"aborted"}`)
 func (s *Server) abortQueued(ctx context.Context) {
 	for {
 		select {
-		case m, ok := <-s.queue:
-			if !ok || ctx.Err() != nil {
+		case m := <-s.queue:
+			if ctx.Err() != nil {
 				return
 			}
 			if m.Header.MsgType != "execute_request" {

@@ -9,20 +9,18 @@ import (
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
-// readStdin owns the stdin socket: input replies are handed to the pending
-// Input call, anything else is dropped.
-func (s *Server) readStdin(ctx context.Context) {
-	s.recvLoop(ctx, "stdin", s.stdin.Socket, func(m *wire.Message) {
-		if m.Header.MsgType != "input_reply" {
-			s.log.Warn("unexpected message on stdin ignored", "msg_type", m.Header.MsgType)
-			return
-		}
-		select {
-		case s.stdinIn <- m:
-		default:
-			s.log.Warn("input_reply with no pending input_request dropped")
-		}
-	})
+// onStdin hands input replies to the pending Input call and drops
+// anything else.
+func (s *Server) onStdin(m *wire.Message) {
+	if m.Header.MsgType != "input_reply" {
+		s.log.Warn("unexpected message on stdin ignored", "msg_type", m.Header.MsgType)
+		return
+	}
+	select {
+	case s.stdinIn <- m:
+	default:
+		s.log.Warn("input_reply with no pending input_request dropped")
+	}
 }
 
 // input sends an input_request to the peer that sent parent (the stdin

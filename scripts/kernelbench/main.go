@@ -236,6 +236,12 @@ func coldStart(spec *client.Spec) (time.Duration, error) {
 		return 0, err
 	}
 	defer func() {
+		// Children in groups of their own (agentkernel's backing
+		// kernel) would live on, still starting, and slow the next run.
+		for _, pid := range descendants(cmd.Process.Pid) {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	}()
@@ -260,6 +266,23 @@ func coldStart(spec *client.Spec) (time.Duration, error) {
 			return 0, errors.New("no kernel_info_reply within 30s")
 		}
 	}
+}
+
+// descendants returns the processes below pid.
+func descendants(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		b, _ := os.ReadFile(t)
+		for _, f := range strings.Fields(string(b)) {
+			var child int
+			if _, err := fmt.Sscan(f, &child); err == nil {
+				out = append(out, child)
+				out = append(out, descendants(child)...)
+			}
+		}
+	}
+	return out
 }
 
 // cpuTime returns the user and system CPU time pid has used so far (not

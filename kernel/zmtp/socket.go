@@ -1,0 +1,306 @@
+package zmtp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+)
+
+// The server sockets below speak ZMTP through zmq4's Conn (greeting,
+// handshake, framing) but route messages themselves. zmq4's sockets pass
+// every message through goroutines and channels: a reader per connection,
+// a queue per socket, a writer goroutine for PUB. Each hand-off wakes a
+// goroutine, and on a virtual machine a thread, which made up most of the
+// latency a relaying kernel adds. Here a connection's reader calls the
+// handler directly and sends write on the caller's goroutine.
+
+// HandshakeTimeout bounds the ZMTP greeting and handshake of a new peer.
+const HandshakeTimeout = 10 * time.Second
+
+// WriteTimeout bounds one message's write to a peer. A peer that does not
+// read for this long is disconnected (it will reconnect, as ZeroMQ peers
+// do), instead of stalling the kernel.
+const WriteTimeout = 10 * time.Second
+
+// ErrUnknownPeer is returned by Router.Send for an identity that is not
+// connected; ZeroMQ drops such messages silently.
+var ErrUnknownPeer = errors.New("zmtp: no peer with that identity")
+
+// nullSecurity is ZMTP's NULL mechanism (zmq4's own is unexported): the
+// handshake is one READY command each way with the socket's metadata.
+type nullSecurity struct{}
+
+func (nullSecurity) Type() zmq4.SecurityType { return zmq4.NullSecurity }
+
+func (nullSecurity) Handshake(c *zmq4.Conn, server bool) error {
+	raw, err := c.Meta.MarshalZMTP()
+	if err != nil {
+		return fmt.Errorf("zmtp: marshal metadata: %w", err)
+	}
+	if err := c.SendCmd(zmq4.CmdReady, raw); err != nil {
+		return fmt.Errorf("zmtp: send READY: %w", err)
+	}
+	cmd, err := c.RecvCmd()
+	if err != nil {
+		return fmt.Errorf("zmtp: receive READY: %w", err)
+	}
+	if cmd.Name != zmq4.CmdReady {
+		return fmt.Errorf("zmtp: peer sent %q, not READY", cmd.Name)
+	}
+	if err := c.Peer.Meta.UnmarshalZMTP(cmd.Body); err != nil {
+		return fmt.Errorf("zmtp: peer metadata: %w", err)
+	}
+	return nil
+}
+
+func (nullSecurity) Encrypt(w io.Writer, data []byte) (int, error) { return w.Write(data) }
+func (nullSecurity) Decrypt(w io.Writer, data []byte) (int, error) { return w.Write(data) }
+
+// listen opens a listener for a tcp:// or ipc:// endpoint.
+func listen(ep string) (net.Listener, error) {
+	switch {
+	case strings.HasPrefix(ep, "tcp://"):
+		return net.Listen("tcp", strings.TrimPrefix(ep, "tcp://"))
+	case strings.HasPrefix(ep, "ipc://"):
+		return net.Listen("unix", strings.TrimPrefix(ep, "ipc://"))
+	case strings.HasPrefix(ep, Scheme+"://"):
+		return net.Listen("tcp", strings.TrimPrefix(ep, Scheme+"://"))
+	}
+	return nil, fmt.Errorf("zmtp: unsupported endpoint %q", ep)
+}
+
+// peer is one connected ZMTP peer.
+type peer struct {
+	id  string
+	nc  net.Conn
+	zc  *zmq4.Conn
+	wmu sync.Mutex
+}
+
+// send writes one message; a failed or timed-out write closes the peer.
+func (p *peer) send(frames [][]byte) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	_ = p.nc.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	if err := p.zc.SendMsg(zmq4.NewMsgFrom(frames...)); err != nil {
+		p.nc.Close()
+		return err
+	}
+	return nil
+}
+
+// server is what Router and Pub share: the listener, the peers, the
+// goroutines.
+type server struct {
+	typ     zmq4.SocketType
+	byID    bool // peers are known by their identity (ROUTER)
+	ln      net.Listener
+	onError func(error) // for peers that fail their handshake or read
+
+	mu     sync.Mutex
+	peers  map[string]*peer
+	next   atomic.Uint32 // for anonymous identities
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newServer(ep string, typ zmq4.SocketType, onError func(error)) (*server, error) {
+	ln, err := listen(ep)
+	if err != nil {
+		return nil, err
+	}
+	if onError == nil {
+		onError = func(error) {}
+	}
+	return &server{typ: typ, ln: ln, onError: onError, peers: make(map[string]*peer)}, nil
+}
+
+// Addr returns the address the socket listens on.
+func (s *server) Addr() net.Addr { return s.ln.Addr() }
+
+// serve accepts peers and runs read for each on its own goroutine.
+func (s *server) serve(read func(*peer)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := s.ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.run(c, read)
+			}()
+		}
+	}()
+}
+
+func (s *server) run(c net.Conn, read func(*peer)) {
+	nc := net.Conn(newConn(c))
+	_ = nc.SetDeadline(time.Now().Add(HandshakeTimeout))
+	zc, err := zmq4.Open(nc, nullSecurity{}, s.typ, nil, true, nil)
+	if err != nil {
+		nc.Close()
+		s.onError(fmt.Errorf("handshake with %s: %w", c.RemoteAddr(), err))
+		return
+	}
+	_ = nc.SetDeadline(time.Time{})
+	id := zc.Peer.Meta["Identity"]
+	if id == "" || !s.byID {
+		id = s.anonymousID()
+	}
+	p := &peer{id: id, nc: nc, zc: zc}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	// A peer that reconnects under its identity replaces the old
+	// connection (ZMQ_ROUTER_HANDOVER): the old one is usually dead.
+	if old := s.peers[id]; old != nil {
+		old.nc.Close()
+	}
+	s.peers[id] = p
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.peers[id] == p {
+			delete(s.peers, id)
+		}
+		s.mu.Unlock()
+		nc.Close()
+	}()
+	read(p)
+}
+
+// anonymousID is the identity given to a peer that announces none: as
+// libzmq, a zero byte (reserved for generated identities) and a counter.
+func (s *server) anonymousID() string {
+	var b [5]byte
+	binary.BigEndian.PutUint32(b[1:], s.next.Add(1))
+	return string(b[:])
+}
+
+// Close stops accepting, disconnects every peer and waits for the reading
+// goroutines (handlers running on them must return).
+func (s *server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	err := s.ln.Close()
+	for _, p := range s.peers {
+		p.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+// Router is a ROUTER socket that listens: every message received is handed
+// to the handler with the sender's identity as first frame, on the
+// connection's reading goroutine; Send routes by that first frame.
+type Router struct {
+	*server
+}
+
+// ListenRouter listens on ep (tcp:// or ipc://) and calls handle for every
+// message, on the goroutine reading the peer's connection: one peer's
+// messages arrive in order, different peers' concurrently. A handler that
+// blocks holds back its peer only. onError (may be nil) hears about peers
+// dropped for a failed handshake or a bad frame.
+func ListenRouter(ep string, handle func(frames [][]byte), onError func(error)) (*Router, error) {
+	s, err := newServer(ep, zmq4.Router, onError)
+	if err != nil {
+		return nil, err
+	}
+	s.byID = true
+	s.serve(func(p *peer) {
+		id := []byte(p.id)
+		for {
+			msg, err := p.zc.RecvMsg()
+			if err != nil {
+				if !isClosed(err) {
+					s.onError(fmt.Errorf("read from %s: %w", p.nc.RemoteAddr(), err))
+				}
+				return
+			}
+			if msg.Type == zmq4.CmdMsg {
+				continue // PING is answered by RecvMsg; nothing else matters
+			}
+			handle(append([][]byte{id}, msg.Frames...))
+		}
+	})
+	return &Router{s}, nil
+}
+
+// Send sends frames[1:] to the peer whose identity is frames[0].
+func (r *Router) Send(frames [][]byte) error {
+	if len(frames) < 2 {
+		return errors.New("zmtp: router send needs an identity and a frame")
+	}
+	r.mu.Lock()
+	p := r.peers[string(frames[0])]
+	r.mu.Unlock()
+	if p == nil {
+		return ErrUnknownPeer
+	}
+	return p.send(frames[1:])
+}
+
+// Pub is a PUB socket that listens. Every message goes to every
+// subscriber: SUB sockets filter by topic themselves (libzmq's and zmq4's
+// do), and Jupyter clients subscribe to everything.
+type Pub struct {
+	*server
+}
+
+// ListenPub listens on ep (tcp:// or ipc://). onError may be nil.
+func ListenPub(ep string, onError func(error)) (*Pub, error) {
+	s, err := newServer(ep, zmq4.Pub, onError)
+	if err != nil {
+		return nil, err
+	}
+	s.serve(func(p *peer) {
+		// Subscriptions and commands: read until the peer goes.
+		for {
+			if _, err := p.zc.RecvMsg(); err != nil {
+				return
+			}
+		}
+	})
+	return &Pub{s}, nil
+}
+
+// Send writes the message to every subscriber, on the caller's goroutine.
+// A subscriber whose write fails is disconnected; Send reports the first
+// such error after trying the others.
+func (p *Pub) Send(frames [][]byte) error {
+	p.mu.Lock()
+	peers := make([]*peer, 0, len(p.peers))
+	for _, q := range p.peers {
+		peers = append(peers, q)
+	}
+	p.mu.Unlock()
+	var first error
+	for _, q := range peers {
+		if err := q.send(frames); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func isClosed(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, zmq4.ErrClosedConn) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
+}

@@ -1,0 +1,238 @@
+package zmtp
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+)
+
+// got collects what a Router handler receives.
+type got chan [][]byte
+
+func (g got) next(t *testing.T) [][]byte {
+	t.Helper()
+	select {
+	case f := <-g:
+		return f
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing received")
+		return nil
+	}
+}
+
+func listenRouter(t *testing.T, ep string) (*Router, got) {
+	t.Helper()
+	g := make(got, 16)
+	r, err := ListenRouter(ep, func(f [][]byte) { g <- f }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, g
+}
+
+func dealer(t *testing.T, ep string, opts ...zmq4.Option) zmq4.Socket {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := zmq4.NewDealer(ctx, opts...)
+	t.Cleanup(func() { d.Close(); cancel() })
+	if err := d.Dial(ep); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func recvOne(t *testing.T, s zmq4.Socket) zmq4.Msg {
+	t.Helper()
+	done := make(chan zmq4.Msg, 1)
+	go func() {
+		m, _ := s.Recv()
+		done <- m
+	}()
+	select {
+	case m := <-done:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reply")
+		return zmq4.Msg{}
+	}
+}
+
+func TestRouterRoutesByIdentity(t *testing.T) {
+	r, g := listenRouter(t, "tcp://127.0.0.1:0")
+	ep := "tcp://" + r.Addr().String()
+	named := dealer(t, ep, zmq4.WithID(zmq4.SocketIdentity("alice")))
+	anon := dealer(t, ep)
+
+	if err := named.SendMulti(zmq4.NewMsgFrom([]byte("<IDS|MSG>"), []byte("from alice"))); err != nil {
+		t.Fatal(err)
+	}
+	f := g.next(t)
+	if string(f[0]) != "alice" || len(f) != 3 || string(f[2]) != "from alice" {
+		t.Fatalf("frames %q", f)
+	}
+	if err := anon.Send(zmq4.NewMsgString("from anon")); err != nil {
+		t.Fatal(err)
+	}
+	fa := g.next(t)
+	if len(fa[0]) == 0 || string(fa[0]) == "alice" || string(fa[1]) != "from anon" {
+		t.Fatalf("anonymous peer frames %q", fa)
+	}
+	// Replies go to the peer named by the first frame, and only to it.
+	if err := r.Send([][]byte{fa[0], []byte("to anon")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Send([][]byte{[]byte("alice"), []byte("to"), []byte("alice")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := recvOne(t, anon); string(m.Frames[0]) != "to anon" {
+		t.Fatalf("anon got %q", m.Frames)
+	}
+	if m := recvOne(t, named); len(m.Frames) != 2 || string(m.Frames[1]) != "alice" {
+		t.Fatalf("alice got %q", m.Frames)
+	}
+	if err := r.Send([][]byte{[]byte("bob"), []byte("x")}); !errors.Is(err, ErrUnknownPeer) {
+		t.Fatalf("send to unknown peer: %v", err)
+	}
+}
+
+func TestRouterHandover(t *testing.T) {
+	r, g := listenRouter(t, "tcp://127.0.0.1:0")
+	ep := "tcp://" + r.Addr().String()
+	dealer(t, ep, zmq4.WithID(zmq4.SocketIdentity("same")))
+	second := dealer(t, ep, zmq4.WithID(zmq4.SocketIdentity("same")))
+	if err := second.Send(zmq4.NewMsgString("hello")); err != nil {
+		t.Fatal(err)
+	}
+	g.next(t)
+	// The newer connection owns the identity.
+	if err := r.Send([][]byte{[]byte("same"), []byte("back")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := recvOne(t, second); string(m.Frames[0]) != "back" {
+		t.Fatalf("got %q", m.Frames)
+	}
+}
+
+func TestRouterIPC(t *testing.T) {
+	ep := "ipc://" + filepath.Join(t.TempDir(), "k-1")
+	_, g := listenRouter(t, ep)
+	d := dealer(t, ep)
+	if err := d.Send(zmq4.NewMsgString("over ipc")); err != nil {
+		t.Fatal(err)
+	}
+	if f := g.next(t); string(f[1]) != "over ipc" {
+		t.Fatalf("frames %q", f)
+	}
+}
+
+// A peer announcing a huge frame is dropped; the others go on.
+func TestRouterDropsHostilePeer(t *testing.T) {
+	errs := make(chan error, 4)
+	g := make(got, 4)
+	r, err := ListenRouter("tcp://127.0.0.1:0", func(f [][]byte) { g <- f }, func(err error) { errs <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ep := "tcp://" + r.Addr().String()
+	good := dealer(t, ep)
+
+	c, err := net.Dial("tcp", r.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	greeting := make([]byte, 64)
+	greeting[0], greeting[9], greeting[10] = 0xff, 0x7f, 3
+	copy(greeting[12:], "NULL")
+	ready := []byte{0x04, 0}
+	body := append([]byte{5}, "READY"...)
+	body = append(body, 11)
+	body = append(body, "Socket-Type"...)
+	body = binary.BigEndian.AppendUint32(body, 6)
+	body = append(body, "DEALER"...)
+	ready[1] = byte(len(body))
+	huge := []byte{0x02, 0, 0, 0, 0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint64(huge[1:], 1<<62)
+	msg := append(append(greeting, append(ready, body...)...), huge...)
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		if !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("hostile peer dropped with %v, want ErrTooLarge", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("hostile peer not dropped")
+	}
+	if err := good.Send(zmq4.NewMsgString("still here")); err != nil {
+		t.Fatal(err)
+	}
+	if f := g.next(t); string(f[1]) != "still here" {
+		t.Fatalf("frames %q", f)
+	}
+}
+
+func TestPubReachesEverySubscriber(t *testing.T) {
+	p, err := ListenPub("tcp://127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ep := "tcp://" + p.Addr().String()
+	var subs []zmq4.Socket
+	for range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := zmq4.NewSub(ctx)
+		defer func() { s.Close(); cancel() }()
+		if err := s.SetOption(zmq4.OptionSubscribe, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Dial(ep); err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, s)
+	}
+	// Wait until both are connected: a PUB sends to the peers it has.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		p.mu.Lock()
+		n := len(p.peers)
+		p.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscribers connected", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := p.Send([][]byte{[]byte("topic"), []byte("news")}); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range subs {
+		if m := recvOne(t, s); len(m.Frames) != 2 || string(m.Frames[1]) != "news" {
+			t.Fatalf("subscriber %d got %q", i, m.Frames)
+		}
+	}
+}
+
+func TestCloseWaitsAndRefuses(t *testing.T) {
+	r, _ := listenRouter(t, "tcp://127.0.0.1:0")
+	addr := r.Addr().String()
+	dealer(t, "tcp://"+addr)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("still accepting after Close")
+	}
+}

@@ -1,7 +1,8 @@
 // Command kernelbench measures Jupyter protocol latency from a Go client,
 // side by side, for each kernelspec it is given in the same run: the
 // kernel_info round trip (p50/p99), an empty execute (reply and idle) and the
-// kernel process's CPU time per execute, and
+// kernel process's CPU time and context switches per execute (and its
+// backing kernel's), and
 // start-up to the first kernel_info_reply. With -agentkernel BIN it installs
 // BIN's kernelspec (code mode over python3) into a temporary prefix first.
 // All kernels run at once and take turns in rounds, so that a change in the
@@ -45,6 +46,7 @@ type result struct {
 	startP50, startMin time.Duration
 	rssKiB             int
 	cpuPerExec         time.Duration
+	switchesPerExec    float64
 }
 
 // target is one running kernel and what was measured on it.
@@ -54,6 +56,9 @@ type target struct {
 	k               *client.Kernel
 	rt, info, execs []time.Duration
 	execCPU         time.Duration // the kernel process's CPU time during execs
+	execSwitches    int           // its threads' context switches during execs
+	kidsCPU         time.Duration // the same for its child processes (a backing kernel)
+	kidsSwitches    int
 }
 
 func run() error {
@@ -127,6 +132,11 @@ func run() error {
 		r.infoP50, r.infoP99 = pct(t.info, 0.5), pct(t.info, 0.99)
 		r.execP50, r.execP99 = pct(t.execs, 0.5), pct(t.execs, 0.99)
 		r.cpuPerExec = t.execCPU / time.Duration(len(t.execs))
+		r.switchesPerExec = float64(t.execSwitches) / float64(len(t.execs))
+		if t.kidsCPU > 0 {
+			fmt.Printf("%s's child processes (its backing kernel) per execute: CPU %s, context switches %.1f\n", t.name,
+				us(t.kidsCPU/time.Duration(len(t.execs))), float64(t.kidsSwitches)/float64(len(t.execs)))
+		}
 		results = append(results, r)
 	}
 	for _, t := range targets {
@@ -151,10 +161,10 @@ func run() error {
 	}
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "kernelspec\tkernel_info round trip p50\tp99\twith idle p50\tp99\texecute (reply+idle) p50\tp99\tCPU/execute\tstart-up p50\tmin\tRSS MiB\t")
+	fmt.Fprintln(w, "kernelspec\tkernel_info round trip p50\tp99\twith idle p50\tp99\texecute (reply+idle) p50\tp99\tCPU/execute\tswitches/execute\tstart-up p50\tmin\tRSS MiB\t")
 	for _, r := range results {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t\n", r.spec, us(r.rtP50), us(r.rtP99), us(r.infoP50), us(r.infoP99),
-			us(r.execP50), us(r.execP99), us(r.cpuPerExec), ms(r.startP50), ms(r.startMin), float64(r.rssKiB)/1024)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%.1f\t\n", r.spec, us(r.rtP50), us(r.rtP99), us(r.infoP50), us(r.infoP99),
+			us(r.execP50), us(r.execP99), us(r.cpuPerExec), r.switchesPerExec, ms(r.startP50), ms(r.startMin), float64(r.rssKiB)/1024)
 	}
 	w.Flush()
 	if len(results) > 1 {
@@ -190,8 +200,24 @@ func (t *target) measure(ctx context.Context, n, nexec int) error {
 		return err
 	}
 	t.rt = append(t.rt, d...)
-	cpu0 := cpuTime(t.k.Pid())
-	defer func() { t.execCPU += cpuTime(t.k.Pid()) - cpu0 }()
+	kids := descendants(t.k.Pid())
+	cpu0, sw0 := cpuTime(t.k.Pid()), switches(t.k.Pid())
+	var kcpu0 time.Duration
+	var ksw0 int
+	for _, k := range kids {
+		kcpu0 += cpuTime(k)
+		ksw0 += switches(k)
+	}
+	defer func() {
+		t.execCPU += cpuTime(t.k.Pid()) - cpu0
+		t.execSwitches += switches(t.k.Pid()) - sw0
+		for _, k := range kids {
+			t.kidsCPU += cpuTime(k)
+			t.kidsSwitches += switches(k)
+		}
+		t.kidsCPU -= kcpu0
+		t.kidsSwitches -= ksw0
+	}()
 	for range nexec {
 		start := time.Now()
 		if _, err := c.Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{}); err != nil {
@@ -306,6 +332,27 @@ func cpuTime(pid int) time.Duration {
 	fmt.Sscan(f[11], &ut)
 	fmt.Sscan(f[12], &st)
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// switches returns the context switches of pid's threads so far: how often
+// they slept and were woken, or were preempted.
+func switches(pid int) int {
+	n := 0
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				var x int
+				fmt.Sscan(strings.TrimSpace(v), &x)
+				n += x
+			}
+		}
+	}
+	return n
 }
 
 // rss returns the resident set of pid in KiB (0 if unknown).

@@ -52,6 +52,40 @@ func (b *Bridge) HandleShell(ctx context.Context, r *kernel.Request) bool {
 	return true
 }
 
+// DeferBusy implements kernel.BusyDeferrer: a request that goes straight
+// to a running backing kernel is sent before our busy is published (in
+// forward, once the request is written), so it reaches the backing one
+// write sooner. Anything else is busy at once: starting a backing kernel
+// or running the agent takes long.
+func (b *Bridge) DeferBusy(r *kernel.Request) bool {
+	if b.cfg.Mode != ModeCode {
+		return false
+	}
+	if _, ok := replyTypes[r.Type()]; !ok {
+		return false
+	}
+	if r.Type() == "execute_request" {
+		var c struct {
+			Code string `json:"code"`
+		}
+		_ = r.Msg.DecodeContent(&c)
+		if _, isAgent := cutCellMagic(c.Code, "%%agent"); isAgent || isMagic(c.Code) {
+			return false
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.backing == nil {
+		return false
+	}
+	select {
+	case <-b.backing.Done():
+		return false
+	default:
+		return true
+	}
+}
+
 // execute routes an execute_request: %agent magics and %%agent cells in
 // both modes, %%code cells and prompts in prompt mode, code to the
 // backing kernel.
@@ -183,6 +217,7 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 			return r.Input(inputCtx, prompt, password)
 		},
 		Reply: sendReply,
+		Sent:  r.Busy,
 	})
 	switch {
 	case err != nil && replied:

@@ -28,6 +28,16 @@ type Handler interface {
 	Shutdown(ctx context.Context, restart bool) error
 }
 
+// BusyDeferrer is implemented by a Handler that wants to pass a request on
+// before status busy is published for it: a proxy, whose request then
+// reaches the backing kernel one write sooner. For the requests DeferBusy
+// returns true for, busy is published by the Request's first Busy, Reply,
+// Publish or Input call, or when HandleShell returns — before anything
+// else goes out for the request, as the protocol wants.
+type BusyDeferrer interface {
+	DeferBusy(r *Request) bool
+}
+
 // KernelInfo is the content of a kernel_info_reply.
 type KernelInfo struct {
 	Status                string          `json:"status"`

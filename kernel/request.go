@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
@@ -27,7 +28,15 @@ type Request struct {
 	srv      *Server
 	sock     socket
 	reply    string // status of the execute_reply sent, for stop_on_error
-	shutdown bool   // a shutdown_request was answered: stop after idle
+	busy     sync.Once
+	shutdown bool // a shutdown_request was answered: stop after idle
+}
+
+// Busy publishes status busy for the request unless that was done. The
+// server calls it before the handler runs, unless the handler deferred it
+// (BusyDeferrer); Reply, Publish and Input call it first.
+func (r *Request) Busy() {
+	r.busy.Do(func() { r.srv.status(r.Msg, statusBusy) })
 }
 
 // Type returns the request's msg_type.
@@ -52,6 +61,7 @@ func (r *Request) ReplyRaw(msgType string, content, metadata json.RawMessage, bu
 		_ = json.Unmarshal(content, &st)
 		r.reply = st.Status
 	}
+	r.Busy()
 	m := &wire.Message{
 		Identities:   r.Msg.Identities,
 		Header:       wire.NewHeader(r.srv.session, username(r.Msg), msgType),
@@ -69,12 +79,14 @@ func (r *Request) Publish(msgType string, content any) error {
 	if err != nil {
 		return fmt.Errorf("kernel: encode %s: %w", msgType, err)
 	}
+	r.Busy()
 	return r.srv.publish(r.Msg, msgType, raw, nil, nil)
 }
 
 // PublishRaw sends an iopub message with raw content, metadata and buffers,
 // unchanged, with this request as parent: what a proxy forwards.
 func (r *Request) PublishRaw(msgType string, content, metadata json.RawMessage, buffers [][]byte) error {
+	r.Busy()
 	return r.srv.publish(r.Msg, msgType, content, metadata, buffers)
 }
 
@@ -103,6 +115,7 @@ func (r *Request) Input(ctx context.Context, prompt string, password bool) (stri
 	if !r.AllowStdin() {
 		return "", ErrStdinNotAllowed
 	}
+	r.Busy()
 	return r.srv.input(ctx, r.Msg, prompt, password)
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,14 +112,20 @@ type testKernel struct {
 	wg                    sync.WaitGroup
 }
 
-func startKernel(t *testing.T) *testKernel {
+// startKernel starts a server on a fakeHandler; wrap, if given, makes the
+// server's handler out of it.
+func startKernel(t *testing.T, wrap ...func(*fakeHandler) Handler) *testKernel {
 	t.Helper()
 	conn, err := wire.NewConnectionInfo("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := newFake()
-	srv, err := New(Config{Conn: conn, Handler: h, Logger: testLogger()})
+	var handler Handler = h
+	for _, w := range wrap {
+		handler = w(h)
+	}
+	srv, err := New(Config{Conn: conn, Handler: handler, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,6 +323,47 @@ func TestExecuteBracketedAndOrdered(t *testing.T) {
 	}
 	if got := types(k.iopubFor(req)); got != "busy,stream,idle" {
 		t.Fatalf("iopub = %s", got)
+	}
+}
+
+// deferring defers busy for every request it is asked about.
+type deferring struct {
+	*fakeHandler
+	asked atomic.Int32
+}
+
+func (d *deferring) DeferBusy(r *Request) bool {
+	d.asked.Add(1)
+	return true
+}
+
+func TestDeferredBusyStillComesFirst(t *testing.T) {
+	var d *deferring
+	k := startKernel(t, func(h *fakeHandler) Handler {
+		d = &deferring{fakeHandler: h}
+		return d
+	})
+	for _, tc := range []struct {
+		msgType string
+		content map[string]any
+		want    string
+	}{
+		{"execute_request", map[string]any{"code": "hello"}, "busy,stream,idle"}, // busy at the first Publish
+		{"execute_request", map[string]any{"code": "error"}, "busy,error,idle"},
+		{"comm_info_request", map[string]any{}, "busy,idle"},   // handler declines: busy when it returns
+		{"kernel_info_request", map[string]any{}, "busy,idle"}, // the server's own: never deferred
+	} {
+		before := d.asked.Load()
+		req := k.send(k.shell, tc.msgType, tc.content)
+		if tc.msgType != "comm_info_request" {
+			k.recv(k.shell)
+		}
+		if got := types(k.iopubFor(req)); got != tc.want {
+			t.Fatalf("%s %v: iopub = %s, want %s", tc.msgType, tc.content, got, tc.want)
+		}
+		if asked := d.asked.Load() - before; (tc.msgType == "kernel_info_request") != (asked == 0) {
+			t.Fatalf("%s: DeferBusy asked %d times", tc.msgType, asked)
+		}
 	}
 }
 

@@ -35,9 +35,12 @@ func (s *Server) runShell(ctx context.Context) {
 
 // handle runs one request on channel ch, bracketed by busy and idle.
 func (s *Server) handle(ctx context.Context, ch Channel, sock socket, m *wire.Message) *Request {
-	s.status(m, statusBusy)
 	r := &Request{Msg: m, Channel: ch, srv: s, sock: sock}
+	if d, ok := s.cfg.Handler.(BusyDeferrer); !ok || !isHandlerType(m.Header.MsgType) || !d.DeferBusy(r) {
+		r.Busy()
+	}
 	defer func() {
+		r.Busy()
 		s.status(m, statusIdle)
 		if r.shutdown {
 			select {
@@ -65,6 +68,16 @@ func (s *Server) handle(ctx context.Context, ch Channel, sock socket, m *wire.Me
 		}
 	}
 	return r
+}
+
+// isHandlerType reports whether the server hands requests of this type to
+// the Handler's HandleShell.
+func isHandlerType(t string) bool {
+	switch t {
+	case "kernel_info_request", "shutdown_request", "interrupt_request":
+		return false
+	}
+	return true
 }
 
 func (s *Server) replyKernelInfo(r *Request) {
@@ -115,8 +128,8 @@ func (s *Server) abortQueued(ctx context.Context) {
 				s.handle(ctx, Shell, s.shell, m)
 				continue
 			}
-			s.status(m, statusBusy)
 			r := &Request{Msg: m, Channel: Shell, srv: s, sock: s.shell}
+			r.Busy()
 			if err := r.ReplyRaw("execute_reply", abortedReply, nil, nil); err != nil {
 				s.log.Debug("abort reply failed", "error", err)
 			}

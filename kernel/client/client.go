@@ -115,8 +115,10 @@ type link struct {
 	cancel context.CancelFunc
 
 	shell, control, stdin *sender
-	iopub, hb             zmq4.Socket
+	iopub                 *zmtp.Dialer
+	hb                    zmq4.Socket
 
+	dialed    chan struct{} // closed when dialLink is done with the fields
 	iopubSeen chan struct{} // closed at the first iopub message
 	seenOnce  sync.Once
 
@@ -126,7 +128,7 @@ type link struct {
 // sender serialises sends to one socket without holding a mutex across
 // I/O that a context cannot interrupt.
 type sender struct {
-	sock zmq4.Socket
+	sock *zmtp.Dialer
 	sem  chan struct{}
 }
 
@@ -137,7 +139,7 @@ func (s *sender) send(ctx context.Context, frames [][]byte) error {
 		return ctx.Err()
 	}
 	defer func() { <-s.sem }()
-	return s.sock.SendMulti(zmq4.NewMsgFrom(frames...))
+	return s.sock.Send(frames)
 }
 
 func newClient(conn *wire.ConnectionInfo, opts Options) (*Client, error) {
@@ -249,62 +251,71 @@ func (c *Client) isClosed() bool {
 
 func (c *Client) dialLink(ctx context.Context) (*link, error) {
 	lctx, cancel := context.WithCancel(c.ctx)
-	l := &link{ctx: lctx, cancel: cancel, iopubSeen: make(chan struct{})}
-	zlog := c.log.Named("zmq4").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
-	common := []zmq4.Option{
-		zmq4.WithDialerRetry(20 * time.Millisecond),
-		zmq4.WithDialerMaxRetries(-1), // until ctx ends: the kernel may still be starting
-		zmq4.WithLogger(zlog),
+	l := &link{ctx: lctx, cancel: cancel, dialed: make(chan struct{}), iopubSeen: make(chan struct{})}
+	dialed := sync.OnceFunc(func() { close(l.dialed) })
+	defer dialed()
+	// Abort dialing (which retries while the kernel is starting) when
+	// ctx ends.
+	stop := context.AfterFunc(ctx, cancel)
+	fail := func(name string, port int, err error) (*link, error) {
+		stop()
+		dialed()
+		l.close()
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("client: dial %s %s: %w", name, c.conn.Addr(port), err)
 	}
-	id := zmq4.WithID(zmq4.SocketIdentity(c.session))
-	newSender := func(s zmq4.Socket) *sender { return &sender{sock: s, sem: make(chan struct{}, 1)} }
-	l.shell = newSender(zmq4.NewDealer(lctx, append(common, id)...))
-	l.control = newSender(zmq4.NewDealer(lctx, common...))
+	dial := func(name string, port int, typ zmq4.SocketType, id []byte) (*zmtp.Dialer, error) {
+		return zmtp.Dial(lctx, c.conn.Addr(port), typ, id, c.receiver(l, name), func(err error) {
+			c.log.Debug("connection lost", "channel", name, "error", err)
+		})
+	}
 	// The kernel sends input_request to the identity of the shell request
 	// that asked, so stdin uses the same identity as shell.
-	l.stdin = newSender(zmq4.NewDealer(lctx, append(common, id)...))
-	l.iopub = zmq4.NewSub(lctx, common...)
-	l.hb = zmq4.NewReq(lctx, common...)
-	if err := l.iopub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
-		l.close()
-		return nil, fmt.Errorf("client: subscribe iopub: %w", err)
-	}
-	// Abort the dial retry loops when ctx ends.
-	stop := context.AfterFunc(ctx, cancel)
+	id := []byte(c.session)
 	for _, s := range []struct {
 		name string
-		sock zmq4.Socket
 		port int
+		typ  zmq4.SocketType
+		id   []byte
 	}{
-		{"shell", l.shell.sock, c.conn.ShellPort},
-		{"control", l.control.sock, c.conn.ControlPort},
-		{"stdin", l.stdin.sock, c.conn.StdinPort},
-		{"iopub", l.iopub, c.conn.IOPubPort},
-		{"hb", l.hb, c.conn.HBPort},
+		{"iopub", c.conn.IOPubPort, zmq4.Sub, nil},
+		{"shell", c.conn.ShellPort, zmq4.Dealer, id},
+		{"control", c.conn.ControlPort, zmq4.Dealer, nil},
+		{"stdin", c.conn.StdinPort, zmq4.Dealer, id},
 	} {
-		if err := s.sock.Dial(zmtp.Endpoint(c.conn.Addr(s.port))); err != nil {
-			stop()
-			l.close()
-			if ctx.Err() != nil {
-				err = context.Cause(ctx)
-			}
-			return nil, fmt.Errorf("client: dial %s %s: %w", s.name, c.conn.Addr(s.port), err)
+		d, err := dial(s.name, s.port, s.typ, s.id)
+		if err != nil {
+			return fail(s.name, s.port, err)
+		}
+		switch s.name {
+		case "iopub":
+			l.iopub = d
+		case "shell":
+			l.shell = &sender{sock: d, sem: make(chan struct{}, 1)}
+		case "control":
+			l.control = &sender{sock: d, sem: make(chan struct{}, 1)}
+		case "stdin":
+			l.stdin = &sender{sock: d, sem: make(chan struct{}, 1)}
 		}
 	}
+	zlog := c.log.Named("zmq4").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	l.hb = zmq4.NewReq(lctx, zmq4.WithDialerRetry(zmtp.RetryInterval), zmq4.WithDialerMaxRetries(-1), zmq4.WithLogger(zlog))
+	if err := l.hb.Dial(zmtp.Endpoint(c.conn.Addr(c.conn.HBPort))); err != nil {
+		return fail("hb", c.conn.HBPort, err)
+	}
 	if !stop() {
+		dialed()
 		l.close()
 		return nil, fmt.Errorf("client: dial: %w", context.Cause(ctx))
 	}
 	return l, nil
 }
 
-// startLink starts the goroutines that read l's sockets.
+// startLink starts the heartbeat (the sockets read from the moment they
+// are dialled).
 func (c *Client) startLink(l *link) {
-	l.wg.Add(4)
-	go c.recvLoop(l, l.shell.sock, "shell")
-	go c.recvLoop(l, l.control.sock, "control")
-	go c.recvLoop(l, l.stdin.sock, "stdin")
-	go c.recvLoop(l, l.iopub, "iopub")
 	if c.opts.HeartbeatInterval > 0 {
 		l.wg.Add(1)
 		go c.heartbeat(l)
@@ -314,37 +325,29 @@ func (c *Client) startLink(l *link) {
 // close stops l's sockets and waits for its goroutines.
 func (l *link) close() {
 	l.cancel()
-	for _, s := range []zmq4.Socket{l.shell.sock, l.control.sock, l.stdin.sock, l.iopub, l.hb} {
+	for _, s := range []*sender{l.shell, l.control, l.stdin} {
 		if s != nil {
-			s.Close()
+			s.sock.Close()
 		}
+	}
+	if l.iopub != nil {
+		l.iopub.Close()
+	}
+	if l.hb != nil {
+		l.hb.Close()
 	}
 	l.wg.Wait()
 }
 
-// recvLoop owns Recv on one socket for the life of the link.
-func (c *Client) recvLoop(l *link, sock zmq4.Socket, channel string) {
-	defer l.wg.Done()
-	for {
-		zm, err := sock.Recv()
-		if err != nil {
-			if l.ctx.Err() != nil {
-				return
-			}
-			// zmq4 reports a lost peer connection once, then keeps
-			// reading; back off briefly in case it does not.
-			c.log.Debug("recv failed", "channel", channel, "error", err)
-			select {
-			case <-l.ctx.Done():
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			continue
-		}
-		m, err := c.signer.Decode(zm.Frames)
+// receiver returns the handler of one of l's sockets: it verifies each
+// message and dispatches it, on the goroutine reading the socket.
+func (c *Client) receiver(l *link, channel string) func([][]byte) {
+	return func(frames [][]byte) {
+		<-l.dialed // dispatch may use the link's other sockets
+		m, err := c.signer.Decode(frames)
 		if err != nil {
 			c.log.Warn("dropping message", "channel", channel, "error", err)
-			continue
+			return
 		}
 		c.dispatch(l, channel, m)
 	}

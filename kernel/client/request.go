@@ -43,6 +43,9 @@ type Handlers struct {
 	// Do goes on waiting for status idle (Do still returns it). A proxy
 	// forwards it from here, as a kernel sends its reply before its idle.
 	Reply func(*wire.Message)
+	// Sent, when set, is called once the request has been written to the
+	// kernel, before Do waits for anything.
+	Sent func()
 }
 
 // noReply lists the shell requests the kernel does not reply to.
@@ -260,6 +263,9 @@ func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool)
 	p, l, err := c.send(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if h.Sent != nil {
+		h.Sent()
 	}
 	msgType := req.MsgType
 	if msgType == "" && req.Header != nil {

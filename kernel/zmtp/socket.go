@@ -1,6 +1,7 @@
 package zmtp
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -66,15 +67,11 @@ func (nullSecurity) Decrypt(w io.Writer, data []byte) (int, error) { return w.Wr
 
 // listen opens a listener for a tcp:// or ipc:// endpoint.
 func listen(ep string) (net.Listener, error) {
-	switch {
-	case strings.HasPrefix(ep, "tcp://"):
-		return net.Listen("tcp", strings.TrimPrefix(ep, "tcp://"))
-	case strings.HasPrefix(ep, "ipc://"):
-		return net.Listen("unix", strings.TrimPrefix(ep, "ipc://"))
-	case strings.HasPrefix(ep, Scheme+"://"):
-		return net.Listen("tcp", strings.TrimPrefix(ep, Scheme+"://"))
+	network, addr, err := splitEndpoint(ep)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("zmtp: unsupported endpoint %q", ep)
+	return net.Listen(network, addr)
 }
 
 // peer is one connected ZMTP peer.
@@ -303,4 +300,165 @@ func (p *Pub) Send(frames [][]byte) error {
 func isClosed(err error) bool {
 	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, zmq4.ErrClosedConn) ||
 		errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// RetryInterval is how often Dial tries again while nothing listens yet
+// (a kernel that is still starting), and how soon a lost connection is
+// dialled again.
+const RetryInterval = 20 * time.Millisecond
+
+// Dialer is a connecting socket with one peer: a DEALER or a SUB. Received
+// messages go to its handler on the goroutine reading the connection;
+// Send writes on the caller's goroutine. A lost connection is dialled
+// again until Close.
+type Dialer struct {
+	ep      string
+	typ     zmq4.SocketType
+	id      []byte
+	handle  func([][]byte)
+	onError func(error)
+
+	mu     sync.Mutex
+	cur    *peer
+	closed bool
+	stop   chan struct{} // closed by Close
+	wg     sync.WaitGroup
+}
+
+// Dial connects a socket of type typ (zmq4.Dealer or zmq4.Sub) with
+// identity id (may be nil) to ep, retrying until ctx ends while nothing
+// listens there. A SUB subscribes to everything. handle receives every
+// message; onError (may be nil) hears about lost connections.
+func Dial(ctx context.Context, ep string, typ zmq4.SocketType, id []byte, handle func([][]byte), onError func(error)) (*Dialer, error) {
+	if onError == nil {
+		onError = func(error) {}
+	}
+	d := &Dialer{ep: ep, typ: typ, id: id, handle: handle, onError: onError, stop: make(chan struct{})}
+	p, err := d.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.cur = p
+	d.wg.Add(1)
+	go d.read(p)
+	return d, nil
+}
+
+// connect dials until it has a peer, ctx ends or the Dialer is closed.
+func (d *Dialer) connect(ctx context.Context) (*peer, error) {
+	network, addr, err := splitEndpoint(d.ep)
+	if err != nil {
+		return nil, err
+	}
+	var nd net.Dialer
+	for {
+		c, err := nd.DialContext(ctx, network, addr)
+		if err == nil {
+			var p *peer
+			if p, err = d.handshake(c); err == nil {
+				return p, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("zmtp: dial %s: %w (last error: %v)", d.ep, context.Cause(ctx), err)
+		case <-d.stop:
+			return nil, fmt.Errorf("zmtp: dial %s: %w", d.ep, net.ErrClosed)
+		case <-time.After(RetryInterval):
+		}
+	}
+}
+
+func (d *Dialer) handshake(c net.Conn) (*peer, error) {
+	nc := net.Conn(newConn(c))
+	_ = nc.SetDeadline(time.Now().Add(HandshakeTimeout))
+	zc, err := zmq4.Open(nc, nullSecurity{}, d.typ, zmq4.SocketIdentity(d.id), false, nil)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	p := &peer{nc: nc, zc: zc}
+	if d.typ == zmq4.Sub {
+		// ZMTP 3.0 subscription: a message of 1 and the topic ("").
+		if err := p.send([][]byte{{1}}); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// read hands p's messages to the handler; when p fails it dials again.
+func (d *Dialer) read(p *peer) {
+	defer d.wg.Done()
+	for {
+		msg, err := p.zc.RecvMsg()
+		if err == nil {
+			if msg.Type != zmq4.CmdMsg {
+				d.handle(msg.Frames)
+			}
+			continue
+		}
+		p.nc.Close()
+		d.mu.Lock()
+		closed := d.closed
+		d.mu.Unlock()
+		if closed {
+			return
+		}
+		d.onError(fmt.Errorf("connection to %s lost: %w", d.ep, err))
+		np, err := d.connect(context.Background()) // until Close
+		if err != nil {
+			return // closed
+		}
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			np.nc.Close()
+			return
+		}
+		d.cur = np
+		d.mu.Unlock()
+		p = np
+	}
+}
+
+// Send writes one message to the peer.
+func (d *Dialer) Send(frames [][]byte) error {
+	d.mu.Lock()
+	p, closed := d.cur, d.closed
+	d.mu.Unlock()
+	if closed {
+		return fmt.Errorf("zmtp: send: %w", net.ErrClosed)
+	}
+	return p.send(frames)
+}
+
+// Close closes the connection and waits for the reading goroutine (a
+// handler running on it must return).
+func (d *Dialer) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return net.ErrClosed
+	}
+	d.closed = true
+	close(d.stop)
+	p := d.cur
+	d.mu.Unlock()
+	p.nc.Close()
+	d.wg.Wait()
+	return nil
+}
+
+func splitEndpoint(ep string) (network, addr string, err error) {
+	switch {
+	case strings.HasPrefix(ep, "tcp://"):
+		return "tcp", strings.TrimPrefix(ep, "tcp://"), nil
+	case strings.HasPrefix(ep, Scheme+"://"):
+		return "tcp", strings.TrimPrefix(ep, Scheme+"://"), nil
+	case strings.HasPrefix(ep, "ipc://"):
+		return "unix", strings.TrimPrefix(ep, "ipc://"), nil
+	}
+	return "", "", fmt.Errorf("zmtp: unsupported endpoint %q", ep)
 }

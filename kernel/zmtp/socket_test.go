@@ -236,3 +236,133 @@ func TestCloseWaitsAndRefuses(t *testing.T) {
 		t.Fatal("still accepting after Close")
 	}
 }
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func zrouter(t *testing.T, addr string) zmq4.Socket {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := zmq4.NewRouter(ctx)
+	if err := r.Listen("tcp://" + addr); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); cancel() })
+	return r
+}
+
+// A Dialer waits for a kernel that is not listening yet, talks to a zmq4
+// ROUTER under its identity, and dials again when the connection drops.
+func TestDialerRetriesAndReconnects(t *testing.T) {
+	addr := freePort(t)
+	g := make(got, 4)
+	dialed := make(chan *Dialer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d, err := Dial(ctx, "tcp://"+addr, zmq4.Dealer, []byte("me"), func(f [][]byte) { g <- f }, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		dialed <- d
+	}()
+	time.Sleep(100 * time.Millisecond) // nothing listens yet
+	r := zrouter(t, addr)
+	d := <-dialed
+	if d == nil {
+		t.FailNow()
+	}
+	defer d.Close()
+	if err := d.Send([][]byte{[]byte("hi")}); err != nil {
+		t.Fatal(err)
+	}
+	m := recvOne(t, r)
+	if string(m.Frames[0]) != "me" || string(m.Frames[1]) != "hi" {
+		t.Fatalf("router got %q", m.Frames)
+	}
+	if err := r.Send(zmq4.NewMsgFrom([]byte("me"), []byte("back"))); err != nil {
+		t.Fatal(err)
+	}
+	if f := g.next(t); string(f[0]) != "back" {
+		t.Fatalf("dialer got %q", f)
+	}
+
+	// The peer goes away and comes back on the same address.
+	r.Close()
+	r2 := zrouter(t, addr)
+	in := make(chan zmq4.Msg, 100)
+	go func() {
+		for {
+			m, err := r2.Recv()
+			if err != nil {
+				return
+			}
+			in <- m
+		}
+	}()
+	// Sends right after the drop may still go to the old connection and be
+	// lost, as with ZeroMQ; keep sending until one arrives.
+	deadline := time.After(5 * time.Second)
+	for done := false; !done; {
+		_ = d.Send([][]byte{[]byte("again")})
+		select {
+		case m := <-in:
+			if string(m.Frames[0]) != "me" || string(m.Frames[1]) != "again" {
+				t.Fatalf("router got %q", m.Frames)
+			}
+			done = true
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no reconnection")
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Send([][]byte{[]byte("x")}); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("send after Close: %v", err)
+	}
+}
+
+// A SUB Dialer's subscription is understood by a zmq4 PUB, which only
+// sends to subscribers.
+func TestDialerSubscribes(t *testing.T) {
+	addr := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pub := zmq4.NewPub(ctx)
+	defer pub.Close()
+	if err := pub.Listen("tcp://" + addr); err != nil {
+		t.Fatal(err)
+	}
+	g := make(got, 100)
+	d, err := Dial(ctx, "tcp://"+addr, zmq4.Sub, nil, func(f [][]byte) { g <- f }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	deadline := time.After(5 * time.Second)
+	for {
+		if err := pub.Send(zmq4.NewMsgString("news")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case f := <-g:
+			if string(f[0]) != "news" {
+				t.Fatalf("got %q", f)
+			}
+			return
+		case <-deadline:
+			t.Fatal("the PUB never sent to the subscriber")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

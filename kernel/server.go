@@ -29,10 +29,11 @@ type Config struct {
 	QueueSize int
 	// ShutdownTimeout bounds Handler.Shutdown. Default 10s.
 	ShutdownTimeout time.Duration
-	// Linger is how long, after a shutdown_request was answered, queued
-	// iopub messages (the reply's broadcast, the last idle) get to reach
-	// subscribers before the sockets close — ZMQ_LINGER for a PUB socket
-	// whose sends are queued. Default 200ms.
+	// Linger is how long, after a shutdown_request was answered, the
+	// sockets stay open before they close, so that peers read the last
+	// messages (the reply's broadcast, the last idle) first: closing a
+	// connection that has unread input resets it, and a reset can discard
+	// what the peer has not read yet. Default 200ms.
 	Linger time.Duration
 }
 
@@ -63,7 +64,8 @@ type Server struct {
 	shell, control, stdin socket
 	iopub                 socket
 	hb                    zmq4.Socket
-	controlMu             sync.Mutex // control requests run one at a time
+	controlMu             sync.Mutex    // control requests run one at a time
+	bound                 chan struct{} // closed when bind has set the sockets
 
 	queue    chan *wire.Message
 	shutdown chan struct{} // a shutdown_request was answered; buffered 1
@@ -103,6 +105,7 @@ func New(cfg Config) (*Server, error) {
 		queue:    make(chan *wire.Message, cfg.QueueSize),
 		shutdown: make(chan struct{}, 1),
 		stdinIn:  make(chan *wire.Message, 16),
+		bound:    make(chan struct{}),
 	}, nil
 }
 
@@ -143,7 +146,7 @@ func (s *Server) serve(parent context.Context) error {
 	case <-parent.Done():
 		result = parent.Err()
 	case <-s.shutdown:
-		// zmq4's PUB sends from a queue; give it time to drain.
+		// Let the peers read the last messages before the connections go.
 		select {
 		case <-time.After(s.cfg.Linger):
 		case <-parent.Done():
@@ -156,6 +159,8 @@ func (s *Server) serve(parent context.Context) error {
 }
 
 func (s *Server) bind(ctx context.Context) error {
+	// Handlers use the other sockets: they wait until all are set.
+	defer close(s.bound)
 	c := s.cfg.Conn
 	onError := func(name string) func(error) {
 		return func(err error) { s.log.Debug("peer dropped", "channel", name, "error", err) }
@@ -211,6 +216,7 @@ type socket interface {
 // messages are logged and dropped.
 func (s *Server) receiver(name string, f func(*wire.Message)) func([][]byte) {
 	return func(frames [][]byte) {
+		<-s.bound
 		m, err := s.signer.Decode(frames)
 		if err != nil {
 			s.log.Warn("dropped message", "channel", name, "error", err)

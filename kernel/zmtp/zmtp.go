@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -102,10 +103,17 @@ type conn struct {
 	wmu  sync.Mutex
 	ws   scanner
 	wbuf []byte
+	w    io.Writer // raw writes to the socket; nil: the Conn itself
 }
 
 func newConn(c net.Conn) *conn {
-	return &conn{Conn: c, br: bufio.NewReaderSize(c, 64<<10)}
+	cn := &conn{Conn: c}
+	var r io.Reader = c
+	if raw := newRawIO(c); raw != nil {
+		r, cn.w = raw, raw
+	}
+	cn.br = bufio.NewReaderSize(r, 64<<10)
+	return cn
 }
 
 func (c *conn) Read(p []byte) (int, error) {
@@ -146,7 +154,11 @@ func (c *conn) Write(p []byte) (int, error) {
 }
 
 func (c *conn) flush() error {
-	_, err := c.Conn.Write(c.wbuf)
+	w := c.w
+	if w == nil {
+		w = c.Conn
+	}
+	_, err := w.Write(c.wbuf)
 	if cap(c.wbuf) > 1<<20 {
 		c.wbuf = nil // do not keep a huge buffer after a big message
 	} else {

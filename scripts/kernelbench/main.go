@@ -65,8 +65,8 @@ func run() error {
 	specs := flag.String("specs", "python3", "comma-separated kernelspecs to measure")
 	ak := flag.String("agentkernel", "", "agentkernel binary: install its kernelspec and measure it too")
 	n := flag.Int("n", 2000, "kernel_info round trips")
-	nexec := flag.Int("exec", 1000, "empty executes")
-	rounds := flag.Int("rounds", 10, "the measurements are split into this many rounds, the kernels taking turns, so that drift in the machine's speed falls on all alike")
+	nexec := flag.Int("exec", 2000, "empty executes")
+	rounds := flag.Int("rounds", 100, "the measurements are split into this many rounds, the kernels taking turns, so that drift in the machine's speed falls on all alike")
 	starts := flag.Int("starts", 10, "cold starts to the first kernel_info_reply")
 	flag.Parse()
 	if *rounds < 1 || *n < *rounds || *nexec < *rounds || *starts < 1 {
@@ -386,7 +386,8 @@ func roundTrips(conn *wire.ConnectionInfo, n int) ([]time.Duration, error) {
 		return nil, err
 	}
 	d := make([]time.Duration, 0, n)
-	for i := range n + 50 {
+	const warm = 5
+	for i := range n + warm {
 		m := &wire.Message{Header: wire.NewHeader("bench", "bench", "kernel_info_request")}
 		frames, _ := signer.Encode(m)
 		t := time.Now()
@@ -405,7 +406,7 @@ func roundTrips(conn *wire.ConnectionInfo, n int) ([]time.Duration, error) {
 				}
 			}
 		}
-		if i >= 50 { // after a warm-up
+		if i >= warm { // after a warm-up
 			d = append(d, time.Since(t))
 		}
 	}

@@ -1,7 +1,14 @@
-// Package zmtp provides the TCP transport that agentkernel's ZeroMQ sockets
-// (go-zeromq/zmq4) use instead of plain "tcp". Use [Endpoint] to turn a
-// tcp:// endpoint into one of this transport; everything else is zmq4 as
-// usual. It does two things plain tcp cannot:
+// Package zmtp holds agentkernel's ZeroMQ sockets and the TCP transport
+// under them.
+//
+// The sockets (ListenRouter, ListenPub, Dial) use go-zeromq/zmq4's Conn for
+// ZMTP itself — greeting, NULL handshake, framing — and route messages
+// themselves: a connection's reading goroutine calls the handler directly
+// and sends write on the caller's goroutine, with none of the goroutine
+// hand-offs zmq4's own sockets make per message.
+//
+// Their connections, and zmq4 sockets dialled or bound through [Endpoint],
+// go through a transport that does what plain tcp cannot:
 //
 //   - Bound what a peer may announce. zmq4 allocates whatever length a frame
 //     header claims (up to 2^63 bytes), so one hostile header crashes or
@@ -13,7 +20,8 @@
 //     read and, through a wrapped connection, writes every header and body
 //     with its own write. Reads are buffered here, and writes are gathered
 //     until the last frame of a message is complete, then sent at once: one
-//     write (one TCP segment for small messages) per message.
+//     write (one TCP segment for small messages) per message. The reads and
+//     writes are raw system calls (see rawIO).
 //
 // The framing: a 64-byte greeting, then frames of one flags byte (bit 0
 // more, bit 1 long size, bit 2 command), a 1- or 8-byte big-endian size and

@@ -44,9 +44,9 @@ def sequence(msgs):
 class Kernel:
     """A started kernel plus a client; use as a context manager or call close()."""
 
-    def __init__(self, name):
+    def __init__(self, name, **km_args):
         self.name = name
-        self.km = KernelManager(kernel_name=name)
+        self.km = KernelManager(kernel_name=name, **km_args)
         self.km.start_kernel()
         self.kc = self.km.client()
         self.kc.start_channels()

@@ -430,3 +430,16 @@ def test_shutdown_request_on_control(name):
         k.kc.stop_channels()
         if k.km.has_kernel:
             k.km.shutdown_kernel(now=True)
+
+
+@pytest.mark.parametrize("name", [KERNEL, "python3"])
+def test_ipc_transport(name, tmp_path):
+    """A connection file with transport "ipc" (Unix sockets named ip-port) works end to end."""
+    with Kernel(name, transport="ipc", ip=str(tmp_path / "k")) as k:
+        reply, msgs = k.run("print(6 * 7)")
+        assert reply["content"]["status"] == "ok", sequence(msgs)
+        assert [m["content"]["text"] for m in msgs if m["header"]["msg_type"] == "stream"] == ["42\n"], \
+            sequence(msgs)
+        assert _types(msgs[:1]) == ["status"] and _types(msgs[-1:]) == ["status"], sequence(msgs)
+        sockets = sorted(p.name for p in tmp_path.iterdir() if p.is_socket())
+        assert len(sockets) == 5, sockets  # the five channels really are Unix sockets

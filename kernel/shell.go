@@ -114,28 +114,27 @@ func stopOnError(m *wire.Message) bool {
 
 var abortedReply = json.RawMessage(`{"status":"aborted"}`)
 
-// abortQueued answers every execute_request already waiting in the queue
-// with status aborted (bracketed by busy/idle, as ipykernel does); other
-// requests found there are handled normally, in order.
+// abortQueued answers every execute_request that was waiting in the queue
+// when the error happened with status aborted (bracketed by busy/idle, as
+// ipykernel does); other requests among them are handled normally, in
+// order. Requests that arrive meanwhile — a frontend may send the next cell
+// as soon as it has the replies — are not aborted: they were sent after
+// the error was known.
 func (s *Server) abortQueued(ctx context.Context) {
-	for {
-		select {
-		case m := <-s.queue:
-			if ctx.Err() != nil {
-				return
-			}
-			if m.Header.MsgType != "execute_request" {
-				s.handle(ctx, Shell, s.shell, m)
-				continue
-			}
-			r := &Request{Msg: m, Channel: Shell, srv: s, sock: s.shell}
-			r.Busy()
-			if err := r.ReplyRaw("execute_reply", abortedReply, nil, nil); err != nil {
-				s.log.Debug("abort reply failed", "error", err)
-			}
-			s.status(m, statusIdle)
-		default:
+	for range len(s.queue) {
+		m := <-s.queue // only runShell takes from the queue
+		if ctx.Err() != nil {
 			return
 		}
+		if m.Header.MsgType != "execute_request" {
+			s.handle(ctx, Shell, s.shell, m)
+			continue
+		}
+		r := &Request{Msg: m, Channel: Shell, srv: s, sock: s.shell}
+		r.Busy()
+		if err := r.ReplyRaw("execute_reply", abortedReply, nil, nil); err != nil {
+			s.log.Debug("abort reply failed", "error", err)
+		}
+		s.status(m, statusIdle)
 	}
 }

@@ -117,7 +117,11 @@ type conn struct {
 func newConn(c net.Conn) *conn {
 	cn := &conn{Conn: c}
 	var r io.Reader = c
-	if raw := newRawIO(c); raw != nil {
+	// The race detector counts I/O through the runtime's poller as
+	// synchronisation (data written on one goroutine and read on another
+	// happened in that order); raw system calls bypass that bookkeeping, so
+	// race builds use the connection's own Read and Write.
+	if raw := newRawIO(c); raw != nil && !raceEnabled {
 		r, cn.w = raw, raw
 	}
 	cn.br = bufio.NewReaderSize(r, 64<<10)

@@ -1,0 +1,6 @@
+//go:build !race
+
+package zmtp
+
+// raceEnabled: see newConn.
+const raceEnabled = false

@@ -105,7 +105,13 @@ func TestRouterRoutesByIdentity(t *testing.T) {
 func TestRouterHandover(t *testing.T) {
 	r, g := listenRouter(t, "tcp://127.0.0.1:0")
 	ep := "tcp://" + r.Addr().String()
-	dealer(t, ep, zmq4.WithID(zmq4.SocketIdentity("same")))
+	first := dealer(t, ep, zmq4.WithID(zmq4.SocketIdentity("same")))
+	// Known to the router (it reads only registered peers) before the
+	// second connects.
+	if err := first.Send(zmq4.NewMsgString("first")); err != nil {
+		t.Fatal(err)
+	}
+	g.next(t)
 	second := dealer(t, ep, zmq4.WithID(zmq4.SocketIdentity("same")))
 	if err := second.Send(zmq4.NewMsgString("hello")); err != nil {
 		t.Fatal(err)

@@ -61,11 +61,10 @@ type Server struct {
 	signer  *wire.Signer
 	session string
 
-	shell, control, stdin socket
-	iopub                 socket
+	shell, control, stdin *zmtp.Router
+	iopub                 *zmtp.Pub
 	hb                    zmq4.Socket
-	controlMu             sync.Mutex    // control requests run one at a time
-	bound                 chan struct{} // closed when bind has set the sockets
+	controlMu             sync.Mutex // control requests run one at a time
 
 	queue    chan *wire.Message
 	shutdown chan struct{} // a shutdown_request was answered; buffered 1
@@ -105,7 +104,6 @@ func New(cfg Config) (*Server, error) {
 		queue:    make(chan *wire.Message, cfg.QueueSize),
 		shutdown: make(chan struct{}, 1),
 		stdinIn:  make(chan *wire.Message, 16),
-		bound:    make(chan struct{}),
 	}, nil
 }
 
@@ -159,30 +157,25 @@ func (s *Server) serve(parent context.Context) error {
 }
 
 func (s *Server) bind(ctx context.Context) error {
-	// Handlers use the other sockets: they wait until all are set.
-	defer close(s.bound)
 	c := s.cfg.Conn
 	onError := func(name string) func(error) {
 		return func(err error) { s.log.Debug("peer dropped", "channel", name, "error", err) }
 	}
-	router := func(name string, port int, f func(*wire.Message)) (socket, error) {
-		r, err := zmtp.ListenRouter(c.Addr(port), s.receiver(name, f), onError(name))
-		if err != nil {
-			return nil, fmt.Errorf("kernel: bind %s on %s: %w", name, c.Addr(port), err)
-		}
-		return r, nil
-	}
 	var err error
+	listen := func(name string, port int, to **zmtp.Router) {
+		if err == nil {
+			if *to, err = zmtp.ListenRouter(c.Addr(port), onError(name)); err != nil {
+				err = fmt.Errorf("kernel: bind %s on %s: %w", name, c.Addr(port), err)
+			}
+		}
+	}
 	if s.iopub, err = zmtp.ListenPub(c.Addr(c.IOPubPort), onError("iopub")); err != nil {
 		return fmt.Errorf("kernel: bind iopub on %s: %w", c.Addr(c.IOPubPort), err)
 	}
-	if s.shell, err = router("shell", c.ShellPort, s.onShell(ctx)); err != nil {
-		return err
-	}
-	if s.control, err = router("control", c.ControlPort, s.onControl(ctx)); err != nil {
-		return err
-	}
-	if s.stdin, err = router("stdin", c.StdinPort, s.onStdin); err != nil {
+	listen("shell", c.ShellPort, &s.shell)
+	listen("control", c.ControlPort, &s.control)
+	listen("stdin", c.StdinPort, &s.stdin)
+	if err != nil {
 		return err
 	}
 	zlog := zmq4.WithLogger(s.log.Named("zmq").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}))
@@ -190,14 +183,21 @@ func (s *Server) bind(ctx context.Context) error {
 	if err := s.hb.Listen(zmtp.Endpoint(c.Addr(c.HBPort))); err != nil {
 		return fmt.Errorf("kernel: bind hb on %s: %w", c.Addr(c.HBPort), err)
 	}
+	// Every socket is set: the handlers may use any of them.
+	s.shell.Serve(s.receiver("shell", s.onShell(ctx)))
+	s.control.Serve(s.receiver("control", s.onControl(ctx)))
+	s.stdin.Serve(s.receiver("stdin", s.onStdin))
 	return nil
 }
 
 func (s *Server) closeSockets() {
-	for _, sock := range []socket{s.shell, s.control, s.stdin, s.iopub} {
-		if sock != nil {
-			sock.Close()
+	for _, r := range []*zmtp.Router{s.shell, s.control, s.stdin} {
+		if r != nil {
+			r.Close()
 		}
+	}
+	if s.iopub != nil {
+		s.iopub.Close()
 	}
 	if s.hb != nil {
 		s.hb.Close()
@@ -208,7 +208,6 @@ func (s *Server) closeSockets() {
 // first frame) or the PUB. Sends are safe from any goroutine.
 type socket interface {
 	Send(frames [][]byte) error
-	Close() error
 }
 
 // receiver returns the handler of one ROUTER: it verifies each message and
@@ -216,7 +215,6 @@ type socket interface {
 // messages are logged and dropped.
 func (s *Server) receiver(name string, f func(*wire.Message)) func([][]byte) {
 	return func(frames [][]byte) {
-		<-s.bound
 		m, err := s.signer.Decode(frames)
 		if err != nil {
 			s.log.Warn("dropped message", "channel", name, "error", err)

@@ -118,7 +118,6 @@ type link struct {
 	iopub                 *zmtp.Dialer
 	hb                    zmq4.Socket
 
-	dialed    chan struct{} // closed when dialLink is done with the fields
 	iopubSeen chan struct{} // closed at the first iopub message
 	seenOnce  sync.Once
 
@@ -251,25 +250,19 @@ func (c *Client) isClosed() bool {
 
 func (c *Client) dialLink(ctx context.Context) (*link, error) {
 	lctx, cancel := context.WithCancel(c.ctx)
-	l := &link{ctx: lctx, cancel: cancel, dialed: make(chan struct{}), iopubSeen: make(chan struct{})}
-	dialed := sync.OnceFunc(func() { close(l.dialed) })
-	defer dialed()
+	newSender := func() *sender { return &sender{sem: make(chan struct{}, 1)} }
+	l := &link{ctx: lctx, cancel: cancel, iopubSeen: make(chan struct{}),
+		shell: newSender(), control: newSender(), stdin: newSender()}
 	// Abort dialing (which retries while the kernel is starting) when
 	// ctx ends.
 	stop := context.AfterFunc(ctx, cancel)
 	fail := func(name string, port int, err error) (*link, error) {
 		stop()
-		dialed()
 		l.close()
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
 		return nil, fmt.Errorf("client: dial %s %s: %w", name, c.conn.Addr(port), err)
-	}
-	dial := func(name string, port int, typ zmq4.SocketType, id []byte) (*zmtp.Dialer, error) {
-		return zmtp.Dial(lctx, c.conn.Addr(port), typ, id, c.receiver(l, name), func(err error) {
-			c.log.Debug("connection lost", "channel", name, "error", err)
-		})
 	}
 	// The kernel sends input_request to the identity of the shell request
 	// that asked, so stdin uses the same identity as shell.
@@ -279,26 +272,20 @@ func (c *Client) dialLink(ctx context.Context) (*link, error) {
 		port int
 		typ  zmq4.SocketType
 		id   []byte
+		to   **zmtp.Dialer
 	}{
-		{"iopub", c.conn.IOPubPort, zmq4.Sub, nil},
-		{"shell", c.conn.ShellPort, zmq4.Dealer, id},
-		{"control", c.conn.ControlPort, zmq4.Dealer, nil},
-		{"stdin", c.conn.StdinPort, zmq4.Dealer, id},
+		{"iopub", c.conn.IOPubPort, zmq4.Sub, nil, &l.iopub},
+		{"shell", c.conn.ShellPort, zmq4.Dealer, id, &l.shell.sock},
+		{"control", c.conn.ControlPort, zmq4.Dealer, nil, &l.control.sock},
+		{"stdin", c.conn.StdinPort, zmq4.Dealer, id, &l.stdin.sock},
 	} {
-		d, err := dial(s.name, s.port, s.typ, s.id)
+		d, err := zmtp.Dial(lctx, c.conn.Addr(s.port), s.typ, s.id, func(err error) {
+			c.log.Debug("connection lost", "channel", s.name, "error", err)
+		})
 		if err != nil {
 			return fail(s.name, s.port, err)
 		}
-		switch s.name {
-		case "iopub":
-			l.iopub = d
-		case "shell":
-			l.shell = &sender{sock: d, sem: make(chan struct{}, 1)}
-		case "control":
-			l.control = &sender{sock: d, sem: make(chan struct{}, 1)}
-		case "stdin":
-			l.stdin = &sender{sock: d, sem: make(chan struct{}, 1)}
-		}
+		*s.to = d
 	}
 	zlog := c.log.Named("zmq4").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	l.hb = zmq4.NewReq(lctx, zmq4.WithDialerRetry(zmtp.RetryInterval), zmq4.WithDialerMaxRetries(-1), zmq4.WithLogger(zlog))
@@ -306,16 +293,18 @@ func (c *Client) dialLink(ctx context.Context) (*link, error) {
 		return fail("hb", c.conn.HBPort, err)
 	}
 	if !stop() {
-		dialed()
 		l.close()
 		return nil, fmt.Errorf("client: dial: %w", context.Cause(ctx))
 	}
 	return l, nil
 }
 
-// startLink starts the heartbeat (the sockets read from the moment they
-// are dialled).
+// startLink starts reading l's sockets, and the heartbeat.
 func (c *Client) startLink(l *link) {
+	l.iopub.Serve(c.receiver(l, "iopub"))
+	l.shell.sock.Serve(c.receiver(l, "shell"))
+	l.control.sock.Serve(c.receiver(l, "control"))
+	l.stdin.sock.Serve(c.receiver(l, "stdin"))
 	if c.opts.HeartbeatInterval > 0 {
 		l.wg.Add(1)
 		go c.heartbeat(l)
@@ -326,7 +315,7 @@ func (c *Client) startLink(l *link) {
 func (l *link) close() {
 	l.cancel()
 	for _, s := range []*sender{l.shell, l.control, l.stdin} {
-		if s != nil {
+		if s.sock != nil {
 			s.sock.Close()
 		}
 	}
@@ -343,7 +332,6 @@ func (l *link) close() {
 // message and dispatches it, on the goroutine reading the socket.
 func (c *Client) receiver(l *link, channel string) func([][]byte) {
 	return func(frames [][]byte) {
-		<-l.dialed // dispatch may use the link's other sockets
 		m, err := c.signer.Decode(frames)
 		if err != nil {
 			c.log.Warn("dropping message", "channel", channel, "error", err)

@@ -123,7 +123,8 @@ func newServer(ep string, typ zmq4.SocketType, onError func(error)) (*server, er
 // Addr returns the address the socket listens on.
 func (s *server) Addr() net.Addr { return s.ln.Addr() }
 
-// serve accepts peers and runs read for each on its own goroutine.
+// serve accepts peers and runs read for each on its own goroutine. Until it
+// is called, connecting peers wait in the listen backlog.
 func (s *server) serve(read func(*peer)) {
 	s.wg.Add(1)
 	go func() {
@@ -210,17 +211,25 @@ type Router struct {
 	*server
 }
 
-// ListenRouter listens on ep (tcp:// or ipc://) and calls handle for every
-// message, on the goroutine reading the peer's connection: one peer's
-// messages arrive in order, different peers' concurrently. A handler that
-// blocks holds back its peer only. onError (may be nil) hears about peers
-// dropped for a failed handshake or a bad frame.
-func ListenRouter(ep string, handle func(frames [][]byte), onError func(error)) (*Router, error) {
+// ListenRouter binds ep (tcp:// or ipc://). Peers are served once Serve is
+// called: an owner can finish setting up what its handler uses in between.
+// onError (may be nil) hears about peers dropped for a failed handshake or
+// a bad frame.
+func ListenRouter(ep string, onError func(error)) (*Router, error) {
 	s, err := newServer(ep, zmq4.Router, onError)
 	if err != nil {
 		return nil, err
 	}
 	s.byID = true
+	return &Router{s}, nil
+}
+
+// Serve starts accepting peers and calls handle for every message, on the
+// goroutine reading the peer's connection: one peer's messages arrive in
+// order, different peers' concurrently. A handler that blocks holds back
+// its peer only. Call it once.
+func (r *Router) Serve(handle func(frames [][]byte)) {
+	s := r.server
 	s.serve(func(p *peer) {
 		id := []byte(p.id)
 		for {
@@ -237,7 +246,6 @@ func ListenRouter(ep string, handle func(frames [][]byte), onError func(error)) 
 			handle(append([][]byte{id}, msg.Frames...))
 		}
 	})
-	return &Router{s}, nil
 }
 
 // Send sends frames[1:] to the peer whose identity is frames[0].
@@ -308,14 +316,13 @@ func isClosed(err error) bool {
 const RetryInterval = 20 * time.Millisecond
 
 // Dialer is a connecting socket with one peer: a DEALER or a SUB. Received
-// messages go to its handler on the goroutine reading the connection;
-// Send writes on the caller's goroutine. A lost connection is dialled
-// again until Close.
+// messages go to the handler given to Serve, on the goroutine reading the
+// connection; Send writes on the caller's goroutine. A lost connection is
+// dialled again until Close.
 type Dialer struct {
 	ep      string
 	typ     zmq4.SocketType
 	id      []byte
-	handle  func([][]byte)
 	onError func(error)
 
 	mu     sync.Mutex
@@ -327,21 +334,32 @@ type Dialer struct {
 
 // Dial connects a socket of type typ (zmq4.Dealer or zmq4.Sub) with
 // identity id (may be nil) to ep, retrying until ctx ends while nothing
-// listens there. A SUB subscribes to everything. handle receives every
-// message; onError (may be nil) hears about lost connections.
-func Dial(ctx context.Context, ep string, typ zmq4.SocketType, id []byte, handle func([][]byte), onError func(error)) (*Dialer, error) {
+// listens there. A SUB subscribes to everything. Messages are read once
+// Serve is called (until then they wait in the socket); Send works at
+// once. onError (may be nil) hears about lost connections.
+func Dial(ctx context.Context, ep string, typ zmq4.SocketType, id []byte, onError func(error)) (*Dialer, error) {
 	if onError == nil {
 		onError = func(error) {}
 	}
-	d := &Dialer{ep: ep, typ: typ, id: id, handle: handle, onError: onError, stop: make(chan struct{})}
+	d := &Dialer{ep: ep, typ: typ, id: id, onError: onError, stop: make(chan struct{})}
 	p, err := d.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	d.cur = p
-	d.wg.Add(1)
-	go d.read(p)
 	return d, nil
+}
+
+// Serve starts reading: handle receives every message, on the reading
+// goroutine. Call it once.
+func (d *Dialer) Serve(handle func([][]byte)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	d.wg.Add(1)
+	go d.read(d.cur, handle)
 }
 
 // connect dials until it has a peer, ctx ends or the Dialer is closed.
@@ -388,14 +406,14 @@ func (d *Dialer) handshake(c net.Conn) (*peer, error) {
 	return p, nil
 }
 
-// read hands p's messages to the handler; when p fails it dials again.
-func (d *Dialer) read(p *peer) {
+// read hands p's messages to handle; when p fails it dials again.
+func (d *Dialer) read(p *peer, handle func([][]byte)) {
 	defer d.wg.Done()
 	for {
 		msg, err := p.zc.RecvMsg()
 		if err == nil {
 			if msg.Type != zmq4.CmdMsg {
-				d.handle(msg.Frames)
+				handle(msg.Frames)
 			}
 			continue
 		}

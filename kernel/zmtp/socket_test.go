@@ -29,10 +29,11 @@ func (g got) next(t *testing.T) [][]byte {
 func listenRouter(t *testing.T, ep string) (*Router, got) {
 	t.Helper()
 	g := make(got, 16)
-	r, err := ListenRouter(ep, func(f [][]byte) { g <- f }, nil)
+	r, err := ListenRouter(ep, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Serve(func(f [][]byte) { g <- f })
 	t.Cleanup(func() { r.Close() })
 	return r, g
 }
@@ -142,10 +143,11 @@ func TestRouterIPC(t *testing.T) {
 func TestRouterDropsHostilePeer(t *testing.T) {
 	errs := make(chan error, 4)
 	g := make(got, 4)
-	r, err := ListenRouter("tcp://127.0.0.1:0", func(f [][]byte) { g <- f }, func(err error) { errs <- err })
+	r, err := ListenRouter("tcp://127.0.0.1:0", func(err error) { errs <- err })
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Serve(func(f [][]byte) { g <- f })
 	defer r.Close()
 	ep := "tcp://" + r.Addr().String()
 	good := dealer(t, ep)
@@ -274,9 +276,11 @@ func TestDialerRetriesAndReconnects(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		d, err := Dial(ctx, "tcp://"+addr, zmq4.Dealer, []byte("me"), func(f [][]byte) { g <- f }, nil)
+		d, err := Dial(ctx, "tcp://"+addr, zmq4.Dealer, []byte("me"), nil)
 		if err != nil {
 			t.Error(err)
+		} else {
+			d.Serve(func(f [][]byte) { g <- f })
 		}
 		dialed <- d
 	}()
@@ -350,10 +354,11 @@ func TestDialerSubscribes(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := make(got, 100)
-	d, err := Dial(ctx, "tcp://"+addr, zmq4.Sub, nil, func(f [][]byte) { g <- f }, nil)
+	d, err := Dial(ctx, "tcp://"+addr, zmq4.Sub, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.Serve(func(f [][]byte) { g <- f })
 	defer d.Close()
 	deadline := time.After(5 * time.Second)
 	for {

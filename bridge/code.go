@@ -52,26 +52,18 @@ func (b *Bridge) HandleShell(ctx context.Context, r *kernel.Request) bool {
 	return true
 }
 
-// DeferBusy implements kernel.BusyDeferrer: a request that goes straight
-// to a running backing kernel is sent before our busy is published (in
+// DeferBusy implements kernel.BusyDeferrer: in code mode, with a backing
+// kernel running, a request is sent on before our busy is published (in
 // forward, once the request is written), so it reaches the backing one
-// write sooner. Anything else is busy at once: starting a backing kernel
-// or running the agent takes long.
+// write sooner. Cells the bridge answers itself (%agent, %%agent) publish
+// busy as soon as execute knows; anything else is busy at once, as
+// starting a backing kernel takes long.
 func (b *Bridge) DeferBusy(r *kernel.Request) bool {
 	if b.cfg.Mode != ModeCode {
 		return false
 	}
 	if _, ok := replyTypes[r.Type()]; !ok {
 		return false
-	}
-	if r.Type() == "execute_request" {
-		var c struct {
-			Code string `json:"code"`
-		}
-		_ = r.Msg.DecodeContent(&c)
-		if _, isAgent := cutCellMagic(c.Code, "%%agent"); isAgent || isMagic(c.Code) {
-			return false
-		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -103,6 +95,7 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 		b.forward(ctx, r, "execute_reply")
 		return
 	}
+	r.Busy() // if deferred: this cell is ours, and may take long
 	// From here the cell is ours: our own execution count (prompt mode) or
 	// the backing kernel's last (code mode), and our execute_input.
 	count := b.promptCount(c.Silent, c.StoreHistory == nil || *c.StoreHistory)

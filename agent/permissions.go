@@ -117,6 +117,24 @@ func ParseAnswer(s string) (Answer, error) {
 	return "", fmt.Errorf("agent: unknown answer %q (want y, a or n)", s)
 }
 
+// ParseApproval turns text typed at an approval prompt into the Response
+// that answers the ask, decided by by: y, a and n as ParseAnswer reads
+// them; any other words are a denial that the model gets to read. ok is
+// false for blank input: ask again.
+func ParseApproval(in, by string) (r Response, ok bool) {
+	switch a, err := ParseAnswer(in); {
+	case err == nil && a == AnswerAllow:
+		return Response{Kind: ResponseYes, By: by}, true
+	case err == nil && a == AnswerAllowAll:
+		return Response{Kind: ResponseAllowAll, By: by}, true
+	case err == nil:
+		return Response{Kind: ResponseNo, By: by}, true
+	case strings.TrimSpace(in) != "":
+		return Response{Kind: ResponseMessage, Text: in, By: by}, true
+	}
+	return Response{}, false
+}
+
 // Rule is a configured allow or deny rule. The syntax:
 //
 //	TOOL          every call of the tool ("read_file"); "*" is every tool

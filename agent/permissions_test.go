@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -679,4 +680,23 @@ func TestProtectedRootNotChecked(t *testing.T) {
 	}
 	mustRun(t, tb, ToolReadFile, fmt.Sprintf(`{"path": %q}`, filepath.Join(ws.Root(), "a.txt")))
 	checkDecision(t, p.Decide(pathCall(ToolReadFile, filepath.Join(ws.Root(), ".env"))), Deny, true, "environment file")
+}
+
+func TestParseApproval(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Response
+		ok   bool
+	}{
+		{" Y ", Response{Kind: ResponseYes, By: "stdin"}, true},
+		{"always", Response{Kind: ResponseAllowAll, By: "stdin"}, true},
+		{"no", Response{Kind: ResponseNo, By: "stdin"}, true},
+		{"use pandas instead", Response{Kind: ResponseMessage, Text: "use pandas instead", By: "stdin"}, true},
+		{"  ", Response{}, false},
+	} {
+		got, ok := ParseApproval(tc.in, "stdin")
+		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParseApproval(%q) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
 }

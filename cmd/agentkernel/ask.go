@@ -379,15 +379,8 @@ func ttyApprover(stdin io.Reader, stderr io.Writer) headless.Approver {
 			if !ok {
 				return agent.Response{Kind: agent.ResponseNo, By: "stdin"}, true
 			}
-			switch a, err := agent.ParseAnswer(in); {
-			case err == nil && a == agent.AnswerAllow:
-				return agent.Response{Kind: agent.ResponseYes, By: "stdin"}, true
-			case err == nil && a == agent.AnswerAllowAll:
-				return agent.Response{Kind: agent.ResponseAllowAll, By: "stdin"}, true
-			case err == nil:
-				return agent.Response{Kind: agent.ResponseNo, By: "stdin"}, true
-			case strings.TrimSpace(in) != "":
-				return agent.Response{Kind: agent.ResponseMessage, Text: in, By: "stdin"}, true
+			if resp, ok := agent.ParseApproval(in, "stdin"); ok {
+				return resp, true
 			}
 			prompt = "Please answer y (yes), a (always) or n (no): "
 		}

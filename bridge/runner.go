@@ -51,26 +51,18 @@ func (cr *codeRunner) Run(ctx context.Context, code string) (agent.CodeResult, e
 	// The reply comes after the KeyboardInterrupt: wait for it without ctx
 	// so the backing kernel's queue stays in step, bounded by the bridge.
 	rep, err := k.Client().Execute(b.ctx, code, client.ExecuteOptions{}, h)
-	res := col.CodeResult()
 	if err != nil {
+		res := col.CodeResult()
 		if errors.Is(err, client.ErrDead) {
 			return res, fmt.Errorf("the backing kernel (%s) died while running the code; it restarts at the next execution", b.cfg.Backing)
 		}
 		return res, err
 	}
-	var c struct {
-		Status string `json:"status"`
-		Ename  string `json:"ename"`
-		Evalue string `json:"evalue"`
-	}
-	_ = rep.DecodeContent(&c)
-	if c.Status == "error" && res.Error == nil {
-		res.Error = &agent.CodeError{EName: c.Ename, EValue: c.Evalue}
-	}
+	col.AddReply(rep)
 	if ctx.Err() != nil {
-		return res, ctx.Err()
+		return col.CodeResult(), ctx.Err()
 	}
-	return res, nil
+	return col.CodeResult(), nil
 }
 
 // relayCode forwards the backing kernel's outputs of agent code to the

@@ -188,10 +188,7 @@ func (r *Runner) Run(ctx context.Context, code string) (agent.CodeResult, error)
 	if err != nil {
 		return agent.CodeResult{}, err
 	}
-	var (
-		col Collector
-		res agent.CodeResult
-	)
+	var col Collector
 	h := client.Handlers{IOPub: func(m *wire.Message) {
 		if r.opts.OnOutput != nil && isOutput(m.Header.MsgType) {
 			r.opts.OnOutput(m.Header.MsgType, m.Content)
@@ -229,8 +226,8 @@ func (r *Runner) Run(ctx context.Context, code string) (agent.CodeResult, error)
 	rep, err := k.Client().Execute(ectx, code, client.ExecuteOptions{}, h)
 	close(done)
 	wg.Wait()
-	res = col.CodeResult()
 	if err != nil {
+		res := col.CodeResult()
 		if errors.Is(err, client.ErrDead) {
 			r.drop(k)
 			return res, fmt.Errorf("the backing kernel (%s) died while running the code; it restarts at the next execution", r.opts.Kernel)
@@ -240,19 +237,11 @@ func (r *Runner) Run(ctx context.Context, code string) (agent.CodeResult, error)
 		}
 		return res, fmt.Errorf("headless: execute: %w", err)
 	}
-	var c struct {
-		Status string `json:"status"`
-		Ename  string `json:"ename"`
-		Evalue string `json:"evalue"`
-	}
-	_ = rep.DecodeContent(&c)
-	if c.Status == "error" && res.Error == nil {
-		res.Error = &agent.CodeError{EName: c.Ename, EValue: c.Evalue}
-	}
+	col.AddReply(rep)
 	if ctx.Err() != nil {
-		return res, ctx.Err()
+		return col.CodeResult(), ctx.Err()
 	}
-	return res, nil
+	return col.CodeResult(), nil
 }
 
 // Close shuts the backing kernel down. It is idempotent; a second call
@@ -340,6 +329,19 @@ func (c *Collector) Add(m *wire.Message) {
 		if m.DecodeContent(&e) == nil {
 			c.err = &agent.CodeError{EName: e.Ename, EValue: e.Evalue, Traceback: e.Traceback}
 		}
+	}
+}
+
+// AddReply takes the cell's execute_reply: an error status with no error
+// output seen (a kernel may send none) still makes the result an error.
+func (c *Collector) AddReply(rep *wire.Message) {
+	var st struct {
+		Status string `json:"status"`
+		Ename  string `json:"ename"`
+		Evalue string `json:"evalue"`
+	}
+	if rep.DecodeContent(&st) == nil && st.Status == "error" && c.err == nil {
+		c.err = &agent.CodeError{EName: st.Ename, EValue: st.Evalue}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 func needPython(t *testing.T) {
@@ -136,5 +137,31 @@ func TestRunnerUnknownKernel(t *testing.T) {
 	_, err := r.Run(context.Background(), "1")
 	if !errors.Is(err, client.ErrNoSpec) {
 		t.Fatalf("Run = %v, want ErrNoSpec", err)
+	}
+}
+
+func TestCollectorAddReply(t *testing.T) {
+	msg := func(typ, content string) *wire.Message {
+		return &wire.Message{Header: wire.Header{MsgType: typ}, Content: json.RawMessage(content)}
+	}
+	reply := msg("execute_reply", `{"status":"error","ename":"KeyboardInterrupt","evalue":""}`)
+
+	var quiet Collector // the kernel sent no error output
+	quiet.AddReply(reply)
+	if e := quiet.CodeResult().Error; e == nil || e.EName != "KeyboardInterrupt" {
+		t.Fatalf("error from the reply alone: %+v", e)
+	}
+
+	var loud Collector // the error output, with its traceback, wins
+	loud.Add(msg("error", `{"ename":"ValueError","evalue":"bad","traceback":["tb"]}`))
+	loud.AddReply(reply)
+	if e := loud.CodeResult().Error; e == nil || e.EName != "ValueError" || len(e.Traceback) != 1 {
+		t.Fatalf("error output replaced: %+v", e)
+	}
+
+	var ok Collector
+	ok.AddReply(msg("execute_reply", `{"status":"ok"}`))
+	if e := ok.CodeResult().Error; e != nil {
+		t.Fatalf("ok reply made an error: %+v", e)
 	}
 }

@@ -71,21 +71,7 @@ func (s *Store) ApplyRewind(ctx context.Context, sessionID string, old Histories
 	if !ok {
 		return s.wrap(op, fmt.Errorf("%w: result API history is not derived from the history", ErrStale))
 	}
-	if err := s.strm.lock(ctx); err != nil {
-		return s.wrap(op, err)
-	}
-	defer s.strm.unlock()
-	if err := s.strm.flushSessionLocked(ctx, sessionID); err != nil {
-		return err
-	}
-	return s.writeTx(ctx, op, func(tx *sql.Tx) error {
-		sr, err := writableSession(ctx, tx, sessionID)
-		if err != nil {
-			return err
-		}
-		if err := checkCurrent(ctx, tx, sr.pk, old); err != nil {
-			return err
-		}
+	return s.changeCurrent(ctx, op, sessionID, old, func(tx *sql.Tx, sr sessionRow) error {
 		if keepUI < len(old.UI) {
 			// UI ts are unique in a session: the first removed row is found
 			// by its ts through the index, not by counting rows.
@@ -106,6 +92,29 @@ func (s *Store) ApplyRewind(ctx context.Context, sessionID string, old Histories
 			return err
 		}
 		return refreshDenorm(ctx, tx, sr.pk)
+	})
+}
+
+// changeCurrent runs change in one write transaction on the session's
+// row, after the streamed updates of the session are flushed and provided
+// old is still what is stored (otherwise the error matches ErrStale).
+func (s *Store) changeCurrent(ctx context.Context, op, sessionID string, old Histories, change func(*sql.Tx, sessionRow) error) error {
+	if err := s.strm.lock(ctx); err != nil {
+		return s.wrap(op, err)
+	}
+	defer s.strm.unlock()
+	if err := s.strm.flushSessionLocked(ctx, sessionID); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, op, func(tx *sql.Tx) error {
+		sr, err := writableSession(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		if err := checkCurrent(ctx, tx, sr.pk, old); err != nil {
+			return err
+		}
+		return change(tx, sr)
 	})
 }
 

@@ -28,21 +28,7 @@ func (s *Store) RewriteAPI(ctx context.Context, sessionID string, old Histories,
 			return s.wrap(op, err)
 		}
 	}
-	if err := s.strm.lock(ctx); err != nil {
-		return s.wrap(op, err)
-	}
-	defer s.strm.unlock()
-	if err := s.strm.flushSessionLocked(ctx, sessionID); err != nil {
-		return err
-	}
-	return s.writeTx(ctx, op, func(tx *sql.Tx) error {
-		sr, err := writableSession(ctx, tx, sessionID)
-		if err != nil {
-			return err
-		}
-		if err := checkCurrent(ctx, tx, sr.pk, old); err != nil {
-			return err
-		}
+	return s.changeCurrent(ctx, op, sessionID, old, func(tx *sql.Tx, sr sessionRow) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM api_messages WHERE session_pk = ?`, sr.pk); err != nil {
 			return fmt.Errorf("delete api messages: %w", err)
 		}

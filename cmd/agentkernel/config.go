@@ -35,13 +35,9 @@ func configPath() string {
 	if p := os.Getenv("AGENTKERNEL_CONFIG"); p != "" {
 		return p
 	}
-	dir := os.Getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(home, ".config")
+	dir, err := os.UserConfigDir() // $XDG_CONFIG_HOME or ~/.config
+	if err != nil {
+		return ""
 	}
 	return filepath.Join(dir, "agentkernel", "config.json")
 }

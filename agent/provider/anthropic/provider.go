@@ -159,5 +159,5 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) (provider.S
 		cancel()
 		return nil, err
 	}
-	return &stream{p: p, ctx: sctx, cancel: cancel, sdk: s}, nil
+	return newStream(p, sctx, cancel, s), nil
 }

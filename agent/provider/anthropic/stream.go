@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
@@ -18,56 +17,10 @@ import (
 // reasoning event when the block stops, a tool_use block as one tool call
 // when it stops, usage and done at message_stop.
 type stream struct {
-	p      *Provider
-	ctx    context.Context
-	cancel context.CancelFunc
-	sdk    *ssestream.Stream[sdk.MessageStreamEventUnion]
+	provider.Pump[sdk.MessageStreamEventUnion]
+	p *Provider
 
-	acc     sdk.Message
-	pending []provider.Event
-	done    bool  // EventDone is queued or sent
-	err     error // sticky
-}
-
-func (s *stream) Next() (provider.Event, error) {
-	for {
-		if len(s.pending) > 0 {
-			ev := s.pending[0]
-			s.pending = s.pending[1:]
-			return ev, nil
-		}
-		if s.err != nil {
-			return provider.Event{}, s.err
-		}
-		if s.done {
-			return provider.Event{}, io.EOF
-		}
-		if s.ctx.Err() != nil {
-			s.fail(fmt.Errorf("%s: stream aborted: %w", s.p.name, context.Cause(s.ctx)))
-			continue
-		}
-		if !s.sdk.Next() {
-			if err := s.sdk.Err(); err != nil {
-				s.fail(s.p.mapError(s.ctx, err))
-				continue
-			}
-			if s.ctx.Err() != nil {
-				continue // aborted, not ended: reported at the top of the loop
-			}
-			s.fail(&provider.APIError{Provider: s.p.name, Type: "connection_error", Retryable: true,
-				Message: "the stream ended before message_stop"})
-			continue
-		}
-		if err := s.event(s.sdk.Current()); err != nil {
-			s.fail(err)
-		}
-	}
-}
-
-func (s *stream) fail(err error) {
-	s.err = err
-	_ = s.sdk.Close()
-	s.cancel()
+	acc sdk.Message
 }
 
 func (s *stream) event(ev sdk.MessageStreamEventUnion) error {
@@ -85,11 +38,11 @@ func (s *stream) event(ev sdk.MessageStreamEventUnion) error {
 		switch ev.Delta.Type {
 		case "text_delta":
 			if ev.Delta.Text != "" {
-				s.pending = append(s.pending, provider.Event{Type: provider.EventText, Text: ev.Delta.Text})
+				s.Push(provider.Event{Type: provider.EventText, Text: ev.Delta.Text})
 			}
 		case "thinking_delta":
 			if ev.Delta.Thinking != "" {
-				s.pending = append(s.pending, provider.Event{Type: provider.EventReasoning, Text: ev.Delta.Thinking})
+				s.Push(provider.Event{Type: provider.EventReasoning, Text: ev.Delta.Thinking})
 			}
 		}
 	case "content_block_stop":
@@ -104,16 +57,16 @@ func (s *stream) event(ev sdk.MessageStreamEventUnion) error {
 				return &provider.APIError{Provider: s.p.name, Type: "invalid_response",
 					Message: fmt.Sprintf("tool call %s (%s): arguments are not valid JSON", b.ID, b.Name)}
 			}
-			s.pending = append(s.pending, provider.Event{Type: provider.EventToolCall,
+			s.Push(provider.Event{Type: provider.EventToolCall,
 				ToolCall: &provider.ToolCall{ID: b.ID, Name: b.Name, Input: append(json.RawMessage(nil), input...)}})
 		case "thinking":
 			if b.Signature != "" {
-				s.pending = append(s.pending, provider.Event{Type: provider.EventReasoning, Signature: b.Signature})
+				s.Push(provider.Event{Type: provider.EventReasoning, Signature: b.Signature})
 			}
 		}
 	case "message_stop":
 		u := s.acc.Usage
-		s.pending = append(s.pending,
+		s.Push(
 			provider.Event{Type: provider.EventUsage, Usage: &provider.Usage{
 				InputTokens:      int(u.InputTokens),
 				OutputTokens:     int(u.OutputTokens),
@@ -121,9 +74,7 @@ func (s *stream) event(ev sdk.MessageStreamEventUnion) error {
 				CacheWriteTokens: int(u.CacheCreationInputTokens),
 			}},
 			provider.Event{Type: provider.EventDone, StopReason: stopReason(s.acc.StopReason)})
-		s.done = true
-		_ = s.sdk.Close()
-		s.cancel()
+		s.Finish()
 	}
 	return nil
 }
@@ -140,8 +91,16 @@ func stopReason(r sdk.StopReason) provider.StopReason {
 	return provider.StopOther
 }
 
-// Close aborts the stream; safe from any goroutine, idempotent.
-func (s *stream) Close() error {
-	s.cancel()
-	return nil
+// newStream adapts sdkStream, whose context is ctx (cancel cancels it).
+func newStream(p *Provider, ctx context.Context, cancel context.CancelFunc, sdkStream *ssestream.Stream[sdk.MessageStreamEventUnion]) *stream {
+	s := &stream{p: p}
+	s.Pump = provider.Pump[sdk.MessageStreamEventUnion]{Name: p.name, Ctx: ctx, Cancel: cancel, SDK: sdkStream,
+		MapError: p.mapError, Decode: s.event, End: s.end}
+	return s
+}
+
+// end: the stream ended without message_stop.
+func (s *stream) end() error {
+	return &provider.APIError{Provider: s.p.name, Type: "connection_error", Retryable: true,
+		Message: "the stream ended before message_stop"}
 }

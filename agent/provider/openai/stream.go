@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
@@ -18,59 +17,14 @@ import (
 // SDK's ChatCompletionAccumulator and emitted, complete and in index order,
 // when the stream ends; then usage and done.
 type stream struct {
-	p      *Provider
-	ctx    context.Context
-	cancel context.CancelFunc
-	sdk    *ssestream.Stream[sdk.ChatCompletionChunk]
+	provider.Pump[sdk.ChatCompletionChunk]
+	p *Provider
 
 	acc     sdk.ChatCompletionAccumulator
 	callIDs []string // tool call ids by index, for deltas without an index
 	id      string   // the first chunk's id
 	finish  string
 	usage   *provider.Usage
-	pending []provider.Event
-	done    bool  // EventDone is queued or sent
-	err     error // sticky
-}
-
-func (s *stream) Next() (provider.Event, error) {
-	for {
-		if len(s.pending) > 0 {
-			ev := s.pending[0]
-			s.pending = s.pending[1:]
-			return ev, nil
-		}
-		if s.err != nil {
-			return provider.Event{}, s.err
-		}
-		if s.done {
-			return provider.Event{}, io.EOF
-		}
-		if s.ctx.Err() != nil {
-			s.fail(fmt.Errorf("%s: stream aborted: %w", s.p.name, context.Cause(s.ctx)))
-			continue
-		}
-		if !s.sdk.Next() {
-			if err := s.sdk.Err(); err != nil {
-				s.fail(s.p.mapError(s.ctx, err))
-				continue
-			}
-			if s.ctx.Err() != nil {
-				continue // aborted, not ended: reported at the top of the loop
-			}
-			s.end()
-			continue
-		}
-		if err := s.chunk(s.sdk.Current()); err != nil {
-			s.fail(err)
-		}
-	}
-}
-
-func (s *stream) fail(err error) {
-	s.err = err
-	_ = s.sdk.Close()
-	s.cancel()
 }
 
 // chunk turns one chunk into events.
@@ -92,15 +46,15 @@ func (s *stream) chunk(c sdk.ChatCompletionChunk) error {
 		}
 		d := ch.Delta
 		if r := extraString(d.JSON.ExtraFields, "reasoning_content"); r != "" {
-			s.pending = append(s.pending, provider.Event{Type: provider.EventReasoning, Text: r})
+			s.Push(provider.Event{Type: provider.EventReasoning, Text: r})
 		} else if r := extraString(d.JSON.ExtraFields, "reasoning"); r != "" {
-			s.pending = append(s.pending, provider.Event{Type: provider.EventReasoning, Text: r})
+			s.Push(provider.Event{Type: provider.EventReasoning, Text: r})
 		}
 		if d.Content != "" {
-			s.pending = append(s.pending, provider.Event{Type: provider.EventText, Text: d.Content})
+			s.Push(provider.Event{Type: provider.EventText, Text: d.Content})
 		}
 		if d.Refusal != "" {
-			s.pending = append(s.pending, provider.Event{Type: provider.EventText, Text: d.Refusal})
+			s.Push(provider.Event{Type: provider.EventText, Text: d.Refusal})
 		}
 		if ch.FinishReason != "" {
 			s.finish = ch.FinishReason
@@ -123,7 +77,7 @@ func (s *stream) chunk(c sdk.ChatCompletionChunk) error {
 }
 
 // end queues the tool calls, usage and done once the stream has ended.
-func (s *stream) end() {
+func (s *stream) end() error {
 	var calls []provider.Event
 	if len(s.acc.Choices) > 0 {
 		tcs := append([]sdk.ChatCompletionMessageToolCallUnion(nil), s.acc.Choices[0].Message.ToolCalls...)
@@ -143,13 +97,13 @@ func (s *stream) end() {
 				ToolCall: &provider.ToolCall{ID: id, Name: tc.Function.Name, Input: input}})
 		}
 	}
-	s.pending = append(s.pending, calls...)
+	s.Push(calls...)
 	if s.usage != nil {
-		s.pending = append(s.pending, provider.Event{Type: provider.EventUsage, Usage: s.usage})
+		s.Push(provider.Event{Type: provider.EventUsage, Usage: s.usage})
 	}
-	s.pending = append(s.pending, provider.Event{Type: provider.EventDone, StopReason: stopReason(s.finish, len(calls) > 0)})
-	s.done = true
-	s.cancel()
+	s.Push(provider.Event{Type: provider.EventDone, StopReason: stopReason(s.finish, len(calls) > 0)})
+	s.Finish()
+	return nil
 }
 
 // indexToolCalls gives an index to tool call deltas that come without one
@@ -230,8 +184,10 @@ func extraString(fields map[string]respjson.Field, name string) string {
 	return s
 }
 
-// Close aborts the stream; safe from any goroutine, idempotent.
-func (s *stream) Close() error {
-	s.cancel()
-	return nil
+// newStream adapts sdkStream, whose context is ctx (cancel cancels it).
+func newStream(p *Provider, ctx context.Context, cancel context.CancelFunc, sdkStream *ssestream.Stream[sdk.ChatCompletionChunk]) *stream {
+	s := &stream{p: p}
+	s.Pump = provider.Pump[sdk.ChatCompletionChunk]{Name: p.name, Ctx: ctx, Cancel: cancel, SDK: sdkStream,
+		MapError: p.mapError, Decode: s.chunk, End: s.end}
+	return s
 }

@@ -15,14 +15,6 @@ import (
 	"github.com/go-zeromq/zmq4"
 )
 
-// The server sockets below speak ZMTP through zmq4's Conn (greeting,
-// handshake, framing) but route messages themselves. zmq4's sockets pass
-// every message through goroutines and channels: a reader per connection,
-// a queue per socket, a writer goroutine for PUB. Each hand-off wakes a
-// goroutine, and on a virtual machine a thread, which made up most of the
-// latency a relaying kernel adds. Here a connection's reader calls the
-// handler directly and sends write on the caller's goroutine.
-
 // HandshakeTimeout bounds the ZMTP greeting and handshake of a new peer.
 const HandshakeTimeout = 10 * time.Second
 

@@ -160,8 +160,9 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 		return
 	}
 	c := k.Client()
-	hdr := wire.NewHeader(c.Session(), r.Msg.Header.Username, r.Type())
-	hdr.MsgID = r.Msg.Header.MsgID
+	// The frontend's msg_id, so that the backing's replies name it; the
+	// client fills in our session, the date and the version.
+	hdr := wire.Header{MsgID: r.Msg.Header.MsgID, Username: r.Msg.Header.Username, MsgType: r.Type()}
 	b.recent.add(hdr.MsgID, r)
 
 	inputCtx, cancelInput := context.WithCancel(ctx)

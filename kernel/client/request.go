@@ -130,21 +130,20 @@ func (c *Client) send(ctx context.Context, req Request) (*pending, *link, error)
 		if h.MsgID == "" {
 			return nil, nil, fmt.Errorf("client: send %s: header without msg_id", req.MsgType)
 		}
-		fresh := wire.NewHeader(c.session, c.user, req.MsgType)
 		if h.MsgType == "" {
-			h.MsgType = fresh.MsgType
+			h.MsgType = req.MsgType
 		}
 		if h.Session == "" {
-			h.Session = fresh.Session
+			h.Session = c.session
 		}
 		if h.Username == "" {
-			h.Username = fresh.Username
+			h.Username = c.user
 		}
 		if h.Date == "" {
-			h.Date = fresh.Date
+			h.Date = wire.Now()
 		}
 		if h.Version == "" {
-			h.Version = fresh.Version
+			h.Version = wire.ProtocolVersion
 		}
 	} else {
 		if req.MsgType == "" {

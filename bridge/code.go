@@ -65,6 +65,12 @@ func (b *Bridge) DeferBusy(r *kernel.Request) bool {
 	if _, ok := replyTypes[r.Type()]; !ok {
 		return false
 	}
+	return b.backingRunning()
+}
+
+// backingRunning reports whether a backing kernel is up (none has to be
+// started for the next request).
+func (b *Bridge) backingRunning() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.backing == nil {
@@ -154,6 +160,9 @@ func cutCellMagic(code, magic string) (string, bool) {
 // forward sends r to the backing kernel under the frontend's msg_id and
 // relays everything that comes back.
 func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType string) {
+	if !b.backingRunning() {
+		r.Busy() // it died since DeferBusy: a start takes long
+	}
 	k, err := b.kernelFor(ctx)
 	if err != nil {
 		b.fail(r, replyType, "BackingKernelError", err.Error())

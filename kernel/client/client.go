@@ -30,6 +30,9 @@ type Options struct {
 	// Env holds extra KEY=VALUE entries for the kernel process, applied
 	// after the spec's env.
 	Env []string
+	// Args are appended to the kernelspec's argv (after its templates are
+	// filled in), as jupyter_client's extra_arguments are.
+	Args []string
 	// Dir is the kernel's working directory. Default: ours.
 	Dir string
 	// StartTimeout bounds launching (or dialing) until the kernel is

@@ -169,7 +169,7 @@ var envRe = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // launch starts the kernel process and the goroutine that waits for it.
 func (k *Kernel) launch() (*process, error) {
-	argv := make([]string, len(k.spec.Argv))
+	argv := make([]string, len(k.spec.Argv), len(k.spec.Argv)+len(k.opts.Args))
 	for i, a := range k.spec.Argv {
 		argv[i] = templateRe.ReplaceAllStringFunc(a, func(m string) string {
 			if m == "{connection_file}" {
@@ -178,6 +178,7 @@ func (k *Kernel) launch() (*process, error) {
 			return k.spec.Dir
 		})
 	}
+	argv = append(argv, k.opts.Args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	env := os.Environ()
 	for key, v := range k.spec.Env {

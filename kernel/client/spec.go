@@ -121,8 +121,23 @@ var validName = regexp.MustCompile(`^[a-z0-9._-]+$`)
 // the DataDirs search path. The error wraps ErrNoSpec and lists the
 // directories searched when there is none.
 func FindSpec(name string) (*Spec, error) {
+	specs, err := FindSpecs(name)
+	if err != nil {
+		return nil, err
+	}
+	return specs[0], nil
+}
+
+// FindSpecs returns every kernelspec called name (case-insensitive) on the
+// DataDirs search path, the one Jupyter would pick first. A caller that
+// must pass over some of them (agentkernel skips its own) takes the first
+// it accepts. The error wraps ErrNoSpec and lists the directories searched
+// when there is none; a malformed kernel.json where Jupyter would look
+// first is an error, as it is in Jupyter, and one further down is left out.
+func FindSpecs(name string) ([]*Spec, error) {
 	lname := strings.ToLower(name)
 	dirs := DataDirs()
+	var specs []*Spec
 	if validName.MatchString(lname) {
 		for _, d := range dirs {
 			kdir := filepath.Join(d, "kernels")
@@ -138,9 +153,19 @@ func FindSpec(name string) (*Spec, error) {
 				if _, err := os.Stat(filepath.Join(dir, "kernel.json")); err != nil {
 					continue
 				}
-				return readSpec(lname, dir)
+				s, err := readSpec(lname, dir)
+				if err != nil {
+					if len(specs) == 0 {
+						return nil, err
+					}
+					continue
+				}
+				specs = append(specs, s)
 			}
 		}
+	}
+	if len(specs) > 0 {
+		return specs, nil
 	}
 	searched := make([]string, len(dirs))
 	for i, d := range dirs {

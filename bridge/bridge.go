@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/store"
@@ -42,8 +43,20 @@ func ParseMode(s string) (Mode, error) {
 // Config configures a Bridge. The zero value works: code mode over the
 // python3 kernelspec.
 type Config struct {
-	// Backing names the backing kernelspec. Default "python3".
+	// Backing names the backing kernelspec. Default "python3". It is looked
+	// up with backing.Find, which never picks agentkernel itself.
 	Backing string
+	// BackingArgs are appended to the backing kernel's command line: the
+	// launcher's arguments that were not ours (nbclient's
+	// --HistoryManager.hist_file=:memory:, --IPKernelApp.…).
+	BackingArgs []string
+	// Name is this kernel's own kernelspec name, for the environment mark
+	// of its backing kernel and for logs. Optional.
+	Name string
+	// Refuse, when set, is why this kernel must not start a backing kernel
+	// (it is itself one: backing.CheckNested). It answers kernel_info, and
+	// every request that needs a backing kernel fails with this error.
+	Refuse error
 	// Mode is the kernel mode. Default ModeCode.
 	Mode Mode
 	// Logger; default hclog.NewNullLogger().
@@ -100,15 +113,15 @@ func (c Config) withDefaults() Config {
 
 // Bridge implements kernel.Handler. All methods are safe for concurrent use.
 type Bridge struct {
-	cfg  Config
-	log  hclog.Logger
-	spec *client.Spec
+	cfg Config
+	log hclog.Logger
 
 	ctx    context.Context // lifetime of the bridge
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	mu          sync.Mutex
+	spec        *client.Spec // once found
 	backing     *client.Kernel
 	starting    chan struct{} // non-nil while a start is under way; closed at its end
 	startErr    error
@@ -132,28 +145,51 @@ type Bridge struct {
 	panel *panel     // the web panel, once %agent webview started it
 }
 
-// New finds the backing kernelspec and returns a Bridge. It starts nothing.
+// New returns a Bridge. It starts nothing. The backing kernelspec is
+// looked up at once, but a lookup that fails is no error here: the kernel
+// keeps serving, every request that needs the backing kernel fails with
+// the reason, and the next one looks again (the kernelspec may be
+// installed meanwhile).
 func New(cfg Config) (*Bridge, error) {
 	cfg = cfg.withDefaults()
-	spec, err := client.FindSpec(cfg.Backing)
-	if err != nil {
-		return nil, fmt.Errorf("bridge: backing kernel: %w", err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Bridge{
 		cfg:      cfg,
 		log:      cfg.Logger.Named("bridge"),
-		spec:     spec,
 		ctx:      ctx,
 		cancel:   cancel,
 		langInfo: loadLangInfo(cfg.Backing),
 	}
 	b.recent.init(256)
+	if _, err := b.backingSpec(); err != nil && cfg.Refuse == nil {
+		b.log.Warn("no backing kernel", "error", err)
+	}
 	return b, nil
+}
+
+// backingSpec returns the backing kernelspec, looking it up until found.
+func (b *Bridge) backingSpec() (*client.Spec, error) {
+	if b.cfg.Refuse != nil {
+		return nil, b.cfg.Refuse
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.spec != nil {
+		return b.spec, nil
+	}
+	spec, err := backing.Find(b.cfg.Backing)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: backing kernel: %w", err)
+	}
+	b.spec = spec
+	return spec, nil
 }
 
 // Start launches the backing kernel in the background.
 func (b *Bridge) Start() {
+	if b.cfg.Refuse != nil {
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.beginStartLocked()
@@ -190,13 +226,19 @@ func (b *Bridge) beginStartLocked() chan struct{} {
 }
 
 func (b *Bridge) launch() (*client.Kernel, error) {
+	spec, err := b.backingSpec()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.StartTimeout)
 	defer cancel()
-	k, err := client.Start(ctx, b.spec, client.Options{
+	k, err := client.Start(ctx, spec, client.Options{
 		Logger:  b.log.Named("backing"),
 		Dir:     b.cfg.Dir,
 		OnIOPub: b.unsolicited,
+		Env:     []string{backing.Mark(b.cfg.Name)},
+		Args:    b.cfg.BackingArgs,
 	})
 	if err != nil {
 		b.log.Error("backing kernel failed to start", "spec", b.cfg.Backing, "error", err)
@@ -244,6 +286,9 @@ func (b *Bridge) launch() (*client.Kernel, error) {
 // kernelFor returns a live backing kernel, starting a fresh one if none
 // runs (first use, or the last one died).
 func (b *Bridge) kernelFor(ctx context.Context) (*client.Kernel, error) {
+	if b.cfg.Refuse != nil {
+		return nil, b.cfg.Refuse
+	}
 	for {
 		b.mu.Lock()
 		if b.closed {
@@ -288,8 +333,11 @@ func (b *Bridge) kernelFor(ctx context.Context) (*client.Kernel, error) {
 // KernelInfo implements kernel.Handler.
 func (b *Bridge) KernelInfo() kernel.KernelInfo {
 	b.mu.Lock()
-	info, wait := b.langInfo, b.starting
+	info, wait, spec := b.langInfo, b.starting, b.spec
 	b.mu.Unlock()
+	if spec == nil {
+		spec = &client.Spec{Name: b.cfg.Backing, DisplayName: b.cfg.Backing}
+	}
 	if info == nil && wait != nil {
 		select {
 		case <-wait:
@@ -300,7 +348,7 @@ func (b *Bridge) KernelInfo() kernel.KernelInfo {
 		b.mu.Unlock()
 	}
 	if info == nil {
-		info, _ = json.Marshal(map[string]string{"name": b.spec.Language})
+		info, _ = json.Marshal(map[string]string{"name": spec.Language})
 	}
 	if b.cfg.Mode == ModePrompt {
 		info = promptLanguageInfo
@@ -310,7 +358,7 @@ func (b *Bridge) KernelInfo() kernel.KernelInfo {
 		ImplementationVersion: b.cfg.Version,
 		LanguageInfo:          info,
 		Banner: fmt.Sprintf("agentkernel %s (%s mode), backed by %s (%s)",
-			b.cfg.Version, b.cfg.Mode, b.spec.DisplayName, b.cfg.Backing),
+			b.cfg.Version, b.cfg.Mode, spec.DisplayName, b.cfg.Backing),
 		HelpLinks: []kernel.HelpLink{{Text: "agentkernel", URL: "https://github.com/agentkernel/agentkernel"}},
 	}
 }

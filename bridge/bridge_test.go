@@ -3,8 +3,10 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -337,10 +339,36 @@ func TestKernelInfoBeforeBackingIsUp(t *testing.T) {
 	}
 }
 
+// TestUnknownBackingSpec: a backing kernelspec that is not installed does
+// not stop the kernel; requests fail naming it, and once it is installed
+// the next request finds it.
 func TestUnknownBackingSpec(t *testing.T) {
-	_, err := New(Config{Backing: "no-such-kernel-xyz"})
-	if err == nil || !strings.Contains(err.Error(), "no-such-kernel-xyz") {
-		t.Fatalf("err = %v", err)
+	dir := t.TempDir()
+	t.Setenv("JUPYTER_PATH", dir)
+	b, err := New(Config{Backing: "late-kernel"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := b.Probe(ctx); !errors.Is(err, client.ErrNoSpec) || !strings.Contains(err.Error(), "late-kernel") {
+		t.Fatalf("Probe before install = %v, want ErrNoSpec naming late-kernel", err)
+	}
+	real, err := client.FindSpec("python3")
+	if err != nil {
+		t.Skip("no python3 kernelspec:", err)
+	}
+	spec := filepath.Join(dir, "kernels", "late-kernel")
+	if err := os.MkdirAll(spec, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(map[string]any{"argv": real.Argv, "display_name": "late", "language": "python"})
+	if err := os.WriteFile(filepath.Join(spec, "kernel.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Probe(ctx); err != nil {
+		t.Fatalf("Probe after install = %v", err)
 	}
 }
 

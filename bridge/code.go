@@ -94,6 +94,10 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 		StoreHistory *bool  `json:"store_history"`
 	}
 	_ = r.Msg.DecodeContent(&c)
+	if b.cfg.Refuse != nil {
+		b.fail(r, "execute_reply", "NestedKernelError", b.cfg.Refuse.Error())
+		return
+	}
 	body, isCode := cutCellMagic(c.Code, "%%code")
 	agentBody, isAgent := cutCellMagic(c.Code, "%%agent")
 	magic := isMagic(c.Code)

@@ -12,6 +12,7 @@ import (
 	_ "image/jpeg" // "
 	_ "image/png"  // "
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
@@ -132,7 +134,7 @@ func (r *Runner) kernel(ctx context.Context) (*client.Kernel, error) {
 			return k, nil
 		}
 	}
-	spec, err := client.FindSpec(r.opts.Kernel)
+	spec, err := backing.Find(r.opts.Kernel)
 	if err != nil {
 		return nil, fmt.Errorf("headless: backing kernel: %w", err)
 	}
@@ -141,7 +143,8 @@ func (r *Runner) kernel(ctx context.Context) (*client.Kernel, error) {
 	stop := context.AfterFunc(r.ctx, cancel)
 	defer stop()
 	start := time.Now()
-	k, err = client.Start(sctx, spec, client.Options{Logger: r.log, Dir: r.opts.Dir, Env: r.opts.Env})
+	k, err = client.Start(sctx, spec, client.Options{Logger: r.log, Dir: r.opts.Dir,
+		Env: append(slices.Clip(r.opts.Env), backing.Mark(""))})
 	if err != nil {
 		return nil, fmt.Errorf("headless: start backing kernel %q: %w", r.opts.Kernel, err)
 	}

@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/headless"
 	"github.com/agentkernel/agentkernel/kernel"
@@ -22,7 +24,7 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	prefix := fs.String("prefix", "", "install into `DIR`/share/jupyter/kernels")
 	name := fs.String("name", "agent", "kernelspec name")
 	display := fs.String("display-name", "", "name shown in Jupyter (default \"Agent\" or \"Agent (code)\")")
-	backing := fs.String("backing", "python3", "kernelspec of the backing kernel that runs code")
+	backingName := fs.String("backing", "python3", "kernelspec of the backing kernel that runs code (never agentkernel's own)")
 	modeName := fs.String("mode", "code", "what a cell is: code (backing-kernel code) or prompt (a request to the agent)")
 	probe := fs.Bool("probe", true, "start the backing kernel once to cache its language_info (instant kernel_info later)")
 	model := fs.String("model", "", "model for this kernelspec (sets AGENTKERNEL_MODEL in kernel.json), e.g. anthropic:claude-sonnet-4-5")
@@ -33,24 +35,15 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("install: unexpected argument %q", fs.Arg(0))
 	}
-	scope, n := kernel.ScopeUser, 0
-	if *user {
-		n++
-	}
-	if *sysPrefix {
-		scope, n = kernel.ScopeSysPrefix, n+1
-	}
-	if *prefix != "" {
-		scope, n = kernel.ScopePrefix, n+1
-	}
-	if n > 1 {
-		return errors.New("install: choose one of --user, --sys-prefix and --prefix")
+	scope, err := parseScope(*user, *sysPrefix, *prefix)
+	if err != nil {
+		return fmt.Errorf("install: %w", err)
 	}
 	mode, err := bridge.ParseMode(*modeName)
 	if err != nil {
 		return err
 	}
-	spec, err := client.FindSpec(*backing)
+	spec, err := backing.Find(*backingName)
 	if err != nil {
 		return fmt.Errorf("install: backing kernel: %w", err)
 	}
@@ -85,14 +78,17 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkReplace(dir, *name); err != nil {
+		return err
+	}
 	ks := kernel.KernelSpec{
-		Argv:          []string{exe, "kernel", "-f", "{connection_file}", "--backing", *backing, "--mode", string(mode)},
+		Argv:          []string{exe, "kernel", "-f", "{connection_file}", "--backing", *backingName, "--mode", string(mode)},
 		DisplayName:   *display,
 		Language:      language,
 		InterruptMode: "message",
 		Env:           env,
 		Metadata: map[string]any{
-			"agentkernel": map[string]any{"backing": *backing, "mode": string(mode), "version": versionString()},
+			"agentkernel": map[string]any{"backing": *backingName, "mode": string(mode), "version": versionString()},
 		},
 	}
 	target, err := kernel.InstallSpec(dir, *name, ks, logos())
@@ -100,9 +96,11 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "Installed kernelspec %s in %s\n", *name, target)
+	reportShadows(stdout, stderr, *name, target)
+	fmt.Fprintf(stdout, "Undo with: agentkernel uninstall --name %s%s\n", *name, scopeFlag(scope, *prefix))
 	if *probe {
-		if err := probeBacking(*backing); err != nil {
-			fmt.Fprintf(stderr, "warning: could not start backing kernel %q to cache its language_info: %v\n", *backing, err)
+		if err := probeBacking(*backingName); err != nil {
+			fmt.Fprintf(stderr, "warning: could not start backing kernel %q to cache its language_info: %v\n", *backingName, err)
 		}
 	}
 	return nil
@@ -123,4 +121,125 @@ func probeBacking(backing string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	return b.Probe(ctx)
+}
+
+// parseScope turns the --user, --sys-prefix and --prefix flags into a
+// scope; --user is the default.
+func parseScope(user, sysPrefix bool, prefix string) (kernel.Scope, error) {
+	scope, n := kernel.ScopeUser, 0
+	if user {
+		n++
+	}
+	if sysPrefix {
+		scope, n = kernel.ScopeSysPrefix, n+1
+	}
+	if prefix != "" {
+		scope, n = kernel.ScopePrefix, n+1
+	}
+	if n > 1 {
+		return 0, errors.New("choose one of --user, --sys-prefix and --prefix")
+	}
+	return scope, nil
+}
+
+// scopeFlag is the command-line flag that names scope again.
+func scopeFlag(scope kernel.Scope, prefix string) string {
+	switch scope {
+	case kernel.ScopeSysPrefix:
+		return " --sys-prefix"
+	case kernel.ScopePrefix:
+		return " --prefix " + prefix
+	}
+	return ""
+}
+
+// checkReplace refuses to overwrite a kernelspec that is not agentkernel's:
+// installing as python3 into the directory that holds the real python3
+// would destroy the kernel that agentkernel is meant to sit in front of.
+func checkReplace(dir, name string) error {
+	existing := filepath.Join(dir, strings.ToLower(name))
+	spec, err := client.ReadSpec(existing)
+	if err != nil || backing.IsAgentKernel(spec) {
+		return nil // nothing there (or nothing readable): install writes it anew
+	}
+	return fmt.Errorf("install: %s holds the kernelspec %q (%s), which is not agentkernel's: installing would replace it; "+
+		"choose another --name, or a scope that comes before it on Jupyter's search path (--user, or --prefix with JUPYTER_PATH)",
+		existing, name, spec.DisplayName)
+}
+
+// reportShadows says which kernelspecs of the same name the one just
+// installed in target hides from Jupyter, and warns when it is hidden
+// itself or not on Jupyter's search path at all.
+func reportShadows(stdout, stderr io.Writer, name, target string) {
+	specs, _ := client.FindSpecs(name)
+	at := -1
+	for i, s := range specs {
+		if sameDir(s.Dir, target) {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		fmt.Fprintf(stderr, "warning: %s is not on Jupyter's search path; add its share/jupyter to JUPYTER_PATH\n",
+			filepath.Dir(target))
+		return
+	}
+	for _, s := range specs[:at] {
+		fmt.Fprintf(stderr, "warning: %s (%s) comes first on Jupyter's search path: Jupyter will not use this install under the name %s\n",
+			s.Dir, s.DisplayName, name)
+	}
+	for _, s := range specs[at+1:] {
+		fmt.Fprintf(stdout, "It shadows %s (%s): Jupyter now starts agentkernel for %q\n", s.Dir, s.DisplayName, name)
+	}
+}
+
+func sameDir(a, b string) bool {
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	if err1 != nil || err2 != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return ra == rb
+}
+
+func runUninstall(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("uninstall", "uninstall [--user | --sys-prefix | --prefix DIR] --name NAME", stderr)
+	user := fs.Bool("user", false, "remove from the current user's kernelspecs (default)")
+	sysPrefix := fs.Bool("sys-prefix", false, "remove from the share/jupyter of the Python that runs Jupyter")
+	prefix := fs.String("prefix", "", "remove from `DIR`/share/jupyter/kernels")
+	name := fs.String("name", "", "kernelspec name (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("uninstall: unexpected argument %q", fs.Arg(0))
+	}
+	if *name == "" {
+		fs.Usage()
+		return errors.New("uninstall: --name is required")
+	}
+	scope, err := parseScope(*user, *sysPrefix, *prefix)
+	if err != nil {
+		return fmt.Errorf("uninstall: %w", err)
+	}
+	dir, err := kernel.SpecsDir(scope, *prefix)
+	if err != nil {
+		return err
+	}
+	target := filepath.Join(dir, strings.ToLower(*name))
+	spec, err := client.ReadSpec(target)
+	if err != nil {
+		return fmt.Errorf("uninstall: no kernelspec %q in %s: %w", *name, dir, err)
+	}
+	if !backing.IsAgentKernel(spec) {
+		return fmt.Errorf("uninstall: %s (%s) is not an agentkernel kernelspec; remove it with jupyter kernelspec remove", target, spec.DisplayName)
+	}
+	if err := os.RemoveAll(target); err != nil {
+		return fmt.Errorf("uninstall: %w", err)
+	}
+	fmt.Fprintf(stdout, "Removed kernelspec %s from %s\n", *name, target)
+	if s, err := client.FindSpec(*name); err == nil {
+		fmt.Fprintf(stdout, "Jupyter now starts %s (%s) for %q\n", s.Dir, s.DisplayName, *name)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/headless"
 	"github.com/agentkernel/agentkernel/kernel"
@@ -26,11 +28,18 @@ import (
 func runKernel(args []string, stderr io.Writer) error {
 	fs := newFlagSet("kernel", "kernel -f CONNECTION_FILE [flags]", stderr)
 	connFile := fs.String("f", "", "connection file written by Jupyter (required)")
-	backing := fs.String("backing", "python3", "kernelspec of the backing kernel")
+	backingName := fs.String("backing", "python3", "kernelspec of the backing kernel")
 	modeName := fs.String("mode", "code", "kernel mode: code or prompt")
 	model := fs.String("model", "", "model for new sessions (default $AGENTKERNEL_MODEL, then the config file)")
 	record := fs.String("record", os.Getenv("AGENTKERNEL_RECORD"), "record the model's answers to this cassette `FILE`")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: agentkernel kernel -f CONNECTION_FILE [flags] [BACKING_ARGS...]\n\n"+
+			"Other arguments (--Class.trait=value, --name=value, --flag) go to the backing kernel's\n"+
+			"command line, as launchers such as nbclient expect of a python3 kernel.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	ours, passed := splitKernelArgs(fs, args)
+	if err := fs.Parse(ours); err != nil {
 		return err
 	}
 	if *connFile == "" {
@@ -63,6 +72,15 @@ func runKernel(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	nested := backing.CheckNested()
+	if nested != nil {
+		log.Error("refusing to start a backing kernel", "reason", nested)
+		if len(passed) > 0 {
+			log.Warn("no backing kernel to pass the arguments to", "args", passed)
+		}
+	} else if len(passed) > 0 {
+		log.Debug("arguments for the backing kernel", "args", passed)
+	}
 
 	// SIGINT interrupts (signal interrupt mode) instead of killing us;
 	// SIGTERM and SIGHUP shut down cleanly.
@@ -76,7 +94,8 @@ func runKernel(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bcfg.Backing, bcfg.Mode, bcfg.Logger, bcfg.Version = *backing, mode, log, versionString()
+	bcfg.Backing, bcfg.Mode, bcfg.Logger, bcfg.Version = *backingName, mode, log, versionString()
+	bcfg.BackingArgs, bcfg.Name, bcfg.Refuse = passed, conn.KernelName, nested
 	b, err := bridge.New(bcfg)
 	if err != nil {
 		return err
@@ -160,4 +179,39 @@ func setKernelProcs() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
+}
+
+// splitKernelArgs separates the kernel command's own flags from the
+// arguments meant for the backing kernel. Launchers append options for the
+// kernel they think they start (nbclient gives kernels named python3
+// --HistoryManager.hist_file=:memory:); those go, in order, after the
+// backing kernelspec's argv. An argument is ours when its name (without
+// dashes, before any "=") is one of fs's flags; a flag of ours without
+// "=" takes the next argument as its value unless it is boolean.
+func splitKernelArgs(fs *flag.FlagSet, args []string) (ours, passed []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			passed = append(passed, args[i+1:]...)
+			break
+		}
+		name, hasValue := strings.TrimLeft(a, "-"), false
+		if n, _, ok := strings.Cut(name, "="); ok {
+			name, hasValue = n, true
+		}
+		f := fs.Lookup(name)
+		if !strings.HasPrefix(a, "-") || name == "" || f == nil {
+			passed = append(passed, a)
+			continue
+		}
+		ours = append(ours, a)
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); hasValue || (ok && bf.IsBoolFlag()) {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			ours = append(ours, args[i])
+		}
+	}
+	return ours, passed
 }

@@ -56,6 +56,7 @@ const usage = `agentkernel — a Jupyter kernel whose cells talk to an AI coding
 
 Usage:
   agentkernel install [flags]        install the kernelspec so Jupyter lists "Agent"
+  agentkernel uninstall --name NAME  remove an agentkernel kernelspec (what install printed)
   agentkernel kernel -f FILE [flags] run the kernel (Jupyter does this)
   agentkernel run NOTEBOOK [flags]   execute a notebook headlessly (prompt cells through the agent)
   agentkernel ask [PROMPT | -]       one-shot agent: text, json or stream-json output
@@ -83,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "install":
 		return runInstall(rest, stdout, stderr)
+	case "uninstall":
+		return runUninstall(rest, stdout, stderr)
 	case "kernel":
 		return runKernel(rest, stderr)
 	case "run":

@@ -7,6 +7,8 @@ iopub traffic in order. Failures carry the message sequence that was seen.
 
 import json
 import os
+import signal
+import threading
 import time
 from queue import Empty
 
@@ -224,3 +226,65 @@ def describe(pids):
             cmd = "?"
         out.append(f"{p}: {cmd}")
     return "\n  ".join([""] + out)
+
+
+def pids_of(binary):
+    """The live processes whose executable is binary."""
+    target = os.path.realpath(binary)
+    out = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            exe = os.readlink(f"/proc/{entry}/exe")
+        except OSError:
+            continue
+        if exe == target and alive([int(entry)]):
+            out.add(int(entry))
+    return out
+
+
+class ChainGuard:
+    """Bounds a test that could start a runaway chain of kernels.
+
+    A thread counts the processes running `binary` (beyond those that ran
+    before) every 50 ms. Past `limit` it SIGKILLs all of them, so that a
+    broken guard costs a failed test, not the machine. On exit every one of
+    them still alive is killed too. `peak` is the most seen at once.
+    """
+
+    def __init__(self, binary, limit=4):
+        self.binary, self.limit = binary, limit
+        self.before = pids_of(binary)
+        self.peak, self.tripped = 0, False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def current(self):
+        return pids_of(self.binary) - self.before
+
+    def _watch(self):
+        while not self._stop.wait(0.05):
+            now = self.current()
+            self.peak = max(self.peak, len(now))
+            if len(now) > self.limit:
+                self.tripped = True
+                self._kill(now)
+
+    def _kill(self, pids):
+        for p in pids:
+            for q in descendants(p):
+                try:
+                    os.kill(q, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._kill(self.current())
+        assert not self.tripped, f"more than {self.limit} agentkernel processes at once: a chain of kernels"

@@ -220,9 +220,13 @@ func (t *Task) stream(ctx context.Context, req provider.Request) (streamed, erro
 		return t.update(ctx, **m)
 	}
 	finish := func() error {
+		// A turn cut short because the task closes (the kernel shuts down,
+		// its server died) did not end: what streamed is stored, still
+		// marked partial. An interrupt ends the turn, and the message.
+		partial := ctx.Err() != nil && t.isClosed()
 		for _, m := range []*messages.UIMessage{reasonMsg, textMsg} {
 			if m != nil && m.Partial {
-				m.Partial = false
+				m.Partial = partial
 				if err := t.update(context.WithoutCancel(ctx), *m); err != nil {
 					return err
 				}

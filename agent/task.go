@@ -384,7 +384,15 @@ func (t *Task) Cancel() {
 	<-done
 }
 
-// Close cancels the running turn and waits for it. It is idempotent.
+// isClosed reports whether Close was called.
+func (t *Task) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// Close cancels the running turn and waits for it; a message that was
+// streaming stays marked partial. It is idempotent.
 func (t *Task) Close() error {
 	t.mu.Lock()
 	if t.closed {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -415,6 +416,49 @@ func TestCancelDuringStream(t *testing.T) {
 	}
 	if !aborted {
 		t.Fatal("no taskAborted event")
+	}
+}
+
+// TestCloseDuringStream: a task closed mid-stream (the kernel shuts down
+// because its server died) stores what streamed, still marked partial,
+// after every message completed before it.
+func TestCloseDuringStream(t *testing.T) {
+	e := newEnv(t, setup{turns: []turn{{events: []provider.Event{text("cut short")}, block: true}}})
+	if err := e.task.Submit("slow"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(kinds(e.task.UI()), "api_req_started,text") {
+		if time.Now().After(deadline) {
+			t.Fatal("stream never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := e.task.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h, err := e.store.Load(context.Background(), e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range h.UI {
+		got = append(got, fmt.Sprintf("%s:%s:%v", m.Say, m.Text, m.Partial))
+	}
+	if len(h.UI) == 0 || h.UI[0].Text != "slow" {
+		t.Fatalf("the prompt is not stored first: %q", got)
+	}
+	last := h.UI[len(h.UI)-1]
+	for _, m := range h.UI {
+		if m.Say == messages.SayText && m.Text == "cut short" {
+			last = m
+		}
+	}
+	if last.Text != "cut short" || !last.Partial {
+		t.Fatalf("streamed text not stored as partial: %q", got)
 	}
 }
 

@@ -111,10 +111,28 @@ func runKernel(args []string, stderr io.Writer) error {
 		return err
 	}
 
+	// A kernel never outlives the process that launched it (a Jupyter
+	// server that crashed or was killed): jupyter_client names it in
+	// JPY_PARENT_PID, as ipykernel expects. Started by hand, no watch.
+	var parentGone <-chan struct{}
+	parent := 0
+	if pid := kernel.ParentPID(); pid != 0 {
+		w := kernel.WatchParent(pid)
+		defer w.Close()
+		parentGone, parent = w.Gone(), w.Pid()
+	}
+	sctx, cancelServe := context.WithCancel(ctx)
+	defer cancelServe()
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
+	go func() { done <- srv.Serve(sctx) }()
+	orphaned := false
 	for {
 		select {
+		case <-parentGone:
+			parentGone = nil
+			orphaned = true
+			log.Warn("the process that started this kernel is gone; shutting down", "parent", parent)
+			cancelServe()
 		case <-sigint:
 			ictx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := srv.Interrupt(ictx); err != nil {
@@ -122,6 +140,13 @@ func runKernel(args []string, stderr io.Writer) error {
 			}
 			cancel()
 		case err := <-done:
+			if orphaned {
+				// Nobody is left to remove the connection file.
+				if err := os.Remove(*connFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+					log.Warn("remove connection file", "error", err)
+				}
+				return nil
+			}
 			if errors.Is(err, context.Canceled) {
 				log.Info("terminated by signal")
 				return nil

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,50 @@ def agentkernel_env(tmp_path_factory):
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # quiet ipykernel's debugger
     (tmp / "runtime").mkdir()
     yield {"binary": binary, "prefix": prefix, "tmp": tmp}
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+class Model:
+    """A scripted model server process."""
+
+    def __init__(self, binary):
+        self.proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.url = self.proc.stdout.readline().strip()
+        assert self.url.startswith("http://127.0.0.1:"), self.url
+
+    def enqueue(self, *turns):
+        req = urllib.request.Request(self.url + "/_enqueue", data=json.dumps(list(turns)).encode(), method="POST")
+        urllib.request.urlopen(req, timeout=10).read()
+
+    def requests(self):
+        return json.loads(urllib.request.urlopen(self.url + "/_requests", timeout=10).read() or b"null") or []
+
+    def pending(self):
+        return int(urllib.request.urlopen(self.url + "/_pending", timeout=10).read())
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def model(agentkernel_env, tmp_path_factory):
+    binary = tmp_path_factory.mktemp("bin") / "scriptedmodel"
+    go = GO if Path(GO).exists() else shutil.which("go")
+    subprocess.run([go, "build", "-o", str(binary), "./scripts/scriptedmodel"], cwd=REPO, check=True)
+    m = Model(binary)
+    data = tmp_path_factory.mktemp("data")
+    saved = {k: os.environ.get(k) for k in
+             ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "AGENTKERNEL_DATA_DIR")}
+    os.environ.update({"OPENAI_BASE_URL": m.url + "/v1", "OPENAI_API_KEY": "sk-test-not-real",
+                       "ANTHROPIC_BASE_URL": m.url, "ANTHROPIC_API_KEY": "sk-ant-test-not-real",
+                       "AGENTKERNEL_DATA_DIR": str(data)})
+    yield m
+    m.close()
     for k, v in saved.items():
         if v is None:
             os.environ.pop(k, None)

@@ -8,46 +8,20 @@ What the model is sent is asserted on what the scripted server received.
 import base64
 import json
 import os
-import shutil
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 from jupyter_client import KernelManager
 
-from conftest import GO, REPO
 
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
 AGENT_CODE = ("from IPython.display import Image, display\n"
               "print('from the agent')\n"
               f"display(Image(data=__import__('base64').b64decode('{PNG}')))")
 MODELS = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-5"}
-
-
-class Model:
-    """A scripted model server process."""
-
-    def __init__(self, binary):
-        self.proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.url = self.proc.stdout.readline().strip()
-        assert self.url.startswith("http://127.0.0.1:"), self.url
-
-    def enqueue(self, *turns):
-        req = urllib.request.Request(self.url + "/_enqueue", data=json.dumps(list(turns)).encode(), method="POST")
-        urllib.request.urlopen(req, timeout=10).read()
-
-    def requests(self):
-        return json.loads(urllib.request.urlopen(self.url + "/_requests", timeout=10).read() or b"null") or []
-
-    def pending(self):
-        return int(urllib.request.urlopen(self.url + "/_pending", timeout=10).read())
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=10)
 
 
 def text(*pieces):
@@ -59,27 +33,6 @@ def tool(call_id, name, args, say=None):
     steps = [{"text": [say]}] if say else []
     steps.append({"toolCall": {"id": call_id, "name": name, "args": [raw[: len(raw) // 2], raw[len(raw) // 2:]]}})
     return {"steps": steps}
-
-
-@pytest.fixture(scope="module")
-def model(agentkernel_env, tmp_path_factory):
-    binary = tmp_path_factory.mktemp("bin") / "scriptedmodel"
-    go = GO if Path(GO).exists() else shutil.which("go")
-    subprocess.run([go, "build", "-o", str(binary), "./scripts/scriptedmodel"], cwd=REPO, check=True)
-    m = Model(binary)
-    data = tmp_path_factory.mktemp("data")
-    saved = {k: os.environ.get(k) for k in
-             ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "AGENTKERNEL_DATA_DIR")}
-    os.environ.update({"OPENAI_BASE_URL": m.url + "/v1", "OPENAI_API_KEY": "sk-test-not-real",
-                       "ANTHROPIC_BASE_URL": m.url, "ANTHROPIC_API_KEY": "sk-ant-test-not-real",
-                       "AGENTKERNEL_DATA_DIR": str(data)})
-    yield m
-    m.close()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 def install(env, name, model, approve, mode="prompt"):

@@ -1,7 +1,7 @@
 """Fixes for schema quirks of Debian's jupyter_kernel_test 0.4.5.
 
 The kernel follows the messaging spec; 0.4.5's schemas disagree with it in two
-places, so the test side is patched (see /work/shared/DESIGN.md):
+places, so the test side is patched rather than the kernel:
 
 * ``input_request.password`` is typed as a number; the spec says boolean.
 * replies may only have status ``ok``/``error``/``abort``; the spec (and

@@ -15,6 +15,7 @@ import (
 // says so, and records one user message with every tool_result. Whatever
 // happens — cancel, denial, failure — each tool_use gets its result.
 func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes *int) error {
+	h := t.hooksFor(t.Provider())
 	results := make([]messages.ContentBlock, 0, len(calls))
 	var stopErr error
 	completed := ""
@@ -23,7 +24,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 			results = append(results, toolResult(call.ID, cancelledText, true))
 			continue
 		}
-		res, err := t.runTool(ctx, call)
+		res, err := t.runTool(ctx, h, call)
 		if err != nil && !errors.Is(err, errDenied) {
 			if ctx.Err() != nil {
 				results = append(results, toolResult(call.ID, cancelledText, true))
@@ -43,11 +44,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 			t.countTool(call.Name, false)
 		}
 		results = append(results, toolResult(call.ID, res.Text, res.IsError))
-		if rec, ok := t.Provider().(Recorder); ok {
-			if err := rec.RecordToolResult(call.ID, res.Text); err != nil {
-				t.log.Warn("record tool result", "error", err)
-			}
-		}
+		h.toolResult(call.ID, res.Text)
 		if res.SetNextInput != "" {
 			t.lis.emit(Event{Kind: EventSetNextInput, Text: res.SetNextInput})
 		}
@@ -99,7 +96,7 @@ func toolResult(id, text string, isErr bool) messages.ContentBlock {
 var errDenied = errors.New("agent: tool call denied")
 
 // runTool decides, asks if needed, and runs one call.
-func (t *Task) runTool(ctx context.Context, call provider.ToolCall) (Result, error) {
+func (t *Task) runTool(ctx context.Context, h hooks, call provider.ToolCall) (Result, error) {
 	tool, ok := t.cfg.Toolbox.Lookup(call.Name)
 	if !ok {
 		return Result{Text: fmt.Sprintf("Error: there is no tool %q.", call.Name), IsError: true},
@@ -108,28 +105,9 @@ func (t *Task) runTool(ctx context.Context, call provider.ToolCall) (Result, err
 	d := t.perm.Decide(call)
 	var feedback string
 	if d.Verdict == Ask {
-		ask := DecisionMessage(0, call, d)
-		var resp Response
-		var err error
-		if ap, ok := t.Provider().(Approvals); ok {
-			// A replay answers as the recording did.
-			recorded, rerr := ap.NextApproval(ask.Text)
-			if rerr == nil {
-				resp, rerr = decodeAnswer(recorded)
-			}
-			if rerr != nil {
-				return Result{}, &errReplay{rerr}
-			}
-			if err := t.create(ctx, messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeAsk, Ask: ask.Ask, Text: ask.Text, IsAnswered: true}); err != nil {
-				return Result{}, err
-			}
-		} else if resp, err = t.ask(ctx, ask.Ask, ask.Text); err != nil {
+		resp, err := h.approve(ctx, DecisionMessage(0, call, d))
+		if err != nil {
 			return Result{}, err
-		}
-		if rec, ok := t.Provider().(Recorder); ok {
-			if err := rec.RecordApproval(ask.Text, encodeAnswer(resp)); err != nil {
-				t.log.Warn("record approval", "error", err)
-			}
 		}
 		ans := AnswerDeny
 		switch resp.Kind {

@@ -39,8 +39,8 @@ const condensePrompt = "Summarize the conversation so far for yourself, so that 
 
 // manageContext condenses the history (or, failing that, truncates it) when
 // the next request would exceed the threshold share of the model's window.
-func (t *Task) manageContext(ctx context.Context) error {
-	window := t.cfg.Provider.Model().ContextWindow
+func (t *Task) manageContext(ctx context.Context, prov provider.Provider) error {
+	window := prov.Model().ContextWindow
 	if window <= 0 {
 		return nil
 	}
@@ -54,7 +54,7 @@ func (t *Task) manageContext(ctx context.Context) error {
 		return nil
 	}
 	if !t.cfg.DisableCondense {
-		err := t.condense(ctx, api, eff, est)
+		err := t.condense(ctx, prov, api, eff, est)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
@@ -65,14 +65,14 @@ func (t *Task) manageContext(ctx context.Context) error {
 	return t.truncate(ctx, api, est)
 }
 
-func (t *Task) condense(ctx context.Context, api, eff []messages.APIMessage, prev int) error {
+func (t *Task) condense(ctx context.Context, prov provider.Provider, api, eff []messages.APIMessage, prev int) error {
 	req := provider.Request{
 		System: t.cfg.System,
 		Messages: append(append([]messages.APIMessage(nil), eff...), messages.APIMessage{
 			Role: messages.RoleUser, Content: []messages.ContentBlock{{Type: messages.BlockText, Text: condensePrompt}},
 		}),
 	}
-	s, err := t.cfg.Provider.Stream(ctx, req)
+	s, err := prov.Stream(ctx, req)
 	if err != nil {
 		return fmt.Errorf("condense: %w", err)
 	}

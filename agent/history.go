@@ -72,6 +72,7 @@ func (t *Task) ask(ctx context.Context, kind messages.Ask, text string) (Respons
 	t.mu.Lock()
 	t.pending = p
 	t.state = StateWaiting
+	t.notifyLocked()
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
@@ -81,6 +82,7 @@ func (t *Task) ask(ctx context.Context, kind messages.Ask, text string) (Respons
 		if t.state == StateWaiting {
 			t.state = StateWorking
 		}
+		t.notifyLocked()
 		t.mu.Unlock()
 	}()
 	if err := t.create(ctx, m); err != nil {
@@ -122,6 +124,7 @@ func (t *Task) askIdle(ctx context.Context, kind messages.Ask, text string) (mes
 	}
 	t.mu.Lock()
 	t.pending = &pendingAsk{msg: m, answer: make(chan Response, 1)}
+	t.notifyLocked()
 	t.mu.Unlock()
 	return m, nil
 }

@@ -53,7 +53,7 @@ func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk) er
 			return err
 		}
 	}
-	if t.cfg.Provider == nil {
+	if t.Provider() == nil {
 		_, err := t.say(ctx, messages.SayError, NoModelHelp, nil)
 		if err != nil {
 			return err
@@ -68,10 +68,16 @@ func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk) er
 	}
 	mistakes := 0
 	for step := 0; step < t.cfg.MaxSteps; step++ {
-		if err := t.manageContext(ctx); err != nil {
+		// The model is read once per request, under the lock: a switch
+		// (SetProvider, from the panel or a magic) takes effect at the next.
+		prov := t.Provider()
+		if prov == nil {
+			return ErrNoProvider
+		}
+		if err := t.manageContext(ctx, prov); err != nil {
 			return err
 		}
-		calls, err := t.request(ctx)
+		calls, err := t.request(ctx, prov)
 		if err != nil {
 			return err
 		}
@@ -130,7 +136,7 @@ type streamed struct {
 
 // request sends the effective history to the model, with retries, and
 // records the answer. It returns the tool calls to run.
-func (t *Task) request(ctx context.Context) ([]provider.ToolCall, error) {
+func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.ToolCall, error) {
 	for attempt := 0; ; attempt++ {
 		t.mu.Lock()
 		req := provider.Request{
@@ -144,16 +150,16 @@ func (t *Task) request(ctx context.Context) ([]provider.ToolCall, error) {
 			return nil, err
 		}
 		_ = started
-		res, err := t.stream(ctx, req)
+		res, err := t.stream(ctx, prov, req)
 		if err == nil {
-			return res.calls, t.finishRequest(ctx, res)
+			return res.calls, t.finishRequest(ctx, prov, res)
 		}
 		if ctx.Err() != nil {
 			// Keep what was said before the interrupt; the partial
 			// tool calls are dropped so no tool_use lacks its result.
 			if res.text != "" || res.reasoning != "" {
 				res.calls = nil
-				if ferr := t.finishRequest(context.WithoutCancel(ctx), res); ferr != nil {
+				if ferr := t.finishRequest(context.WithoutCancel(ctx), prov, res); ferr != nil {
 					return nil, ferr
 				}
 			}
@@ -195,9 +201,9 @@ func apiReqText(n, attempt int) string {
 }
 
 // stream consumes one model stream into partial say messages.
-func (t *Task) stream(ctx context.Context, req provider.Request) (streamed, error) {
+func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.Request) (streamed, error) {
 	var res streamed
-	s, err := t.cfg.Provider.Stream(ctx, req)
+	s, err := prov.Stream(ctx, req)
 	if err != nil {
 		return res, err
 	}
@@ -278,7 +284,7 @@ func (t *Task) stream(ctx context.Context, req provider.Request) (streamed, erro
 }
 
 // finishRequest records the assistant message, usage and cost.
-func (t *Task) finishRequest(ctx context.Context, res streamed) error {
+func (t *Task) finishRequest(ctx context.Context, prov provider.Provider, res streamed) error {
 	var content []messages.ContentBlock
 	if res.reasoning != "" && res.signature != "" {
 		content = append(content, messages.ContentBlock{Type: messages.BlockThinking, Thinking: res.reasoning, Signature: res.signature})
@@ -298,7 +304,7 @@ func (t *Task) finishRequest(ctx context.Context, res streamed) error {
 			return err
 		}
 	}
-	info := t.cfg.Provider.Model()
+	info := prov.Model()
 	cost := info.Cost(res.usage)
 	t.mu.Lock()
 	t.totals.InputTokens += res.usage.InputTokens

@@ -1,9 +1,13 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/messages"
 )
 
 // Recorder is implemented by a provider that records the run to a cassette
@@ -76,4 +80,73 @@ func decodeAnswer(s string) (Response, error) {
 		return Response{Kind: ResponseMessage, Text: strings.TrimPrefix(s, "message:"), By: by}, nil
 	}
 	return Response{}, fmt.Errorf("unknown recorded answer %q", s)
+}
+
+// approveFunc answers an ask for approval (a DecisionMessage) in a turn.
+type approveFunc func(ctx context.Context, ask messages.UIMessage) (Response, error)
+
+// hooks are the parts of a turn that recording and replay change. They are
+// built once per model (hooksFor), as decorators around the task's own
+// behaviour, so the loop never asks what kind of model it talks to.
+type hooks struct {
+	approve    approveFunc
+	toolResult func(id, text string)
+}
+
+// hooksFor decorates the task's own approval (ask whoever answers) for the
+// model p: a replay answers as its recording did; a recorder keeps every
+// answer and tool result.
+func (t *Task) hooksFor(p provider.Provider) hooks {
+	h := hooks{approve: t.askApproval, toolResult: func(string, string) {}}
+	if ap, ok := p.(Approvals); ok {
+		h.approve = t.replayApprovals(ap)
+	}
+	if rec, ok := p.(Recorder); ok {
+		h.approve = t.recordApprovals(rec, h.approve)
+		h.toolResult = func(id, text string) {
+			if err := rec.RecordToolResult(id, text); err != nil {
+				t.log.Warn("record tool result", "error", err)
+			}
+		}
+	}
+	return h
+}
+
+// askApproval asks whoever answers asks (Respond: stdin, panel, policy).
+func (t *Task) askApproval(ctx context.Context, ask messages.UIMessage) (Response, error) {
+	return t.ask(ctx, ask.Ask, ask.Text)
+}
+
+// replayApprovals answers as the recording did, and records the ask as
+// answered; asking anything else is a divergence.
+func (t *Task) replayApprovals(ap Approvals) approveFunc {
+	return func(ctx context.Context, ask messages.UIMessage) (Response, error) {
+		recorded, err := ap.NextApproval(ask.Text)
+		var resp Response
+		if err == nil {
+			resp, err = decodeAnswer(recorded)
+		}
+		if err != nil {
+			return Response{}, &errReplay{err}
+		}
+		m := messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeAsk, Ask: ask.Ask, Text: ask.Text, IsAnswered: true}
+		if err := t.create(ctx, m); err != nil {
+			return Response{}, err
+		}
+		return resp, nil
+	}
+}
+
+// recordApprovals keeps the answers next gives in the cassette.
+func (t *Task) recordApprovals(rec Recorder, next approveFunc) approveFunc {
+	return func(ctx context.Context, ask messages.UIMessage) (Response, error) {
+		resp, err := next(ctx, ask)
+		if err != nil {
+			return resp, err
+		}
+		if err := rec.RecordApproval(ask.Text, encodeAnswer(resp)); err != nil {
+			t.log.Warn("record approval", "error", err)
+		}
+		return resp, nil
+	}
 }

@@ -144,18 +144,20 @@ type Task struct {
 	perm  *Policy
 	lis   listeners
 
-	mu       sync.Mutex
-	ui       []messages.UIMessage
-	api      []messages.APIMessage
-	state    State
-	cancel   context.CancelFunc // of the running turn
-	turnDone chan struct{}      // closed when the running turn ends
-	pending  *pendingAsk
-	totals   Totals
-	tools    map[string]ToolCount
-	closed   bool
-	lastErr  error
-	wg       sync.WaitGroup
+	mu        sync.Mutex
+	ui        []messages.UIMessage
+	api       []messages.APIMessage
+	state     State
+	cancel    context.CancelFunc // of the running turn
+	turnDone  chan struct{}      // closed when the running turn ends
+	pending   *pendingAsk
+	totals    Totals
+	tools     map[string]ToolCount
+	closed    bool
+	rewinding bool // a Rewind is storing its result: no turn may start
+	lastErr   error
+	changed   chan struct{} // closed and replaced when state, turn or pending ask change
+	wg        sync.WaitGroup
 }
 
 type pendingAsk struct {
@@ -182,13 +184,14 @@ func New(cfg Config) (*Task, error) {
 		}
 	}
 	t := &Task{
-		cfg:   cfg,
-		log:   cfg.Logger.Named("agent").With("session", shortID(cfg.SessionID)),
-		clock: clock,
-		perm:  perm,
-		ui:    append([]messages.UIMessage(nil), cfg.UI...),
-		api:   append([]messages.APIMessage(nil), cfg.API...),
-		state: StateIdle,
+		cfg:     cfg,
+		log:     cfg.Logger.Named("agent").With("session", shortID(cfg.SessionID)),
+		clock:   clock,
+		perm:    perm,
+		ui:      append([]messages.UIMessage(nil), cfg.UI...),
+		api:     append([]messages.APIMessage(nil), cfg.API...),
+		state:   StateIdle,
+		changed: make(chan struct{}),
 	}
 	// A resumed session may end on an unanswered ask: it stays pending so
 	// the next Submit answers it.
@@ -203,6 +206,13 @@ func shortID(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// notifyLocked wakes everyone waiting for a change of the task's state, its
+// turn or its pending ask (Wait). The caller holds t.mu.
+func (t *Task) notifyLocked() {
+	close(t.changed)
+	t.changed = make(chan struct{})
 }
 
 // Listen registers f for every event; the returned func removes it.
@@ -278,6 +288,9 @@ func (t *Task) Submit(text string) error {
 	if t.closed {
 		return ErrClosed
 	}
+	if t.rewinding || t.turnDone != nil {
+		return ErrBusy // a rewind, or another Submit, got in between
+	}
 	// A pending idle ask (completion_result, api_req_failed, ...) left by
 	// an earlier turn is answered by this message.
 	resumeFrom := t.pending
@@ -285,6 +298,7 @@ func (t *Task) Submit(text string) error {
 	ctx, cancelTurn := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.cancel, t.turnDone, t.state, t.lastErr = cancelTurn, done, StateWorking, nil
+	t.notifyLocked()
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -293,6 +307,7 @@ func (t *Task) Submit(text string) error {
 		cancelTurn()
 		t.mu.Lock()
 		t.state, t.cancel, t.turnDone, t.lastErr = StateIdle, nil, nil, err
+		t.notifyLocked()
 		t.mu.Unlock()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			t.log.Warn("turn ended with an error", "error", err)
@@ -303,10 +318,11 @@ func (t *Task) Submit(text string) error {
 
 // Wait blocks until the running turn ends or pauses on an ask, or ctx
 // ends. It returns the task's state then and, for an ended turn, its error.
+// It is woken by the change itself, not by polling.
 func (t *Task) Wait(ctx context.Context) (State, error) {
 	for {
 		t.mu.Lock()
-		state, done, err := t.state, t.turnDone, t.lastErr
+		state, done, err, changed := t.state, t.turnDone, t.lastErr, t.changed
 		waiting := t.pending != nil
 		t.mu.Unlock()
 		if done == nil {
@@ -316,11 +332,9 @@ func (t *Task) Wait(ctx context.Context) (State, error) {
 			return StateWaiting, nil
 		}
 		select {
-		case <-done:
+		case <-changed:
 		case <-ctx.Done():
 			return t.State(), ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-			// re-check for an ask that became pending
 		}
 	}
 }
@@ -348,6 +362,7 @@ func (t *Task) Respond(ts int64, a Response) error {
 		// it again while the turn picks the answer up.
 		t.pending = nil
 		t.state = StateWorking
+		t.notifyLocked()
 	default:
 		t.mu.Unlock()
 		return fmt.Errorf("%w: %d already answered", ErrNoAsk, ts)
@@ -365,6 +380,7 @@ func (t *Task) closeIdleAsk(ts int64, a Response) error {
 		return fmt.Errorf("%w: %d", ErrNoAsk, ts)
 	}
 	t.pending = nil
+	t.notifyLocked()
 	t.mu.Unlock()
 	return t.markAnswered(context.Background(), p.msg)
 }
@@ -408,25 +424,42 @@ func (t *Task) Close() error {
 
 // Rewind cuts both histories back to the message stamped ts (see package
 // rewind) and stores the result in one transaction. It cancels a running
-// turn first. With IncludeTargetMessage the target is kept.
+// turn first; a turn that a Submit starts meanwhile makes it fail with
+// ErrBusy. With IncludeTargetMessage the target is kept. No lock is held
+// while the store writes, and listeners hear of it (EventRewound) after.
 func (t *Task) Rewind(ctx context.Context, ts int64, opts rewind.Options) (rewind.Result, error) {
 	t.Cancel()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	res, err := rewind.RewindToTimestamp(t.ui, t.api, ts, opts)
-	if err != nil {
+	if t.closed {
+		t.mu.Unlock()
+		return rewind.Result{}, ErrClosed
+	}
+	if t.turnDone != nil || t.rewinding {
+		t.mu.Unlock()
+		return rewind.Result{}, ErrBusy
+	}
+	t.rewinding = true
+	ui, api := t.ui, t.api
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.rewinding = false
+		t.mu.Unlock()
+	}()
+	res, err := rewind.RewindToTimestamp(ui, api, ts, opts)
+	if err != nil || !res.Changed {
 		return res, err
 	}
-	if !res.Changed {
-		return res, nil
-	}
-	if err := t.cfg.Store.ApplyRewind(ctx, t.cfg.SessionID, t.ui, t.api, res); err != nil {
+	if err := t.cfg.Store.ApplyRewind(ctx, t.cfg.SessionID, ui, api, res); err != nil {
 		return res, fmt.Errorf("agent: store rewind: %w", err)
 	}
+	t.mu.Lock()
 	t.ui, t.api = res.UI, res.API
 	if t.pending != nil && !containsTS(t.ui, t.pending.msg.TS) {
 		t.pending = nil
+		t.notifyLocked()
 	}
+	t.mu.Unlock()
 	t.lis.emit(Event{Kind: EventRewound})
 	return res, nil
 }
@@ -451,10 +484,10 @@ func containsTS(ui []messages.UIMessage, ts int64) bool {
 
 // Record adds a say message made outside a turn (the bridge records a
 // %%code cell as cell_executed) and stores it. It fails with ErrBusy while
-// a turn runs.
+// a turn or a rewind runs.
 func (t *Task) Record(ctx context.Context, kind messages.Say, text string) (messages.UIMessage, error) {
 	t.mu.Lock()
-	busy := t.turnDone != nil
+	busy := t.turnDone != nil || t.rewinding
 	t.mu.Unlock()
 	if busy {
 		return messages.UIMessage{}, ErrBusy

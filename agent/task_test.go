@@ -761,3 +761,89 @@ func TestAnsweredAskIsNotPending(t *testing.T) {
 		t.Fatalf("the approved write did not happen: %v", err)
 	}
 }
+
+// TestSetProviderDuringTurns: the model can be switched (the panel's model
+// menu, %agent model) while turns run; -race shows any unlocked read.
+func TestSetProviderDuringTurns(t *testing.T) {
+	const turns = 30
+	var script []turn
+	for i := 0; i < turns; i++ {
+		script = append(script, say(fmt.Sprintf("answer %d", i)))
+	}
+	e := newEnv(t, setup{turns: script})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				e.task.SetProvider(e.model)
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < turns; i++ {
+		if err := e.task.Submit(fmt.Sprintf("question %d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := e.task.Wait(ctx); st != agent.StateIdle || err != nil {
+			t.Fatalf("turn %d: state %s, error %v", i, st, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if n := len(e.model.reqs()); n != turns {
+		t.Fatalf("%d model requests, want %d", n, turns)
+	}
+}
+
+// TestListenerReadsOnRewound: a listener may read the task (UI, API) when
+// it hears of a rewind; the task holds no lock while it tells it.
+func TestListenerReadsOnRewound(t *testing.T) {
+	e := newEnv(t, setup{turns: []turn{say("one"), say("two")}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, q := range []string{"first", "second"} {
+		if err := e.task.Submit(q); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.task.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := make(chan int, 1)
+	remove := e.task.Listen(func(ev agent.Event) {
+		if ev.Kind == agent.EventRewound {
+			seen <- len(e.task.UI()) + len(e.task.API())
+		}
+	})
+	defer remove()
+	var target int64
+	for _, m := range e.task.UI() {
+		if m.Text == "second" {
+			target = m.TS
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.task.Rewind(ctx, target, rewind.Options{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Rewind did not return: a listener that reads the task deadlocks it")
+	}
+	if n := <-seen; n != len(e.task.UI())+len(e.task.API()) {
+		t.Fatalf("the listener saw %d messages, the task holds %d", n, len(e.task.UI())+len(e.task.API()))
+	}
+	e.checkStored()
+}

@@ -134,9 +134,12 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, 
 	section("stdout", cr.Stdout)
 	section("stderr", cr.Stderr)
 	section("result", cr.Result)
-	var images []string
+	var images, shown []string
 	for _, im := range cr.Images {
 		images = append(images, im.Summary())
+		if u := im.DataURL(); u != "" && len(shown) < maxShownImages {
+			shown = append(shown, u)
+		}
 	}
 	section("images", strings.Join(images, "\n"))
 	if e := cr.Error; e != nil {
@@ -150,7 +153,7 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, 
 	if text == "" {
 		text = "(no output)"
 	}
-	return Result{Text: tb.capText(text), IsError: cr.Error != nil, Images: images}, nil
+	return Result{Text: tb.capText(text), IsError: cr.Error != nil, Images: images, Shown: shown}, nil
 }
 
 func (tb *Toolbox) readFile(_ context.Context, in map[string]any) (Result, error) {

@@ -141,7 +141,8 @@ func (t *Task) runTool(ctx context.Context, h hooks, call provider.ToolCall) (Re
 	t.lis.emit(Event{Kind: EventTaskActive})
 	res, err := tool.Execute(ctx, call.Input)
 	if call.Name == ToolExecuteCode {
-		if _, serr := t.say(context.WithoutCancel(ctx), messages.SayCommandOutput, res.Text, nil); serr != nil {
+		show := func(m *messages.UIMessage) { m.Images = res.Shown }
+		if _, serr := t.say(context.WithoutCancel(ctx), messages.SayCommandOutput, res.Text, show); serr != nil {
 			return res, serr
 		}
 	}

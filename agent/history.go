@@ -123,7 +123,7 @@ func (t *Task) askIdle(ctx context.Context, kind messages.Ask, text string) (mes
 		return m, err
 	}
 	t.mu.Lock()
-	t.pending = &pendingAsk{msg: m, answer: make(chan Response, 1)}
+	t.pending = &pendingAsk{msg: m, answer: make(chan Response, 1), idle: true}
 	t.notifyLocked()
 	t.mu.Unlock()
 	return m, nil

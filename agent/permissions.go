@@ -91,6 +91,8 @@ type Decision struct {
 	Hard bool
 	// Rule is the configured allow or deny rule that decided, if one did.
 	Rule string
+	// Routine marks an allow that needs no one: a read-only tool.
+	Routine bool
 }
 
 // Answer is the user's answer to an Ask.
@@ -117,11 +119,11 @@ func ParseAnswer(s string) (Answer, error) {
 	return "", fmt.Errorf("agent: unknown answer %q (want y, a or n)", s)
 }
 
-// ParseApproval turns text typed at an approval prompt into the Response
+// ParseReply turns text typed at an approval prompt into the Response
 // that answers the ask, decided by by: y, a and n as ParseAnswer reads
 // them; any other words are a denial that the model gets to read. ok is
 // false for blank input: ask again.
-func ParseApproval(in, by string) (r Response, ok bool) {
+func ParseReply(in, by string) (r Response, ok bool) {
 	switch a, err := ParseAnswer(in); {
 	case err == nil && a == AnswerAllow:
 		return Response{Kind: ResponseYes, By: by}, true
@@ -451,7 +453,7 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 	}
 	// 4. Read-only tools.
 	if t.ReadOnly() {
-		return Decision{Verdict: Allow, Reason: "read-only tool"}
+		return Decision{Verdict: Allow, Reason: "read-only tool", Routine: true}
 	}
 	p.mu.Lock()
 	mode, all := p.mode, p.allowAll[t.name]
@@ -538,9 +540,11 @@ func DecisionMessage(ts int64, call provider.ToolCall, d Decision) messages.UIMe
 	case Allow:
 		m.Type, m.Say = messages.TypeSay, messages.SayText
 		m.Text = fmt.Sprintf("Allowed %s: %s.", describeCall(call), d.Reason)
+		m.Decision = &messages.Decision{Tool: call.Name, Allowed: true, Routine: d.Routine}
 	default:
 		m.Type, m.Say = messages.TypeSay, messages.SayError
 		m.Text = fmt.Sprintf("Denied %s: %s.", describeCall(call), d.Reason)
+		m.Decision = &messages.Decision{Tool: call.Name}
 	}
 	return m
 }

@@ -682,7 +682,7 @@ func TestProtectedRootNotChecked(t *testing.T) {
 	checkDecision(t, p.Decide(pathCall(ToolReadFile, filepath.Join(ws.Root(), ".env"))), Deny, true, "environment file")
 }
 
-func TestParseApproval(t *testing.T) {
+func TestParseReply(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want Response
@@ -694,9 +694,9 @@ func TestParseApproval(t *testing.T) {
 		{"use pandas instead", Response{Kind: ResponseMessage, Text: "use pandas instead", By: "stdin"}, true},
 		{"  ", Response{}, false},
 	} {
-		got, ok := ParseApproval(tc.in, "stdin")
+		got, ok := ParseReply(tc.in, "stdin")
 		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("ParseApproval(%q) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.ok)
+			t.Errorf("ParseReply(%q) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }

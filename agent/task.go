@@ -163,6 +163,9 @@ type Task struct {
 type pendingAsk struct {
 	msg    messages.UIMessage
 	answer chan Response // cap 1
+	// idle marks an ask that does not hold a turn (completion_result,
+	// api_req_failed, …): the next Submit or Respond starts a turn.
+	idle bool
 }
 
 // New returns a Task over cfg's history.
@@ -196,7 +199,7 @@ func New(cfg Config) (*Task, error) {
 	// A resumed session may end on an unanswered ask: it stays pending so
 	// the next Submit answers it.
 	if n := len(t.ui); n > 0 && t.ui[n-1].Type == messages.TypeAsk && !t.ui[n-1].IsAnswered {
-		t.pending = &pendingAsk{msg: t.ui[n-1], answer: make(chan Response, 1)}
+		t.pending = &pendingAsk{msg: t.ui[n-1], answer: make(chan Response, 1), idle: true}
 	}
 	return t, nil
 }
@@ -272,7 +275,7 @@ func (t *Task) Submit(text string) error {
 		t.mu.Unlock()
 		return ErrClosed
 	}
-	if p := t.pending; p != nil && t.turnDone != nil {
+	if p := t.pending; p != nil && !p.idle && t.turnDone != nil {
 		t.mu.Unlock()
 		return t.Respond(p.msg.TS, Response{Kind: ResponseMessage, Text: text, By: "prompt"})
 	}
@@ -323,7 +326,8 @@ func (t *Task) Wait(ctx context.Context) (State, error) {
 	for {
 		t.mu.Lock()
 		state, done, err, changed := t.state, t.turnDone, t.lastErr, t.changed
-		waiting := t.pending != nil
+		// An idle ask left as the turn ends is not one the turn waits on.
+		waiting := t.pending != nil && !t.pending.idle
 		t.mu.Unlock()
 		if done == nil {
 			return state, err
@@ -348,8 +352,9 @@ func (t *Task) Respond(ts int64, a Response) error {
 		t.mu.Unlock()
 		return fmt.Errorf("%w: %d", ErrNoAsk, ts)
 	}
-	if t.turnDone == nil {
-		// An idle ask with no turn running: the answer starts a turn.
+	if t.turnDone == nil || p.idle {
+		// An idle ask: the answer starts a turn (after the one that left
+		// it, if it is still ending).
 		t.mu.Unlock()
 		if a.Kind == ResponseNo {
 			return t.closeIdleAsk(ts, a)

@@ -86,6 +86,32 @@ type Image struct {
 	Width  int    // pixels; 0 if unknown
 	Height int    // pixels; 0 if unknown
 	Bytes  int    // size of the decoded image
+	// Data is the image base64-encoded, as the kernel sent it, for
+	// displays that show it (the web panel); "" when not kept.
+	Data string
+}
+
+// Limits on the images of a code run kept in the UI history (the web
+// panel shows them): the first maxShownImages raster images of at most
+// maxShownImageBytes each; the model's summary mentions every image.
+const (
+	maxShownImages     = 4
+	maxShownImageBytes = 1 << 20
+)
+
+// DataURL returns the image as a data: URL for display, or "" when it is
+// not a raster image the panel shows (PNG, JPEG, GIF, WebP), its data was
+// not kept, or it is larger than maxShownImageBytes.
+func (im Image) DataURL() string {
+	switch im.MIME {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		return ""
+	}
+	if im.Data == "" || len(im.Data) > maxShownImageBytes*4/3+4 {
+		return ""
+	}
+	return "data:" + im.MIME + ";base64," + im.Data
 }
 
 // Summary returns a one-line description such as "[image/png 640x480, 23 KB]".
@@ -116,6 +142,9 @@ type Result struct {
 	// Images summarises the images execute_code produced, as by
 	// [Image.Summary]; they are also part of Text.
 	Images []string
+	// Shown are the images execute_code produced, as data: URLs for
+	// displays (at most maxShownImages, each within maxShownImageBytes).
+	Shown []string
 	// SetNextInput is propose_cell's code: the frontend puts it into a new
 	// cell (Jupyter's set_next_input payload).
 	SetNextInput string

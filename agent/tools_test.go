@@ -170,12 +170,35 @@ func TestToolInputValidation(t *testing.T) {
 	mustRun(t, tb, ToolWriteFile, `{"path": "empty.txt", "content": ""}`)
 }
 
+func TestShownImagesCapped(t *testing.T) {
+	big := strings.Repeat("A", maxShownImageBytes*2)
+	var ims []Image
+	for i := 0; i < maxShownImages+2; i++ {
+		ims = append(ims, Image{MIME: "image/png", Data: "iVBORw0KGgo="})
+	}
+	ims = append([]Image{{MIME: "image/jpeg", Data: big}}, ims...)
+	tb := testToolbox(t, ToolboxOptions{Runner: &fakeRunner{res: CodeResult{Images: ims}}})
+	res := mustRun(t, tb, ToolExecuteCode, `{"code": "plots()"}`)
+	if len(res.Shown) != maxShownImages {
+		t.Fatalf("%d images shown, want the cap %d", len(res.Shown), maxShownImages)
+	}
+	for _, u := range res.Shown {
+		if strings.HasPrefix(u, "data:image/jpeg") {
+			t.Fatal("an image over the size cap was shown")
+		}
+	}
+	if len(res.Images) != len(ims) {
+		t.Fatalf("the model's summary lists %d images, want all %d", len(res.Images), len(ims))
+	}
+}
+
 func TestExecuteCode(t *testing.T) {
 	fr := &fakeRunner{res: CodeResult{
 		Stdout: "hello\n",
 		Stderr: "warn\n",
 		Result: "42",
-		Images: []Image{{MIME: "image/png", Width: 640, Height: 480, Bytes: 23 * 1024}, {MIME: "image/svg+xml", Bytes: 300}},
+		Images: []Image{{MIME: "image/png", Width: 640, Height: 480, Bytes: 23 * 1024, Data: "iVBORw0KGgo="},
+			{MIME: "image/svg+xml", Bytes: 300, Data: "PHN2Zz4="}},
 	}}
 	tb := testToolbox(t, ToolboxOptions{Runner: fr})
 	res := mustRun(t, tb, ToolExecuteCode, `{"code": "print('hello')"}`)
@@ -185,6 +208,10 @@ func TestExecuteCode(t *testing.T) {
 	}
 	if len(res.Images) != 2 || res.Images[0] != "[image/png 640x480, 23 KB]" {
 		t.Errorf("Images = %q", res.Images)
+	}
+	// The PNG is shown (the panel displays raster images); the SVG is not.
+	if len(res.Shown) != 1 || res.Shown[0] != "data:image/png;base64,iVBORw0KGgo=" {
+		t.Errorf("Shown = %q", res.Shown)
 	}
 	if len(fr.code) != 1 || fr.code[0] != "print('hello')" {
 		t.Errorf("runner got %q", fr.code)

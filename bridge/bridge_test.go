@@ -321,10 +321,71 @@ func TestInterrupt(t *testing.T) {
 	}
 }
 
+// TestInterruptWhileBackingStarts: kernel_info is answered from the cache
+// at once, so a frontend sends a cell while the backing kernel still
+// starts; an interrupt then ends that cell at once (it never runs), and
+// the next cell runs.
+func TestInterruptWhileBackingStarts(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "kernels", "slowpy")
+	if err := os.MkdirAll(spec, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(map[string]any{
+		"argv":         []string{"/bin/sh", "-c", "sleep 4; exec /usr/bin/python3 -m ipykernel_launcher -f \"$0\"", "{connection_file}"},
+		"display_name": "slow python", "language": "python", "interrupt_mode": "message",
+	})
+	if err := os.WriteFile(filepath.Join(spec, "kernel.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("JUPYTER_PATH", dir)
+	// No language_info is cached: kernel_info must not wait for the start
+	// (as with a cache, which install's probe fills).
+	h := startWith(t, Config{Backing: "slowpy", InfoWait: time.Millisecond})
+	done := make(chan map[string]any, 1)
+	go func() {
+		rep, err := h.c.Execute(context.Background(), "import time; time.sleep(15); ran = True", client.ExecuteOptions{}, client.Handlers{})
+		var c map[string]any
+		if err == nil {
+			rep.DecodeContent(&c)
+		}
+		done <- c
+	}()
+	if h.b.runner.Running() {
+		t.Fatal("the slow kernel is up already")
+	}
+	time.Sleep(500 * time.Millisecond) // the cell waits for the start; correctness does not depend on it
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := h.c.Do(ctx, client.Request{Channel: "control", MsgType: "interrupt_request"}, client.Handlers{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-done:
+		if c["status"] != "error" || c["ename"] != "KeyboardInterrupt" {
+			t.Fatalf("reply %v, want KeyboardInterrupt", c)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the interrupt was lost: the cell still runs")
+	}
+	rep, o := h.exec("'ran' in globals()", client.ExecuteOptions{}, nil)
+	if rep["status"] != "ok" || !strings.Contains(o.types(), "execute_result") {
+		t.Fatalf("next cell %v (%s)", rep, o.types())
+	}
+	if got := texts(o, "execute_result", "text/plain"); len(got) != 1 || got[0] != "False" {
+		t.Fatalf("the interrupted cell ran: %q", got)
+	}
+}
+
 func TestKernelInfoBeforeBackingIsUp(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
 	info := json.RawMessage(`{"name":"python","version":"3.11","file_extension":".py"}`)
-	if err := saveLangInfo("python3", info); err != nil {
+	dir := filepath.Join(cache, "agentkernel", "language_info")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "python3.json"), info, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b, err := New(Config{Logger: logger()})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
@@ -65,23 +66,7 @@ func (b *Bridge) DeferBusy(r *kernel.Request) bool {
 	if _, ok := replyTypes[r.Type()]; !ok {
 		return false
 	}
-	return b.backingRunning()
-}
-
-// backingRunning reports whether a backing kernel is up (none has to be
-// started for the next request).
-func (b *Bridge) backingRunning() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.backing == nil {
-		return false
-	}
-	select {
-	case <-b.backing.Done():
-		return false
-	default:
-		return true
-	}
+	return b.runner.Running()
 }
 
 // execute routes an execute_request: %agent magics and %%agent cells in
@@ -164,15 +149,9 @@ func cutCellMagic(code, magic string) (string, bool) {
 // forward sends r to the backing kernel under the frontend's msg_id and
 // relays everything that comes back.
 func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType string) {
-	if !b.backingRunning() {
+	if !b.runner.Running() {
 		r.Busy() // it died since DeferBusy: a start takes long
 	}
-	k, err := b.kernelFor(ctx)
-	if err != nil {
-		b.fail(r, replyType, "BackingKernelError", err.Error())
-		return
-	}
-	c := k.Client()
 	// The frontend's msg_id, so that the backing's replies name it; the
 	// client fills in our session, the date and the version.
 	hdr := wire.Header{MsgID: r.Msg.Header.MsgID, Username: r.Msg.Header.Username, MsgType: r.Type()}
@@ -211,7 +190,7 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 			b.log.Warn("reply failed", "msg_type", rep.Header.MsgType, "error", err)
 		}
 	}
-	rep, err := c.Do(ctx, client.Request{
+	rep, err := b.runner.Do(ctx, client.Request{
 		Channel:  string(r.Channel),
 		MsgType:  r.Type(),
 		Content:  r.Msg.Content,
@@ -230,12 +209,14 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 	case err != nil && replied:
 		// The frontend has its reply; only the backing's idle is missing.
 		b.log.Warn("backing kernel request ended after its reply", "msg_type", r.Type(), "error", err)
+	case errors.Is(err, backing.ErrInterrupted):
+		b.fail(r, replyType, "KeyboardInterrupt", "interrupted while the backing kernel was starting")
 	case errors.Is(err, client.ErrDead):
 		b.log.Warn("backing kernel died during a request", "msg_type", r.Type(), "error", err)
 		b.fail(r, replyType, "DeadKernelError", fmt.Sprintf(
 			"the backing kernel (%s) died; it will be restarted at the next execution", b.cfg.Backing))
 	case err != nil:
-		b.fail(r, replyType, "BackingKernelError", err.Error())
+		b.fail(r, replyType, "BackingKernelError", strings.TrimPrefix(err.Error(), "backing kernel: "))
 	case rep != nil:
 		sendReply(rep)
 	}

@@ -2,92 +2,64 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/headless"
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
-	"github.com/agentkernel/agentkernel/messages"
 )
 
 // codeCell runs a %%code cell of prompt mode in the backing kernel: its
 // outputs go to the cell as they are (execute_result renumbered to the
-// cell's count), and it is recorded as cell_executed and handed to the
-// model with the next prompt.
+// cell's count), and the host records it (cell_executed) and hands it to
+// the model with the next prompt.
 func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, count int) {
-	k, err := b.kernelFor(ctx)
-	if err != nil {
-		b.replyError(r, count, "BackingKernelError", err.Error())
-		return
+	var input func(string, bool) (string, error)
+	if r.AllowStdin() {
+		inputCtx, cancelInput := context.WithCancel(ctx)
+		defer cancelInput()
+		input = func(prompt string, password bool) (string, error) { return r.Input(inputCtx, prompt, password) }
 	}
-	var c struct {
-		AllowStdin bool `json:"allow_stdin"`
-	}
-	_ = r.Msg.DecodeContent(&c)
-	var col headless.Collector
-	inputCtx, cancelInput := context.WithCancel(ctx)
-	defer cancelInput()
-	rep, err := k.Client().Execute(ctx, code, client.ExecuteOptions{AllowStdin: c.AllowStdin}, client.Handlers{
-		IOPub: func(m *wire.Message) {
-			col.Add(m)
-			switch m.Header.MsgType {
-			case "status", "execute_input":
-				return
-			case "execute_result":
-				var content map[string]any
-				if m.DecodeContent(&content) == nil {
-					content["execution_count"] = count
-					if err := r.Publish("execute_result", content); err != nil {
-						b.log.Debug("relay execute_result", "error", err)
-					}
-					return
-				}
-			}
-			if err := r.PublishRaw(m.Header.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
-				b.log.Debug("relay", "error", err)
-			}
-		},
-		Input: func(prompt string, password bool) (string, error) { return r.Input(inputCtx, prompt, password) },
-	})
-	if err != nil {
-		if errors.Is(err, client.ErrDead) {
-			b.replyError(r, count, "DeadKernelError", fmt.Sprintf(
-				"the backing kernel (%s) died; it will be restarted at the next execution", b.cfg.Backing))
+	res, err := b.runner.Execute(ctx, backing.Exec{Code: code, Input: input, Output: func(m *wire.Message) {
+		switch m.Header.MsgType {
+		case "status", "execute_input":
 			return
+		case "execute_result":
+			var content map[string]any
+			if m.DecodeContent(&content) == nil {
+				content["execution_count"] = count
+				if err := r.Publish("execute_result", content); err != nil {
+					b.log.Debug("relay execute_result", "error", err)
+				}
+				return
+			}
 		}
+		if err := r.PublishRaw(m.Header.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
+			b.log.Debug("relay", "error", err)
+		}
+	}})
+	if errors.Is(err, context.Canceled) && res.Status != "" {
+		err = nil // interrupted, and the kernel said so itself (KeyboardInterrupt)
+	}
+	switch {
+	case errors.Is(err, client.ErrDead):
+		b.replyError(r, count, "DeadKernelError", fmt.Sprintf(
+			"the backing kernel (%s) died; it will be restarted at the next execution", b.cfg.Backing))
+		return
+	case errors.Is(err, backing.ErrInterrupted), errors.Is(err, context.Canceled):
+		b.replyError(r, count, "KeyboardInterrupt", "interrupted")
+		return
+	case err != nil:
 		b.replyError(r, count, "BackingKernelError", err.Error())
 		return
 	}
-	res := col.CodeResult()
-	output := res.Stdout + res.Stderr + res.Result
-	for _, im := range res.Images {
-		output += im.Summary() + "\n"
-	}
-	var st struct {
-		Status string   `json:"status"`
-		Ename  string   `json:"ename"`
-		Evalue string   `json:"evalue"`
-		TB     []string `json:"traceback"`
-	}
-	_ = rep.DecodeContent(&st)
-	if st.Status == "error" {
-		output += st.Ename + ": " + st.Evalue + "\n"
-	}
-	if s, err := b.agentFor(ctx); err == nil {
-		s.addCell(code, output)
-		rec, _ := json.Marshal(map[string]string{"code": code, "output": capText(output, 20000), "status": st.Status})
-		if _, err := s.task.Record(ctx, messages.SayCellExecuted, string(rec)); err != nil && !errors.Is(err, agent.ErrBusy) {
-			b.log.Warn("record cell", "error", err)
-		}
-	}
-	if st.Status == "error" {
+	b.host.RecordCell(ctx, code, res)
+	if e := res.Error; e != nil {
 		if err := r.Reply("execute_reply", map[string]any{"status": "error", "execution_count": count,
-			"ename": st.Ename, "evalue": st.Evalue, "traceback": st.TB}); err != nil {
+			"ename": e.Name, "evalue": e.Value, "traceback": e.Traceback}); err != nil {
 			b.log.Debug("execute_reply", "error", err)
 		}
 		return

@@ -3,17 +3,13 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/messages"
-	"github.com/agentkernel/agentkernel/rewind"
-	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/session"
 )
 
 // magicHelp lists the %agent subcommands.
@@ -68,100 +64,75 @@ func (b *Bridge) magic(ctx context.Context, r *kernel.Request, line string, coun
 }
 
 func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (string, error) {
+	h := b.host
 	switch sub {
 	case "help":
 		return magicHelp, nil
 	case "new":
-		b.amu.Lock()
-		s, err := b.newSessionLocked(ctx, "")
-		b.amu.Unlock()
+		info, err := h.NewSession(ctx)
 		if err != nil {
 			return "", err
 		}
-		return "New session " + s.task.SessionID(), nil
+		return "New session " + info.ID, nil
 	case "resume":
 		if len(args) != 1 {
 			return "", fmt.Errorf("usage: %%agent resume ID")
 		}
-		b.amu.Lock()
-		s, err := b.newSessionLocked(ctx, args[0])
-		b.amu.Unlock()
+		info, err := h.Resume(ctx, args[0])
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Resumed session %s (%d messages).", s.task.SessionID(), len(s.task.UI())), nil
+		return fmt.Sprintf("Resumed session %s (%d messages, model %s).", info.ID, info.Messages, orNone(info.Model)), nil
 	case "sessions":
 		return b.listSessions(ctx, strings.Join(args, " "))
 	case "webview":
 		return b.webviewMagic(ctx, args)
 	}
-	s, err := b.agentFor(ctx)
-	if err != nil {
+	if _, err := h.Current(ctx); err != nil {
 		return "", err
 	}
 	switch sub {
 	case "history":
-		return formatHistory(s.task.UI()), nil
+		return formatHistory(h.History()), nil
 	case "rewind":
 		if len(args) != 1 {
 			return "", fmt.Errorf("usage: %%agent rewind TS|#N")
 		}
-		ts, err := resolveRef(s.task.UI(), args[0])
+		ts, err := h.Ref(args[0])
 		if err != nil {
 			return "", err
 		}
-		before := len(s.task.UI())
-		res, err := s.task.Rewind(ctx, ts, rewind.Options{})
+		res, err := h.Rewind(ctx, ts)
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("Rewound: %d messages removed; %d shown and %d sent to the model remain.",
-			before-len(res.UI), len(res.UI), len(messages.Effective(res.API))), nil
+			res.Removed, res.UI, res.API), nil
 	case "model":
 		if len(args) == 0 {
-			b.amu.Lock()
-			model := s.model
-			b.amu.Unlock()
-			if model == "" {
-				return "No model configured. " + agent.NoModelHelp, nil
+			if m := h.Model(); m != "" {
+				return "Model: " + m, nil
 			}
-			return "Model: " + model, nil
+			return "No model configured. " + agent.NoModelHelp, nil
 		}
-		if b.cfg.OpenModel == nil {
-			return "", fmt.Errorf("models cannot be changed in this kernel")
-		}
-		b.amu.Lock()
-		p, err := b.openModelLocked(args[0])
-		b.amu.Unlock()
-		if err != nil {
+		if err := h.SetModel(ctx, args[0]); err != nil {
 			return "", err
 		}
-		s.task.SetProvider(p)
-		model := args[0]
-		b.amu.Lock()
-		s.model = model
-		b.amu.Unlock()
-		providerName, _, _ := strings.Cut(model, ":")
-		if err := s.store.UpdateSession(ctx, s.task.SessionID(), store.SessionUpdate{Model: &model, Provider: &providerName}); err != nil {
-			return "", err
-		}
-		b.panelSettingsChanged(s)
-		return "Model: " + model, nil
+		return "Model: " + h.Model(), nil
 	case "mode":
 		if len(args) == 0 {
-			return "Permission mode: " + string(s.policy.Mode()), nil
+			return "Permission mode: " + string(h.Mode()), nil
 		}
 		m, err := agent.ParseMode(args[0])
 		if err != nil {
 			return "", err
 		}
-		if err := s.policy.SetMode(m); err != nil {
+		if err := h.SetMode(ctx, m); err != nil {
 			return "", err
 		}
-		b.panelSettingsChanged(s)
 		return "Permission mode: " + string(m), nil
 	case "cost":
-		sess, err := s.store.GetSession(ctx, s.task.SessionID())
+		sess, err := h.Cost(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -172,9 +143,21 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		if len(args) != 1 {
 			return "", fmt.Errorf("usage: %%agent export FILE")
 		}
-		return b.export(ctx, s, args[0])
+		path, err := h.Export(ctx, args[0])
+		if err != nil {
+			return "", err
+		}
+		info, _ := h.Current(ctx)
+		return "Exported session " + shortID(info.ID) + " to " + path, nil
 	}
 	return "", fmt.Errorf("unknown subcommand %q\n%s", sub, magicHelp)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func shortID(id string) string {
@@ -185,13 +168,7 @@ func shortID(id string) string {
 }
 
 func (b *Bridge) listSessions(ctx context.Context, search string) (string, error) {
-	b.amu.Lock()
-	st, err := b.openStoreLocked()
-	b.amu.Unlock()
-	if err != nil {
-		return "", err
-	}
-	list, err := st.ListSessions(ctx, store.ListOptions{Search: search, Limit: 50})
+	list, err := b.host.Sessions(ctx, search, 50)
 	if err != nil {
 		return "", err
 	}
@@ -231,22 +208,6 @@ func formatHistory(ui []messages.UIMessage) string {
 	return strings.TrimRight(sb.String(), "\n")
 }
 
-// resolveRef turns "#N" or a ts into a UI message ts.
-func resolveRef(ui []messages.UIMessage, ref string) (int64, error) {
-	if n, ok := strings.CutPrefix(ref, "#"); ok {
-		i, err := strconv.Atoi(n)
-		if err != nil || i < 0 || i >= len(ui) {
-			return 0, fmt.Errorf("no message %s (see %%agent history)", ref)
-		}
-		return ui[i].TS, nil
-	}
-	ts, err := strconv.ParseInt(ref, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is neither a ts nor #N (see %%agent history)", ref)
-	}
-	return ts, nil
-}
-
 // magicEdit replaces a prompt and runs the new text as the cell's prompt.
 func (b *Bridge) magicEdit(ctx context.Context, r *kernel.Request, line string, count int) {
 	rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "%agent"))
@@ -257,42 +218,14 @@ func (b *Bridge) magicEdit(ctx context.Context, r *kernel.Request, line string, 
 		b.replyError(r, count, "AgentMagicError", "usage: %agent edit TS|#N TEXT")
 		return
 	}
-	s, err := b.agentFor(ctx)
+	if _, err := b.host.Current(ctx); err != nil {
+		b.replyError(r, count, "AgentMagicError", err.Error())
+		return
+	}
+	ts, err := b.host.Ref(ref)
 	if err != nil {
 		b.replyError(r, count, "AgentMagicError", err.Error())
 		return
 	}
-	ts, err := resolveRef(s.task.UI(), ref)
-	if err != nil {
-		b.replyError(r, count, "AgentMagicError", err.Error())
-		return
-	}
-	if _, err := s.task.Rewind(ctx, ts, rewind.Options{}); err != nil {
-		b.replyError(r, count, "AgentMagicError", err.Error())
-		return
-	}
-	b.prompt(ctx, r, text, count)
-}
-
-// export writes the session as JSONL.
-func (b *Bridge) export(ctx context.Context, s *session, path string) (string, error) {
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(b.workspaceDir(), path)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".export-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(f.Name())
-	if err := s.store.Export(ctx, s.task.SessionID(), f); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return "", err
-	}
-	return "Exported session " + shortID(s.task.SessionID()) + " to " + path, nil
+	b.follow(r, count, func(t session.Turn) (session.Result, error) { return b.host.Edit(ctx, ts, text, t) })
 }

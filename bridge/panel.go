@@ -7,26 +7,20 @@ import (
 	"html"
 	"os"
 	"strconv"
-	"sync"
-	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
-	"github.com/agentkernel/agentkernel/rewind"
-	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/webview"
 )
 
 // The web panel (%agent webview): a webview.Server started on first use,
-// mirroring the bridge's current agent session. panelAgent adapts the
-// session to webview.Agent and follows session switches (%agent new,
-// resume, a session loaded from the panel).
-// Its state is the Bridge's panel field, under pmu.
+// mirroring the host's current agent session. panelAgent adapts the host
+// to webview.Agent. Its state is the Bridge's panel field, under pmu.
 
 type panel struct {
-	srv   *webview.Server
-	agent *panelAgent
+	srv *webview.Server
 }
 
 // panelFor returns the bridge's panel, starting it on first use.
@@ -40,27 +34,24 @@ func (b *Bridge) panelFor(ctx context.Context) (*panel, error) {
 	if closed {
 		return nil, errors.New("bridge: closed")
 	}
-	if _, err := b.agentFor(ctx); err != nil {
+	if _, err := b.host.Current(ctx); err != nil {
 		return nil, err
 	}
 	opts, err := webview.OptionsFromEnv(webview.Options{Logger: b.log, RuntimeDir: client.RuntimeDir(),
-		Info: map[string]string{"kernel_pid": strconv.Itoa(os.Getpid()), "workspace": b.workspaceDir()}}, nil)
+		Info: map[string]string{"kernel_pid": strconv.Itoa(os.Getpid()), "workspace": b.host.Workspace()}}, nil)
 	if err != nil {
 		return nil, err
 	}
-	pa := newPanelAgent(b)
-	srv, err := webview.Start(pa, opts)
+	srv, err := webview.Start(panelAgent{b.host}, opts)
 	if err != nil {
-		pa.close()
 		return nil, err
 	}
-	p := &panel{srv: srv, agent: pa}
+	p := &panel{srv: srv}
 	b.pmu.Lock()
 	if prev := b.panel; prev != nil {
 		// Another cell started one at the same time: keep that one.
 		b.pmu.Unlock()
 		srv.Close()
-		pa.close()
 		return prev, nil
 	}
 	b.panel = p
@@ -86,24 +77,6 @@ func (b *Bridge) closePanel() {
 	}
 	if err := p.srv.Close(); err != nil {
 		b.log.Debug("close web panel", "error", err)
-	}
-	p.agent.close()
-}
-
-// panelSessionChanged tells the panel that the session changed. It never
-// blocks and takes only pmu, so newSessionLocked may call it (the panel
-// also notices a switch on its own within a second).
-func (b *Bridge) panelSessionChanged() {
-	if p := b.currentPanel(); p != nil {
-		p.agent.poke()
-	}
-}
-
-// panelSettingsChanged tells an open panel the mode or model changed (by
-// an %agent magic in the notebook).
-func (b *Bridge) panelSettingsChanged(s *session) {
-	if p := b.currentPanel(); p != nil {
-		p.agent.settings(s)
 	}
 }
 
@@ -153,121 +126,36 @@ func (b *Bridge) magicWebview(ctx context.Context, r *kernel.Request, args []str
 	b.replyOK(r, count, "")
 }
 
-// panelAgent implements webview.Agent over the bridge's current session.
-type panelAgent struct {
-	b      *Bridge
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	kick   chan struct{}
+// panelAgent implements webview.Agent over the session host: the same
+// typed operations the magics use, and the host's events, which follow
+// whichever session is current.
+type panelAgent struct{ h *session.Host }
 
-	mu     sync.Mutex
-	sess   *session
-	unsub  func()
-	subs   map[int]func(webview.Event)
-	nextID int
-}
-
-func newPanelAgent(b *Bridge) *panelAgent {
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &panelAgent{b: b, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), subs: map[int]func(webview.Event){}}
-	p.follow()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		p.watch()
-	}()
-	return p
-}
-
-func (p *panelAgent) close() {
-	p.cancel()
-	p.wg.Wait()
-	p.mu.Lock()
-	if p.unsub != nil {
-		p.unsub()
-		p.unsub = nil
-	}
-	p.sess = nil
-	p.mu.Unlock()
-}
-
-func (p *panelAgent) poke() {
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
-}
-
-// watch re-follows the bridge's session when it changes.
-func (p *panelAgent) watch() {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-t.C:
-		case <-p.kick:
+// Subscribe implements webview.Agent.
+func (p panelAgent) Subscribe(f func(webview.Event)) func() {
+	h := p.h
+	return h.Subscribe(func(e agent.Event) {
+		switch e.Kind {
+		case agent.EventMessageCreated:
+			f(webview.Event{Kind: webview.EventMessageCreated, Message: e.Message})
+		case agent.EventMessageUpdated:
+			f(webview.Event{Kind: webview.EventMessageUpdated, Message: e.Message})
+		case agent.EventRewound:
+			f(webview.Event{Kind: webview.EventRewound})
+		case session.EventSessionChanged:
+			f(webview.Event{Kind: webview.EventReset})
+		case session.EventSettingsChanged:
+			f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model()})
+		case agent.EventTaskStarted, agent.EventTaskActive:
+			f(webview.Event{Kind: webview.EventStatus, Status: "busy"})
+		case agent.EventTaskInteractive, agent.EventTaskResumable:
+			f(webview.Event{Kind: webview.EventStatus, Status: "waiting"})
+		case agent.EventTaskIdle, agent.EventTaskAborted:
+			f(webview.Event{Kind: webview.EventStatus, Status: "idle"})
+		case agent.EventTokenUsage:
+			f(webview.Event{Kind: webview.EventTotals, Totals: totals(e.Usage)})
 		}
-		p.follow()
-	}
-}
-
-// follow subscribes to the bridge's current session's task if it changed,
-// and tells the subscribers (a reset: full state).
-func (p *panelAgent) follow() {
-	p.b.amu.Lock()
-	cur := p.b.sess
-	p.b.amu.Unlock()
-	p.mu.Lock()
-	if cur == p.sess {
-		p.mu.Unlock()
-		return
-	}
-	if p.unsub != nil {
-		p.unsub()
-		p.unsub = nil
-	}
-	p.sess = cur
-	if cur != nil {
-		p.unsub = cur.task.Listen(p.onTaskEvent)
-	}
-	p.mu.Unlock()
-	p.emit(webview.Event{Kind: webview.EventReset})
-}
-
-func (p *panelAgent) emit(ev webview.Event) {
-	p.mu.Lock()
-	fns := make([]func(webview.Event), 0, len(p.subs))
-	for _, f := range p.subs {
-		fns = append(fns, f)
-	}
-	p.mu.Unlock()
-	for _, f := range fns {
-		f(ev)
-	}
-}
-
-// onTaskEvent runs on the task's goroutine, sometimes with the task's lock
-// held (a rewind): it only translates and forwards.
-func (p *panelAgent) onTaskEvent(e agent.Event) {
-	switch e.Kind {
-	case agent.EventMessageCreated:
-		p.emit(webview.Event{Kind: webview.EventMessageCreated, Message: e.Message})
-	case agent.EventMessageUpdated:
-		p.emit(webview.Event{Kind: webview.EventMessageUpdated, Message: e.Message})
-	case agent.EventRewound:
-		p.emit(webview.Event{Kind: webview.EventRewound})
-	case agent.EventTaskStarted, agent.EventTaskActive:
-		p.emit(webview.Event{Kind: webview.EventStatus, Status: "busy"})
-	case agent.EventTaskInteractive, agent.EventTaskResumable:
-		p.emit(webview.Event{Kind: webview.EventStatus, Status: "waiting"})
-	case agent.EventTaskIdle, agent.EventTaskAborted:
-		p.emit(webview.Event{Kind: webview.EventStatus, Status: "idle"})
-	case agent.EventTokenUsage:
-		p.emit(webview.Event{Kind: webview.EventTotals, Totals: totals(e.Usage)})
-	}
+	})
 }
 
 func totals(u agent.Totals) webview.Totals {
@@ -275,55 +163,18 @@ func totals(u agent.Totals) webview.Totals {
 		CacheWriteTokens: u.CacheWriteTokens, Cost: u.Cost, Requests: u.Requests}
 }
 
-// session returns the session the panel follows, creating one if the
-// bridge has none yet.
-func (p *panelAgent) session(ctx context.Context) (*session, error) {
-	p.mu.Lock()
-	s := p.sess
-	p.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
-	s, err := p.b.agentFor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p.follow()
-	return s, nil
-}
-
-// Subscribe implements webview.Agent.
-func (p *panelAgent) Subscribe(f func(webview.Event)) func() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	id := p.nextID
-	p.nextID++
-	p.subs[id] = f
-	return func() {
-		p.mu.Lock()
-		delete(p.subs, id)
-		p.mu.Unlock()
-	}
-}
-
 // Snapshot implements webview.Agent.
-func (p *panelAgent) Snapshot(ctx context.Context) (webview.State, error) {
-	s, err := p.session(ctx)
+func (p panelAgent) Snapshot(ctx context.Context) (webview.State, error) {
+	s, err := p.h.Snapshot(ctx)
 	if err != nil {
 		return webview.State{}, err
 	}
-	t := s.task
-	st := webview.State{
-		SessionID: t.SessionID(),
-		Messages:  t.UI(),
-		Mode:      string(s.policy.Mode()),
-		Model:     p.model(s),
-		Totals:    totals(t.Totals()),
-	}
+	st := webview.State{SessionID: s.ID, Title: s.Title, Messages: s.Messages, Mode: string(s.Mode), Model: s.Model,
+		Totals: totals(s.Totals), PendingAsk: s.PendingAsk}
 	for _, m := range agent.Modes {
 		st.Modes = append(st.Modes, string(m))
 	}
-	switch t.State() {
+	switch s.State {
 	case agent.StateWorking:
 		st.KernelStatus = "busy"
 	case agent.StateWaiting:
@@ -331,40 +182,14 @@ func (p *panelAgent) Snapshot(ctx context.Context) (webview.State, error) {
 	default:
 		st.KernelStatus = "idle"
 	}
-	if ask, ok := t.PendingAsk(); ok {
-		st.PendingAsk = &ask
-	}
-	if info, err := s.store.GetSession(ctx, t.SessionID()); err == nil {
-		st.Title = info.Title
-	}
 	return st, nil
 }
 
-func (p *panelAgent) model(s *session) string {
-	p.b.amu.Lock()
-	defer p.b.amu.Unlock()
-	return s.model
-}
-
-func (p *panelAgent) settings(s *session) {
-	p.emit(webview.Event{Kind: webview.EventSettings, Mode: string(s.policy.Mode()), Model: p.model(s)})
-}
-
 // NewTask implements webview.Agent.
-func (p *panelAgent) NewTask(ctx context.Context, text string) error {
-	s, err := p.session(ctx)
-	if err != nil {
-		return err
-	}
-	return s.task.Submit(text)
-}
+func (p panelAgent) NewTask(ctx context.Context, text string) error { return p.h.Start(ctx, text) }
 
 // Respond implements webview.Agent.
-func (p *panelAgent) Respond(ctx context.Context, ts int64, r webview.Response) error {
-	s, err := p.session(ctx)
-	if err != nil {
-		return err
-	}
+func (p panelAgent) Respond(ctx context.Context, ts int64, r webview.Response) error {
 	kind := map[webview.ResponseKind]agent.ResponseKind{
 		webview.ResponseYes: agent.ResponseYes, webview.ResponseNo: agent.ResponseNo,
 		webview.ResponseAllowAll: agent.ResponseAllowAll, webview.ResponseMessage: agent.ResponseMessage,
@@ -372,101 +197,59 @@ func (p *panelAgent) Respond(ctx context.Context, ts int64, r webview.Response) 
 	if kind == "" {
 		return fmt.Errorf("unknown response %q", r.Kind)
 	}
-	return s.task.Respond(ts, agent.Response{Kind: kind, Text: r.Text, By: "webview"})
+	return p.h.Respond(ctx, ts, agent.Response{Kind: kind, Text: r.Text, By: "webview"})
 }
 
 // Cancel implements webview.Agent.
-func (p *panelAgent) Cancel(ctx context.Context) error {
-	s, err := p.session(ctx)
-	if err != nil {
-		return err
-	}
-	s.task.Cancel()
+func (p panelAgent) Cancel(context.Context) error {
+	p.h.Cancel()
 	return nil
 }
 
 // Rewind implements webview.Agent.
-func (p *panelAgent) Rewind(ctx context.Context, ts int64) error {
-	s, err := p.session(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = s.task.Rewind(ctx, ts, rewind.Options{})
+func (p panelAgent) Rewind(ctx context.Context, ts int64) error {
+	_, err := p.h.Rewind(ctx, ts)
 	return err
 }
 
-// Edit implements webview.Agent.
-func (p *panelAgent) Edit(ctx context.Context, ts int64, text string) error {
-	s, err := p.session(ctx)
+// Edit implements webview.Agent: the new turn runs without a cell; its
+// asks wait for the panel.
+func (p panelAgent) Edit(ctx context.Context, ts int64, text string) error {
+	return p.h.StartEdit(ctx, ts, text)
+}
+
+// SetMode implements webview.Agent.
+func (p panelAgent) SetMode(ctx context.Context, mode string) error {
+	m, err := agent.ParseMode(mode)
 	if err != nil {
 		return err
 	}
-	return s.task.EditAndResubmit(ctx, ts, text)
+	return p.h.SetMode(ctx, m)
 }
 
-// SetMode implements webview.Agent, as %agent mode does.
-func (p *panelAgent) SetMode(ctx context.Context, mode string) error {
-	s, err := p.session(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := p.b.runMagic(ctx, "mode", []string{mode}); err != nil {
-		return err
-	}
-	p.settings(s)
-	return nil
-}
-
-// SetModel implements webview.Agent, as %agent model does.
-func (p *panelAgent) SetModel(ctx context.Context, model string) error {
-	s, err := p.session(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := p.b.runMagic(ctx, "model", []string{model}); err != nil {
-		return err
-	}
-	p.settings(s)
-	return nil
-}
-
-func (p *panelAgent) store() (*store.Store, error) {
-	p.b.amu.Lock()
-	defer p.b.amu.Unlock()
-	return p.b.openStoreLocked()
+// SetModel implements webview.Agent.
+func (p panelAgent) SetModel(ctx context.Context, model string) error {
+	return p.h.SetModel(ctx, model)
 }
 
 // ListSessions implements webview.Agent.
-func (p *panelAgent) ListSessions(ctx context.Context, search string, limit int) ([]webview.SessionInfo, error) {
-	st, err := p.store()
+func (p panelAgent) ListSessions(ctx context.Context, search string, limit int) ([]webview.SessionInfo, error) {
+	list, err := p.h.Sessions(ctx, search, limit)
 	if err != nil {
 		return nil, err
 	}
-	list, err := st.ListSessions(ctx, store.ListOptions{Search: search, Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	cur := ""
-	if p.sess != nil {
-		cur = p.sess.task.SessionID()
-	}
-	p.mu.Unlock()
+	cur, _ := p.h.Current(ctx)
 	out := make([]webview.SessionInfo, 0, len(list))
 	for _, s := range list {
 		out = append(out, webview.SessionInfo{ID: s.ID, Title: s.Title, UpdatedAt: s.UpdatedAt.UnixMilli(),
-			MessageCount: s.MessageCount, Model: s.Model, Preview: s.LastMessage, Cost: s.Usage.Cost, Current: s.ID == cur})
+			MessageCount: s.MessageCount, Model: s.Model, Preview: s.LastMessage, Cost: s.Usage.Cost, Current: s.ID == cur.ID})
 	}
 	return out, nil
 }
 
 // SearchMessages implements webview.Agent.
-func (p *panelAgent) SearchMessages(ctx context.Context, query string, limit int) ([]webview.SearchHit, error) {
-	st, err := p.store()
-	if err != nil {
-		return nil, err
-	}
-	hits, err := st.Search(ctx, query, store.SearchOptions{Limit: limit})
+func (p panelAgent) SearchMessages(ctx context.Context, query string, limit int) ([]webview.SearchHit, error) {
+	hits, err := p.h.Search(ctx, query, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -478,32 +261,9 @@ func (p *panelAgent) SearchMessages(ctx context.Context, query string, limit int
 }
 
 // LoadSession implements webview.Agent, as %agent resume does.
-func (p *panelAgent) LoadSession(ctx context.Context, id string) error {
-	if _, err := p.b.runMagic(ctx, "resume", []string{id}); err != nil {
-		return err
-	}
-	p.follow()
-	return nil
+func (p panelAgent) LoadSession(ctx context.Context, id string) error {
+	_, err := p.h.Resume(ctx, id)
+	return err
 }
 
-// askContext returns a context that ends when the ask stamped ts is
-// answered (by the web panel, another frontend, a policy) or rewound away,
-// so the notebook's input_request for it can stop waiting: an ask answered
-// anywhere closes everywhere. Call stop when done.
-func askContext(parent context.Context, t *agent.Task, ts int64) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(parent)
-	remove := t.Listen(func(e agent.Event) {
-		switch {
-		case e.Kind == agent.EventMessageUpdated && e.Message != nil && e.Message.TS == ts && e.Message.IsAnswered:
-			cancel()
-		case e.Kind == agent.EventRewound, e.Kind == agent.EventTaskAborted:
-			cancel()
-		}
-	})
-	if ask, ok := t.PendingAsk(); !ok || ask.TS != ts {
-		cancel() // answered before we listened
-	}
-	return ctx, func() { remove(); cancel() }
-}
-
-var _ webview.Agent = (*panelAgent)(nil)
+var _ webview.Agent = panelAgent{}

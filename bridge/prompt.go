@@ -13,7 +13,9 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/kernel"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/session"
 )
 
 // Prompt mode: a cell is a request to the agent. What the agent says is
@@ -90,8 +92,8 @@ func (c *cellOut) onMessage(m messages.UIMessage) {
 			// the user's own prompt
 		case model:
 			c.show(m, func(s string) string { return s })
-		case strings.HasSuffix(m.Text, ": read-only tool."):
-			// routine auto-allows stay in the history, not in the cell
+		case m.Decision != nil && m.Decision.Routine:
+			// routine allows stay in the history, not in the cell
 		default:
 			// a recorded decision: shown, and not as the model's words
 			c.show(m, func(s string) string { return "<sub>" + s + "</sub>" })
@@ -205,36 +207,30 @@ func stripTags(s string) string {
 	return strings.NewReplacer("<sub>", "", "</sub>", "").Replace(s)
 }
 
-// currentCell returns the cell whose prompt is running, or nil.
-func (b *Bridge) currentCell() *cellOut {
-	b.amu.Lock()
-	defer b.amu.Unlock()
-	return b.cell
-}
-
-func (b *Bridge) setCell(c *cellOut) {
-	b.amu.Lock()
-	b.cell = c
-	b.amu.Unlock()
+// relayCode forwards the backing kernel's outputs of the agent's code to
+// the cell. Status and execute_input are the backing kernel's bookkeeping
+// and stay there.
+func (c *cellOut) relayCode(m *wire.Message) {
+	switch m.Header.MsgType {
+	case "status", "execute_input":
+		return
+	}
+	if err := c.r.PublishRaw(m.Header.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
+		c.b.log.Debug("relay agent output", "error", err)
+	}
 }
 
 // prompt runs text as a request to the agent in cell r.
 func (b *Bridge) prompt(ctx context.Context, r *kernel.Request, text string, count int) {
-	s, err := b.agentFor(ctx)
-	if err != nil {
-		b.replyError(r, count, "AgentError", err.Error())
-		return
-	}
+	b.follow(r, count, func(t session.Turn) (session.Result, error) { return b.host.Submit(ctx, text, t) })
+}
+
+// follow runs one turn of the agent for cell r (a prompt, or an edit):
+// the agent's words and its code's outputs go to the cell, its asks to
+// the frontend's stdin (else the policy), and the cell ends with the turn.
+func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Turn) (session.Result, error)) {
 	c := newCellOut(b, r)
-	remove := s.task.Listen(c.onEvent)
-	defer remove()
-	b.setCell(c)
-	defer b.setCell(nil)
-	if err := s.task.Submit(text); err != nil {
-		b.replyError(r, count, "AgentError", err.Error())
-		return
-	}
-	err = b.drive(ctx, r, s)
+	res, err := run(session.Turn{Approve: b.approver(r), Output: c.relayCode, Events: c.onEvent})
 	c.finish()
 	switch {
 	case errors.Is(err, agent.ErrNoProvider):
@@ -246,64 +242,46 @@ func (b *Bridge) prompt(ctx context.Context, r *kernel.Request, text string, cou
 	case err != nil:
 		b.replyError(r, count, "AgentError", err.Error())
 	default:
-		b.replyOK(r, count, c.nextInput)
+		b.replyOK(r, count, b.proposedCell(res.NextInput))
 	}
 }
 
-// drive follows the turn until it ends, answering asks on the way. A
-// followup that nobody can answer now ends the cell; the next prompt is the
-// answer.
-func (b *Bridge) drive(ctx context.Context, r *kernel.Request, s *session) error {
-	for {
-		st, err := s.task.Wait(ctx)
-		if st != agent.StateWaiting {
-			return err
-		}
-		ask, ok := s.task.PendingAsk()
-		if !ok {
-			continue
-		}
-		// An answer from elsewhere (the web panel) ends the input_request.
-		actx, stop := askContext(ctx, s.task, ask.TS)
-		resp, answered := b.answer(actx, r, s, ask)
-		stop()
-		if !answered {
-			return nil
-		}
-		if err := s.task.Respond(ask.TS, resp); err != nil && !errors.Is(err, agent.ErrNoAsk) {
-			return err
-		}
+// proposedCell is the code the agent proposed (propose_cell) as the next
+// cell holds it: in prompt mode a bare cell is a prompt, so the code goes
+// under %%code; in code mode it is bare.
+func (b *Bridge) proposedCell(code string) string {
+	if code == "" || b.cfg.Mode != ModePrompt {
+		return code
 	}
+	return "%%code\n" + code
 }
 
-// answer gets an answer to ask: from the frontend's stdin when allowed,
-// else from the headless policy. answered is false when the ask must wait
-// for another channel (a followup without stdin).
-func (b *Bridge) answer(ctx context.Context, r *kernel.Request, s *session, ask messages.UIMessage) (agent.Response, bool) {
-	if r.AllowStdin() {
-		prompt := askPrompt(ask)
-		for {
-			in, err := r.Input(ctx, prompt, false)
-			if err != nil {
-				return agent.Response{Kind: agent.ResponseNo, By: "stdin"}, true
+// approver answers the agent's asks for cell r: on the frontend's stdin
+// when it allows it, else by the headless policy. A followup question
+// without stdin stays pending: the next prompt is its answer.
+func (b *Bridge) approver(r *kernel.Request) agent.Approver {
+	return func(ctx context.Context, ask messages.UIMessage) (agent.Response, bool) {
+		if r.AllowStdin() {
+			prompt := askPrompt(ask)
+			for {
+				in, err := r.Input(ctx, prompt, false)
+				if err != nil {
+					return agent.Response{Kind: agent.ResponseNo, By: "stdin"}, true
+				}
+				if ask.Ask == messages.AskFollowup {
+					return agent.Response{Kind: agent.ResponseMessage, Text: in, By: "stdin"}, true
+				}
+				if resp, ok := agent.ParseReply(in, "stdin"); ok {
+					return resp, true
+				}
+				prompt = "Please answer y (yes), a (always) or n (no): "
 			}
-			if ask.Ask == messages.AskFollowup {
-				return agent.Response{Kind: agent.ResponseMessage, Text: in, By: "stdin"}, true
-			}
-			if resp, ok := agent.ParseApproval(in, "stdin"); ok {
-				return resp, true
-			}
-			prompt = "Please answer y (yes), a (always) or n (no): "
 		}
+		if ask.Ask == messages.AskFollowup {
+			return agent.Response{}, false
+		}
+		return b.cfg.Approve.Decide(), true
 	}
-	if ask.Ask == messages.AskFollowup {
-		return agent.Response{}, false
-	}
-	by := "policy:" + string(b.cfg.Approve)
-	if b.cfg.Approve == ApproveAll {
-		return agent.Response{Kind: agent.ResponseYes, By: by}, true
-	}
-	return agent.Response{Kind: agent.ResponseNo, By: by}, true
 }
 
 // askPrompt is the text of the input_request for an ask.

@@ -9,16 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/messages"
 )
 
 // promptKernel is agentkernel in prompt mode with a scripted model speaking
 // the given API's real wire format.
-func promptKernel(t *testing.T, api string, dataDir string, approve Approve) (*harness, *scripted.Server) {
+func promptKernel(t *testing.T, api string, dataDir string, approve agent.ApprovalPolicy) (*harness, *scripted.Server) {
 	t.Helper()
 	srv := scripted.New(t)
 	env := map[string]string{"OPENAI_API_KEY": "sk-test-key", "OPENAI_BASE_URL": srv.OpenAIURL(),
@@ -71,7 +73,7 @@ var tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfD
 func TestPromptMode(t *testing.T) {
 	for _, api := range []string{"openai", "anthropic"} {
 		t.Run(api, func(t *testing.T) {
-			h, srv := promptKernel(t, api, "", ApproveAll)
+			h, srv := promptKernel(t, api, "", agent.ApproveAll)
 
 			// 1. A prompt streams text into one markdown display.
 			srv.Enqueue(scripted.Reply(scripted.Text("Hello", ", ", "notebook!"), scripted.UsageStep(scripted.Usage{Input: 12, Output: 4})))
@@ -110,13 +112,23 @@ func TestPromptMode(t *testing.T) {
 			if !strings.Contains(string(last.Raw), "from the agent") {
 				t.Fatalf("tool result not sent to the model: %s", last.Raw)
 			}
-			ui := h.b.sess.task.UI()
+			ui := h.b.host.History()
 			var recorded bool
 			for _, m := range ui {
 				recorded = recorded || (strings.Contains(m.Text, "Allowed execute_code") && strings.Contains(m.Text, "policy:all"))
 			}
 			if !recorded {
 				t.Fatal("the policy's decision is not in the UI history")
+			}
+			// The web panel shows the plot: the command output carries it.
+			var shownPNG bool
+			for _, m := range ui {
+				for _, img := range m.Images {
+					shownPNG = shownPNG || (m.Say == messages.SayCommandOutput && strings.HasPrefix(img, "data:image/png;base64,"))
+				}
+			}
+			if !shownPNG {
+				t.Fatal("the agent's PNG is not on its command_output message (the panel would not show it)")
 			}
 
 			// 3. %agent rewind removes messages from both histories and the
@@ -148,6 +160,43 @@ func TestPromptMode(t *testing.T) {
 	}
 }
 
+// TestProposedCell: propose_cell's code comes back as the next cell, run
+// as code: under %%code in prompt mode (a bare cell is a prompt there),
+// bare in code mode.
+func TestProposedCell(t *testing.T) {
+	for _, mode := range []Mode{ModePrompt, ModeCode} {
+		t.Run(string(mode), func(t *testing.T) {
+			srv := scripted.New(t)
+			h := startWith(t, Config{Mode: mode, Model: "openai:gpt-4.1", DataDir: t.TempDir(), Dir: t.TempDir(),
+				Approve: agent.ApproveAll, OpenModel: func(spec string) (provider.Provider, error) {
+					env := map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.OpenAIURL()}
+					return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+				}})
+			srv.Enqueue(
+				scripted.Reply(scripted.ToolCall("c1", "propose_cell", `{"code":"df.describe()"}`)),
+				scripted.Reply(scripted.Text("There is a cell for you.")),
+			)
+			prompt := "Suggest a cell"
+			if mode == ModeCode {
+				prompt = "%%agent\n" + prompt
+			}
+			rep, _ := h.cell(prompt)
+			payload, _ := rep["payload"].([]any)
+			if rep["status"] != "ok" || len(payload) != 1 {
+				t.Fatalf("reply %v", rep)
+			}
+			p := payload[0].(map[string]any)
+			want := "df.describe()"
+			if mode == ModePrompt {
+				want = "%%code\ndf.describe()"
+			}
+			if p["source"] != "set_next_input" || p["text"] != want {
+				t.Fatalf("payload %v, want set_next_input %q", p, want)
+			}
+		})
+	}
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -158,7 +207,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestPromptErrorsAndInterrupt(t *testing.T) {
-	h, srv := promptKernel(t, "openai", "", ApproveNone)
+	h, srv := promptKernel(t, "openai", "", agent.ApproveNone)
 
 	// A 429 is retried (Retry-After honoured) and then reported.
 	for range 4 {
@@ -207,7 +256,7 @@ func TestPromptErrorsAndInterrupt(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("interrupt did not end the cell")
 	}
-	api := h.b.sess.task.API()
+	api := h.b.host.API()
 	if last := api[len(api)-1]; last.Role != "assistant" || !strings.Contains(last.PlainText(), "Thinking") {
 		t.Fatalf("api history after interrupt ends with %+v", last)
 	}
@@ -227,13 +276,17 @@ func TestPromptErrorsAndInterrupt(t *testing.T) {
 
 func TestPromptNoModelAndResume(t *testing.T) {
 	data := t.TempDir()
-	h, srv := promptKernel(t, "anthropic", data, ApproveNone)
+	h, srv := promptKernel(t, "anthropic", data, agent.ApproveNone)
 	srv.Enqueue(scripted.Reply(scripted.Text("First answer.")))
 	h.cell("Remember the word pineapple")
-	id := h.b.sess.task.SessionID()
+	info, err := h.b.host.Current(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := info.ID
 
 	// A "restarted kernel": a new bridge on the same data directory.
-	h2, srv2 := promptKernel(t, "anthropic", data, ApproveNone)
+	h2, srv2 := promptKernel(t, "anthropic", data, agent.ApproveNone)
 	rep, o := h2.cell("%agent resume " + id[:8])
 	if rep["status"] != "ok" || !strings.Contains(strings.Join(texts(o, "stream", ""), ""), "Resumed") {
 		t.Fatalf("resume %v %q", rep, texts(o, "stream", ""))
@@ -287,7 +340,7 @@ var _ = wire.ProtocolVersion
 func TestCodeModeAgentCells(t *testing.T) {
 	srv := scripted.New(t)
 	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
-	h := startWith(t, Config{Mode: ModeCode, Model: "openai:gpt-4.1", DataDir: t.TempDir(), Dir: t.TempDir(), Approve: ApproveAll,
+	h := startWith(t, Config{Mode: ModeCode, Model: "openai:gpt-4.1", DataDir: t.TempDir(), Dir: t.TempDir(), Approve: agent.ApproveAll,
 		OpenModel: func(spec string) (provider.Provider, error) {
 			return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
 		}})

@@ -97,6 +97,16 @@ var knownSays = func() map[Say]bool {
 // Known reports whether s is one of the say kinds this package defines.
 func (s Say) Known() bool { return knownSays[s] }
 
+// Decision is a permission decision on a tool call, carried by the say
+// message that records it (text for people, this for programs).
+type Decision struct {
+	Tool    string `json:"tool"`
+	Allowed bool   `json:"allowed"`
+	// Routine marks an allow that needed no one: a read-only tool.
+	// Frontends keep routine decisions out of view.
+	Routine bool `json:"routine,omitempty"`
+}
+
 // UIMessage is one entry of the UI history. TS identifies it within its
 // session: it is unique and increases along the history (see [Clock]).
 // Exactly one of Ask and Say is set, matching Type.
@@ -107,6 +117,7 @@ type UIMessage struct {
 	Say                      Say                `json:"say,omitempty"`
 	Text                     string             `json:"text,omitempty"`
 	Images                   []string           `json:"images,omitempty"`
+	Decision                 *Decision          `json:"decision,omitempty"`
 	Partial                  bool               `json:"partial,omitempty"`
 	Reasoning                string             `json:"reasoning,omitempty"`
 	ConversationHistoryIndex *int               `json:"conversationHistoryIndex,omitempty"`

@@ -25,6 +25,8 @@ var (
 	ErrStale = errors.New("histories changed since they were loaded")
 	// ErrArchived: the session is archived; restore it before writing.
 	ErrArchived = errors.New("session is archived")
+	// ErrAmbiguous: an id prefix (FindSession) starts several sessions.
+	ErrAmbiguous = errors.New("ambiguous session id")
 )
 
 // Error is what every Store method returns on failure: the operation, the

@@ -565,3 +565,42 @@ func TestExportImportRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+func TestFindSession(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	var ids []string
+	for _, id := range []string{"abc12345-one", "abc12399-two", "zzz_%-odd"} {
+		s, err := st.CreateSession(ctx, NewSession{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	if err := st.Archive(ctx, ids[1], "test"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		ref, want string
+		err       error
+	}{
+		{"abc12345-one", "abc12345-one", nil},
+		{"abc123", "", ErrAmbiguous},
+		{"abc1234", "abc12345-one", nil},
+		{"abc1239", "abc12399-two", nil}, // archived sessions are found too
+		{"zzz_%", "zzz_%-odd", nil},
+		{"zzz%", "", ErrNotFound}, // % is not a wildcard
+		{"nope", "", ErrNotFound},
+		{"  ", "", ErrNotFound},
+	}
+	for _, tt := range tests {
+		s, err := st.FindSession(ctx, tt.ref)
+		if !errors.Is(err, tt.err) || (tt.err == nil && s.ID != tt.want) {
+			t.Errorf("FindSession(%q) = %q, %v; want %q, %v", tt.ref, s.ID, err, tt.want, tt.err)
+		}
+	}
+	latest, err := st.LatestSession(ctx)
+	if err != nil || latest.Archived() {
+		t.Fatalf("LatestSession = %+v, %v; want a live session", latest, err)
+	}
+}

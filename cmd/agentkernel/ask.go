@@ -11,14 +11,15 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/mattn/go-isatty"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/headless"
+	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -57,7 +58,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cont := fs.Bool("continue", false, "continue the most recent session")
 	approveName := fs.String("approve", "", "answer the agent's asks: none, read-only or all (default: ask on a terminal, else $AGENTKERNEL_APPROVE)")
 	model := fs.String("model", "", "model, e.g. openai:gpt-4.1 or replay:FILE (default: the session's, then $AGENTKERNEL_MODEL, then the config file)")
-	backing := fs.String("backing", "python3", "kernelspec of the backing kernel that runs the agent's code")
+	backingName := fs.String("backing", "python3", "kernelspec of the backing kernel that runs the agent's code")
 	record := fs.String("record", "", "record the model's answers to the cassette `FILE`")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -96,12 +97,12 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
-	var approver headless.Approver
+	var approver agent.Approver
 	policy := string(cfg.Approve)
 	if *approveName != "" {
 		policy = *approveName
 	}
-	ap, err := headless.ParseApprove(policy)
+	ap, err := agent.ParseApprovalPolicy(policy)
 	if err != nil {
 		return fmt.Errorf("ask: --approve: %w", err)
 	}
@@ -109,7 +110,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		approver = ttyApprover(stdin, stderr)
 		policy = "interactive"
 	} else {
-		approver = headless.PolicyApprover(ap)
+		approver = ap.Approver()
 		policy = string(ap)
 	}
 	log, err := newLogger(stderr)
@@ -124,58 +125,49 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("ask: %w", err)
 	}
 	defer st.Close()
-	resume, sessModel := "", ""
-	if *cont || *sessionRef != "" {
-		var s store.Session
-		if *cont {
-			s, err = headless.Latest(ctx, st)
-		} else {
-			s, err = headless.FindSession(ctx, st, *sessionRef)
-		}
-		if err != nil {
-			return fmt.Errorf("ask: %w", err)
-		}
-		resume, sessModel = s.ID, s.Model
+	cwd, _ := os.Getwd()
+	runner := backing.NewLocal(backing.LocalOptions{Kernel: *backingName, Dir: cwd, Owner: "ask", Logger: log})
+	defer runner.Close()
+	host := session.New(session.Config{
+		Store: st, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: runner, Workspace: cwd, Kind: "ask",
+		PermissionMode: cfg.PermissionMode, Allow: cfg.Allow, Deny: cfg.Deny, Logger: log,
+	})
+	defer host.Close()
+	var info session.Info
+	switch {
+	case *cont:
+		info, err = host.Continue(ctx)
+	case *sessionRef != "":
+		info, err = host.Resume(ctx, *sessionRef)
+	default:
+		info, err = host.NewSession(ctx)
 	}
-	modelName := firstNonEmpty(strings.TrimSpace(*model), sessModel, cfg.Model)
+	if err != nil {
+		return fmt.Errorf("ask: %w", err)
+	}
+	if m := strings.TrimSpace(*model); m != "" {
+		if err := host.SetModel(ctx, m); err != nil {
+			return fmt.Errorf("ask: model %s: %w", m, err)
+		}
+	}
+	modelName := host.Model()
 	if modelName == "" {
 		return errors.New("ask: no model configured: pass --model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, " +
 			"ollama:qwen2.5-coder, replay:FILE) or set AGENTKERNEL_MODEL")
 	}
-	prov, err := cfg.OpenModel(modelName)
-	if err != nil {
-		return fmt.Errorf("ask: model %s: %w", modelName, err)
-	}
-	if c, ok := prov.(io.Closer); ok {
-		defer c.Close()
-	}
+	sid := info.ID
 
 	out := &jsonLines{w: stdout}
-	opts := headless.Options{
-		Store: st, Resume: resume, Model: modelName, Provider: prov, Backing: *backing, Mode: "ask",
-		PermissionMode: cfg.PermissionMode, Allow: cfg.Allow, Deny: cfg.Deny, Logger: log,
-	}
-	// The session id is known once Open returns; outputs come later, on
-	// the kernel client's goroutine.
-	var sidValue atomic.Value
+	turn := session.Turn{Approve: approver}
 	if format == formatStreamJSON {
-		opts.OnOutput = func(msgType string, content json.RawMessage) {
-			id, _ := sidValue.Load().(string)
-			out.emit("output", map[string]any{"session_id": id, "msg_type": msgType, "content": content})
+		out.emit("init", map[string]any{"session_id": sid, "model": modelName, "tools": info.Tools,
+			"cwd": cwd, "approve": policy, "backing": *backingName, "resumed": info.Resumed, "version": versionString()})
+		turn.Output = func(m *wire.Message) {
+			if isOutput(m.Header.MsgType) {
+				out.emit("output", map[string]any{"session_id": sid, "msg_type": m.Header.MsgType, "content": m.Content})
+			}
 		}
-	}
-	sess, err := headless.Open(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("ask: %w", err)
-	}
-	defer sess.Close()
-	sid := sess.ID()
-	sidValue.Store(sid)
-	cwd, _ := os.Getwd()
-	if format == formatStreamJSON {
-		out.emit("init", map[string]any{"session_id": sid, "model": modelName, "tools": sess.Tools(),
-			"cwd": cwd, "approve": policy, "backing": *backing, "resumed": sess.Resumed(), "version": versionString()})
-		remove := sess.Listen(func(e agent.Event) {
+		turn.Events = func(e agent.Event) {
 			switch e.Kind {
 			case agent.EventMessageCreated, agent.EventMessageUpdated:
 				ev := "created"
@@ -184,10 +176,9 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 				}
 				out.emit("message", map[string]any{"event": ev, "session_id": sid, "message": e.Message})
 			}
-		})
-		defer remove()
+		}
 	}
-	onAsk := func(a headless.AnsweredAsk) {
+	turn.OnAsk = func(a session.AnsweredAsk) {
 		if format == formatStreamJSON {
 			out.emit("ask", map[string]any{"session_id": sid, "ts": a.Ask.TS, "ask": a.Ask.Ask, "text": a.Ask.Text})
 			out.emit("decision", map[string]any{"session_id": sid, "ts": a.Ask.TS, "ask": a.Ask.Ask,
@@ -197,8 +188,8 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "denied (%s): %s\n", a.Response.By, describeAsk(a.Ask))
 		}
 	}
-	res, askErr := sess.Ask(ctx, prompt, approver, onAsk)
-	if cerr := sess.Close(); cerr != nil {
+	res, askErr := host.Submit(ctx, prompt, turn)
+	if cerr := host.Close(); cerr != nil {
 		log.Warn("closing the session", "error", cerr)
 	}
 
@@ -220,9 +211,19 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// isOutput reports whether an iopub message is an output of the code
+// (what stream-json reports as "output").
+func isOutput(msgType string) bool {
+	switch msgType {
+	case "stream", "display_data", "update_display_data", "execute_result", "error", "clear_output":
+		return true
+	}
+	return false
+}
+
 // askResult is the result object of json and stream-json (its type
 // "result" is added by jsonLines.emit).
-func askResult(res headless.Result, model string, err error) map[string]any {
+func askResult(res session.Result, model string, err error) map[string]any {
 	subtype := "success"
 	if err != nil {
 		subtype = "error"
@@ -236,7 +237,7 @@ func askResult(res headless.Result, model string, err error) map[string]any {
 	out := map[string]any{
 		"subtype": subtype, "is_error": err != nil, "result": res.Text,
 		"completed": res.Completed, "session_id": res.SessionID, "model": model,
-		"duration_ms": res.Duration.Milliseconds(), "num_turns": res.Requests,
+		"duration_ms": res.Duration.Milliseconds(), "num_turns": res.Usage.Requests,
 		"usage": map[string]any{
 			"input_tokens": res.Usage.InputTokens, "output_tokens": res.Usage.OutputTokens,
 			"cache_read_input_tokens": res.Usage.CacheReadTokens, "cache_creation_input_tokens": res.Usage.CacheWriteTokens,
@@ -328,7 +329,7 @@ func isTerminal(v any) bool {
 // for followup questions. A read blocks until a line comes; when ctx ends
 // first the ask is denied, and the read is left to end with the process (a
 // terminal read cannot be cancelled).
-func ttyApprover(stdin io.Reader, stderr io.Writer) headless.Approver {
+func ttyApprover(stdin io.Reader, stderr io.Writer) agent.Approver {
 	lines := make(chan string)
 	var once sync.Once
 	start := func() {
@@ -365,7 +366,7 @@ func ttyApprover(stdin io.Reader, stderr io.Writer) headless.Approver {
 			}
 			in, ok := read(ctx, "\n"+p+"\n> ")
 			if !ok {
-				return agent.Response{Kind: agent.ResponseMessage, Text: headless.NoAnswer, By: "stdin"}, true
+				return agent.Response{Kind: agent.ResponseMessage, Text: agent.NoAnswer, By: "stdin"}, true
 			}
 			return agent.Response{Kind: agent.ResponseMessage, Text: in, By: "stdin"}, true
 		}
@@ -379,7 +380,7 @@ func ttyApprover(stdin io.Reader, stderr io.Writer) headless.Approver {
 			if !ok {
 				return agent.Response{Kind: agent.ResponseNo, By: "stdin"}, true
 			}
-			if resp, ok := agent.ParseApproval(in, "stdin"); ok {
+			if resp, ok := agent.ParseReply(in, "stdin"); ok {
 				return resp, true
 			}
 			prompt = "Please answer y (yes), a (always) or n (no): "

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
-	"github.com/agentkernel/agentkernel/headless"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 )
@@ -60,7 +60,7 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 			*display = "Agent (code)"
 		}
 	}
-	if _, err := headless.ParseApprove(*approve); err != nil {
+	if _, err := agent.ParseApprovalPolicy(*approve); err != nil {
 		return err
 	}
 	env := map[string]string{}

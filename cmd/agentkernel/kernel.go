@@ -20,7 +20,6 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
-	"github.com/agentkernel/agentkernel/headless"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
@@ -84,11 +83,12 @@ func runKernel(args []string, stderr io.Writer) error {
 
 	// SIGINT interrupts (signal interrupt mode) instead of killing us;
 	// SIGTERM and SIGHUP shut down cleanly.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	sigint := make(chan os.Signal, 1)
 	signal.Notify(sigint, os.Interrupt)
 	defer signal.Stop(sigint)
+	sigterm := make(chan os.Signal, 1)
+	signal.Notify(sigterm, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigterm)
 
 	bcfg, err := agentConfig(*model, *record)
 	if err != nil {
@@ -121,18 +121,32 @@ func runKernel(args []string, stderr io.Writer) error {
 		defer w.Close()
 		parentGone, parent = w.Gone(), w.Pid()
 	}
-	sctx, cancelServe := context.WithCancel(ctx)
+	sctx, cancelServe := context.WithCancel(context.Background())
 	defer cancelServe()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx) }()
-	orphaned := false
+	// Going down on a signal or with the parent: the agent's turn stops
+	// first, while the server still answers (what streamed is stored,
+	// marked partial; the cell gets its reply), then the backing kernel
+	// and the panel go, then the server.
+	shutdown := func() {
+		if err := b.Close(); err != nil {
+			log.Warn("closing the bridge", "error", err)
+		}
+		cancelServe()
+	}
+	orphaned, signalled := false, false
 	for {
 		select {
 		case <-parentGone:
 			parentGone = nil
 			orphaned = true
 			log.Warn("the process that started this kernel is gone; shutting down", "parent", parent)
-			cancelServe()
+			shutdown()
+		case sig := <-sigterm:
+			signalled = true
+			log.Info("shutting down on signal", "signal", sig)
+			shutdown()
 		case <-sigint:
 			ictx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := srv.Interrupt(ictx); err != nil {
@@ -147,8 +161,7 @@ func runKernel(args []string, stderr io.Writer) error {
 				}
 				return nil
 			}
-			if errors.Is(err, context.Canceled) {
-				log.Info("terminated by signal")
+			if signalled && errors.Is(err, context.Canceled) {
 				return nil
 			}
 			if err != nil {
@@ -168,7 +181,7 @@ func agentConfig(model, record string) (bridge.Config, error) {
 	if err != nil {
 		return bridge.Config{}, err
 	}
-	approve, err := headless.ParseApprove(firstNonEmpty(os.Getenv("AGENTKERNEL_APPROVE"), fc.Approve))
+	approve, err := agent.ParseApprovalPolicy(firstNonEmpty(os.Getenv("AGENTKERNEL_APPROVE"), fc.Approve))
 	if err != nil {
 		return bridge.Config{}, err
 	}

@@ -20,14 +20,20 @@ func TestLayers(t *testing.T) {
 		"kernel/zmtp":   {"kernel", "kernel/wire", "kernel/client", "bridge"},
 		"kernel":        {"kernel/client", "bridge", "agent", "messages", "store", "rewind"},
 		"kernel/client": {"kernel", "bridge", "agent", "messages", "store", "rewind", "backing"},
-		"backing":       {"kernel", "bridge", "agent", "messages", "store", "rewind", "headless", "webview", "notebooks"},
-		"agent":         {"kernel", "kernel/client", "kernel/wire", "bridge", "webview", "notebooks"},
+		"backing":       {"kernel", "bridge", "agent", "messages", "store", "rewind", "session", "webview", "notebooks"},
+		"session":       {"kernel", "bridge", "webview", "notebooks", "cmd/agentkernel"},
+		"agent":         {"kernel", "kernel/client", "kernel/wire", "backing", "session", "bridge", "webview", "notebooks"},
 		"bridge":        {"notebooks", "cmd/agentkernel"},
 		"webview":       {"agent", "bridge", "kernel", "kernel/client", "store", "rewind", "cmd/agentkernel"},
-		"headless":      {"kernel", "bridge", "webview", "notebooks", "cmd/agentkernel"},
 		"notebooks":     {"agent", "bridge", "webview", "kernel", "cmd/agentkernel"},
 	}
-	out, err := exec.Command("go", "list", "-json=ImportPath,Deps", "../../...").Output()
+	// Packages that sit on the session host map onto it and do not reach
+	// past it: they must not import these directly.
+	forbiddenDirect := map[string][]string{
+		"bridge":  {"store", "rewind", "agent/agentstore"},
+		"webview": {"store", "rewind"},
+	}
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "../../...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -36,12 +42,20 @@ func TestLayers(t *testing.T) {
 	for dec.More() {
 		var p struct {
 			ImportPath string
+			Imports    []string
 			Deps       []string
 		}
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
 		rel := strings.TrimPrefix(p.ImportPath, mod)
+		for _, d := range p.Imports {
+			for _, b := range forbiddenDirect[rel] {
+				if d == mod+b {
+					t.Errorf("%s imports %s directly: it goes through the session host", rel, b)
+				}
+			}
+		}
 		bad, ok := forbidden[rel]
 		if !ok {
 			continue

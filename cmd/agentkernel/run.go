@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider/replay"
-	"github.com/agentkernel/agentkernel/headless"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/notebooks"
 )
@@ -52,7 +52,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("run: want one NOTEBOOK, got %d arguments", len(pos))
 	}
 	input := pos[0]
-	if _, err := headless.ParseApprove(*approve); err != nil {
+	if _, err := agent.ParseApprovalPolicy(*approve); err != nil {
 		return fmt.Errorf("run: --approve: %w", err)
 	}
 	if *record != "" && *replayFile != "" {

@@ -12,7 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentkernel/agentkernel/headless"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/notebooks"
@@ -197,8 +196,8 @@ func (c *sessionsCmd) printJSON(v any) error {
 }
 
 func (c *sessionsCmd) find(ctx context.Context, ref string) (store.Session, error) {
-	s, err := headless.FindSession(ctx, c.st, ref)
-	if errors.Is(err, headless.ErrNoSession) {
+	s, err := c.st.FindSession(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) {
 		return s, fmt.Errorf("%w (see agentkernel sessions list --all)", err)
 	}
 	return s, err

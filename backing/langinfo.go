@@ -1,4 +1,4 @@
-package bridge
+package backing
 
 import (
 	"encoding/json"

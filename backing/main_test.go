@@ -1,4 +1,4 @@
-package headless
+package backing
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 func TestMain(m *testing.M) {
 	// Kernels write connection files to the Jupyter runtime dir: keep
 	// them out of the user's.
-	dir, err := os.MkdirTemp("", "headless-runtime-")
+	dir, err := os.MkdirTemp("", "backing-runtime-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

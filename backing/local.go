@@ -1,0 +1,459 @@
+package backing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+// LocalOptions configure NewLocal. The zero value works: python3 in the
+// current directory.
+type LocalOptions struct {
+	// Kernel names the kernelspec, looked up with Find (never agentkernel
+	// itself). Default "python3". A lookup that fails is retried at the
+	// next use: the kernelspec may be installed meanwhile.
+	Kernel string
+	// Args are appended to the kernelspec's argv (the launcher's arguments
+	// that were meant for the kernel).
+	Args []string
+	// Env holds extra KEY=VALUE entries for the kernel; the chain mark
+	// (Mark) is always added.
+	Env []string
+	// Dir is the kernel's working directory. Default: ours.
+	Dir string
+	// Owner is the kernelspec name of the agentkernel that owns this
+	// runner, for the chain mark. Optional.
+	Owner string
+	// Refuse, when set, is why no kernel may be started (this process is
+	// itself a backing kernel: CheckNested). Every request fails with it.
+	Refuse error
+	// OnIOPub receives the kernel's iopub messages that belong to no
+	// pending request (late output of a finished cell, widgets). It runs on
+	// the client's goroutine: it must not block.
+	OnIOPub func(*wire.Message)
+	// StartTimeout bounds a start. Default 60s.
+	StartTimeout time.Duration
+	// InterruptGrace is how long Execute waits for the kernel's reply
+	// after interrupting it when its ctx ends. Default 10s.
+	InterruptGrace time.Duration
+	// Logger; default a null logger.
+	Logger hclog.Logger
+}
+
+func (o LocalOptions) withDefaults() LocalOptions {
+	if o.Kernel == "" {
+		o.Kernel = "python3"
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.InterruptGrace <= 0 {
+		o.InterruptGrace = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return o
+}
+
+// Local is a Runner over a kernelspec on this machine, launched with
+// kernel/client. Close shuts its kernel down; use after Close fails with
+// net.ErrClosed.
+type Local struct {
+	opts LocalOptions
+	log  hclog.Logger
+
+	ctx    context.Context // lifetime: bounds starts and replies after an interrupt
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // start goroutines and death watchers
+
+	mu          sync.Mutex // never held across I/O
+	spec        *client.Spec
+	k           *client.Kernel
+	startCh     chan struct{} // non-nil while a start runs; closed at its end
+	startErr    error
+	interrupted chan struct{} // closed by Interrupt while a start runs; then replaced
+	waiting     int           // requests waiting for a start
+	langInfo    json.RawMessage
+	closed      bool
+}
+
+var _ Runner = (*Local)(nil)
+
+// NewLocal returns a Local. It starts nothing; the kernelspec is looked up
+// at once (a failure is logged, and retried at the first use).
+func NewLocal(opts LocalOptions) *Local {
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Local{
+		opts:        opts,
+		log:         opts.Logger.Named("backing"),
+		ctx:         ctx,
+		cancel:      cancel,
+		interrupted: make(chan struct{}),
+		langInfo:    loadLangInfo(opts.Kernel),
+	}
+	if opts.Refuse == nil {
+		if _, err := l.kernelSpec(); err != nil {
+			l.log.Warn("no backing kernel", "error", err)
+		}
+	}
+	return l
+}
+
+// kernelSpec returns the kernelspec, looking it up until found.
+func (l *Local) kernelSpec() (*client.Spec, error) {
+	if l.opts.Refuse != nil {
+		return nil, l.opts.Refuse
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.spec != nil {
+		return l.spec, nil
+	}
+	spec, err := Find(l.opts.Kernel)
+	if err != nil {
+		return nil, fmt.Errorf("backing kernel: %w", err)
+	}
+	l.spec = spec
+	return spec, nil
+}
+
+// Describe implements Runner.
+func (l *Local) Describe() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.spec != nil && l.spec.DisplayName != "" {
+		return l.spec.DisplayName
+	}
+	return l.opts.Kernel
+}
+
+// Start implements Runner.
+func (l *Local) Start() {
+	if l.opts.Refuse != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.k == nil && !l.closed {
+		l.beginStartLocked()
+	}
+}
+
+// Running implements Runner.
+func (l *Local) Running() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.k != nil && !isDone(l.k)
+}
+
+// waiters returns how many requests wait for a start.
+func (l *Local) waiters() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waiting
+}
+
+func isDone(k *client.Kernel) bool {
+	select {
+	case <-k.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// beginStartLocked starts a kernel in the background unless a start runs.
+func (l *Local) beginStartLocked() chan struct{} {
+	if l.startCh != nil {
+		return l.startCh
+	}
+	done := make(chan struct{})
+	l.startCh = done
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		k, err := l.launch()
+		l.mu.Lock()
+		closed := l.closed
+		if !closed {
+			l.k, l.startErr = k, err
+		}
+		l.startCh = nil
+		l.mu.Unlock()
+		if closed && k != nil {
+			l.shutdown(k)
+		}
+		close(done)
+	}()
+	return done
+}
+
+// launch starts one kernel and the goroutine that notices its death.
+func (l *Local) launch() (*client.Kernel, error) {
+	spec, err := l.kernelSpec()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(l.ctx, l.opts.StartTimeout)
+	defer cancel()
+	k, err := client.Start(ctx, spec, client.Options{
+		Logger:  l.log,
+		Dir:     l.opts.Dir,
+		OnIOPub: l.opts.OnIOPub,
+		Env:     append(slices.Clip(l.opts.Env), Mark(l.opts.Owner)),
+		Args:    l.opts.Args,
+	})
+	if err != nil {
+		l.log.Error("backing kernel failed to start", "kernel", l.opts.Kernel, "error", err)
+		return nil, fmt.Errorf("start backing kernel %q: %w", l.opts.Kernel, err)
+	}
+	l.log.Info("backing kernel ready", "kernel", l.opts.Kernel, "pid", k.Pid(), "elapsed", time.Since(start))
+	if rep, err := k.Client().KernelInfo(ctx); err == nil {
+		var c struct {
+			LanguageInfo json.RawMessage `json:"language_info"`
+		}
+		if rep.DecodeContent(&c) == nil && len(c.LanguageInfo) > 0 {
+			l.mu.Lock()
+			l.langInfo = c.LanguageInfo
+			l.mu.Unlock()
+			if err := saveLangInfo(l.opts.Kernel, c.LanguageInfo); err != nil {
+				l.log.Debug("cache language_info failed", "error", err)
+			}
+		}
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		select {
+		case <-k.Done():
+			l.mu.Lock()
+			current := l.k == k
+			l.mu.Unlock()
+			if current && l.ctx.Err() == nil {
+				l.log.Warn("backing kernel died", "pid", k.Pid(), "error", k.Err())
+			}
+			l.shutdown(k) // releases its sockets and connection file
+		case <-l.ctx.Done():
+		}
+	}()
+	return k, nil
+}
+
+// kernel returns a live kernel, starting one if none runs (first use, or
+// the last one died). An Interrupt while it waits ends it with
+// ErrInterrupted.
+func (l *Local) kernel(ctx context.Context) (*client.Kernel, error) {
+	if l.opts.Refuse != nil {
+		return nil, l.opts.Refuse
+	}
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return nil, fmt.Errorf("backing: %w", net.ErrClosed)
+		}
+		if k := l.k; k != nil {
+			if !isDone(k) {
+				l.mu.Unlock()
+				return k, nil
+			}
+			l.k = nil // dead: start another below
+		}
+		wait := l.startCh
+		if wait == nil {
+			l.startErr = nil // the last start failed: try again for this request
+			wait = l.beginStartLocked()
+		}
+		intr := l.interrupted
+		l.waiting++
+		l.mu.Unlock()
+		var werr error
+		select {
+		case <-wait:
+		case <-intr:
+			werr = ErrInterrupted
+		case <-ctx.Done():
+			werr = ctx.Err()
+		}
+		l.mu.Lock()
+		l.waiting--
+		k, err := l.k, l.startErr
+		l.mu.Unlock()
+		if werr != nil {
+			return nil, werr
+		}
+		if err != nil {
+			return nil, err
+		}
+		if k != nil {
+			return k, nil
+		}
+	}
+}
+
+// Ready implements Runner.
+func (l *Local) Ready(ctx context.Context) error {
+	_, err := l.kernel(ctx)
+	return err
+}
+
+// Do implements Runner.
+func (l *Local) Do(ctx context.Context, req client.Request, h client.Handlers) (*wire.Message, error) {
+	k, err := l.kernel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return k.Client().Do(ctx, req, h)
+}
+
+// Execute implements Runner.
+func (l *Local) Execute(ctx context.Context, e Exec) (Result, error) {
+	k, err := l.kernel(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	var col Collector
+	h := client.Handlers{Input: e.Input, IOPub: func(m *wire.Message) {
+		if e.Output != nil {
+			e.Output(m)
+		}
+		col.Add(m)
+	}}
+	// The reply is awaited under the runner's lifetime, not ctx: after an
+	// interrupt the kernel still replies, and waiting for that reply keeps
+	// its queue in step with ours (up to the grace period).
+	ectx, ecancel := context.WithCancel(l.ctx)
+	defer ecancel()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // owned by Execute: stopped by done and waited for below
+		defer wg.Done()
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		ictx, icancel := context.WithTimeout(l.ctx, 5*time.Second)
+		if err := k.Interrupt(ictx); err != nil {
+			l.log.Warn("interrupt code", "error", err)
+		}
+		icancel()
+		t := time.NewTimer(l.opts.InterruptGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			ecancel()
+		}
+	}()
+	rep, err := k.Client().Execute(ectx, e.Code, client.ExecuteOptions{AllowStdin: e.Input != nil}, h)
+	close(done)
+	wg.Wait()
+	col.AddReply(rep)
+	res := col.Result()
+	switch {
+	case errors.Is(err, client.ErrDead):
+		return res, fmt.Errorf("%w: the backing kernel (%s) died while running the code; it restarts at the next execution",
+			client.ErrDead, l.opts.Kernel)
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	case err != nil:
+		return res, fmt.Errorf("backing: execute: %w", err)
+	}
+	return res, nil
+}
+
+// Interrupt implements Runner: the running kernel is interrupted (by
+// signal or message, as its kernelspec says); requests waiting for a start
+// end with ErrInterrupted.
+func (l *Local) Interrupt(ctx context.Context) error {
+	l.mu.Lock()
+	k := l.k
+	if l.startCh != nil {
+		close(l.interrupted)
+		l.interrupted = make(chan struct{})
+	}
+	l.mu.Unlock()
+	if k == nil || isDone(k) {
+		return nil
+	}
+	if err := k.Interrupt(ctx); err != nil {
+		return fmt.Errorf("backing: interrupt: %w", err)
+	}
+	return nil
+}
+
+// Restart implements Runner.
+func (l *Local) Restart(ctx context.Context) error {
+	k, err := l.kernel(ctx)
+	if err != nil {
+		return err
+	}
+	if err := k.Restart(ctx); err != nil {
+		return fmt.Errorf("backing: restart: %w", err)
+	}
+	return nil
+}
+
+// LanguageInfo implements Runner.
+func (l *Local) LanguageInfo(ctx context.Context) json.RawMessage {
+	l.mu.Lock()
+	info, wait := l.langInfo, l.startCh
+	l.mu.Unlock()
+	if info != nil || wait == nil {
+		return info
+	}
+	select {
+	case <-wait:
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.langInfo
+}
+
+func (l *Local) shutdown(k *client.Kernel) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := k.Shutdown(ctx); err != nil {
+		l.log.Debug("backing kernel shutdown", "error", err)
+	}
+}
+
+// Close implements Runner. A second call returns net.ErrClosed.
+func (l *Local) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return net.ErrClosed
+	}
+	l.closed = true
+	k := l.k
+	l.k = nil
+	l.mu.Unlock()
+	var err error
+	if k != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if serr := k.Shutdown(ctx); serr != nil {
+			err = fmt.Errorf("backing: shut down the kernel: %w", serr)
+		}
+		cancel()
+	}
+	l.cancel() // ends a start; a kernel it made is shut down by its goroutine
+	l.wg.Wait()
+	return err
+}

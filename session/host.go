@@ -1,0 +1,375 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/agentstore"
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/store"
+)
+
+// ModelOpener turns a model string ("openai:gpt-4.1", "replay:FILE") into a
+// provider. cmd wires it to the provider packages; tests to their servers.
+type ModelOpener func(spec string) (provider.Provider, error)
+
+// Config configures a Host. The zero value works: a store under
+// store.DataDir(), no model, no backing kernel.
+type Config struct {
+	// Store holds the sessions. Nil: the host opens one in DataDir on
+	// first use (a code-mode kernel that never talks to the agent never
+	// opens it) and closes it in Close. A store given here is the
+	// caller's to close.
+	Store *store.Store
+	// DataDir is where the host opens its store; default store.DataDir().
+	DataDir string
+	// Model is the model of a session when neither SetModel nor the
+	// resumed session names one: the kernelspec's or environment's model,
+	// else the config file's. "" is none.
+	Model string
+	// OpenModel opens model strings; nil: no model can be used.
+	OpenModel ModelOpener
+	// Runner runs the agent's execute_code and %%code cells. The caller
+	// owns it. Nil: code cannot run.
+	Runner backing.Runner
+	// Workspace is the directory the file tools may touch. Default: the
+	// current directory.
+	Workspace string
+	// Kind is recorded as a new session's mode: "prompt", "code", "ask".
+	Kind string
+	// PermissionMode, Allow and Deny configure each session's Policy.
+	PermissionMode agent.Mode
+	Allow, Deny    []string
+	// Logger; default a null logger.
+	Logger hclog.Logger
+}
+
+// Host owns the lifecycle of the current agent session of one surface
+// (a kernel, or one ask): opening, switching (new, resume), the model and
+// its provider, the cell context, and the typed operations every surface
+// calls. All methods are safe for concurrent use. Close ends it.
+type Host struct {
+	cfg Config
+	log hclog.Logger
+	lis listeners
+
+	mu        sync.Mutex // never held across a turn, a store write or a call out
+	st        *store.Store
+	ownStore  bool
+	cur       *current
+	explicit  string // the model set with SetModel: wins over a resumed session's
+	providers map[string]provider.Provider
+	closed    bool
+
+	outMu  sync.Mutex // guards output
+	output func(*wire.Message)
+}
+
+// current is the session the host drives.
+type current struct {
+	id       string
+	task     *agent.Task
+	policy   *agent.Policy
+	model    string
+	resumed  bool
+	tools    []string
+	unlisten func()
+
+	mu    sync.Mutex
+	cells []string // %%code cells since the last prompt, for the model
+}
+
+// New returns a Host. It opens nothing.
+func New(cfg Config) *Host {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Workspace == "" {
+		if wd, err := os.Getwd(); err == nil {
+			cfg.Workspace = wd
+		} else {
+			cfg.Workspace = "."
+		}
+	}
+	return &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store}
+}
+
+// ErrClosed is returned by a Host's methods after Close.
+var ErrClosed = errors.New("session: host closed")
+
+// Workspace returns the directory the agent's file tools may touch.
+func (h *Host) Workspace() string { return h.cfg.Workspace }
+
+// Store returns the store, opening it on first use.
+func (h *Host) Store() (*store.Store, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.storeLocked()
+}
+
+func (h *Host) storeLocked() (*store.Store, error) {
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if h.st != nil {
+		return h.st, nil
+	}
+	st, err := store.Open(store.Options{Dir: h.cfg.DataDir, Logger: h.cfg.Logger.Named("store")})
+	if err != nil {
+		return nil, fmt.Errorf("session: open the session store: %w", err)
+	}
+	h.st, h.ownStore = st, true
+	return st, nil
+}
+
+// Info describes the current session.
+type Info struct {
+	ID      string
+	Model   string
+	Resumed bool
+	// Messages is the number of UI messages.
+	Messages int
+	// Tools are the names of the tools the model is offered.
+	Tools []string
+}
+
+func (c *current) info() Info {
+	return Info{ID: c.id, Model: c.model, Resumed: c.resumed, Messages: len(c.task.UI()), Tools: c.tools}
+}
+
+// Current returns the current session, creating a new one on first use.
+func (h *Host) Current(ctx context.Context) (Info, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	return c.info(), nil
+}
+
+// session returns the current session, creating one on first use.
+func (h *Host) session(ctx context.Context) (*current, error) {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	return h.open(ctx, "", false)
+}
+
+// NewSession makes a new session the current one.
+func (h *Host) NewSession(ctx context.Context) (Info, error) {
+	c, err := h.open(ctx, "", true)
+	if err != nil {
+		return Info{}, err
+	}
+	return c.info(), nil
+}
+
+// Resume makes the stored session ref (an id or a unique id prefix) the
+// current one. Archived sessions are refused: restore them first.
+func (h *Host) Resume(ctx context.Context, ref string) (Info, error) {
+	if strings.TrimSpace(ref) == "" {
+		return Info{}, errors.New("session: resume: no session id given")
+	}
+	c, err := h.open(ctx, ref, true)
+	if err != nil {
+		return Info{}, err
+	}
+	return c.info(), nil
+}
+
+// Continue resumes the most recently updated live session.
+func (h *Host) Continue(ctx context.Context) (Info, error) {
+	st, err := h.Store()
+	if err != nil {
+		return Info{}, err
+	}
+	s, err := st.LatestSession(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	return h.Resume(ctx, s.ID)
+}
+
+// open creates (resume == "") or loads a session and makes it current.
+// Without replace, a session that became current meanwhile is kept.
+func (h *Host) open(ctx context.Context, resume string, replace bool) (*current, error) {
+	st, err := h.Store()
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	model := firstNonEmpty(h.explicit, h.cfg.Model)
+	h.mu.Unlock()
+	var (
+		id   string
+		hist store.Histories
+	)
+	if resume != "" {
+		s, err := st.FindSession(ctx, resume)
+		if err != nil {
+			return nil, fmt.Errorf("session: %w", err)
+		}
+		if s.Archived() {
+			return nil, fmt.Errorf("session: %s is archived; restore it first (agentkernel sessions restore %s)", s.ID, shortID(s.ID))
+		}
+		if hist, err = st.Load(ctx, s.ID); err != nil {
+			return nil, fmt.Errorf("session: load %s: %w", s.ID, err)
+		}
+		id = s.ID
+		h.mu.Lock()
+		model = firstNonEmpty(h.explicit, s.Model, h.cfg.Model)
+		h.mu.Unlock()
+	} else {
+		providerName, _, _ := strings.Cut(model, ":")
+		s, err := st.CreateSession(ctx, store.NewSession{Model: model, Provider: providerName,
+			Mode: h.cfg.Kind, Workspace: h.cfg.Workspace})
+		if err != nil {
+			return nil, fmt.Errorf("session: create: %w", err)
+		}
+		id = s.ID
+	}
+	c := &current{id: id, model: model, resumed: resume != ""}
+	ws, err := agent.NewWorkspace(h.cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("session: workspace: %w", err)
+	}
+	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h}})
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	for _, t := range tb.Tools() {
+		c.tools = append(c.tools, t.Name)
+	}
+	if c.policy, err = agent.NewPolicy(tb, agent.PolicyOptions{Mode: h.cfg.PermissionMode, Allow: h.cfg.Allow, Deny: h.cfg.Deny}); err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	prov, err := h.provider(model)
+	if err != nil {
+		h.log.Warn("model not available", "model", model, "error", err)
+	}
+	if c.task, err = agent.New(agent.Config{
+		SessionID: id, Store: agentstore.New(st), Toolbox: tb, Provider: prov, Policy: c.policy,
+		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: c.takeCells,
+	}); err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	c.unlisten = c.task.Listen(h.lis.emit)
+
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		c.close()
+		return nil, ErrClosed
+	}
+	prev := h.cur
+	if prev != nil && !replace {
+		h.mu.Unlock()
+		c.close() // another caller made one first: keep that
+		return prev, nil
+	}
+	h.cur = c
+	h.mu.Unlock()
+	if prev != nil {
+		prev.close()
+	}
+	h.log.Info("agent session", "id", id, "model", model, "resumed", resume != "")
+	h.lis.emit(agent.Event{Kind: EventSessionChanged})
+	return c, nil
+}
+
+func (c *current) close() {
+	c.unlisten()
+	c.task.Close()
+}
+
+// provider returns the provider for a model string, opening it once per
+// host (a recording provider must not be re-created: it would start its
+// cassette again). "" is no model.
+func (h *Host) provider(model string) (provider.Provider, error) {
+	if model == "" || h.cfg.OpenModel == nil {
+		return nil, nil
+	}
+	h.mu.Lock()
+	p, ok := h.providers[model]
+	h.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := h.cfg.OpenModel(model)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if prev, ok := h.providers[model]; ok {
+		if c, ok := p.(io.Closer); ok {
+			c.Close()
+		}
+		return prev, nil
+	}
+	if h.providers == nil {
+		h.providers = map[string]provider.Provider{}
+	}
+	h.providers[model] = p
+	return p, nil
+}
+
+// Close closes the current session (a running turn is cancelled; what it
+// streamed stays marked partial), the providers, and the store if the host
+// opened it. It is idempotent.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	c, st, own, provs := h.cur, h.st, h.ownStore, h.providers
+	h.cur, h.providers = nil, nil
+	h.mu.Unlock()
+	var errs []error
+	if c != nil {
+		c.close()
+	}
+	if st != nil {
+		if own {
+			errs = append(errs, st.Close())
+		} else {
+			errs = append(errs, st.Flush(context.Background()))
+		}
+	}
+	for _, p := range provs {
+		if c, ok := p.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}

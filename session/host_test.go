@@ -1,0 +1,388 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/openai"
+	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/store"
+)
+
+// fakeRunner is a backing.Runner that answers every Execute with a fixed
+// result and records the code; the real one is tested in package backing.
+type fakeRunner struct {
+	mu   sync.Mutex
+	code []string
+}
+
+func (f *fakeRunner) Execute(_ context.Context, e backing.Exec) (backing.Result, error) {
+	f.mu.Lock()
+	f.code = append(f.code, e.Code)
+	f.mu.Unlock()
+	if e.Output != nil {
+		e.Output(&wire.Message{Header: wire.Header{MsgType: "execute_result"},
+			Content: json.RawMessage(`{"data":{"text/plain":"42"},"metadata":{},"execution_count":1}`)})
+	}
+	return backing.Result{Text: "42\n", Status: "ok"}, nil
+}
+
+func (f *fakeRunner) ran() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.code...)
+}
+
+func (f *fakeRunner) Start()                          {}
+func (f *fakeRunner) Running() bool                   { return true }
+func (f *fakeRunner) Ready(context.Context) error     { return nil }
+func (f *fakeRunner) Interrupt(context.Context) error { return nil }
+func (f *fakeRunner) Restart(context.Context) error   { return nil }
+func (f *fakeRunner) Describe() string                { return "fake" }
+func (f *fakeRunner) Close() error                    { return nil }
+func (f *fakeRunner) LanguageInfo(context.Context) json.RawMessage {
+	return json.RawMessage(`{"name":"python"}`)
+}
+func (f *fakeRunner) Do(context.Context, client.Request, client.Handlers) (*wire.Message, error) {
+	return nil, net.ErrClosed
+}
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// scriptedModels opens every model string as the scripted server's model
+// of that name (the part after "openai:").
+func scriptedModels(t *testing.T) (*scripted.Server, ModelOpener) {
+	t.Helper()
+	srv := scripted.New(t)
+	return srv, func(spec string) (provider.Provider, error) {
+		_, name, _ := strings.Cut(spec, ":")
+		info := provider.ModelInfo{ID: name, InputPrice: 2, OutputPrice: 8, ContextWindow: 100000}
+		return openai.New(openai.Config{APIKey: "k", BaseURL: srv.OpenAIURL(), Model: name, Info: &info})
+	}
+}
+
+func newHost(t *testing.T, cfg Config) *Host {
+	t.Helper()
+	if cfg.Workspace == "" {
+		cfg.Workspace = t.TempDir()
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = &fakeRunner{}
+	}
+	h := New(cfg)
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+func usage(in, out int) scripted.Step {
+	return scripted.UsageStep(scripted.Usage{Input: in, Output: out})
+}
+
+func TestSubmit(t *testing.T) {
+	tests := []struct {
+		name      string
+		turns     []scripted.Turn
+		approve   agent.Approver
+		text      string
+		completed bool
+		ran       int
+		denied    bool
+		requests  int
+	}{
+		{
+			name: "allowed code then completion",
+			turns: []scripted.Turn{
+				scripted.Reply(scripted.Text("Checking."), scripted.ToolCall("c1", "execute_code", `{"code":"6*7"}`), usage(100, 10)),
+				scripted.Reply(scripted.ToolCall("c2", "attempt_completion", `{"result":"It is 42."}`), usage(120, 8)),
+			},
+			approve: agent.ApproveAll.Approver(), text: "It is 42.", completed: true, ran: 1, requests: 2,
+		},
+		{
+			name: "denied code, answer in text",
+			turns: []scripted.Turn{
+				scripted.Reply(scripted.ToolCall("c1", "execute_code", `{"code":"6*7"}`), usage(100, 10)),
+				scripted.Reply(scripted.Text("I was not allowed to run it; ", "6 × 7 is 42."), usage(120, 8)),
+			},
+			approve: agent.ApproveNone.Approver(), text: "I was not allowed to run it; 6 × 7 is 42.", denied: true, requests: 2,
+		},
+		{
+			name: "read-only denies code",
+			turns: []scripted.Turn{
+				scripted.Reply(scripted.ToolCall("c1", "execute_code", `{"code":"6*7"}`), usage(100, 10)),
+				scripted.Reply(scripted.Text("Denied."), usage(120, 8)),
+			},
+			approve: agent.ApproveReadOnly.Approver(), text: "Denied.", denied: true, requests: 2,
+		},
+		{
+			name: "followup without a person",
+			turns: []scripted.Turn{
+				scripted.Reply(scripted.ToolCall("c1", "ask_followup_question", `{"question":"Which number?"}`), usage(100, 10)),
+				scripted.Reply(scripted.Text("I assumed 6 × 7: 42."), usage(120, 8)),
+			},
+			approve: agent.ApproveNone.Approver(), text: "I assumed 6 × 7: 42.", requests: 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, open := scriptedModels(t)
+			srv.Enqueue(tt.turns...)
+			st := openStore(t)
+			fr := &fakeRunner{}
+			h := newHost(t, Config{Store: st, OpenModel: open, Model: "openai:m", Runner: fr})
+			var asked []AnsweredAsk
+			var outputs int
+			res, err := h.Submit(context.Background(), "What is 6 times 7?", Turn{
+				Approve: tt.approve, OnAsk: func(a AnsweredAsk) { asked = append(asked, a) },
+				Output: func(*wire.Message) { outputs++ },
+			})
+			if err != nil {
+				t.Fatalf("Submit: %v", err)
+			}
+			if res.Text != tt.text || res.Completed != tt.completed || res.Usage.Requests != tt.requests {
+				t.Errorf("text %q completed %v requests %d; want %q %v %d", res.Text, res.Completed, res.Usage.Requests, tt.text, tt.completed, tt.requests)
+			}
+			if got := len(fr.ran()); got != tt.ran || outputs != tt.ran {
+				t.Errorf("ran %d cells with %d outputs to the turn, want %d", got, outputs, tt.ran)
+			}
+			if len(asked) != 1 || len(res.Asks) != 1 || asked[0].Denied() != tt.denied {
+				t.Fatalf("asks %+v, want one with denied=%v", asked, tt.denied)
+			}
+			if res.Usage.InputTokens != 220 || res.Usage.OutputTokens != 18 || res.Usage.Cost <= 0 {
+				t.Errorf("usage %+v", res.Usage)
+			}
+			info, _ := h.Current(context.Background())
+			if res.SessionID != info.ID || res.Duration <= 0 {
+				t.Errorf("result %+v", res)
+			}
+			if tt.name == "followup without a person" {
+				last, _ := srv.Last()
+				if !strings.Contains(string(last.Raw), "non-interactive") {
+					t.Errorf("the followup's answer did not reach the model: %s", last.Raw)
+				}
+			}
+			// Everything is in the store.
+			hist, err := st.Load(context.Background(), info.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hist.UI) == 0 || hist.UI[0].Text != "What is 6 times 7?" || len(hist.API) < 3 {
+				t.Errorf("stored %d UI, %d API messages", len(hist.UI), len(hist.API))
+			}
+		})
+	}
+}
+
+func TestSubmitNoProvider(t *testing.T) {
+	h := newHost(t, Config{Store: openStore(t)})
+	if _, err := h.Submit(context.Background(), "hello", Turn{}); !errors.Is(err, agent.ErrNoProvider) {
+		t.Fatalf("Submit = %v, want ErrNoProvider", err)
+	}
+}
+
+func TestUnansweredAskIsPending(t *testing.T) {
+	srv, open := scriptedModels(t)
+	srv.Enqueue(scripted.Reply(scripted.ToolCall("c1", "execute_code", `{"code":"1"}`)))
+	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m"})
+	never := func(context.Context, messages.UIMessage) (agent.Response, bool) { return agent.Response{}, false }
+	res, err := h.Submit(context.Background(), "run 1", Turn{Approve: never})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pending == nil || res.Pending.Ask != messages.AskCommand {
+		t.Fatalf("pending %+v, want the command ask", res.Pending)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// TestResume continues a stored session: the model gets the earlier
+// messages, the session keeps its id, and the session's model wins over
+// the host's default (a kernelspec's model).
+func TestResume(t *testing.T) {
+	srv, open := scriptedModels(t)
+	srv.Enqueue(scripted.Reply(scripted.Text("First.")), scripted.Reply(scripted.Text("Second.")))
+	st := openStore(t)
+	ws := t.TempDir()
+	h1 := newHost(t, Config{Store: st, OpenModel: open, Model: "openai:default", Workspace: ws})
+	if _, err := h1.Current(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h1.SetModel(context.Background(), "openai:chosen"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h1.Submit(context.Background(), "one", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := h1.Current(context.Background())
+	h1.Close()
+
+	// A new kernel from the same kernelspec: its default is not the
+	// session's model.
+	h2 := newHost(t, Config{Store: st, OpenModel: open, Model: "openai:default", Workspace: ws})
+	info, err := h2.Resume(context.Background(), first.ID[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ID != first.ID || !info.Resumed || info.Model != "openai:chosen" || h2.Model() != "openai:chosen" {
+		t.Fatalf("resumed %+v, want %s with model openai:chosen", info, first.ID)
+	}
+	res, err := h2.Submit(context.Background(), "two", Turn{})
+	if err != nil || res.Text != "Second." {
+		t.Fatalf("Submit: %+v, %v", res, err)
+	}
+	last, _ := srv.Last()
+	var body struct {
+		Model    string            `json:"model"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(last.Raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Model != "chosen" {
+		t.Errorf("the resumed session asked model %q, want its own (chosen)", body.Model)
+	}
+	if len(body.Messages) < 3 {
+		t.Errorf("the resumed request sent %d messages, want the earlier ones too", len(body.Messages))
+	}
+	// Continue finds the latest session.
+	h3 := newHost(t, Config{Store: st, OpenModel: open, Workspace: ws})
+	if info, err := h3.Continue(context.Background()); err != nil || info.ID != first.ID {
+		t.Fatalf("Continue = %+v, %v", info, err)
+	}
+}
+
+// TestResumeArchived: an archived session is refused, on every surface
+// (they all resume through the host).
+func TestResumeArchived(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	s, err := st.CreateSession(ctx, store.NewSession{ID: "archived-session"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Archive(ctx, s.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t, Config{Store: st})
+	if _, err := h.Resume(ctx, "archived"); err == nil || !strings.Contains(err.Error(), "archived") ||
+		!strings.Contains(err.Error(), "sessions restore") {
+		t.Fatalf("Resume of an archived session = %v, want a refusal saying how to restore it", err)
+	}
+	if _, err := h.Resume(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Resume of a missing session = %v, want ErrNotFound", err)
+	}
+}
+
+// TestSubscribeFollowsSessions: a subscriber (the web panel) hears the
+// current session's events across switches, and may call the host back.
+func TestSubscribeFollowsSessions(t *testing.T) {
+	srv, open := scriptedModels(t)
+	srv.Enqueue(scripted.Reply(scripted.Text("one")), scripted.Reply(scripted.Text("two")))
+	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m"})
+	var mu sync.Mutex
+	var seen []string
+	remove := h.Subscribe(func(e agent.Event) {
+		n := len(h.History()) // reading back from a listener must not deadlock
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == EventSessionChanged || e.Kind == EventSettingsChanged || e.Kind == agent.EventTaskCompleted {
+			seen = append(seen, string(e.Kind))
+		}
+		if e.Kind == agent.EventMessageCreated && e.Message.Say == messages.SayText && n > 0 {
+			seen = append(seen, "text:"+e.Message.Text)
+		}
+	})
+	defer remove()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := h.Submit(ctx, "first", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.NewSession(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetMode(ctx, agent.ModePlan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Submit(ctx, "second", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := strings.Join(seen, ",")
+	mu.Unlock()
+	want := "sessionChanged,text:first,text:one,sessionChanged,settingsChanged,text:second,text:two"
+	if got != want {
+		t.Fatalf("events\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestRecordCell: a %%code cell is stored and given to the model with the
+// next prompt.
+func TestRecordCell(t *testing.T) {
+	srv, open := scriptedModels(t)
+	srv.Enqueue(scripted.Reply(scripted.Text("I see.")))
+	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m"})
+	ctx := context.Background()
+	h.RecordCell(ctx, "x = 41 + 1\nprint(x)", backing.Result{Stdout: "42\n", Status: "ok"})
+	if _, err := h.Submit(ctx, "What did I compute?", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	last, _ := srv.Last()
+	if !strings.Contains(string(last.Raw), "x = 41 + 1") || !strings.Contains(string(last.Raw), "42") {
+		t.Fatalf("the cell did not reach the model: %s", last.Raw)
+	}
+	var recorded bool
+	for _, m := range h.History() {
+		recorded = recorded || m.Say == messages.SayCellExecuted
+	}
+	if !recorded {
+		t.Fatal("no cell_executed message in the history")
+	}
+}
+
+// TestRef resolves #N and ts, and refuses what is not there.
+func TestRef(t *testing.T) {
+	srv, open := scriptedModels(t)
+	srv.Enqueue(scripted.Reply(scripted.Text("ok")))
+	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m"})
+	if _, err := h.Submit(context.Background(), "hello", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	ui := h.History()
+	if ts, err := h.Ref("#0"); err != nil || ts != ui[0].TS {
+		t.Fatalf("Ref(#0) = %d, %v", ts, err)
+	}
+	for _, bad := range []string{"#99", "#-1", "12345", "x"} {
+		if _, err := h.Ref(bad); err == nil {
+			t.Errorf("Ref(%q) succeeded", bad)
+		}
+	}
+	before := len(h.History())
+	if _, err := h.Rewind(context.Background(), ui[len(ui)-1].TS); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.History()) != before-1 {
+		t.Fatalf("rewind left %d of %d messages", len(h.History()), before)
+	}
+}

@@ -1,0 +1,258 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/rewind"
+	"github.com/agentkernel/agentkernel/store"
+)
+
+// Model returns the current session's model ("" for none). Without a
+// session yet it is what a new one would get.
+func (h *Host) Model() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur != nil {
+		return h.cur.model
+	}
+	return firstNonEmpty(h.explicit, h.cfg.Model)
+}
+
+// SetModel switches the current session (and those this host opens later)
+// to model: it wins over a resumed session's model and the default. It is
+// recorded on the session; the next model request uses it.
+func (h *Host) SetModel(ctx context.Context, model string) error {
+	model = strings.TrimSpace(model)
+	if model == "" {
+		return errors.New("session: no model given")
+	}
+	if h.cfg.OpenModel == nil {
+		return errors.New("session: models cannot be changed here")
+	}
+	p, err := h.provider(model)
+	if err != nil {
+		return err
+	}
+	c, err := h.session(ctx)
+	if err != nil {
+		return err
+	}
+	c.task.SetProvider(p)
+	h.mu.Lock()
+	h.explicit, c.model = model, model
+	st := h.st
+	h.mu.Unlock()
+	providerName, _, _ := strings.Cut(model, ":")
+	if err := st.UpdateSession(ctx, c.id, store.SessionUpdate{Model: &model, Provider: &providerName}); err != nil {
+		return fmt.Errorf("session: record the model: %w", err)
+	}
+	h.lis.emit(agent.Event{Kind: EventSettingsChanged})
+	return nil
+}
+
+// Mode returns the current session's permission mode.
+func (h *Host) Mode() agent.Mode {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	if c == nil {
+		if h.cfg.PermissionMode != "" {
+			return h.cfg.PermissionMode
+		}
+		return agent.ModeDefault
+	}
+	return c.policy.Mode()
+}
+
+// SetMode switches the current session's permission mode.
+func (h *Host) SetMode(ctx context.Context, mode agent.Mode) error {
+	c, err := h.session(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.policy.SetMode(mode); err != nil {
+		return err
+	}
+	h.lis.emit(agent.Event{Kind: EventSettingsChanged})
+	return nil
+}
+
+// History returns the current session's UI history (empty without one).
+func (h *Host) History() []messages.UIMessage {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.task.UI()
+}
+
+// API returns the current session's API history (empty without one).
+func (h *Host) API() []messages.APIMessage {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.task.API()
+}
+
+// Ref turns "#N" (a position in History) or a ts into the ts of a message
+// of the current session.
+func (h *Host) Ref(ref string) (int64, error) {
+	ui := h.History()
+	if n, ok := strings.CutPrefix(ref, "#"); ok {
+		i, err := strconv.Atoi(n)
+		if err != nil || i < 0 || i >= len(ui) {
+			return 0, fmt.Errorf("no message %s (see %%agent history)", ref)
+		}
+		return ui[i].TS, nil
+	}
+	ts, err := strconv.ParseInt(ref, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is neither a ts nor #N (see %%agent history)", ref)
+	}
+	for _, m := range ui {
+		if m.TS == ts {
+			return ts, nil
+		}
+	}
+	return 0, fmt.Errorf("no message with ts %d in this session (see %%agent history)", ts)
+}
+
+// Rewound says what a Rewind did.
+type Rewound struct {
+	// Removed is the number of UI messages removed.
+	Removed int
+	// UI and API are the numbers of messages left: shown, and sent to the
+	// model.
+	UI, API int
+}
+
+// Rewind removes the message stamped ts and everything after it from both
+// histories of the current session, in one transaction. A running turn is
+// cancelled first.
+func (h *Host) Rewind(ctx context.Context, ts int64) (Rewound, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return Rewound{}, err
+	}
+	before := len(c.task.UI())
+	res, err := c.task.Rewind(ctx, ts, rewind.Options{})
+	if err != nil {
+		return Rewound{}, err
+	}
+	if !res.Changed {
+		return Rewound{UI: before, API: len(messages.Effective(c.task.API()))}, nil
+	}
+	return Rewound{Removed: before - len(res.UI), UI: len(res.UI), API: len(messages.Effective(res.API))}, nil
+}
+
+// Cost returns the current session's stored usage.
+func (h *Host) Cost(ctx context.Context) (store.Session, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return store.Session{}, err
+	}
+	st, err := h.Store()
+	if err != nil {
+		return store.Session{}, err
+	}
+	return st.GetSession(ctx, c.id)
+}
+
+// Export writes the current session (both histories) as JSONL to path,
+// relative to the workspace, replacing it atomically. It returns the path
+// written.
+func (h *Host) Export(ctx context.Context, path string) (string, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return "", err
+	}
+	st, err := h.Store()
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(h.cfg.Workspace, path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".export-*")
+	if err != nil {
+		return "", fmt.Errorf("session: export: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if err := st.Export(ctx, c.id, f); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("session: export: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return "", fmt.Errorf("session: export: %w", err)
+	}
+	return path, nil
+}
+
+// Sessions lists the stored live sessions whose title or id contains
+// search, newest first.
+func (h *Host) Sessions(ctx context.Context, search string, limit int) ([]store.Session, error) {
+	st, err := h.Store()
+	if err != nil {
+		return nil, err
+	}
+	return st.ListSessions(ctx, store.ListOptions{Search: search, Limit: limit})
+}
+
+// Search runs a full-text search over every session's messages.
+func (h *Host) Search(ctx context.Context, query string, limit int) ([]store.SearchHit, error) {
+	st, err := h.Store()
+	if err != nil {
+		return nil, err
+	}
+	return st.Search(ctx, query, store.SearchOptions{Limit: limit})
+}
+
+// Snapshot is the current session's state, for a display that mirrors it.
+type Snapshot struct {
+	ID, Title  string
+	Messages   []messages.UIMessage
+	Mode       agent.Mode
+	Model      string
+	Totals     agent.Totals
+	State      agent.State
+	PendingAsk *messages.UIMessage
+}
+
+// Snapshot returns the current session's state, creating a session on
+// first use.
+func (h *Host) Snapshot(ctx context.Context) (Snapshot, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	t := c.task
+	h.mu.Lock()
+	model := c.model
+	h.mu.Unlock()
+	s := Snapshot{ID: c.id, Messages: t.UI(), Mode: c.policy.Mode(), Model: model, Totals: t.Totals(), State: t.State()}
+	if ask, ok := t.PendingAsk(); ok {
+		s.PendingAsk = &ask
+	}
+	if st, err := h.Store(); err == nil {
+		if info, err := st.GetSession(ctx, c.id); err == nil {
+			s.Title = info.Title
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,271 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// Turn says how Submit follows a turn.
+type Turn struct {
+	// Approve answers the turn's asks. When it cannot (it returns false),
+	// Submit returns with the ask pending: the next prompt answers it.
+	// Nil: every ask is left pending (someone else answers, through
+	// Respond).
+	Approve agent.Approver
+	// Output receives the iopub messages of the code the agent runs in
+	// this turn, unchanged (a notebook relays them to the cell).
+	Output func(*wire.Message)
+	// Events receives the current session's events during the turn.
+	Events func(agent.Event)
+	// OnAsk is told each ask and its answer, before the answer is given.
+	OnAsk func(AnsweredAsk)
+}
+
+// AnsweredAsk is one ask and the answer it got.
+type AnsweredAsk struct {
+	Ask      messages.UIMessage
+	Response agent.Response
+}
+
+// Denied reports whether the answer refused the ask.
+func (a AnsweredAsk) Denied() bool { return a.Response.Kind == agent.ResponseNo }
+
+// Result is the outcome of one Submit.
+type Result struct {
+	SessionID string
+	// Text is the final answer: attempt_completion's result, else the
+	// text of the model's last message.
+	Text string
+	// Completed is true when the model called attempt_completion.
+	Completed bool
+	// NextInput is the code the agent proposed for a new cell
+	// (propose_cell), if any.
+	NextInput string
+	// Usage is the tokens and cost of this turn; Usage.Requests the
+	// number of model requests.
+	Usage agent.Totals
+	// Totals are the session's tokens and cost after the turn.
+	Totals   agent.Totals
+	Duration time.Duration
+	// Asks are the asks answered during the turn, with their answers.
+	Asks []AnsweredAsk
+	// Pending is set when the turn ended on an ask nobody could answer.
+	Pending *messages.UIMessage
+}
+
+// Submit sends text to the current session (creating one on first use)
+// and follows the turn to its end. It starts a turn, or answers the
+// pending ask (a followup's answer, feedback to a completion, a retry).
+// When ctx ends the turn is cancelled. The Result is filled in also on
+// error, which is then agent.ErrNoProvider, one wrapping
+// agent.ErrAPIFailed, context.Canceled, ….
+func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	return h.follow(ctx, c, t, func() error { return c.task.Submit(text) })
+}
+
+// Edit replaces the user message at ts (and everything after it) with text
+// and follows the new turn, as Submit does.
+func (h *Host) Edit(ctx context.Context, ts int64, text string, t Turn) (Result, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	return h.follow(ctx, c, t, func() error { return c.task.EditAndResubmit(ctx, ts, text) })
+}
+
+// Start sends text to the current session without following the turn:
+// its asks wait for Respond (the web panel answers them).
+func (h *Host) Start(ctx context.Context, text string) error {
+	c, err := h.session(ctx)
+	if err != nil {
+		return err
+	}
+	return c.task.Submit(text)
+}
+
+// StartEdit is Edit without following the turn: its asks wait for
+// Respond (the web panel answers them).
+func (h *Host) StartEdit(ctx context.Context, ts int64, text string) error {
+	c, err := h.session(ctx)
+	if err != nil {
+		return err
+	}
+	return c.task.EditAndResubmit(ctx, ts, text)
+}
+
+// follow runs start, then follows the turn it began to its end.
+func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() error) (Result, error) {
+	begin := time.Now()
+	task := c.task
+	before := task.Totals()
+	nAPI := len(task.API())
+	res := Result{SessionID: c.id}
+	var mu sync.Mutex
+	var completion *string
+	remove := task.Listen(func(e agent.Event) {
+		switch e.Kind {
+		case agent.EventTaskCompleted:
+			text := e.Text
+			mu.Lock()
+			completion = &text
+			mu.Unlock()
+		case agent.EventSetNextInput:
+			mu.Lock()
+			res.NextInput = e.Text
+			mu.Unlock()
+		}
+		if t.Events != nil {
+			t.Events(e)
+		}
+	})
+	defer remove()
+	if t.Output != nil {
+		defer h.setOutput(t.Output)()
+	}
+	err := start()
+	if err == nil {
+		err = h.drive(ctx, task, t, &res)
+	}
+	if ctx.Err() != nil {
+		task.Cancel()
+		err = ctx.Err()
+	}
+	after := task.Totals()
+	res.Totals = after
+	res.Usage = agent.Totals{
+		InputTokens: after.InputTokens - before.InputTokens, OutputTokens: after.OutputTokens - before.OutputTokens,
+		CacheReadTokens:  after.CacheReadTokens - before.CacheReadTokens,
+		CacheWriteTokens: after.CacheWriteTokens - before.CacheWriteTokens,
+		Cost:             after.Cost - before.Cost, Requests: after.Requests - before.Requests,
+	}
+	res.Duration = time.Since(begin)
+	mu.Lock()
+	if completion != nil {
+		res.Completed, res.Text = true, *completion
+	}
+	mu.Unlock()
+	if !res.Completed {
+		res.Text = lastAssistantText(task.API(), nAPI)
+	}
+	return res, err
+}
+
+// drive follows the turn until it ends, answering asks with t.Approve. An
+// ask answered elsewhere meanwhile (the panel, another frontend) ends the
+// approver's wait: an ask answered anywhere closes everywhere.
+func (h *Host) drive(ctx context.Context, task *agent.Task, t Turn, res *Result) error {
+	for {
+		st, err := task.Wait(ctx)
+		if st != agent.StateWaiting {
+			return err
+		}
+		ask, ok := task.PendingAsk()
+		if !ok {
+			continue
+		}
+		if t.Approve == nil {
+			m := ask
+			res.Pending = &m
+			return nil
+		}
+		actx, stop := askContext(ctx, task, ask.TS)
+		resp, answered := t.Approve(actx, ask)
+		elsewhere := actx.Err() != nil && ctx.Err() == nil
+		stop()
+		if elsewhere {
+			continue // answered by someone else, or rewound away
+		}
+		if !answered {
+			m := ask
+			res.Pending = &m
+			return nil
+		}
+		a := AnsweredAsk{Ask: ask, Response: resp}
+		res.Asks = append(res.Asks, a)
+		if t.OnAsk != nil {
+			t.OnAsk(a)
+		}
+		if err := task.Respond(ask.TS, resp); err != nil && !errors.Is(err, agent.ErrNoAsk) {
+			return err
+		}
+	}
+}
+
+// askContext returns a context that ends when the ask stamped ts is
+// answered (by anyone) or rewound away, or the turn is aborted. Call stop
+// when done.
+func askContext(parent context.Context, t *agent.Task, ts int64) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	remove := t.Listen(func(e agent.Event) {
+		switch {
+		case e.Kind == agent.EventMessageUpdated && e.Message != nil && e.Message.TS == ts && e.Message.IsAnswered:
+			cancel()
+		case e.Kind == agent.EventRewound, e.Kind == agent.EventTaskAborted:
+			cancel()
+		}
+	})
+	if ask, ok := t.PendingAsk(); !ok || ask.TS != ts {
+		cancel() // answered before we listened
+	}
+	return ctx, func() { remove(); cancel() }
+}
+
+// lastAssistantText returns the text of the last assistant message after
+// index from.
+func lastAssistantText(api []messages.APIMessage, from int) string {
+	for i := len(api) - 1; i >= from && i >= 0; i-- {
+		if api[i].Role != messages.RoleAssistant {
+			continue
+		}
+		var parts []string
+		for _, b := range api[i].Content {
+			if b.Type == messages.BlockText && strings.TrimSpace(b.Text) != "" {
+				parts = append(parts, b.Text)
+			}
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "\n")
+		}
+	}
+	return ""
+}
+
+// Respond answers the current session's pending ask stamped ts. The first
+// answer wins; a later one gets agent.ErrNoAsk.
+func (h *Host) Respond(ctx context.Context, ts int64, r agent.Response) error {
+	c, err := h.session(ctx)
+	if err != nil {
+		return err
+	}
+	return c.task.Respond(ts, r)
+}
+
+// Cancel stops the current session's running turn, if any, and returns
+// when it has ended.
+func (h *Host) Cancel() {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	if c != nil {
+		c.task.Cancel()
+	}
+}
+
+// Busy reports whether the current session runs a turn.
+func (h *Host) Busy() bool {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	return c != nil && c.task.State() != agent.StateIdle
+}

@@ -5,7 +5,7 @@ FUZZTIME  ?= 20s
 BIN       := bin/agentkernel
 GOTEST    := $(GO) test -race -count=1
 
-.PHONY: build install test check test-go test-fuzz test-python test-browser bench clean
+.PHONY: build install test check test-go test-norace test-fuzz test-python test-browser bench clean
 
 build:
 	$(GO) build -trimpath -o $(BIN) ./cmd/agentkernel
@@ -13,7 +13,7 @@ build:
 install: build
 	$(BIN) install --user
 
-test: check test-go test-fuzz test-python test-browser
+test: check test-go test-norace test-fuzz test-python test-browser
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -21,6 +21,12 @@ check:
 
 test-go:
 	$(GOTEST) -timeout 20m ./...
+
+# Race builds read and write sockets through the runtime's poller (the race
+# detector cannot see raw system calls); this runs the raw I/O path that
+# production builds use through the same socket and kernel tests.
+test-norace:
+	$(GO) test -count=1 -timeout 10m ./internal/zmtp ./kernel/...
 
 test-fuzz:
 	$(GO) test -run=NONE -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./kernel/wire

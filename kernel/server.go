@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/kernel/wire"
-	"github.com/agentkernel/agentkernel/kernel/zmtp"
+	"github.com/agentkernel/agentkernel/internal/zmtp"
 )
 
 // Config configures a Server. Conn and Handler are required; the zero value
@@ -159,7 +159,13 @@ func (s *Server) serve(parent context.Context) error {
 func (s *Server) bind(ctx context.Context) error {
 	c := s.cfg.Conn
 	onError := func(name string) func(error) {
-		return func(err error) { s.log.Debug("peer dropped", "channel", name, "error", err) }
+		return func(err error) {
+			if errors.Is(err, zmtp.ErrSlowSubscriber) {
+				s.log.Warn("slow subscriber dropped", "channel", name, "error", err)
+				return
+			}
+			s.log.Debug("peer dropped", "channel", name, "error", err)
+		}
 	}
 	var err error
 	listen := func(name string, port int, to **zmtp.Router) {

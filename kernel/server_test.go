@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentkernel/agentkernel/kernel/wire"
-	"github.com/agentkernel/agentkernel/kernel/zmtp"
+	"github.com/agentkernel/agentkernel/internal/zmtp"
 )
 
 // zmq4 v0.17.0's PUB writer goroutine waits on a sync.Cond that Close never

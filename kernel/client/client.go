@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/kernel/wire"
-	"github.com/agentkernel/agentkernel/kernel/zmtp"
+	"github.com/agentkernel/agentkernel/internal/zmtp"
 )
 
 // ErrDead is wrapped by every error that reports a dead kernel: its process

@@ -72,6 +72,12 @@ type peer struct {
 	nc  net.Conn
 	zc  *zmq4.Conn
 	wmu sync.Mutex
+
+	// A PUB subscriber's queue, drained by its own writer: a subscriber
+	// that stops reading fills its queue and is dropped, and never stalls
+	// a publish to the others.
+	out    chan [][]byte
+	queued atomic.Int64 // bytes in out
 }
 
 // send writes one message; a failed or timed-out write closes the peer.
@@ -93,6 +99,7 @@ type server struct {
 	byID    bool // peers are known by their identity (ROUTER)
 	ln      net.Listener
 	onError func(error) // for peers that fail their handshake or read
+	newPeer func(*peer) // sets up a peer before it is served; may be nil
 
 	mu     sync.Mutex
 	peers  map[string]*peer
@@ -150,6 +157,9 @@ func (s *server) run(c net.Conn, read func(*peer)) {
 		id = s.anonymousID()
 	}
 	p := &peer{id: id, nc: nc, zc: zc}
+	if s.newPeer != nil {
+		s.newPeer(p)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -256,10 +266,25 @@ func (r *Router) Send(frames [][]byte) error {
 
 // Pub is a PUB socket that listens. Every message goes to every
 // subscriber: SUB sockets filter by topic themselves (libzmq's and zmq4's
-// do), and Jupyter clients subscribe to everything.
+// do), and Jupyter clients subscribe to everything. Each subscriber has a
+// bounded queue (PubQueueMessages, PubQueueBytes) drained by its own
+// writer; one that falls that far behind is dropped (it reconnects, as
+// SUB sockets do), and onError hears of it with ErrSlowSubscriber.
 type Pub struct {
 	*server
 }
+
+// The bounds of a subscriber's queue. libzmq's PUB keeps 1000 messages
+// (ZMQ_SNDHWM) and then drops messages; we drop the subscriber, which
+// reconnects.
+const (
+	PubQueueMessages = 1000
+	PubQueueBytes    = 64 << 20
+)
+
+// ErrSlowSubscriber is reported to a Pub's onError for a subscriber
+// dropped because its queue was full. Test with errors.Is.
+var ErrSlowSubscriber = errors.New("zmtp: subscriber cannot keep up")
 
 // ListenPub listens on ep (tcp:// or ipc://). onError may be nil.
 func ListenPub(ep string, onError func(error)) (*Pub, error) {
@@ -267,34 +292,72 @@ func ListenPub(ep string, onError func(error)) (*Pub, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.newPeer = func(p *peer) { p.out = make(chan [][]byte, PubQueueMessages) }
 	s.serve(func(p *peer) {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { // the subscriber's writer, waited for below
+			defer wg.Done()
+			for frames := range p.out {
+				if err := p.send(frames); err != nil {
+					break // send closed the connection: the read below ends
+				}
+				p.queued.Add(-int64(size(frames)))
+			}
+			for range p.out { // drop the rest until the queue closes
+			}
+		}()
 		// Subscriptions and commands: read until the peer goes.
 		for {
 			if _, err := p.zc.RecvMsg(); err != nil {
-				return
+				break
 			}
 		}
+		s.mu.Lock()
+		if s.peers[p.id] == p {
+			delete(s.peers, p.id) // no Send enqueues to it any more
+		}
+		close(p.out)
+		s.mu.Unlock()
+		wg.Wait()
 	})
 	return &Pub{s}, nil
 }
 
-// Send writes the message to every subscriber, on the caller's goroutine.
-// A subscriber whose write fails is disconnected; Send reports the first
-// such error after trying the others.
+// Send queues the message for every subscriber and returns: it never
+// waits for one. A subscriber whose queue is full is disconnected.
 func (p *Pub) Send(frames [][]byte) error {
+	n := int64(size(frames))
 	p.mu.Lock()
-	peers := make([]*peer, 0, len(p.peers))
+	defer p.mu.Unlock()
 	for _, q := range p.peers {
-		peers = append(peers, q)
-	}
-	p.mu.Unlock()
-	var first error
-	for _, q := range peers {
-		if err := q.send(frames); err != nil && first == nil {
-			first = err
+		if q.queued.Add(n) > PubQueueBytes {
+			p.dropSlowLocked(q)
+			continue
+		}
+		select {
+		case q.out <- frames:
+		default:
+			p.dropSlowLocked(q)
 		}
 	}
-	return first
+	return nil
+}
+
+// dropSlowLocked disconnects a subscriber that fell too far behind.
+func (p *Pub) dropSlowLocked(q *peer) {
+	delete(p.peers, q.id)
+	err := fmt.Errorf("%w: %d messages (%d bytes) queued; disconnected", ErrSlowSubscriber, len(q.out), q.queued.Load())
+	q.nc.Close()
+	p.onError(err)
+}
+
+func size(frames [][]byte) int {
+	n := 0
+	for _, f := range frames {
+		n += len(f)
+	}
+	return n
 }
 
 func isClosed(err error) bool {

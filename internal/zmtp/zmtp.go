@@ -21,7 +21,8 @@
 //     with its own write. Reads are buffered here, and writes are gathered
 //     until the last frame of a message is complete, then sent at once: one
 //     write (one TCP segment for small messages) per message. The reads and
-//     writes are raw system calls (see rawIO), except in race builds.
+//     writes are raw system calls on Linux (see rawIO), except in race
+//     builds; `make test` runs the socket tests without -race for them.
 //
 // The framing: a 64-byte greeting, then frames of one flags byte (bit 0
 // more, bit 1 long size, bit 2 command), a 1- or 8-byte big-endian size and

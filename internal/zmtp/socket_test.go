@@ -377,3 +377,100 @@ func TestDialerSubscribes(t *testing.T) {
 		}
 	}
 }
+
+// TestPubDropsStuckSubscriber: a subscriber that stops reading fills its
+// queue and is dropped with ErrSlowSubscriber; publishing never waits for
+// it, and a subscriber that reads gets every message.
+func TestPubDropsStuckSubscriber(t *testing.T) {
+	dropped := make(chan error, 1)
+	p, err := ListenPub("tcp://127.0.0.1:0", func(err error) {
+		if errors.Is(err, ErrSlowSubscriber) {
+			select {
+			case dropped <- err:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// The stuck one: a real ZMTP handshake, then no reads at all.
+	c, err := net.Dial("tcp", p.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := zmq4.Open(c, nullSecurity{}, zmq4.Sub, nil, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The good one reads on.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	good := zmq4.NewSub(ctx)
+	defer good.Close()
+	if err := good.SetOption(zmq4.OptionSubscribe, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := good.Dial("tcp://" + p.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		p.mu.Lock()
+		n := len(p.peers)
+		p.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscribers connected", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	const n, batch = 3 * PubQueueMessages, 100
+	payload := make([]byte, 64<<10) // 3000 × 64 KiB: far past any socket buffer
+	progress := make(chan int, n)
+	go func() {
+		for count := 1; count <= n; count++ {
+			if _, err := good.Recv(); err != nil {
+				break
+			}
+			progress <- count
+		}
+		close(progress)
+	}()
+	sent := make(chan struct{})
+	got := 0
+	go func() {
+		defer close(sent)
+		for i := 0; i < n; i++ {
+			if err := p.Send([][]byte{[]byte("t"), payload}); err != nil {
+				t.Errorf("Send: %v", err)
+				return
+			}
+			// The reading subscriber stays within a batch of the
+			// publisher; the stuck one falls behind without end.
+			for (i+1)%batch == 0 && got < i+1 {
+				c, ok := <-progress
+				if !ok {
+					return
+				}
+				got = c
+			}
+		}
+	}()
+	select {
+	case <-sent:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Send blocked on the stuck subscriber")
+	}
+	select {
+	case err := <-dropped:
+		t.Logf("dropped: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stuck subscriber was not dropped")
+	}
+	if got != n {
+		t.Fatalf("the reading subscriber got %d of %d messages", got, n)
+	}
+}

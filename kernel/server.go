@@ -11,8 +11,8 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/internal/zmtp"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 // Config configures a Server. Conn and Handler are required; the zero value

@@ -18,8 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
-	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/internal/zmtp"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 // zmq4 v0.17.0's PUB writer goroutine waits on a sync.Cond that Close never

@@ -12,8 +12,8 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/internal/zmtp"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 // ErrDead is wrapped by every error that reports a dead kernel: its process

@@ -55,8 +55,8 @@ type Collector struct {
 // Add takes one iopub message of the cell.
 func (c *Collector) Add(m *wire.Message) {
 	switch m.Header.MsgType {
-	case "stream":
-		var s struct{ Name, Text string }
+	case wire.MsgStream:
+		var s wire.Stream
 		if m.DecodeContent(&s) == nil {
 			if s.Name == "stderr" {
 				c.stderr.WriteString(s.Text)
@@ -64,10 +64,8 @@ func (c *Collector) Add(m *wire.Message) {
 				c.stdout.WriteString(s.Text)
 			}
 		}
-	case "execute_result", "display_data", "update_display_data":
-		var d struct {
-			Data map[string]json.RawMessage `json:"data"`
-		}
+	case wire.MsgExecuteResult, wire.MsgDisplayData, wire.MsgUpdateDisplayData:
+		var d wire.DisplayData
 		if m.DecodeContent(&d) != nil {
 			return
 		}
@@ -85,14 +83,10 @@ func (c *Collector) Add(m *wire.Message) {
 				c.text.WriteString("\n")
 			}
 		}
-	case "error":
-		var e struct {
-			Ename     string   `json:"ename"`
-			Evalue    string   `json:"evalue"`
-			Traceback []string `json:"traceback"`
-		}
+	case wire.MsgError:
+		var e wire.Error
 		if m.DecodeContent(&e) == nil {
-			c.err = &Error{Name: e.Ename, Value: e.Evalue, Traceback: e.Traceback}
+			c.err = &Error{Name: e.EName, Value: e.EValue, Traceback: e.Traceback}
 		}
 	}
 }
@@ -100,17 +94,13 @@ func (c *Collector) Add(m *wire.Message) {
 // AddReply takes the cell's execute_reply: an error status with no error
 // output seen (a kernel may send none) still makes the result an error.
 func (c *Collector) AddReply(rep *wire.Message) {
-	var st struct {
-		Status string `json:"status"`
-		Ename  string `json:"ename"`
-		Evalue string `json:"evalue"`
-	}
+	var st wire.ExecuteReply
 	if rep == nil || rep.DecodeContent(&st) != nil {
 		return
 	}
 	c.status = st.Status
-	if st.Status == "error" && c.err == nil {
-		c.err = &Error{Name: st.Ename, Value: st.Evalue}
+	if st.Status == wire.StatusError && c.err == nil && st.Error != nil {
+		c.err = &Error{Name: st.EName, Value: st.EValue}
 	}
 }
 

@@ -17,15 +17,15 @@ import (
 // replyTypes maps the shell requests the proxy forwards to their reply
 // type; "" means the request has no reply (comm messages).
 var replyTypes = map[string]string{
-	"execute_request":     "execute_reply",
-	"complete_request":    "complete_reply",
-	"inspect_request":     "inspect_reply",
-	"is_complete_request": "is_complete_reply",
-	"history_request":     "history_reply",
-	"comm_info_request":   "comm_info_reply",
-	"comm_open":           "",
-	"comm_msg":            "",
-	"comm_close":          "",
+	wire.MsgExecuteRequest:    wire.MsgExecuteReply,
+	wire.MsgCompleteRequest:   wire.MsgCompleteReply,
+	wire.MsgInspectRequest:    wire.MsgInspectReply,
+	wire.MsgIsCompleteRequest: wire.MsgIsCompleteReply,
+	wire.MsgHistoryRequest:    wire.MsgHistoryReply,
+	wire.MsgCommInfoRequest:   wire.MsgCommInfoReply,
+	wire.MsgCommOpen:          "",
+	wire.MsgCommMsg:           "",
+	wire.MsgCommClose:         "",
 }
 
 // HandleShell implements kernel.Handler.
@@ -35,16 +35,16 @@ func (b *Bridge) HandleShell(ctx context.Context, r *kernel.Request) bool {
 		return false
 	}
 	switch {
-	case r.Type() == "execute_request":
+	case r.Type() == wire.MsgExecuteRequest:
 		b.execute(ctx, r)
-	case b.cfg.Mode == ModePrompt && r.Type() == "complete_request":
+	case b.cfg.Mode == ModePrompt && r.Type() == wire.MsgCompleteRequest:
 		b.completeMagic(r)
-	case b.cfg.Mode == ModePrompt && r.Type() == "is_complete_request":
-		if err := r.Reply("is_complete_reply", map[string]any{"status": "complete"}); err != nil {
+	case b.cfg.Mode == ModePrompt && r.Type() == wire.MsgIsCompleteRequest:
+		if err := r.Reply(wire.MsgIsCompleteReply, map[string]any{"status": "complete"}); err != nil {
 			b.log.Debug("is_complete_reply", "error", err)
 		}
-	case b.cfg.Mode == ModePrompt && r.Type() == "inspect_request":
-		if err := r.Reply("inspect_reply", map[string]any{"status": "ok", "found": false, "data": map[string]any{}, "metadata": map[string]any{}}); err != nil {
+	case b.cfg.Mode == ModePrompt && r.Type() == wire.MsgInspectRequest:
+		if err := r.Reply(wire.MsgInspectReply, map[string]any{"status": "ok", "found": false, "data": map[string]any{}, "metadata": map[string]any{}}); err != nil {
 			b.log.Debug("inspect_reply", "error", err)
 		}
 	default:
@@ -95,7 +95,7 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 	// the backing kernel's last (code mode), and our execute_input.
 	count := b.promptCount(c.Silent, c.StoreHistory == nil || *c.StoreHistory)
 	if !c.Silent {
-		if err := r.Publish("execute_input", map[string]any{"code": c.Code, "execution_count": count}); err != nil {
+		if err := r.Publish(wire.MsgExecuteInput, map[string]any{"code": c.Code, "execution_count": count}); err != nil {
 			b.log.Debug("execute_input", "error", err)
 		}
 	}
@@ -191,7 +191,7 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 		}
 	}
 	rep, err := b.runner.Do(ctx, client.Request{
-		Channel:  string(r.Channel),
+		Channel:  r.Channel,
 		MsgType:  r.Type(),
 		Content:  r.Msg.Content,
 		Metadata: r.Msg.Metadata,
@@ -225,7 +225,7 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 // relay republishes one backing iopub message with r as parent. Status is
 // dropped: the server publishes our own busy/idle around r.
 func (b *Bridge) relay(r *kernel.Request, m *wire.Message) {
-	if m.Header.MsgType == "status" {
+	if m.Header.MsgType == wire.MsgStatus {
 		return
 	}
 	if err := r.PublishRaw(m.Header.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
@@ -237,7 +237,7 @@ func (b *Bridge) relay(r *kernel.Request, m *wire.Message) {
 // finished (threads printing late, widget updates) to the frontend request
 // they belong to, when it is still known.
 func (b *Bridge) unsolicited(m *wire.Message) {
-	if m.Header.MsgType == "status" {
+	if m.Header.MsgType == wire.MsgStatus {
 		return
 	}
 	p, err := m.Parent()
@@ -255,23 +255,22 @@ func (b *Bridge) fail(r *kernel.Request, replyType, ename, evalue string) {
 	b.mu.Lock()
 	count := b.lastCount
 	b.mu.Unlock()
-	tb := []string{ename + ": " + evalue}
-	if replyType == "execute_reply" {
-		if err := r.Publish("error", map[string]any{"ename": ename, "evalue": evalue, "traceback": tb}); err != nil {
+	e := &wire.Error{EName: ename, EValue: evalue, Traceback: []string{ename + ": " + evalue}}
+	switch replyType {
+	case "":
+		return
+	case wire.MsgExecuteReply:
+		if err := r.Publish(wire.MsgError, e); err != nil {
 			b.log.Debug("publish error failed", "error", err)
 		}
-	}
-	if replyType == "" {
-		return
-	}
-	content := map[string]any{"status": "error", "ename": ename, "evalue": evalue, "traceback": tb}
-	if replyType == "execute_reply" {
-		content["execution_count"] = count
-		content["user_expressions"] = map[string]any{}
-		content["payload"] = []any{}
-	}
-	if err := r.Reply(replyType, content); err != nil {
-		b.log.Debug("error reply failed", "error", err)
+		if err := r.Reply(replyType, wire.ExecuteReply{Status: wire.StatusError, ExecutionCount: count, Error: e,
+			UserExpressions: map[string]any{}, Payload: []any{}}); err != nil {
+			b.log.Debug("error reply failed", "error", err)
+		}
+	default:
+		if err := r.Reply(replyType, wire.ErrorReply{Status: wire.StatusError, Error: e}); err != nil {
+			b.log.Debug("error reply failed", "error", err)
+		}
 	}
 	b.log.Info("request failed", "msg_type", r.Type(), "ename", ename, "evalue", strings.TrimSpace(evalue))
 }

@@ -25,13 +25,13 @@ func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, c
 	}
 	res, err := b.runner.Execute(ctx, backing.Exec{Code: code, Input: input, Output: func(m *wire.Message) {
 		switch m.Header.MsgType {
-		case "status", "execute_input":
+		case wire.MsgStatus, wire.MsgExecuteInput:
 			return
-		case "execute_result":
-			var content map[string]any
+		case wire.MsgExecuteResult:
+			var content wire.DisplayData
 			if m.DecodeContent(&content) == nil {
-				content["execution_count"] = count
-				if err := r.Publish("execute_result", content); err != nil {
+				content.ExecutionCount = count
+				if err := r.Publish(wire.MsgExecuteResult, content); err != nil {
 					b.log.Debug("relay execute_result", "error", err)
 				}
 				return
@@ -58,8 +58,9 @@ func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, c
 	}
 	b.host.RecordCell(ctx, code, res)
 	if e := res.Error; e != nil {
-		if err := r.Reply("execute_reply", map[string]any{"status": "error", "execution_count": count,
-			"ename": e.Name, "evalue": e.Value, "traceback": e.Traceback}); err != nil {
+		if err := r.Reply(wire.MsgExecuteReply, wire.ExecuteReply{Status: wire.StatusError, ExecutionCount: count,
+			Error:           &wire.Error{EName: e.Name, EValue: e.Value, Traceback: e.Traceback},
+			UserExpressions: map[string]any{}, Payload: []any{}}); err != nil {
 			b.log.Debug("execute_reply", "error", err)
 		}
 		return
@@ -105,7 +106,7 @@ func (b *Bridge) completeMagic(r *kernel.Request) {
 	if matches == nil {
 		matches = []string{}
 	}
-	if err := r.Reply("complete_reply", map[string]any{"status": "ok", "matches": matches,
+	if err := r.Reply(wire.MsgCompleteReply, map[string]any{"status": "ok", "matches": matches,
 		"cursor_start": start, "cursor_end": pos, "metadata": map[string]any{}}); err != nil {
 		b.log.Debug("complete_reply", "error", err)
 	}

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 	"strings"
 	"text/tabwriter"
 
@@ -56,7 +57,7 @@ func (b *Bridge) magic(ctx context.Context, r *kernel.Request, line string, coun
 		return
 	}
 	if out != "" {
-		if err := r.Publish("stream", map[string]any{"name": "stdout", "text": out + "\n"}); err != nil {
+		if err := r.Publish(wire.MsgStream, map[string]any{"name": "stdout", "text": out + "\n"}); err != nil {
 			b.log.Debug("publish magic output", "error", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 	"html"
 	"os"
 	"strconv"
@@ -105,7 +106,7 @@ func (b *Bridge) magicWebview(ctx context.Context, r *kernel.Request, args []str
 			b.replyError(r, count, "AgentMagicError", err.Error())
 			return
 		}
-		_ = r.Publish("stream", map[string]any{"name": "stdout", "text": out + "\n"})
+		_ = r.Publish(wire.MsgStream, map[string]any{"name": "stdout", "text": out + "\n"})
 		b.replyOK(r, count, "")
 		return
 	}
@@ -117,7 +118,7 @@ func (b *Bridge) magicWebview(ctx context.Context, r *kernel.Request, args []str
 	u := html.EscapeString(p.srv.URL())
 	htm := `<div><a href="` + u + `" target="_blank" rel="noopener">Open the agent panel in a new tab</a></div>` +
 		`<iframe src="` + u + `" title="agentkernel panel" style="width:100%;height:640px;border:1px solid #ccc;border-radius:4px"></iframe>`
-	if err := r.Publish("display_data", map[string]any{
+	if err := r.Publish(wire.MsgDisplayData, map[string]any{
 		"data":     map[string]any{"text/html": htm, "text/plain": "Web panel: " + p.srv.URL()},
 		"metadata": map[string]any{},
 	}); err != nil {

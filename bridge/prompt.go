@@ -123,7 +123,7 @@ func (c *cellOut) onMessage(m messages.UIMessage) {
 }
 
 func (c *cellOut) stream(name, text string) {
-	if err := c.r.Publish("stream", map[string]any{"name": name, "text": text}); err != nil {
+	if err := c.r.Publish(wire.MsgStream, wire.Stream{Name: name, Text: text}); err != nil {
 		c.b.log.Debug("publish stream", "error", err)
 	}
 }
@@ -195,7 +195,7 @@ func (c *cellOut) finish() {
 			footer += fmt.Sprintf(" · cache %d read / %d written", u.CacheReadTokens, u.CacheWriteTokens)
 		}
 		footer += fmt.Sprintf(" · $%.4f this session</sub>", u.Cost)
-		if err := c.r.Publish("display_data", map[string]any{
+		if err := c.r.Publish(wire.MsgDisplayData, map[string]any{
 			"data": map[string]any{"text/markdown": footer, "text/plain": stripTags(footer)}, "metadata": map[string]any{},
 		}); err != nil {
 			c.b.log.Debug("publish footer", "error", err)
@@ -212,7 +212,7 @@ func stripTags(s string) string {
 // and stay there.
 func (c *cellOut) relayCode(m *wire.Message) {
 	switch m.Header.MsgType {
-	case "status", "execute_input":
+	case wire.MsgStatus, wire.MsgExecuteInput:
 		return
 	}
 	if err := c.r.PublishRaw(m.Header.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
@@ -318,23 +318,20 @@ func (b *Bridge) replyOK(r *kernel.Request, count int, nextInput string) {
 	if nextInput != "" {
 		payload = append(payload, map[string]any{"source": "set_next_input", "text": nextInput, "replace": false})
 	}
-	if err := r.Reply("execute_reply", map[string]any{
-		"status": "ok", "execution_count": count, "user_expressions": map[string]any{}, "payload": payload,
-	}); err != nil {
+	if err := r.Reply(wire.MsgExecuteReply, wire.ExecuteReply{Status: wire.StatusOK, ExecutionCount: count,
+		UserExpressions: map[string]any{}, Payload: payload}); err != nil {
 		b.log.Debug("execute_reply", "error", err)
 	}
 }
 
 // replyError ends a cell with an error output and an error reply.
 func (b *Bridge) replyError(r *kernel.Request, count int, ename, evalue string) {
-	tb := []string{ename + ": " + evalue}
-	if err := r.Publish("error", map[string]any{"ename": ename, "evalue": evalue, "traceback": tb}); err != nil {
+	e := &wire.Error{EName: ename, EValue: evalue, Traceback: []string{ename + ": " + evalue}}
+	if err := r.Publish(wire.MsgError, e); err != nil {
 		b.log.Debug("publish error", "error", err)
 	}
-	if err := r.Reply("execute_reply", map[string]any{
-		"status": "error", "execution_count": count, "ename": ename, "evalue": evalue, "traceback": tb,
-		"user_expressions": map[string]any{}, "payload": []any{},
-	}); err != nil {
+	if err := r.Reply(wire.MsgExecuteReply, wire.ExecuteReply{Status: wire.StatusError, ExecutionCount: count, Error: e,
+		UserExpressions: map[string]any{}, Payload: []any{}}); err != nil {
 		b.log.Debug("execute_reply", "error", err)
 	}
 }

@@ -33,7 +33,7 @@ func (s *Server) handleInterrupt(ctx context.Context, r *Request) {
 		s.log.Warn("interrupt failed", "error", err)
 		content = map[string]any{"status": "error", "ename": "InterruptError", "evalue": err.Error(), "traceback": []string{}}
 	}
-	if err := r.Reply("interrupt_reply", content); err != nil {
+	if err := r.Reply(wire.MsgInterruptReply, content); err != nil {
 		s.log.Debug("interrupt_reply failed", "error", err)
 	}
 }
@@ -52,11 +52,11 @@ func (s *Server) handleShutdown(ctx context.Context, r *Request) {
 		s.log.Warn("shutdown handler failed", "error", err)
 		content = map[string]any{"status": "error", "restart": c.Restart, "ename": "ShutdownError", "evalue": err.Error(), "traceback": []string{}}
 	}
-	if err := r.Reply("shutdown_reply", content); err != nil {
+	if err := r.Reply(wire.MsgShutdownReply, content); err != nil {
 		s.log.Debug("shutdown_reply failed", "error", err)
 	}
 	// ipykernel also broadcasts the reply on iopub.
-	if err := r.Publish("shutdown_reply", content); err != nil {
+	if err := r.Publish(wire.MsgShutdownReply, content); err != nil {
 		s.log.Debug("publish shutdown_reply failed", "error", err)
 	}
 	r.shutdown = true // handle stops the server after publishing idle

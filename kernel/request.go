@@ -10,13 +10,14 @@ import (
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
-// Channel names the socket a request came in on.
-type Channel string
+// Channel names the socket a request came in on: wire.Shell or
+// wire.Control. It is the type the client uses too.
+type Channel = wire.Channel
 
 // The request channels.
 const (
-	Shell   Channel = "shell"
-	Control Channel = "control"
+	Shell   = wire.Shell
+	Control = wire.Control
 )
 
 // Request is one shell or control request being handled. Its methods may be
@@ -93,7 +94,7 @@ func (r *Request) PublishRaw(msgType string, content, metadata json.RawMessage, 
 // AllowStdin reports whether the frontend accepts input_request for this
 // request (allow_stdin in an execute_request; false otherwise).
 func (r *Request) AllowStdin() bool {
-	if r.Type() != "execute_request" {
+	if r.Type() != wire.MsgExecuteRequest {
 		return false
 	}
 	var c struct {

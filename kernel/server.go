@@ -271,7 +271,7 @@ var (
 )
 
 func (s *Server) status(parent *wire.Message, state json.RawMessage) {
-	if err := s.publish(parent, "status", state, nil, nil); err != nil {
+	if err := s.publish(parent, wire.MsgStatus, state, nil, nil); err != nil {
 		s.log.Debug("publish status failed", "error", err)
 	}
 }

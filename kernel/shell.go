@@ -50,11 +50,11 @@ func (s *Server) handle(ctx context.Context, ch Channel, sock socket, m *wire.Me
 		}
 	}()
 	switch t := m.Header.MsgType; t {
-	case "kernel_info_request":
+	case wire.MsgKernelInfoRequest:
 		s.replyKernelInfo(r)
-	case "shutdown_request":
+	case wire.MsgShutdownRequest:
 		s.handleShutdown(ctx, r)
-	case "interrupt_request":
+	case wire.MsgInterruptRequest:
 		if ch != Control {
 			s.log.Warn("interrupt_request on shell ignored: it belongs on control")
 			return r
@@ -74,7 +74,7 @@ func (s *Server) handle(ctx context.Context, ch Channel, sock socket, m *wire.Me
 // the Handler's HandleShell.
 func isHandlerType(t string) bool {
 	switch t {
-	case "kernel_info_request", "shutdown_request", "interrupt_request":
+	case wire.MsgKernelInfoRequest, wire.MsgShutdownRequest, wire.MsgInterruptRequest:
 		return false
 	}
 	return true
@@ -94,7 +94,7 @@ func (s *Server) replyKernelInfo(r *Request) {
 	if len(info.LanguageInfo) == 0 {
 		info.LanguageInfo = json.RawMessage(`{"name":""}`)
 	}
-	if err := r.Reply("kernel_info_reply", info); err != nil {
+	if err := r.Reply(wire.MsgKernelInfoReply, info); err != nil {
 		s.log.Warn("kernel_info_reply failed", "error", err)
 	}
 }
@@ -102,7 +102,7 @@ func (s *Server) replyKernelInfo(r *Request) {
 // stopOnError reports whether an execute_request asks to abort the queue
 // after an error (the spec's default is true).
 func stopOnError(m *wire.Message) bool {
-	if m.Header.MsgType != "execute_request" {
+	if m.Header.MsgType != wire.MsgExecuteRequest {
 		return false
 	}
 	c := struct {
@@ -126,13 +126,13 @@ func (s *Server) abortQueued(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if m.Header.MsgType != "execute_request" {
+		if m.Header.MsgType != wire.MsgExecuteRequest {
 			s.handle(ctx, Shell, s.shell, m)
 			continue
 		}
 		r := &Request{Msg: m, Channel: Shell, srv: s, sock: s.shell}
 		r.Busy()
-		if err := r.ReplyRaw("execute_reply", abortedReply, nil, nil); err != nil {
+		if err := r.ReplyRaw(wire.MsgExecuteReply, abortedReply, nil, nil); err != nil {
 			s.log.Debug("abort reply failed", "error", err)
 		}
 		s.status(m, statusIdle)

@@ -12,7 +12,7 @@ import (
 // onStdin hands input replies to the pending Input call and drops
 // anything else.
 func (s *Server) onStdin(m *wire.Message) {
-	if m.Header.MsgType != "input_reply" {
+	if m.Header.MsgType != wire.MsgInputReply {
 		s.log.Warn("unexpected message on stdin ignored", "msg_type", m.Header.MsgType)
 		return
 	}

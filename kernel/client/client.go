@@ -367,7 +367,7 @@ func (c *Client) dispatch(l *link, channel string, m *wire.Message) {
 	}
 	c.mu.Unlock()
 	switch {
-	case channel == "stdin" && m.Header.MsgType == "input_request":
+	case channel == "stdin" && m.Header.MsgType == wire.MsgInputRequest:
 		// Nobody will answer: reply empty so the kernel does not block.
 		c.log.Debug("answering orphan input_request with empty input", "parent", parent.MsgID)
 		if err := c.sendInputReply(l.ctx, l, m, ""); err != nil {

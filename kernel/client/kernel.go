@@ -358,7 +358,7 @@ func (k *Kernel) Interrupt(ctx context.Context) error {
 		return fmt.Errorf("client: interrupt: %w", err)
 	}
 	if k.spec.InterruptMode == "message" {
-		if _, err := k.client.do(ctx, Request{Channel: "control", MsgType: "interrupt_request"}, Handlers{}, false); err != nil {
+		if _, err := k.client.do(ctx, Request{Channel: wire.Control, MsgType: wire.MsgInterruptRequest}, Handlers{}, false); err != nil {
 			return fmt.Errorf("client: interrupt: %w", err)
 		}
 		return nil
@@ -407,8 +407,8 @@ func (k *Kernel) stop(ctx context.Context, p *process, restart bool) error {
 	if !p.hasExited() && k.client.connected() {
 		gctx, cancel := context.WithTimeout(ctx, k.opts.ShutdownTimeout)
 		_, err := k.client.do(gctx, Request{
-			Channel: "control",
-			MsgType: "shutdown_request",
+			Channel: wire.Control,
+			MsgType: wire.MsgShutdownRequest,
 			Content: map[string]bool{"restart": restart},
 		}, Handlers{}, false)
 		if err != nil {

@@ -13,8 +13,8 @@ import (
 
 // Request is one message to send to the kernel.
 type Request struct {
-	// Channel is "shell" (the default) or "control".
-	Channel string
+	// Channel is wire.Shell (the default, also for "") or wire.Control.
+	Channel wire.Channel
 	// MsgType is the request type, e.g. "execute_request".
 	MsgType string
 	// Content is marshalled to JSON; a json.RawMessage is sent as is and
@@ -105,7 +105,7 @@ func (p *pending) take() ([]event, error) {
 
 // isIdle reports whether m is a status message saying idle.
 func isIdle(m *wire.Message) bool {
-	if m.Header.MsgType != "status" {
+	if m.Header.MsgType != wire.MsgStatus {
 		return false
 	}
 	var st struct {
@@ -119,9 +119,9 @@ func isIdle(m *wire.Message) bool {
 func (c *Client) send(ctx context.Context, req Request) (*pending, *link, error) {
 	channel := req.Channel
 	if channel == "" {
-		channel = "shell"
+		channel = wire.Shell
 	}
-	if channel != "shell" && channel != "control" {
+	if channel != wire.Shell && channel != wire.Control {
 		return nil, nil, fmt.Errorf("client: send %s: unknown channel %q", req.MsgType, req.Channel)
 	}
 	var h wire.Header
@@ -303,7 +303,7 @@ func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool)
 					idle = true
 				}
 			case ev.channel == "stdin":
-				if ev.msg.Header.MsgType != "input_request" {
+				if ev.msg.Header.MsgType != wire.MsgInputRequest {
 					continue
 				}
 				if err := c.answerInput(ctx, l, ev.msg, h); err != nil {
@@ -410,12 +410,12 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 		AllowStdin      bool              `json:"allow_stdin"`
 		StopOnError     bool              `json:"stop_on_error"`
 	}{code, opts.Silent, store, ue, opts.AllowStdin, opts.StopOnError}
-	return c.Do(ctx, Request{MsgType: "execute_request", Content: content}, h)
+	return c.Do(ctx, Request{MsgType: wire.MsgExecuteRequest, Content: content}, h)
 }
 
 // KernelInfo sends kernel_info_request and returns the reply.
 func (c *Client) KernelInfo(ctx context.Context) (*wire.Message, error) {
-	return c.Do(ctx, Request{MsgType: "kernel_info_request"}, Handlers{})
+	return c.Do(ctx, Request{MsgType: wire.MsgKernelInfoRequest}, Handlers{})
 }
 
 // waitReady nudges the kernel with kernel_info_request, as jupyter_client
@@ -425,7 +425,7 @@ func (c *Client) KernelInfo(ctx context.Context) (*wire.Message, error) {
 func (c *Client) waitReady(ctx context.Context, l *link) error {
 	wait := 50 * time.Millisecond
 	for {
-		p, _, err := c.send(ctx, Request{MsgType: "kernel_info_request"})
+		p, _, err := c.send(ctx, Request{MsgType: wire.MsgKernelInfoRequest})
 		if err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)

@@ -38,7 +38,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 			}
 			*mistakes++
 			t.countTool(call.Name, true)
-			t.lis.emit(Event{Kind: EventToolFailed, Tool: call.Name, Text: err.Error()})
+			t.lis.Emit(Event{Kind: EventToolFailed, Tool: call.Name, Text: err.Error()})
 		} else if err == nil {
 			*mistakes = 0
 			t.countTool(call.Name, false)
@@ -46,7 +46,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 		results = append(results, toolResult(call.ID, res.Text, res.IsError))
 		h.toolResult(call.ID, res.Text)
 		if res.SetNextInput != "" {
-			t.lis.emit(Event{Kind: EventSetNextInput, Text: res.SetNextInput})
+			t.lis.Emit(Event{Kind: EventSetNextInput, Text: res.SetNextInput})
 		}
 		if res.Completion != nil {
 			completed = res.Completion.Result
@@ -68,7 +68,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 		if _, err := t.askIdle(ctx, messages.AskCompletionResult, ""); err != nil {
 			return err
 		}
-		t.lis.emit(Event{Kind: EventTaskCompleted, Text: completed, Usage: t.Totals(), ToolUsage: t.ToolUsage()})
+		t.lis.Emit(Event{Kind: EventTaskCompleted, Text: completed, Usage: t.Totals(), ToolUsage: t.ToolUsage()})
 		return errStop
 	}
 	if *mistakes >= t.cfg.MistakeLimit {
@@ -138,7 +138,7 @@ func (t *Task) runTool(ctx context.Context, h hooks, call provider.ToolCall) (Re
 		}
 		return Result{Text: text, IsError: true}, errDenied
 	}
-	t.lis.emit(Event{Kind: EventTaskActive})
+	t.lis.Emit(Event{Kind: EventTaskActive})
 	res, err := tool.Execute(ctx, call.Input)
 	if call.Name == ToolExecuteCode {
 		show := func(m *messages.UIMessage) { m.Images = res.Shown }

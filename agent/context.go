@@ -129,6 +129,6 @@ func (t *Task) replaceAPI(ctx context.Context, oldAPI, newAPI []messages.APIMess
 	t.mu.Lock()
 	t.ui, t.api = newUI, newAPI
 	t.mu.Unlock()
-	t.lis.emit(Event{Kind: EventMessageCreated, Message: &announce})
+	t.lis.Emit(Event{Kind: EventMessageCreated, Message: &announce})
 	return nil
 }

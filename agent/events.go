@@ -55,18 +55,20 @@ type Totals struct {
 	Requests         int     `json:"requests"`
 }
 
-// listeners is a set of event callbacks. They are called synchronously, in
-// registration order, on the task's goroutine: a listener must be quick and
-// must not call back into the Task except Respond, Cancel and the read-only
-// getters.
-type listeners struct {
+// Listeners is a set of event callbacks, called synchronously in
+// registration order on the goroutine that emits. Its zero value is ready;
+// its methods are safe for concurrent use. A Task's listeners must be quick
+// and must not call back into the Task except Respond, Cancel and the
+// read-only getters.
+type Listeners struct {
 	mu   sync.Mutex
 	next int
 	fns  map[int]func(Event)
 	ids  []int
 }
 
-func (l *listeners) add(f func(Event)) func() {
+// Add registers f; the returned func removes it.
+func (l *Listeners) Add(f func(Event)) func() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fns == nil {
@@ -89,7 +91,8 @@ func (l *listeners) add(f func(Event)) func() {
 	}
 }
 
-func (l *listeners) emit(e Event) {
+// Emit calls every registered f with e, with no lock held.
+func (l *Listeners) Emit(e Event) {
 	l.mu.Lock()
 	fns := make([]func(Event), 0, len(l.ids))
 	for _, id := range l.ids {

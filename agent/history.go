@@ -22,7 +22,7 @@ func (t *Task) create(ctx context.Context, m messages.UIMessage) error {
 	t.mu.Lock()
 	t.ui = append(t.ui, m)
 	t.mu.Unlock()
-	t.lis.emit(Event{Kind: EventMessageCreated, Message: &m})
+	t.lis.Emit(Event{Kind: EventMessageCreated, Message: &m})
 	return nil
 }
 
@@ -48,7 +48,7 @@ func (t *Task) update(ctx context.Context, m messages.UIMessage) error {
 		}
 	}
 	t.mu.Unlock()
-	t.lis.emit(Event{Kind: EventMessageUpdated, Message: &m})
+	t.lis.Emit(Event{Kind: EventMessageUpdated, Message: &m})
 	return nil
 }
 
@@ -90,9 +90,9 @@ func (t *Task) ask(ctx context.Context, kind messages.Ask, text string) (Respons
 	}
 	switch messages.ClassOf(kind) {
 	case messages.AskClassResumable:
-		t.lis.emit(Event{Kind: EventTaskResumable, Message: &m})
+		t.lis.Emit(Event{Kind: EventTaskResumable, Message: &m})
 	default:
-		t.lis.emit(Event{Kind: EventTaskInteractive, Message: &m})
+		t.lis.Emit(Event{Kind: EventTaskInteractive, Message: &m})
 	}
 	var resp Response
 	select {
@@ -111,7 +111,7 @@ func (t *Task) ask(ctx context.Context, kind messages.Ask, text string) (Respons
 			return Response{}, err
 		}
 	}
-	t.lis.emit(Event{Kind: EventTaskActive})
+	t.lis.Emit(Event{Kind: EventTaskActive})
 	return resp, nil
 }
 

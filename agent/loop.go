@@ -26,14 +26,14 @@ const cancelledText = "The user interrupted this operation."
 // runTurn is one turn: the user's message, then model requests and tool
 // calls until the model ends its turn, completes, or something stops it.
 func (t *Task) runTurn(ctx context.Context, text string, resumeFrom *pendingAsk) error {
-	t.lis.emit(Event{Kind: EventTaskStarted})
-	t.lis.emit(Event{Kind: EventTaskActive})
+	t.lis.Emit(Event{Kind: EventTaskStarted})
+	t.lis.Emit(Event{Kind: EventTaskActive})
 	err := t.turn(ctx, text, resumeFrom)
 	switch {
 	case errors.Is(err, errStop):
 		err = nil
 	case ctx.Err() != nil:
-		t.lis.emit(Event{Kind: EventTaskAborted})
+		t.lis.Emit(Event{Kind: EventTaskAborted})
 		err = context.Canceled
 	}
 	var idle *messages.UIMessage
@@ -43,7 +43,7 @@ func (t *Task) runTurn(ctx context.Context, text string, resumeFrom *pendingAsk)
 		idle = &m
 	}
 	t.mu.Unlock()
-	t.lis.emit(Event{Kind: EventTaskIdle, Message: idle})
+	t.lis.Emit(Event{Kind: EventTaskIdle, Message: idle})
 	return err
 }
 
@@ -326,6 +326,6 @@ func (t *Task) finishRequest(ctx context.Context, prov provider.Provider, res st
 	if _, err := t.say(ctx, messages.SayAPIReqFinished, string(b), nil); err != nil {
 		return err
 	}
-	t.lis.emit(Event{Kind: EventTokenUsage, Usage: totals})
+	t.lis.Emit(Event{Kind: EventTokenUsage, Usage: totals})
 	return nil
 }

@@ -142,7 +142,7 @@ type Task struct {
 	log   hclog.Logger
 	clock *messages.Clock
 	perm  *Policy
-	lis   listeners
+	lis   Listeners
 
 	mu        sync.Mutex
 	ui        []messages.UIMessage
@@ -219,7 +219,7 @@ func (t *Task) notifyLocked() {
 }
 
 // Listen registers f for every event; the returned func removes it.
-func (t *Task) Listen(f func(Event)) (remove func()) { return t.lis.add(f) }
+func (t *Task) Listen(f func(Event)) (remove func()) { return t.lis.Add(f) }
 
 // SessionID returns the task's session.
 func (t *Task) SessionID() string { return t.cfg.SessionID }
@@ -465,7 +465,7 @@ func (t *Task) Rewind(ctx context.Context, ts int64, opts rewind.Options) (rewin
 		t.notifyLocked()
 	}
 	t.mu.Unlock()
-	t.lis.emit(Event{Kind: EventRewound})
+	t.lis.Emit(Event{Kind: EventRewound})
 	return res, nil
 }
 

@@ -61,7 +61,7 @@ type Config struct {
 type Host struct {
 	cfg Config
 	log hclog.Logger
-	lis listeners
+	lis agent.Listeners
 
 	mu        sync.Mutex // never held across a turn, a store write or a call out
 	st        *store.Store
@@ -265,7 +265,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	}); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	c.unlisten = c.task.Listen(h.lis.emit)
+	c.unlisten = c.task.Listen(h.lis.Emit)
 
 	h.mu.Lock()
 	if h.closed {
@@ -285,7 +285,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		prev.close()
 	}
 	h.log.Info("agent session", "id", id, "model", model, "resumed", resume != "")
-	h.lis.emit(agent.Event{Kind: EventSessionChanged})
+	h.lis.Emit(agent.Event{Kind: EventSessionChanged})
 	return c, nil
 }
 

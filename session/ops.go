@@ -54,7 +54,7 @@ func (h *Host) SetModel(ctx context.Context, model string) error {
 	if err := st.UpdateSession(ctx, c.id, store.SessionUpdate{Model: &model, Provider: &providerName}); err != nil {
 		return fmt.Errorf("session: record the model: %w", err)
 	}
-	h.lis.emit(agent.Event{Kind: EventSettingsChanged})
+	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return nil
 }
 
@@ -81,7 +81,7 @@ func (h *Host) SetMode(ctx context.Context, mode agent.Mode) error {
 	if err := c.policy.SetMode(mode); err != nil {
 		return err
 	}
-	h.lis.emit(agent.Event{Kind: EventSettingsChanged})
+	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return nil
 }
 

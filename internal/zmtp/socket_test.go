@@ -209,19 +209,7 @@ func TestPubReachesEverySubscriber(t *testing.T) {
 		}
 		subs = append(subs, s)
 	}
-	// Wait until both are connected: a PUB sends to the peers it has.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		p.mu.Lock()
-		n := len(p.peers)
-		p.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d subscribers connected", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitPeers(t, p, 2) // a PUB sends to the peers it has
 	if err := p.Send([][]byte{[]byte("topic"), []byte("news")}); err != nil {
 		t.Fatal(err)
 	}
@@ -415,18 +403,7 @@ func TestPubDropsStuckSubscriber(t *testing.T) {
 	if err := good.Dial("tcp://" + p.Addr().String()); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		p.mu.Lock()
-		n := len(p.peers)
-		p.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d subscribers connected", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitPeers(t, p, 2)
 	const n, batch = 3 * PubQueueMessages, 100
 	payload := make([]byte, 64<<10) // 3000 × 64 KiB: far past any socket buffer
 	progress := make(chan int, n)
@@ -472,5 +449,22 @@ func TestPubDropsStuckSubscriber(t *testing.T) {
 	}
 	if got != n {
 		t.Fatalf("the reading subscriber got %d of %d messages", got, n)
+	}
+}
+
+// waitPeers waits until p has n subscribers.
+func waitPeers(t *testing.T, p *Pub, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		p.mu.Lock()
+		got := len(p.peers)
+		p.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscribers connected, want %d", got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -32,6 +32,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from test_nbconvert import _norm  # the same normalising of run-to-run noise
+
 HERE = Path(__file__).resolve().parent
 NOTEBOOKS = HERE.parent / "notebooks" / "dropin"
 RUNNER = HERE / "run_nbclient.py"
@@ -47,10 +49,6 @@ NBCONVERT_NOTEBOOK = "display"
 RUN_TIMEOUT = 120  # seconds for one helper process, kernel start and shutdown included
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-ADDR = re.compile(r"0x[0-9a-fA-F]{4,}")
-CELL_FILE = re.compile(r"/tmp/ipykernel_\d+/\d+\.py")
-IPYKERNEL_DIR = re.compile(r"ipykernel_\d+")
 # ipywidgets model ids (uuid4().hex) as state keys, "model_id" values and
 # IPY_MODEL_ references; the guards keep it from matching inside base64.
 MODEL_ID = re.compile(r"(?<![0-9A-Za-z+/])(?:IPY_MODEL_)?([0-9a-f]{32})(?![0-9A-Za-z+/])")
@@ -58,23 +56,6 @@ MODEL_ID = re.compile(r"(?<![0-9A-Za-z+/])(?:IPY_MODEL_)?([0-9a-f]{32})(?![0-9A-
 
 # --------------------------------------------------------------------------
 # normalising
-
-
-def _text(s):
-    s = ANSI.sub("", s)
-    s = CELL_FILE.sub("<cell>", s)
-    s = IPYKERNEL_DIR.sub("ipykernel_PID", s)
-    return ADDR.sub("0xADDR", s)
-
-
-def _norm(value):
-    if isinstance(value, str):
-        return _text(value)
-    if isinstance(value, list):
-        return [_norm(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _norm(v) for k, v in value.items() if k != "transient"}
-    return value
 
 
 def _widget_state(nb):

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -56,10 +57,12 @@ func (c Config) withDefaults() Config {
 // Server is a Jupyter kernel server. Create it with New and run it with
 // Serve. Interrupt may be called from any goroutine.
 type Server struct {
-	cfg     Config
-	log     hclog.Logger
-	signer  *wire.Signer
-	session string
+	cfg    Config
+	log    hclog.Logger
+	signer *wire.Signer
+	// inflight counts the requests between their busy and idle.
+	inflight atomic.Int32
+	session  string
 
 	shell, control, stdin *zmtp.Router
 	iopub                 *zmtp.Pub
@@ -178,6 +181,7 @@ func (s *Server) bind(ctx context.Context) error {
 	if s.iopub, err = zmtp.ListenPub(c.Addr(c.IOPubPort), onError("iopub")); err != nil {
 		return fmt.Errorf("kernel: bind iopub on %s: %w", c.Addr(c.IOPubPort), err)
 	}
+	s.iopub.OnJoin(s.welcome)
 	listen("shell", c.ShellPort, &s.shell)
 	listen("control", c.ControlPort, &s.control)
 	listen("stdin", c.StdinPort, &s.stdin)
@@ -255,6 +259,29 @@ func (s *Server) publish(parent *wire.Message, msgType string, content, metadata
 		m.ParentHeader = parent.RawHeader()
 	}
 	return s.send(s.iopub, m)
+}
+
+// welcome tells an iopub subscriber that joins while the kernel is idle
+// that it is: a subscriber misses what was published before it joined,
+// and one that saw a busy but missed its idle (Jupyter Server's activity
+// monitor) would take the kernel for busy, and Notebook then skips the
+// "nudge" that makes sure a new client's iopub is connected. The status has
+// no parent, as ipykernel's "starting" has none.
+func (s *Server) welcome(send func([][]byte)) {
+	if s.inflight.Load() != 0 {
+		return
+	}
+	m := &wire.Message{
+		Identities: [][]byte{[]byte("kernel." + s.session + "." + wire.MsgStatus)},
+		Header:     wire.NewHeader(s.session, username(nil), wire.MsgStatus),
+		Content:    statusIdle,
+	}
+	frames, err := s.signer.Encode(m)
+	if err != nil {
+		s.log.Debug("welcome", "error", err)
+		return
+	}
+	send(frames)
 }
 
 func username(parent *wire.Message) string {

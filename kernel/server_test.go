@@ -611,3 +611,71 @@ func TestShellTypesOnControl(t *testing.T) {
 		t.Fatalf("iopub = %s", got)
 	}
 }
+
+// subscribe connects a new iopub subscriber and returns the first message
+// it gets within wait (nil if none).
+func (k *testKernel) subscribe(wait time.Duration) *wire.Message {
+	k.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sub := zmq4.NewSub(ctx)
+	defer sub.Close()
+	if err := dialRetry(sub, k.conn.Addr(k.conn.IOPubPort)); err != nil {
+		k.t.Fatal(err)
+	}
+	sub.SetOption(zmq4.OptionSubscribe, "")
+	got := make(chan *wire.Message, 1)
+	go func() {
+		msg, err := sub.Recv()
+		if err != nil {
+			got <- nil
+			return
+		}
+		m, _ := k.signer.Decode(msg.Frames)
+		got <- m
+	}()
+	select {
+	case m := <-got:
+		return m
+	case <-time.After(wait):
+		return nil
+	}
+}
+
+// TestWelcomeNewSubscriber: an iopub subscriber that joins an idle kernel
+// is told it is idle (it missed the last idle: Jupyter Server's activity
+// monitor would otherwise take the kernel for busy); one that joins while
+// a request runs is not.
+func TestWelcomeNewSubscriber(t *testing.T) {
+	k := startKernel(t)
+	m := k.subscribe(10 * time.Second)
+	if m == nil || m.Header.MsgType != "status" || string(m.Content) != `{"execution_state":"idle"}` {
+		t.Fatalf("welcome %+v, want status idle", m)
+	}
+	if p, _ := m.Parent(); p.MsgID != "" {
+		t.Fatalf("welcome has parent %+v, want none", p)
+	}
+	req := k.send(k.shell, "execute_request", map[string]any{"code": "sleep"})
+	for {
+		if ms := k.waitBusy(req); ms {
+			break
+		}
+	}
+	if m := k.subscribe(time.Second); m != nil && m.Header.MsgType == "status" {
+		t.Fatalf("a subscriber that joined a busy kernel was told %s", m.Content)
+	}
+	k.srv.Interrupt(context.Background())
+	k.recv(k.shell)
+}
+
+// waitBusy reports whether the next iopub message is a status of req.
+func (k *testKernel) waitBusy(req *wire.Message) bool {
+	select {
+	case m := <-k.iopubMsgs:
+		p, _ := m.Parent()
+		return p.MsgID == req.Header.MsgID && m.Header.MsgType == "status"
+	case <-time.After(10 * time.Second):
+		k.t.Fatal("no busy for the request")
+		return false
+	}
+}

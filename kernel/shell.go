@@ -36,11 +36,13 @@ func (s *Server) runShell(ctx context.Context) {
 // handle runs one request on channel ch, bracketed by busy and idle.
 func (s *Server) handle(ctx context.Context, ch Channel, sock socket, m *wire.Message) *Request {
 	r := &Request{Msg: m, Channel: ch, srv: s, sock: sock}
+	s.inflight.Add(1)
 	if d, ok := s.cfg.Handler.(BusyDeferrer); !ok || !isHandlerType(m.Header.MsgType) || !d.DeferBusy(r) {
 		r.Busy()
 	}
 	defer func() {
 		r.Busy()
+		s.inflight.Add(-1)
 		s.status(m, statusIdle)
 		if r.shutdown {
 			select {

@@ -272,6 +272,7 @@ func (r *Router) Send(frames [][]byte) error {
 // SUB sockets do), and onError hears of it with ErrSlowSubscriber.
 type Pub struct {
 	*server
+	onJoin atomic.Pointer[func(send func([][]byte))]
 }
 
 // The bounds of a subscriber's queue. libzmq's PUB keeps 1000 messages
@@ -293,6 +294,7 @@ func ListenPub(ep string, onError func(error)) (*Pub, error) {
 		return nil, err
 	}
 	s.newPeer = func(p *peer) { p.out = make(chan [][]byte, PubQueueMessages) }
+	pub := &Pub{server: s}
 	s.serve(func(p *peer) {
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -307,10 +309,14 @@ func ListenPub(ep string, onError func(error)) (*Pub, error) {
 			for range p.out { // drop the rest until the queue closes
 			}
 		}()
-		// Subscriptions and commands: read until the peer goes.
-		for {
+		// Subscriptions and commands: read until the peer goes. The first
+		// one (a subscription: SUBs send nothing else) is the join.
+		for joined := false; ; joined = true {
 			if _, err := p.zc.RecvMsg(); err != nil {
 				break
+			}
+			if f := pub.onJoin.Load(); f != nil && !joined {
+				(*f)(func(frames [][]byte) { pub.enqueue(p, frames) })
 			}
 		}
 		s.mu.Lock()
@@ -321,27 +327,47 @@ func ListenPub(ep string, onError func(error)) (*Pub, error) {
 		s.mu.Unlock()
 		wg.Wait()
 	})
-	return &Pub{s}, nil
+	return pub, nil
 }
+
+// OnJoin sets f, called when a subscriber sends its first subscription,
+// with a send that reaches that subscriber only (through its queue): a
+// PUB/SUB pair drops what is published before the subscription arrives,
+// and f can tell the newcomer what it missed (the kernel's current
+// status). f runs on the subscriber's reading goroutine.
+func (p *Pub) OnJoin(f func(send func(frames [][]byte))) { p.onJoin.Store(&f) }
 
 // Send queues the message for every subscriber and returns: it never
 // waits for one. A subscriber whose queue is full is disconnected.
 func (p *Pub) Send(frames [][]byte) error {
-	n := int64(size(frames))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, q := range p.peers {
-		if q.queued.Add(n) > PubQueueBytes {
-			p.dropSlowLocked(q)
-			continue
-		}
-		select {
-		case q.out <- frames:
-		default:
-			p.dropSlowLocked(q)
-		}
+		p.enqueueLocked(q, frames)
 	}
 	return nil
+}
+
+// enqueue queues frames for subscriber q alone, if it is still connected.
+func (p *Pub) enqueue(q *peer, frames [][]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.peers[q.id] == q {
+		p.enqueueLocked(q, frames)
+	}
+}
+
+// enqueueLocked queues frames for q, or drops q when its queue is full.
+func (p *Pub) enqueueLocked(q *peer, frames [][]byte) {
+	if q.queued.Add(int64(size(frames))) > PubQueueBytes {
+		p.dropSlowLocked(q)
+		return
+	}
+	select {
+	case q.out <- frames:
+	default:
+		p.dropSlowLocked(q)
+	}
 }
 
 // dropSlowLocked disconnects a subscriber that fell too far behind.

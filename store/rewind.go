@@ -87,6 +87,12 @@ func (s *Store) ApplyRewind(ctx context.Context, sessionID string, old Histories
 		if err := plan.apply(ctx, tx, sr.pk, len(old.API)); err != nil {
 			return err
 		}
+		if keepUI < len(old.UI) {
+			// The code and file changes after the cut go with it.
+			if err := rewindWorld(ctx, tx, sr.pk, old.UI[keepUI].TS); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET message_count = ?, api_count = ?, updated_at = ?
 			WHERE pk = ?`, keepUI, len(res.API), s.nowMS(), sr.pk); err != nil {
 			return err

@@ -78,6 +78,42 @@ CREATE TRIGGER ui_fts_au AFTER UPDATE OF text ON ui_messages BEGIN
 	INSERT INTO ui_fts(rowid, text) VALUES (new.seq, new.text);
 END;
 `,
+	// 2: the world beside the conversation: content-addressed file blobs,
+	// the code run in the backing kernel, the files each step changed, and
+	// forks.
+	`
+CREATE TABLE blobs (
+	hash TEXT    PRIMARY KEY,          -- sha256, hex
+	size INTEGER NOT NULL,
+	data BLOB    NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE code_runs (
+	seq        INTEGER PRIMARY KEY,
+	session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+	anchor     INTEGER NOT NULL,       -- the session clock when it ran (UI ts order)
+	origin     TEXT    NOT NULL,       -- agent | cell | user
+	code       TEXT    NOT NULL,
+	status     TEXT    NOT NULL,       -- ok | error | aborted | ''
+	rewound    INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX code_runs_session ON code_runs(session_pk, anchor);
+
+CREATE TABLE file_changes (
+	seq        INTEGER PRIMARY KEY,
+	session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+	anchor     INTEGER NOT NULL,       -- the step that changed it (UI ts order)
+	path       TEXT    NOT NULL,       -- workspace-relative, slash-separated
+	before     TEXT,                   -- blob hash; NULL: the file did not exist
+	after      TEXT,                   -- blob hash; NULL: the step removed it
+	rewound    INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX file_changes_session ON file_changes(session_pk, anchor);
+
+ALTER TABLE sessions ADD COLUMN parent_id      TEXT    NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN fork_ts        INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN replay_pending INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // SchemaVersion is the user_version this build writes.

@@ -28,6 +28,14 @@ type Session struct {
 	Mode      string
 	Workspace string
 	Usage     Usage
+	// ParentID is the session this one was forked from ("" for none), and
+	// ForkTS the UI ts in the parent before which its history was taken.
+	ParentID string
+	ForkTS   int64
+	// ReplayPending is set by a rewind done outside a kernel (agentkernel
+	// sessions rewind): the next kernel that runs code for the session
+	// first replays its code log.
+	ReplayPending bool
 	// MessageCount is the number of UI messages; APICount of API messages.
 	MessageCount int
 	APICount     int
@@ -111,7 +119,7 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 
 const sessionCols = `id, created_at, updated_at, display_name, title, model, provider, mode, workspace,
 	tokens_in, tokens_out, cache_writes, cache_reads, cost, message_count, api_count,
-	first_user_message, last_message, last_role, archived_at, archive_reason`
+	first_user_message, last_message, last_role, archived_at, archive_reason, parent_id, fork_ts, replay_pending`
 
 // listCols is sessionCols for listings, packed into one text column:
 // every column costs the driver a few locked calls per row, which dominates
@@ -124,7 +132,7 @@ const listCols = `printf('%s' || char(31) || '%d' || char(31) || '%d' || char(31
 		tokens_in, tokens_out, cache_writes, cache_reads, message_count, api_count, cost) ||
 	display_name || char(31) || title || char(31) || model || char(31) || provider || char(31) ||
 	mode || char(31) || workspace || char(31) || last_role || char(31) || archive_reason || char(31) ||
-	substr(last_message, 1, ?)`
+	parent_id || char(31) || substr(last_message, 1, ?)`
 
 // checkID accepts session ids of 1 to 128 printable characters.
 func checkID(id string) error {
@@ -156,7 +164,8 @@ func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 	err := sc.Scan(&ss.ID, &created, &updated, &ss.DisplayName, &ss.Title, &ss.Model, &ss.Provider, &ss.Mode,
 		&ss.Workspace, &ss.Usage.TokensIn, &ss.Usage.TokensOut, &ss.Usage.CacheWrites,
 		&ss.Usage.CacheReads, &ss.Usage.Cost, &ss.MessageCount, &ss.APICount,
-		&ss.FirstUserMessage, &ss.LastMessage, &ss.LastRole, &archived, &ss.ArchiveReason)
+		&ss.FirstUserMessage, &ss.LastMessage, &ss.LastRole, &archived, &ss.ArchiveReason,
+		&ss.ParentID, &ss.ForkTS, &ss.ReplayPending)
 	if err != nil {
 		return ss, err
 	}
@@ -174,8 +183,8 @@ func scanListedSession(sc interface{ Scan(...any) error }) (Session, error) {
 	if err := sc.Scan(&packed); err != nil {
 		return ss, err
 	}
-	t := strings.SplitN(packed, "\x1f", 14)
-	if len(t) != 14 {
+	t := strings.SplitN(packed, "\x1f", 15)
+	if len(t) != 15 {
 		return ss, fmt.Errorf("bad packed listing row %.60q", packed)
 	}
 	ss.ID = t[0]
@@ -211,8 +220,8 @@ func scanListedSession(sc interface{ Scan(...any) error }) (Session, error) {
 	if ss.Usage.Cost, err = strconv.ParseFloat(f[6], 64); err != nil {
 		return ss, bad
 	}
-	ss.DisplayName, ss.Title, ss.Model, ss.Provider, ss.Mode, ss.Workspace, ss.LastRole, ss.ArchiveReason, ss.LastMessage =
-		t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13]
+	ss.DisplayName, ss.Title, ss.Model, ss.Provider, ss.Mode, ss.Workspace, ss.LastRole, ss.ArchiveReason, ss.ParentID, ss.LastMessage =
+		t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14]
 	return ss, nil
 }
 

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/rewind"
+)
+
+func TestBlobsStoredOnce(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("x"), 1<<20)
+	h1, err := st.PutBlob(ctx, data)
+	must(t, err)
+	h2, err := st.PutBlob(ctx, data)
+	must(t, err)
+	if h1 != h2 || len(h1) != 64 {
+		t.Fatalf("hashes %q %q", h1, h2)
+	}
+	var n, size int64
+	must(t, st.readTx(ctx, "count", func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, "SELECT count(*), sum(size) FROM blobs").Scan(&n, &size)
+	}))
+	if n != 1 || size != int64(len(data)) {
+		t.Fatalf("%d blobs of %d bytes, want 1 of %d", n, size, len(data))
+	}
+	got, err := st.Blob(ctx, h1)
+	must(t, err)
+	if !bytes.Equal(got, data) {
+		t.Fatal("blob content differs")
+	}
+	if _, err := st.Blob(ctx, "0000"); err == nil {
+		t.Fatal("missing blob found")
+	}
+}
+
+// TestWorldRewindAndFork: a rewind marks the code and file changes after
+// its cut rewound, in the same transaction as the histories; a fork copies
+// what came before its point and leaves the original alone.
+func TestWorldRewindAndFork(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	id := newSession(t, st)
+	ui := []messages.UIMessage{say(10, messages.SayText, "first"), say(20, messages.SayText, "answer"),
+		say(30, messages.SayUserFeedback, "second"), say(40, messages.SayText, "answer 2")}
+	api := []messages.APIMessage{userText(10, "first"), assistantText(20, "answer"), userText(30, "second"), assistantText(40, "answer 2")}
+	must(t, st.AppendUI(ctx, id, ui...))
+	must(t, st.AppendAPI(ctx, id, api...))
+	for _, r := range []CodeRun{{Anchor: 15, Origin: "agent", Code: "x = 1", Status: "ok"}, {Anchor: 35, Origin: "agent", Code: "x = 2", Status: "ok"}} {
+		must(t, st.AddCodeRun(ctx, id, r))
+	}
+	must(t, st.AddFileChanges(ctx, id, []FileChange{{Anchor: 16, Path: "a.txt", After: "h1"}, {Anchor: 36, Path: "a.txt", Before: "h1", After: "h2"}}))
+
+	fork, err := st.ForkSession(ctx, id, 30)
+	must(t, err)
+	if fork.ParentID != id || fork.ForkTS != 30 || fork.MessageCount != 2 {
+		t.Fatalf("fork %+v", fork)
+	}
+	runs, err := st.CodeRuns(ctx, fork.ID)
+	must(t, err)
+	if len(runs) != 1 || runs[0].Code != "x = 1" {
+		t.Fatalf("fork's code runs %+v", runs)
+	}
+
+	h, err := st.Load(ctx, id)
+	must(t, err)
+	res, err := rewind.RewindToTimestamp(h.UI, h.API, 30, rewind.Options{})
+	must(t, err)
+	must(t, st.ApplyRewind(ctx, id, h, res))
+	runs, err = st.CodeRuns(ctx, id)
+	must(t, err)
+	if len(runs) != 2 || runs[0].Rewound || !runs[1].Rewound {
+		t.Fatalf("code runs after the rewind %+v", runs)
+	}
+	changes, err := st.FileChanges(ctx, id, 0)
+	must(t, err)
+	if len(changes) != 1 || changes[0].Anchor != 16 {
+		t.Fatalf("file changes after the rewind %+v", changes)
+	}
+	// The fork kept its own copy.
+	fh, err := st.Load(ctx, fork.ID)
+	must(t, err)
+	if len(fh.UI) != 2 || len(fh.API) != 2 {
+		t.Fatalf("fork history %d/%d", len(fh.UI), len(fh.API))
+	}
+	list, err := st.ListSessions(ctx, ListOptions{})
+	must(t, err)
+	var sawParent bool
+	for _, s := range list {
+		sawParent = sawParent || (s.ID == fork.ID && s.ParentID == id)
+	}
+	if !sawParent {
+		t.Fatal("the listing does not show the fork's parent")
+	}
+}

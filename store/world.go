@@ -45,6 +45,11 @@ type FileChange struct {
 func (s *Store) PutBlob(ctx context.Context, data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:])
+	// Most content is stored already (a rescan of a touched file): a read
+	// is far cheaper than a write of the same bytes.
+	if ok, err := s.HasBlob(ctx, hash); err != nil || ok {
+		return hash, err
+	}
 	err := s.writeTx(ctx, "put blob", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING",
 			hash, len(data), data)

@@ -22,6 +22,7 @@ func TestLayers(t *testing.T) {
 		"kernel/client": {"kernel", "bridge", "agent", "messages", "store", "rewind", "backing"},
 		"backing":       {"kernel", "bridge", "agent", "messages", "store", "rewind", "session", "webview", "notebooks"},
 		"session":       {"kernel", "bridge", "webview", "notebooks", "cmd/agentkernel"},
+		"checkpoint":    {"store", "agent", "session", "backing", "bridge", "kernel", "webview", "notebooks"},
 		"agent":         {"kernel", "kernel/client", "kernel/wire", "backing", "session", "bridge", "webview", "notebooks"},
 		"bridge":        {"notebooks", "cmd/agentkernel"},
 		"webview":       {"agent", "bridge", "kernel", "kernel/client", "store", "rewind", "cmd/agentkernel"},

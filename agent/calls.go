@@ -139,6 +139,9 @@ func (t *Task) runTool(ctx context.Context, h hooks, call provider.ToolCall) (Re
 		return Result{Text: text, IsError: true}, errDenied
 	}
 	t.lis.Emit(Event{Kind: EventTaskActive})
+	if w := t.cfg.World; w != nil && !tool.ReadOnly() {
+		defer w.BeforeTool(ctx, t.clock.Next(), call)()
+	}
 	res, err := tool.Execute(ctx, call.Input)
 	if call.Name == ToolExecuteCode {
 		show := func(m *messages.UIMessage) { m.Images = res.Shown }

@@ -109,6 +109,9 @@ func (t *Task) userMessage(ctx context.Context, text string) error {
 	if first {
 		kind = messages.SayText
 	}
+	if t.cfg.World != nil {
+		t.cfg.World.BeforePrompt(ctx, t.clock.Next())
+	}
 	sent := text
 	if t.cfg.Context != nil {
 		if c := t.cfg.Context(); c != "" {

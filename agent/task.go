@@ -67,6 +67,22 @@ type Config struct {
 	// Context returns text to prepend to the next user message (the bridge
 	// gives the %%code cells run since the last prompt); may be nil.
 	Context func() string
+	// World, when set, is told of the steps that may change the world
+	// beside the conversation (files, the backing kernel), so that a
+	// rewind can turn them back.
+	World World
+}
+
+// World is told of the steps of a turn that may change the workspace or
+// the backing kernel. Anchors are stamps of the session's clock: a step
+// anchored before a message's ts happened before that message. Errors are
+// the World's to report; a step is never stopped by them.
+type World interface {
+	// BeforePrompt is called before the user's message is recorded.
+	BeforePrompt(ctx context.Context, anchor int64)
+	// BeforeTool is called before an allowed tool call that is not
+	// read-only runs; after is called once it has run.
+	BeforeTool(ctx context.Context, anchor int64, call provider.ToolCall) (after func())
 }
 
 // DefaultSystemPrompt tells the model where it is.
@@ -499,6 +515,10 @@ func (t *Task) Record(ctx context.Context, kind messages.Say, text string) (mess
 	}
 	return t.say(ctx, kind, text, nil)
 }
+
+// Stamp returns a fresh stamp of the session's clock: ordered with the
+// ts of its messages (later than every one so far, earlier than the next).
+func (t *Task) Stamp() int64 { return t.clock.Next() }
 
 // SetProvider switches the model for the next request (nil: none).
 func (t *Task) SetProvider(p provider.Provider) {

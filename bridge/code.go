@@ -87,7 +87,13 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 	agentBody, isAgent := cutCellMagic(c.Code, "%%agent")
 	magic := isMagic(c.Code)
 	if b.cfg.Mode == ModeCode && !isAgent && !magic {
-		b.forward(ctx, r, "execute_reply")
+		if b.host.ReplayPending() {
+			b.replayFirst(ctx, r)
+		}
+		b.forward(ctx, r, wire.MsgExecuteReply)
+		if !c.Silent {
+			b.host.UserCode(ctx, c.Code, r.ReplyStatus())
+		}
 		return
 	}
 	r.Busy() // if deferred: this cell is ours, and may take long
@@ -118,6 +124,23 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 		b.codeCell(cctx, r, body, count)
 	default:
 		b.prompt(cctx, r, c.Code, count)
+	}
+}
+
+// replayFirst replays the session's code in a fresh kernel before a cell,
+// when a rewind done outside this kernel left that to do.
+func (b *Bridge) replayFirst(ctx context.Context, r *kernel.Request) {
+	r.Busy()
+	lines, err := b.host.ReplayIfPending(ctx)
+	text := "[agentkernel] the session was rewound: the kernel was restarted and its code replayed\n"
+	for _, l := range lines {
+		text += "  " + l + "\n"
+	}
+	if err != nil {
+		text += "  " + err.Error() + "\n"
+	}
+	if err := r.Publish(wire.MsgStream, wire.Stream{Name: "stderr", Text: text}); err != nil {
+		b.log.Debug("publish replay", "error", err)
 	}
 }
 

@@ -12,10 +12,10 @@ import (
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
-// codeCell runs a %%code cell of prompt mode in the backing kernel: its
-// outputs go to the cell as they are (execute_result renumbered to the
-// cell's count), and the host records it (cell_executed) and hands it to
-// the model with the next prompt.
+// codeCell runs a %%code cell of prompt mode in the backing kernel through
+// the host, which records it (cell_executed, the code log) and hands it to
+// the model with the next prompt: its outputs go to the cell as they are
+// (execute_result renumbered to the cell's count).
 func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, count int) {
 	var input func(string, bool) (string, error)
 	if r.AllowStdin() {
@@ -23,7 +23,7 @@ func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, c
 		defer cancelInput()
 		input = func(prompt string, password bool) (string, error) { return r.Input(inputCtx, prompt, password) }
 	}
-	res, err := b.runner.Execute(ctx, backing.Exec{Code: code, Input: input, Output: func(m *wire.Message) {
+	res, err := b.host.RunCell(ctx, backing.Exec{Code: code, Input: input, Output: func(m *wire.Message) {
 		switch m.Header.MsgType {
 		case wire.MsgStatus, wire.MsgExecuteInput:
 			return
@@ -56,7 +56,6 @@ func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, c
 		b.replyError(r, count, "BackingKernelError", err.Error())
 		return
 	}
-	b.host.RecordCell(ctx, code, res)
 	if e := res.Error; e != nil {
 		if err := r.Reply(wire.MsgExecuteReply, wire.ExecuteReply{Status: wire.StatusError, ExecutionCount: count,
 			Error:           &wire.Error{EName: e.Name, EValue: e.Value, Traceback: e.Traceback},

@@ -18,7 +18,10 @@ const magicHelp = `%agent new              start a new session
 %agent sessions [TEXT]  list sessions (optionally matching TEXT)
 %agent resume ID        continue a stored session (an id prefix is enough)
 %agent history          show this session's messages with their #N and ts
-%agent rewind TS|#N     remove that message and everything after it
+%agent rewind TS|#N [--conversation-only|--no-files|--no-kernel] [--force]
+                        go back to before that message: the conversation, the files
+                        the agent changed, and the kernel (restarted, its code replayed)
+%agent fork TS|#N       a new session holding the history before that message
 %agent edit TS|#N TEXT  replace a prompt of yours with TEXT and run it again
 %agent model [NAME]     show or set the model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:NAME, replay:FILE)
 %agent mode [NAME]      show or set the permission mode (default, acceptEdits, bypassPermissions, plan)
@@ -28,7 +31,7 @@ const magicHelp = `%agent new              start a new session
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "edit", "model", "mode", "cost", "export", "webview", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "mode", "cost", "export", "webview", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -49,6 +52,18 @@ func (b *Bridge) magic(ctx context.Context, r *kernel.Request, line string, coun
 	}
 	if sub == "webview" {
 		b.magicWebview(ctx, r, args, count)
+		return
+	}
+	if sub == "rewind" || sub == "fork" {
+		out, err := b.magicRewind(ctx, r, sub, args)
+		if err != nil {
+			b.replyError(r, count, "AgentMagicError", err.Error())
+			return
+		}
+		if err := r.Publish(wire.MsgStream, wire.Stream{Name: "stdout", Text: out + "\n"}); err != nil {
+			b.log.Debug("publish magic output", "error", err)
+		}
+		b.replyOK(r, count, "")
 		return
 	}
 	out, err := b.runMagic(ctx, sub, args)
@@ -95,20 +110,6 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 	switch sub {
 	case "history":
 		return formatHistory(h.History()), nil
-	case "rewind":
-		if len(args) != 1 {
-			return "", fmt.Errorf("usage: %%agent rewind TS|#N")
-		}
-		ts, err := h.Ref(args[0])
-		if err != nil {
-			return "", err
-		}
-		res, err := h.Rewind(ctx, ts)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("Rewound: %d messages removed; %d shown and %d sent to the model remain.",
-			res.Removed, res.UI, res.API), nil
 	case "model":
 		if len(args) == 0 {
 			if m := h.Model(); m != "" {
@@ -228,5 +229,109 @@ func (b *Bridge) magicEdit(ctx context.Context, r *kernel.Request, line string, 
 		b.replyError(r, count, "AgentMagicError", err.Error())
 		return
 	}
-	b.follow(r, count, func(t session.Turn) (session.Result, error) { return b.host.Edit(ctx, ts, text, t) })
+	rw, err := b.host.Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: b.confirmReplay(r)})
+	if err != nil {
+		b.replyError(r, count, "AgentMagicError", err.Error())
+		return
+	}
+	if err := r.Publish(wire.MsgStream, wire.Stream{Name: "stdout", Text: rw.Summary() + "\n"}); err != nil {
+		b.log.Debug("publish rewind", "error", err)
+	}
+	b.prompt(ctx, r, text, count)
+}
+
+// magicRewind runs %agent rewind and %agent fork: REF and the options in
+// any order.
+func (b *Bridge) magicRewind(ctx context.Context, r *kernel.Request, sub string, args []string) (string, error) {
+	usage := fmt.Errorf("usage: %%agent %s TS|#N [--conversation-only|--no-files|--no-kernel] [--force]", sub)
+	opts := session.RewindOptions{ConfirmReplay: b.confirmReplay(r)}
+	ref := ""
+	for _, a := range args {
+		switch a {
+		case "--conversation-only":
+			opts.ConversationOnly = true
+		case "--no-files":
+			opts.NoFiles = true
+		case "--no-kernel":
+			opts.NoKernel = true
+		case "--force":
+			opts.Force = true
+		default:
+			if ref != "" || strings.HasPrefix(a, "-") {
+				return "", usage
+			}
+			ref = a
+		}
+	}
+	if ref == "" {
+		return "", usage
+	}
+	if _, err := b.host.Current(ctx); err != nil {
+		return "", err
+	}
+	ts, err := b.host.Ref(ref)
+	if err != nil {
+		return "", err
+	}
+	if sub == "fork" {
+		info, rw, err := b.host.Fork(ctx, ts, opts)
+		if err != nil {
+			return "", err
+		}
+		out := fmt.Sprintf("Forked: new session %s holds the %d messages before %s; the original is unchanged.", info.ID, info.Messages, ref)
+		if rw.Files != nil || len(rw.Kernel) > 0 || rw.KernelNote != "" {
+			summary := rw.Summary()
+			if _, rest, ok := strings.Cut(summary, "\n"); ok {
+				out += "\n" + rest
+			}
+		}
+		return out, nil
+	}
+	rw, err := b.host.Rewind(ctx, ts, opts)
+	if err != nil {
+		return "", err
+	}
+	return rw.Summary(), nil
+}
+
+// confirmReplay asks, before a rewind restarts the kernel and replays
+// code, on the frontend's stdin when it allows it; headless, the approval
+// policy decides (all: yes).
+func (b *Bridge) confirmReplay(r *kernel.Request) func(context.Context, []session.CodeRun) bool {
+	return func(ctx context.Context, code []session.CodeRun) bool {
+		if !r.AllowStdin() {
+			return b.cfg.Approve == agent.ApproveAll
+		}
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "The kernel will be restarted and %d cells run again:\n", len(code))
+		for i, c := range code {
+			fmt.Fprintf(&sb, "  [%d] %s\n", i+1, firstLineOf(c.Code, 70))
+		}
+		sb.WriteString("Replay? [y]es / [n]o (the kernel keeps its current state): ")
+		prompt := sb.String()
+		for {
+			in, err := r.Input(ctx, prompt, false)
+			if err != nil {
+				return false
+			}
+			switch strings.ToLower(strings.TrimSpace(in)) {
+			case "y", "yes":
+				return true
+			case "n", "no":
+				return false
+			}
+			prompt = "Please answer y (yes) or n (no): "
+		}
+	}
+}
+
+func firstLineOf(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if rs := []rune(s); len(rs) > n {
+		s = string(rs[:n]) + "…"
+	}
+	return s
 }

@@ -208,15 +208,18 @@ func (p panelAgent) Cancel(context.Context) error {
 }
 
 // Rewind implements webview.Agent.
+// The panel's user chose "rewind to here" (or edit): the world goes back
+// too, kernel replay included.
 func (p panelAgent) Rewind(ctx context.Context, ts int64) error {
-	_, err := p.h.Rewind(ctx, ts)
+	_, err := p.h.Rewind(ctx, ts, session.RewindOptions{})
 	return err
 }
 
 // Edit implements webview.Agent: the new turn runs without a cell; its
 // asks wait for the panel.
 func (p panelAgent) Edit(ctx context.Context, ts int64, text string) error {
-	return p.h.StartEdit(ctx, ts, text)
+	_, err := p.h.StartEdit(ctx, ts, text, session.RewindOptions{})
+	return err
 }
 
 // SetMode implements webview.Agent.

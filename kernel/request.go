@@ -40,6 +40,10 @@ func (r *Request) Busy() {
 	r.busy.Do(func() { r.srv.status(r.Msg, statusBusy) })
 }
 
+// ReplyStatus returns the status of the execute_reply sent for the request
+// ("" before one was sent). Call it from the handler, after the reply.
+func (r *Request) ReplyStatus() string { return r.reply }
+
 // Type returns the request's msg_type.
 func (r *Request) Type() string { return r.Msg.Header.MsgType }
 
@@ -55,7 +59,7 @@ func (r *Request) Reply(msgType string, content any) error {
 
 // ReplyRaw sends a reply with raw content, metadata and buffers.
 func (r *Request) ReplyRaw(msgType string, content, metadata json.RawMessage, buffers [][]byte) error {
-	if msgType == "execute_reply" {
+	if msgType == wire.MsgExecuteReply {
 		var st struct {
 			Status string `json:"status"`
 		}

@@ -9,7 +9,23 @@ const (
 	EventSessionChanged agent.EventKind = "sessionChanged"
 	// EventSettingsChanged: the model or the permission mode changed.
 	EventSettingsChanged agent.EventKind = "settingsChanged"
+	// EventCheckpoint: a step that may change the workspace has run and
+	// what it did is recorded; Text is a Checkpoint as JSON.
+	EventCheckpoint agent.EventKind = "checkpoint"
 )
+
+// Checkpoint is what EventCheckpoint carries.
+type Checkpoint struct {
+	Anchor int64        `json:"anchor"`
+	Tool   string       `json:"tool"`
+	Files  []FileChange `json:"files"`
+}
+
+// FileChange is one file a step changed: created, changed or removed.
+type FileChange struct {
+	Path   string `json:"path"`
+	Change string `json:"change"`
+}
 
 // Subscribe registers f for the events of the current session, whichever
 // it is, and the host's own (EventSessionChanged, EventSettingsChanged).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent/agentstore"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/checkpoint"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/store"
 )
@@ -50,6 +52,9 @@ type Config struct {
 	// PermissionMode, Allow and Deny configure each session's Policy.
 	PermissionMode agent.Mode
 	Allow, Deny    []string
+	// Checkpoints set the limits of the workspace tracking that rewinds
+	// restore files from.
+	Checkpoints checkpoint.Options
 	// Logger; default a null logger.
 	Logger hclog.Logger
 }
@@ -68,6 +73,10 @@ type Host struct {
 	ownStore  bool
 	cur       *current
 	explicit  string // the model set with SetModel: wins over a resumed session's
+	track     *checkpoint.Tracker
+	kernelLog []logged         // what the backing kernel has run since it started
+	logSeq    int64            // the last entry's seq
+	logMark   map[string]int64 // per session: the last entry it has seen
 	providers map[string]provider.Provider
 	closed    bool
 
@@ -85,8 +94,19 @@ type current struct {
 	tools    []string
 	unlisten func()
 
+	// replayPending: the kernel state must be rebuilt before code runs.
+	replayPending atomic.Bool
+
 	mu    sync.Mutex
 	cells []string // %%code cells since the last prompt, for the model
+	notes []string // what the model must be told at the next prompt
+}
+
+// note queues text for the model, given with the next prompt.
+func (c *current) note(text string) {
+	c.mu.Lock()
+	c.notes = append(c.notes, text)
+	c.mu.Unlock()
 }
 
 // New returns a Host. It opens nothing.
@@ -213,8 +233,9 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	model := firstNonEmpty(h.explicit, h.cfg.Model)
 	h.mu.Unlock()
 	var (
-		id   string
-		hist store.Histories
+		id      string
+		hist    store.Histories
+		pending bool
 	)
 	if resume != "" {
 		s, err := st.FindSession(ctx, resume)
@@ -227,7 +248,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		if hist, err = st.Load(ctx, s.ID); err != nil {
 			return nil, fmt.Errorf("session: load %s: %w", s.ID, err)
 		}
-		id = s.ID
+		id, pending = s.ID, s.ReplayPending
 		h.mu.Lock()
 		model = firstNonEmpty(h.explicit, s.Model, h.cfg.Model)
 		h.mu.Unlock()
@@ -241,11 +262,12 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		id = s.ID
 	}
 	c := &current{id: id, model: model, resumed: resume != ""}
+	c.replayPending.Store(pending)
 	ws, err := agent.NewWorkspace(h.cfg.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("session: workspace: %w", err)
 	}
-	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h}})
+	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
@@ -261,7 +283,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	}
 	if c.task, err = agent.New(agent.Config{
 		SessionID: id, Store: agentstore.New(st), Toolbox: tb, Provider: prov, Policy: c.policy,
-		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: c.takeCells,
+		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: c.takeCells, World: world{h: h, c: c},
 	}); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
@@ -282,8 +304,10 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	h.cur = c
 	h.mu.Unlock()
 	if prev != nil {
+		h.leave(prev)
 		prev.close()
 	}
+	h.inherit(ctx, c)
 	h.log.Info("agent session", "id", id, "model", model, "resumed", resume != "")
 	h.lis.Emit(agent.Event{Kind: EventSessionChanged})
 	return c, nil

@@ -379,7 +379,7 @@ func TestRef(t *testing.T) {
 		}
 	}
 	before := len(h.History())
-	if _, err := h.Rewind(context.Background(), ui[len(ui)-1].TS); err != nil {
+	if _, err := h.Rewind(context.Background(), ui[len(ui)-1].TS, RewindOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(h.History()) != before-1 {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/messages"
-	"github.com/agentkernel/agentkernel/rewind"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -128,34 +127,6 @@ func (h *Host) Ref(ref string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no message with ts %d in this session (see %%agent history)", ts)
-}
-
-// Rewound says what a Rewind did.
-type Rewound struct {
-	// Removed is the number of UI messages removed.
-	Removed int
-	// UI and API are the numbers of messages left: shown, and sent to the
-	// model.
-	UI, API int
-}
-
-// Rewind removes the message stamped ts and everything after it from both
-// histories of the current session, in one transaction. A running turn is
-// cancelled first.
-func (h *Host) Rewind(ctx context.Context, ts int64) (Rewound, error) {
-	c, err := h.session(ctx)
-	if err != nil {
-		return Rewound{}, err
-	}
-	before := len(c.task.UI())
-	res, err := c.task.Rewind(ctx, ts, rewind.Options{})
-	if err != nil {
-		return Rewound{}, err
-	}
-	if !res.Changed {
-		return Rewound{UI: before, API: len(messages.Effective(c.task.API()))}, nil
-	}
-	return Rewound{Removed: before - len(res.UI), UI: len(res.UI), API: len(messages.Effective(res.API))}, nil
 }
 
 // Cost returns the current session's stored usage.

@@ -15,15 +15,24 @@ import (
 
 // codeRunner runs the agent's execute_code in the host's backing kernel;
 // the outputs go to the Output of the turn that runs it, unchanged.
-type codeRunner struct{ h *Host }
+type codeRunner struct {
+	h *Host
+	c *current
+}
 
-// Run implements agent.CodeRunner.
+// Run implements agent.CodeRunner. The code joins the session's code log
+// (what a rewind replays); a replay left pending by a rewind runs first.
 func (cr *codeRunner) Run(ctx context.Context, code string) (agent.CodeResult, error) {
 	r := cr.h.cfg.Runner
 	if r == nil {
 		return agent.CodeResult{}, errors.New("no backing kernel to run code in")
 	}
+	if _, err := cr.h.ReplayIfPending(ctx); err != nil {
+		cr.h.log.Warn("replay before the code", "error", err)
+	}
+	anchor := cr.c.task.Stamp()
 	res, err := r.Execute(ctx, backing.Exec{Code: code, Output: cr.h.turnOutput()})
+	cr.h.recordCode(ctx, cr.c, anchor, "agent", code, res.Status)
 	return codeResult(res), err
 }
 
@@ -63,6 +72,24 @@ func codeResult(r backing.Result) agent.CodeResult {
 	return cr
 }
 
+// RunCell runs a cell the user gave the host (a %%code cell of prompt
+// mode) in the backing kernel, replaying first if a rewind left that
+// pending, and records it (RecordCell).
+func (h *Host) RunCell(ctx context.Context, e backing.Exec) (backing.Result, error) {
+	r := h.cfg.Runner
+	if r == nil {
+		return backing.Result{}, errors.New("no backing kernel to run code in")
+	}
+	if _, err := h.ReplayIfPending(ctx); err != nil {
+		h.log.Warn("replay before the cell", "error", err)
+	}
+	res, err := r.Execute(ctx, e)
+	if err == nil || res.Status != "" {
+		h.RecordCell(ctx, e.Code, res)
+	}
+	return res, err
+}
+
 // maxCells is how many %%code cells the model is given at the next prompt.
 const maxCells = 20
 
@@ -93,6 +120,7 @@ func (h *Host) RecordCell(ctx context.Context, code string, res backing.Result) 
 		c.cells = c.cells[len(c.cells)-maxCells:]
 	}
 	c.mu.Unlock()
+	h.recordCode(ctx, c, 0, "cell", code, res.Status)
 	rec, _ := json.Marshal(map[string]string{"code": code, "output": capText(output, 20000), "status": res.Status})
 	if _, err := c.task.Record(ctx, messages.SayCellExecuted, string(rec)); err != nil && !errors.Is(err, agent.ErrBusy) {
 		h.log.Warn("record cell", "error", err)
@@ -103,12 +131,14 @@ func (h *Host) RecordCell(ctx context.Context, code string, res backing.Result) 
 func (c *current) takeCells() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.cells) == 0 {
-		return ""
+	var parts []string
+	parts = append(parts, c.notes...)
+	if len(c.cells) > 0 {
+		parts = append(parts, capText("The user ran these cells in the notebook's kernel since the last message:\n\n"+
+			strings.Join(c.cells, "\n\n"), 20000))
 	}
-	text := "The user ran these cells in the notebook's kernel since the last message:\n\n" + strings.Join(c.cells, "\n\n")
-	c.cells = nil
-	return capText(text, 20000)
+	c.notes, c.cells = nil, nil
+	return strings.Join(parts, "\n\n")
 }
 
 // capText keeps the head and tail of s within n bytes.

@@ -74,16 +74,6 @@ func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) 
 	return h.follow(ctx, c, t, func() error { return c.task.Submit(text) })
 }
 
-// Edit replaces the user message at ts (and everything after it) with text
-// and follows the new turn, as Submit does.
-func (h *Host) Edit(ctx context.Context, ts int64, text string, t Turn) (Result, error) {
-	c, err := h.session(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	return h.follow(ctx, c, t, func() error { return c.task.EditAndResubmit(ctx, ts, text) })
-}
-
 // Start sends text to the current session without following the turn:
 // its asks wait for Respond (the web panel answers them).
 func (h *Host) Start(ctx context.Context, text string) error {
@@ -96,12 +86,12 @@ func (h *Host) Start(ctx context.Context, text string) error {
 
 // StartEdit is Edit without following the turn: its asks wait for
 // Respond (the web panel answers them).
-func (h *Host) StartEdit(ctx context.Context, ts int64, text string) error {
-	c, err := h.session(ctx)
+func (h *Host) StartEdit(ctx context.Context, ts int64, text string, opts RewindOptions) (Rewound, error) {
+	rw, err := h.Rewind(ctx, ts, opts)
 	if err != nil {
-		return err
+		return rw, err
 	}
-	return c.task.EditAndResubmit(ctx, ts, text)
+	return rw, h.Start(ctx, text)
 }
 
 // follow runs start, then follows the turn it began to its end.

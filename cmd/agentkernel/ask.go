@@ -60,6 +60,8 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	model := fs.String("model", "", "model, e.g. openai:gpt-4.1 or replay:FILE (default: the session's, then $AGENTKERNEL_MODEL, then the config file)")
 	backingName := fs.String("backing", "python3", "kernelspec of the backing kernel that runs the agent's code")
 	record := fs.String("record", "", "record the model's answers to the cassette `FILE`")
+	rewindTo := fs.String("rewind", "", "with --session or --continue: first rewind the session to before message `#N` "+
+		"(its files, and its kernel when --approve all lets the code before it replay), as sessions rewind does")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -72,6 +74,9 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	if *cont && *sessionRef != "" {
 		return errors.New("ask: --session and --continue exclude each other")
+	}
+	if *rewindTo != "" && !*cont && *sessionRef == "" {
+		return errors.New("ask: --rewind needs the session: --session ID or --continue")
 	}
 	if len(pos) > 1 {
 		return fmt.Errorf("ask: want one PROMPT (quote it), got %d arguments", len(pos))
@@ -162,6 +167,36 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if format == formatStreamJSON {
 		out.emit("init", map[string]any{"session_id": sid, "model": modelName, "tools": info.Tools,
 			"cwd": cwd, "approve": policy, "backing": *backingName, "resumed": info.Resumed, "version": versionString()})
+		remove := host.Subscribe(func(e agent.Event) {
+			if e.Kind == session.EventCheckpoint {
+				var cp session.Checkpoint
+				if json.Unmarshal([]byte(e.Text), &cp) == nil {
+					out.emit("checkpoint", map[string]any{"session_id": sid, "anchor": cp.Anchor, "tool": cp.Tool, "files": cp.Files})
+				}
+			}
+		})
+		defer remove()
+	}
+	if *rewindTo != "" {
+		ts, err := host.Ref(*rewindTo)
+		if err != nil {
+			return fmt.Errorf("ask: --rewind: %w", err)
+		}
+		rw, err := host.Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: func(context.Context, []session.CodeRun) bool {
+			return ap == agent.ApproveAll && policy != "interactive"
+		}})
+		if err != nil {
+			return fmt.Errorf("ask: --rewind: %w", err)
+		}
+		switch format {
+		case formatStreamJSON:
+			out.emit("rewind", map[string]any{"session_id": sid, "to": *rewindTo, "removed": rw.Removed,
+				"files": rw.Files, "kernel": rw.Kernel, "kernel_note": rw.KernelNote})
+		case formatText:
+			fmt.Fprintln(stderr, rw.Summary())
+		}
+	}
+	if format == formatStreamJSON {
 		turn.Output = func(m *wire.Message) {
 			if isOutput(m.Header.MsgType) {
 				out.emit("output", map[string]any{"session_id": sid, "msg_type": m.Header.MsgType, "content": m.Content})

@@ -12,9 +12,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/notebooks"
+	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -28,6 +31,11 @@ Subcommands:
   import FILE | -                                         a session exported as JSONL
   rm ID [--purge]                                         archive a session (restorable), or delete it for good
   restore ID                                              bring an archived session back
+  rewind ID #N|TS [--conversation-only|--no-files|--no-kernel] [--force]
+                                                          go back to before message #N (see show): both
+                                                          histories and the files the agent changed; the
+                                                          kernel is rebuilt when the session next runs code
+  fork ID #N|TS [same flags]                              a new session holding the history before #N
 
 Every subcommand takes --json for output that scripts read. ID may be a
 unique prefix of the id. The store is $AGENTKERNEL_DATA_DIR/agentkernel.db
@@ -45,7 +53,7 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, sessionsUsage)
 		return nil
-	case "list", "ls", "show", "search", "export", "import", "rm", "restore":
+	case "list", "ls", "show", "search", "export", "import", "rm", "restore", "rewind", "fork":
 	default:
 		fmt.Fprint(stderr, sessionsUsage)
 		return fmt.Errorf("sessions: unknown subcommand %q", sub)
@@ -54,10 +62,10 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	fs := newFlagSet("sessions "+sub, "sessions "+sub+" [flags]", stderr)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	var (
-		all, archived, purge *bool
-		search, format, out  *string
-		kernelName, session  *string
-		limit                *int
+		all, archived, purge  *bool
+		search, format, out   *string
+		kernelName, inSession *string
+		limit                 *int
 	)
 	switch sub {
 	case "list", "ls":
@@ -67,7 +75,7 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 		limit = fs.Int("limit", 50, "at most `N` sessions (0: all)")
 	case "search":
 		all = fs.Bool("all", false, "include archived sessions")
-		session = fs.String("session", "", "search only the session `ID`")
+		inSession = fs.String("session", "", "search only the session `ID`")
 		limit = fs.Int("limit", 20, "at most `N` hits")
 	case "export":
 		format = fs.String("format", "jsonl", "jsonl (what import reads) or ipynb (a notebook of the session)")
@@ -76,14 +84,24 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	case "rm":
 		purge = fs.Bool("purge", false, "delete the session and its histories for good instead of archiving it")
 	}
+	var ropts session.RewindOptions
+	if sub == "rewind" || sub == "fork" {
+		fs.BoolVar(&ropts.ConversationOnly, "conversation-only", false, "leave the files and the kernel as they are")
+		fs.BoolVar(&ropts.NoFiles, "no-files", false, "leave the files as they are")
+		fs.BoolVar(&ropts.NoKernel, "no-kernel", false, "leave the kernel's state (no replay when the session next runs code)")
+		fs.BoolVar(&ropts.Force, "force", false, "overwrite files changed outside the agent since (conflicts)")
+	}
 	pos, err := parseArgs(fs, rest)
 	if err != nil {
 		return err
 	}
 	c.json = *asJSON
 	want := 1
-	if sub == "list" || sub == "ls" {
+	switch sub {
+	case "list", "ls":
 		want = 0
+	case "rewind", "fork":
+		want = 2
 	}
 	if len(pos) != want {
 		fs.Usage()
@@ -116,7 +134,7 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	case "show":
 		err = c.show(ctx, pos[0])
 	case "search":
-		err = c.search(ctx, pos[0], *session, *all, *limit)
+		err = c.search(ctx, pos[0], *inSession, *all, *limit)
 	case "export":
 		err = c.export(ctx, pos[0], *format, *out, *kernelName)
 	case "import":
@@ -125,6 +143,8 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 		err = c.remove(ctx, pos[0], *purge)
 	case "restore":
 		err = c.restore(ctx, pos[0])
+	case "rewind", "fork":
+		err = c.rewind(ctx, pos[0], pos[1], ropts, sub == "fork", log)
 	}
 	if err != nil {
 		return fmt.Errorf("sessions %s: %w", sub, err)
@@ -170,6 +190,7 @@ type sessionJSON struct {
 	Archived         bool       `json:"archived"`
 	ArchivedAt       *time.Time `json:"archived_at,omitempty"`
 	ArchiveReason    string     `json:"archive_reason,omitempty"`
+	ParentID         string     `json:"parent_id,omitempty"`
 }
 
 func toJSON(s store.Session) sessionJSON {
@@ -180,7 +201,7 @@ func toJSON(s store.Session) sessionJSON {
 		InputTokens: s.Usage.TokensIn, OutputTokens: s.Usage.TokensOut,
 		CacheReadTokens: s.Usage.CacheReads, CacheWriteTokens: s.Usage.CacheWrites, CostUSD: s.Usage.Cost,
 		FirstUserMessage: s.FirstUserMessage, LastMessage: s.LastMessage,
-		Archived: s.Archived(), ArchiveReason: s.ArchiveReason,
+		Archived: s.Archived(), ArchiveReason: s.ArchiveReason, ParentID: s.ParentID,
 	}
 	if s.Archived() {
 		t := s.ArchivedAt
@@ -226,6 +247,9 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 		if s.Archived() {
 			title = "[archived] " + title
 		}
+		if s.ParentID != "" {
+			title = "↳ fork of " + shortID(s.ParentID) + ": " + title
+		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t$%.4f\t%s\t%s\n", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
 			s.MessageCount, s.Usage.Cost, orDash(s.Model), firstLine(title, 60))
 	}
@@ -262,13 +286,18 @@ func (c *sessionsCmd) show(ctx context.Context, ref string) error {
 	if s.Archived() {
 		fmt.Fprintf(w, "Archived:\t%s (%s)\n", s.ArchivedAt.Local().Format(time.DateTime), s.ArchiveReason)
 	}
+	if s.ParentID != "" {
+		fmt.Fprintf(w, "Forked from:\t%s (before the message at ts %d)\n", s.ParentID, s.ForkTS)
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(c.stdout)
-	for _, m := range h.UI {
+	// #N is the message's place in the UI history, as %agent history and
+	// sessions rewind/fork take it.
+	for i, m := range h.UI {
 		if line := transcriptLine(m); line != "" {
-			fmt.Fprintln(c.stdout, line)
+			fmt.Fprintf(c.stdout, "#%-4d %s\n", i, line)
 		}
 	}
 	return nil
@@ -508,4 +537,54 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// rewind is sessions rewind and sessions fork: the host's own rewind, with
+// no kernel here (the session's kernel state is rebuilt when it next runs
+// code) and the files in the workspace the session recorded.
+func (c *sessionsCmd) rewind(ctx context.Context, ref, at string, opts session.RewindOptions, fork bool, log hclog.Logger) error {
+	s, err := c.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	h := session.New(session.Config{Store: c.st, Workspace: s.Workspace, Kind: s.Mode, Logger: log})
+	defer h.Close()
+	if _, err := h.Resume(ctx, s.ID); err != nil {
+		return err
+	}
+	ts, err := h.Ref(at)
+	if err != nil {
+		return err
+	}
+	var (
+		rw   session.Rewound
+		info session.Info
+	)
+	if fork {
+		info, rw, err = h.Fork(ctx, ts, opts)
+	} else {
+		rw, err = h.Rewind(ctx, ts, opts)
+	}
+	if err != nil {
+		return err
+	}
+	if c.json {
+		out := map[string]any{"session_id": s.ID, "removed": rw.Removed, "ui": rw.UI, "api": rw.API,
+			"files": rw.Files, "kernel": rw.Kernel, "kernel_note": rw.KernelNote}
+		if fork {
+			out["fork_id"] = info.ID
+		}
+		return c.printJSON(out)
+	}
+	if fork {
+		fmt.Fprintf(c.stdout, "Forked %s at %s: new session %s (%d messages).\n", shortID(s.ID), at, info.ID, info.Messages)
+		if rw.Files != nil || rw.KernelNote != "" {
+			if _, rest, ok := strings.Cut(rw.Summary(), "\n"); ok {
+				fmt.Fprintln(c.stdout, rest)
+			}
+		}
+		return nil
+	}
+	fmt.Fprintln(c.stdout, rw.Summary())
+	return nil
 }

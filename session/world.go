@@ -1,0 +1,536 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/checkpoint"
+	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/rewind"
+	"github.com/agentkernel/agentkernel/store"
+)
+
+// The world beside the conversation: the workspace's files and the
+// backing kernel's state. The host records what each step did to them
+// (world implements agent.World) and turns it back in a rewind.
+
+// world records the steps of one session.
+type world struct {
+	h *Host
+	c *current
+}
+
+// tracker returns the host's workspace tracker, made on first use.
+func (h *Host) tracker() (*checkpoint.Tracker, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.track != nil {
+		return h.track, nil
+	}
+	st, err := h.storeLocked()
+	if err != nil {
+		return nil, err
+	}
+	t, err := checkpoint.New(h.cfg.Workspace, st, h.cfg.Checkpoints)
+	if err != nil {
+		return nil, err
+	}
+	h.track = t
+	return t, nil
+}
+
+// scan brings the tracker up to date and returns what changed since its
+// last scan. A scan is a stat per file; the kernel runs on one processor
+// (it relays messages), so for the scan it may use them all.
+func (h *Host) scan(ctx context.Context) ([]checkpoint.Change, error) {
+	t, err := h.tracker()
+	if err != nil {
+		return nil, err
+	}
+	if n := runtime.NumCPU(); runtime.GOMAXPROCS(0) < n {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	}
+	ch, rep, err := t.Sync(ctx)
+	if len(rep.Unreadable) > 0 {
+		h.log.Debug("workspace scan: unreadable", "paths", rep.Unreadable)
+	}
+	return ch, err
+}
+
+// BeforePrompt implements agent.World: what changed since the last step
+// is the user's doing, learnt and not recorded.
+func (w world) BeforePrompt(ctx context.Context, anchor int64) {
+	if _, err := w.h.scan(ctx); err != nil {
+		w.h.log.Warn("checkpoint before the prompt", "error", err)
+	}
+}
+
+// BeforeTool implements agent.World: the scans around the call find what
+// it changed (a file tool, or the code it ran), recorded at anchor.
+func (w world) BeforeTool(ctx context.Context, anchor int64, call provider.ToolCall) func() {
+	if _, err := w.h.scan(ctx); err != nil {
+		w.h.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
+		return func() {}
+	}
+	return func() {
+		ctx := context.WithoutCancel(ctx)
+		changes, err := w.h.scan(ctx)
+		if err != nil {
+			w.h.log.Warn("checkpoint after a tool", "tool", call.Name, "error", err)
+			return
+		}
+		cp := Checkpoint{Anchor: anchor, Tool: call.Name, Files: []FileChange{}}
+		for _, c := range changes {
+			kind := "changed"
+			switch {
+			case c.Before == "":
+				kind = "created"
+			case c.After == "":
+				kind = "removed"
+			}
+			cp.Files = append(cp.Files, FileChange{Path: c.Path, Change: kind})
+		}
+		defer func() {
+			b, _ := json.Marshal(cp)
+			w.h.lis.Emit(agent.Event{Kind: EventCheckpoint, Text: string(b)})
+		}()
+		if len(changes) == 0 {
+			return
+		}
+		rec := make([]store.FileChange, len(changes))
+		for i, c := range changes {
+			rec[i] = store.FileChange{Anchor: anchor, Path: c.Path, Before: c.Before, After: c.After}
+		}
+		st, err := w.h.Store()
+		if err == nil {
+			err = st.AddFileChanges(ctx, w.c.id, rec)
+		}
+		if err != nil {
+			w.h.log.Warn("record file changes", "tool", call.Name, "error", err)
+		}
+	}
+}
+
+// maxKernelLog bounds the code the host remembers of its kernel.
+const maxKernelLog = 10000
+
+// recordCode notes code run in the backing kernel: in the host's log of
+// what its kernel holds, and in the session's code log (c may be nil: no
+// session yet), at anchor (0: now).
+func (h *Host) recordCode(ctx context.Context, c *current, anchor int64, origin, code, status string) {
+	h.logKernel(store.CodeRun{Origin: origin, Code: code, Status: status})
+	if c == nil {
+		return
+	}
+	if anchor == 0 {
+		anchor = c.task.Stamp()
+	}
+	h.storeCode(ctx, c, store.CodeRun{Anchor: anchor, Origin: origin, Code: code, Status: status})
+}
+
+func (h *Host) storeCode(ctx context.Context, c *current, r store.CodeRun) {
+	st, err := h.Store()
+	if err == nil {
+		err = st.AddCodeRun(context.WithoutCancel(ctx), c.id, r)
+	}
+	if err != nil {
+		h.log.Warn("record code run", "origin", r.Origin, "error", err)
+	}
+}
+
+// logged is one entry of the host's log of its kernel.
+type logged struct {
+	seq int64
+	run store.CodeRun
+}
+
+// logKernel appends to the host's log of what its kernel ran.
+func (h *Host) logKernel(runs ...store.CodeRun) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range runs {
+		h.logSeq++
+		h.kernelLog = append(h.kernelLog, logged{seq: h.logSeq, run: r})
+	}
+	if n := len(h.kernelLog); n > maxKernelLog {
+		h.kernelLog = h.kernelLog[n-maxKernelLog:]
+	}
+}
+
+// inherit gives a session that becomes current the code its kernel ran
+// that the session has not seen (before it existed, or while another
+// session was current): a rewind in it replays that too.
+func (h *Host) inherit(ctx context.Context, c *current) {
+	h.mu.Lock()
+	from := h.logMark[c.id]
+	var prior []store.CodeRun
+	for _, l := range h.kernelLog {
+		if l.seq > from {
+			prior = append(prior, l.run)
+		}
+	}
+	h.mu.Unlock()
+	for _, r := range prior {
+		r.Anchor = c.task.Stamp()
+		h.storeCode(ctx, c, r)
+	}
+}
+
+// leave notes how much of the kernel's log a session that stops being
+// current has seen.
+func (h *Host) leave(c *current) {
+	h.mu.Lock()
+	if h.logMark == nil {
+		h.logMark = map[string]int64{}
+	}
+	h.logMark[c.id] = h.logSeq
+	h.mu.Unlock()
+}
+
+// UserCode records a cell the user ran in the backing kernel (code mode):
+// it is part of what a rewind replays.
+func (h *Host) UserCode(ctx context.Context, code, status string) {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	h.recordCode(ctx, c, 0, "user", code, status)
+}
+
+// CodeRun is one piece of code of a session's code log.
+type CodeRun = store.CodeRun
+
+// RewindOptions choose what a rewind turns back; the zero value turns
+// back everything: the conversation, the files and the kernel.
+type RewindOptions struct {
+	// ConversationOnly leaves the files and the kernel as they are.
+	ConversationOnly bool
+	// NoFiles leaves the files; NoKernel the kernel.
+	NoFiles, NoKernel bool
+	// Force overwrites files changed outside the agent since (conflicts).
+	Force bool
+	// ConfirmReplay is asked, with the code that would run again, before
+	// the kernel is restarted and the code replayed; nil: yes. A no
+	// leaves the kernel as it is (and the report says so).
+	ConfirmReplay func(ctx context.Context, code []CodeRun) bool
+}
+
+// Rewound says what a rewind did.
+type Rewound struct {
+	// Removed is the number of UI messages removed.
+	Removed int
+	// UI and API are the numbers of messages left: shown, and sent to the
+	// model.
+	UI, API int
+	// Files says what happened to the workspace's files (nil when they
+	// were left alone).
+	Files *checkpoint.RestoreReport
+	// Kernel says what happened to the kernel's state: "" when it was left
+	// alone, else a line per replayed cell and how it ended.
+	Kernel []string
+	// KernelNote says why the kernel was left or what failed.
+	KernelNote string
+}
+
+// Summary is the rewind in a few lines for people.
+func (r Rewound) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Rewound: %d messages removed; %d shown and %d sent to the model remain.", r.Removed, r.UI, r.API)
+	if f := r.Files; f != nil {
+		fmt.Fprintf(&b, "\nFiles: %d restored, %d removed.", len(f.Restored), len(f.Removed))
+		if len(f.Conflicts) > 0 {
+			fmt.Fprintf(&b, "\nConflicts (changed outside the agent since; kept as they are, --force overwrites): %s",
+				strings.Join(f.Conflicts, ", "))
+		}
+		if len(f.Unrestorable) > 0 {
+			fmt.Fprintf(&b, "\nNot restored: %s", strings.Join(f.Unrestorable, "; "))
+		}
+	}
+	if len(r.Kernel) > 0 {
+		fmt.Fprintf(&b, "\nKernel: restarted; replayed %d cells:", len(r.Kernel))
+		for _, l := range r.Kernel {
+			b.WriteString("\n  " + l)
+		}
+	}
+	if r.KernelNote != "" {
+		b.WriteString("\nKernel: " + r.KernelNote)
+	}
+	return b.String()
+}
+
+// Rewind removes the message stamped ts and everything after it from both
+// histories of the current session, in one transaction, and turns the
+// world back to how it was just before that message: files the agent
+// changed since are restored (created ones removed; files changed outside
+// the agent since are left and reported, unless forced), and the backing
+// kernel is restarted and the code run before that point replayed (asking
+// first). The model is told at the next prompt. A running turn is
+// cancelled first.
+func (h *Host) Rewind(ctx context.Context, ts int64, opts RewindOptions) (Rewound, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return Rewound{}, err
+	}
+	if !containsTS(c.task.UI(), ts) {
+		return Rewound{}, fmt.Errorf("no message with ts %d in this session (see %%agent history)", ts)
+	}
+	st, err := h.Store()
+	if err != nil {
+		return Rewound{}, err
+	}
+	// What the world needs is read before the conversation's rewind, which
+	// marks it rewound.
+	changes, err := st.FileChanges(ctx, c.id, ts)
+	if err != nil {
+		return Rewound{}, err
+	}
+	runs, err := st.CodeRuns(ctx, c.id)
+	if err != nil {
+		return Rewound{}, err
+	}
+	before := len(c.task.UI())
+	res, err := c.task.Rewind(ctx, ts, rewind.Options{})
+	if err != nil {
+		return Rewound{}, err
+	}
+	out := Rewound{Removed: before - len(res.UI), UI: len(res.UI), API: len(messages.Effective(res.API))}
+	if opts.ConversationOnly {
+		return out, nil
+	}
+	var notes []string
+	if !opts.NoFiles && len(changes) > 0 {
+		out.Files, err = h.restoreFiles(ctx, changes, opts.Force)
+		if err != nil {
+			out.Files = &checkpoint.RestoreReport{Unrestorable: []string{err.Error()}}
+		}
+		notes = append(notes, "the workspace's files were restored to that point")
+	}
+	if !opts.NoKernel {
+		h.restoreKernel(ctx, c, ts, runs, opts, &out)
+		if len(out.Kernel) > 0 {
+			notes = append(notes, "the kernel was restarted and the code run before that point replayed (variables defined later are gone)")
+		}
+	}
+	if len(notes) > 0 {
+		c.note("[agentkernel] The conversation was rewound; " + strings.Join(notes, ", and ") +
+			". Anything done after that point is gone.")
+	}
+	return out, nil
+}
+
+// restoreFiles turns changes back.
+func (h *Host) restoreFiles(ctx context.Context, changes []store.FileChange, force bool) (*checkpoint.RestoreReport, error) {
+	t, err := h.tracker()
+	if err != nil {
+		return nil, err
+	}
+	cp := make([]checkpoint.Change, len(changes))
+	for i, c := range changes {
+		cp[i] = checkpoint.Change{Path: c.Path, Before: c.Before, After: c.After}
+	}
+	rep, err := t.Restore(ctx, cp, force)
+	return &rep, err
+}
+
+// restoreKernel restarts the backing kernel and replays the code run
+// before ts, when code ran after it (otherwise the kernel is as it was).
+func (h *Host) restoreKernel(ctx context.Context, c *current, ts int64, runs []store.CodeRun, opts RewindOptions, out *Rewound) {
+	var replay []store.CodeRun
+	later := false
+	for _, r := range runs {
+		switch {
+		case r.Rewound:
+		case r.Anchor < ts:
+			replay = append(replay, r)
+		default:
+			later = true
+		}
+	}
+	if !later {
+		return
+	}
+	st, err := h.Store()
+	if err != nil {
+		out.KernelNote = err.Error()
+		return
+	}
+	if h.cfg.Runner == nil {
+		// No kernel here (agentkernel sessions rewind): the next kernel that
+		// runs code for the session replays first.
+		if err := st.SetReplayPending(ctx, c.id, true); err != nil {
+			out.KernelNote = err.Error()
+			return
+		}
+		out.KernelNote = fmt.Sprintf("%d cells will be replayed in a fresh kernel when the session next runs code.", len(replay))
+		return
+	}
+	if opts.ConfirmReplay != nil && !opts.ConfirmReplay(ctx, replay) {
+		out.KernelNote = "left as it is (the replay was declined): it still holds what the rewound code did."
+		return
+	}
+	lines, err := h.replay(ctx, c, replay)
+	out.Kernel = lines
+	if err != nil {
+		out.KernelNote = err.Error()
+	}
+}
+
+// replay restarts the kernel and runs code again, in order, stopping at
+// the first cell that fails. The session is marked so that a kernel killed
+// in the middle is replayed again next time.
+func (h *Host) replay(ctx context.Context, c *current, code []store.CodeRun) ([]string, error) {
+	st, err := h.Store()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.SetReplayPending(ctx, c.id, true); err != nil {
+		return nil, err
+	}
+	r := h.cfg.Runner
+	if err := r.Restart(ctx); err != nil {
+		return nil, fmt.Errorf("could not restart the backing kernel: %w", err)
+	}
+	h.mu.Lock()
+	h.kernelLog = nil // a fresh kernel: it holds what is replayed below
+	h.mu.Unlock()
+	defer h.logKernel(code...)
+	var lines []string
+	for i, run := range code {
+		res, err := r.Execute(ctx, backing.Exec{Code: run.Code})
+		line := fmt.Sprintf("[%d] %s → %s", i+1, firstLine(run.Code, 50), outcome(res, err))
+		lines = append(lines, line)
+		if err != nil || res.Error != nil {
+			return lines, fmt.Errorf("the replay stopped at cell %d of %d, which failed; the kernel holds the state up to it",
+				i+1, len(code))
+		}
+	}
+	return lines, st.SetReplayPending(ctx, c.id, false)
+}
+
+// ReplayPending reports whether the current session's kernel state must be
+// rebuilt (a rewind done outside a kernel, or a replay cut short).
+func (h *Host) ReplayPending() bool {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	return c != nil && c.replayPending.Load()
+}
+
+// ReplayIfPending replays the current session's code log in a fresh
+// kernel if a rewind left that for the next code run. It returns a line
+// per replayed cell.
+func (h *Host) ReplayIfPending(ctx context.Context) ([]string, error) {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	if c == nil || !c.replayPending.Swap(false) || h.cfg.Runner == nil {
+		return nil, nil
+	}
+	st, err := h.Store()
+	if err != nil {
+		return nil, err
+	}
+	runs, err := st.CodeRuns(ctx, c.id)
+	if err != nil {
+		return nil, err
+	}
+	var replay []store.CodeRun
+	for _, r := range runs {
+		if !r.Rewound {
+			replay = append(replay, r)
+		}
+	}
+	return h.replay(ctx, c, replay)
+}
+
+func outcome(res backing.Result, err error) string {
+	switch {
+	case err != nil:
+		return "failed: " + err.Error()
+	case res.Error != nil:
+		return "error: " + res.Error.Name + ": " + firstLine(res.Error.Value, 60)
+	}
+	out := strings.TrimSpace(res.Stdout + res.Text)
+	if out == "" {
+		return "ok"
+	}
+	return "ok: " + firstLine(out, 40)
+}
+
+func firstLine(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n]) + "…"
+	}
+	return s
+}
+
+// Fork makes a new session holding the current session's history before
+// the message stamped ts, linked to it, and makes it current; the world is
+// turned back to that point as Rewind does (the original's history and
+// records are not changed). It returns the new session.
+func (h *Host) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Rewound, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return Info{}, Rewound{}, err
+	}
+	if !containsTS(c.task.UI(), ts) {
+		return Info{}, Rewound{}, fmt.Errorf("no message with ts %d in this session (see %%agent history)", ts)
+	}
+	c.task.Cancel()
+	st, err := h.Store()
+	if err != nil {
+		return Info{}, Rewound{}, err
+	}
+	changes, err := st.FileChanges(ctx, c.id, ts)
+	if err != nil {
+		return Info{}, Rewound{}, err
+	}
+	runs, err := st.CodeRuns(ctx, c.id)
+	if err != nil {
+		return Info{}, Rewound{}, err
+	}
+	fork, err := st.ForkSession(ctx, c.id, ts)
+	if err != nil {
+		return Info{}, Rewound{}, err
+	}
+	info, err := h.Resume(ctx, fork.ID)
+	if err != nil {
+		return Info{}, Rewound{}, err
+	}
+	out := Rewound{UI: info.Messages}
+	if opts.ConversationOnly {
+		return info, out, nil
+	}
+	h.mu.Lock()
+	nc := h.cur
+	h.mu.Unlock()
+	if !opts.NoFiles && len(changes) > 0 {
+		if out.Files, err = h.restoreFiles(ctx, changes, opts.Force); err != nil {
+			out.Files = &checkpoint.RestoreReport{Unrestorable: []string{err.Error()}}
+		}
+	}
+	if !opts.NoKernel {
+		h.restoreKernel(ctx, nc, ts, runs, opts, &out)
+	}
+	return info, out, nil
+}
+
+func containsTS(ui []messages.UIMessage, ts int64) bool {
+	for i := range ui {
+		if ui[i].TS == ts {
+			return true
+		}
+	}
+	return false
+}
+
+var _ agent.World = world{}

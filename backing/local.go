@@ -397,14 +397,32 @@ func (l *Local) Interrupt(ctx context.Context) error {
 	return nil
 }
 
-// Restart implements Runner.
+// Restart implements Runner: a fresh kernel is started first and takes
+// over; the old one is shut down behind it, so a restart costs a start-up,
+// not a shutdown and then a start-up.
 func (l *Local) Restart(ctx context.Context) error {
-	k, err := l.kernel(ctx)
-	if err != nil {
-		return err
+	if l.opts.Refuse != nil {
+		return l.opts.Refuse
 	}
-	if err := k.Restart(ctx); err != nil {
+	fresh, err := l.launch()
+	if err != nil {
 		return fmt.Errorf("backing: restart: %w", err)
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		l.shutdown(fresh)
+		return fmt.Errorf("backing: restart: %w", net.ErrClosed)
+	}
+	old := l.k
+	l.k, l.startErr = fresh, nil
+	l.mu.Unlock()
+	if old != nil {
+		l.wg.Add(1)
+		go func() { // owned by l: Close waits for it
+			defer l.wg.Done()
+			l.shutdown(old)
+		}()
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ Usage:
   agentkernel kernel -f FILE [flags] run the kernel (Jupyter does this)
   agentkernel run NOTEBOOK [flags]   execute a notebook headlessly (prompt cells through the agent)
   agentkernel ask [PROMPT | -]       one-shot agent: text, json or stream-json output
-  agentkernel sessions SUBCOMMAND    list, show, search, export, import, rm, restore sessions
+  agentkernel sessions SUBCOMMAND    list, show, search, export, import, rm, restore, rewind, fork sessions
   agentkernel webview list           the web panels of running kernels (URLs with their tokens)
   agentkernel version                print the version
 

@@ -208,18 +208,36 @@ func (p panelAgent) Cancel(context.Context) error {
 }
 
 // Rewind implements webview.Agent.
-// The panel's user chose "rewind to here" (or edit): the world goes back
-// too, kernel replay included.
-func (p panelAgent) Rewind(ctx context.Context, ts int64) error {
-	_, err := p.h.Rewind(ctx, ts, session.RewindOptions{})
-	return err
+// Rewind implements webview.Agent: the panel's user chose what goes back
+// (the dialog of "rewind to here"), so a kernel replay needs no second ask.
+func (p panelAgent) Rewind(ctx context.Context, ts int64, choice webview.RewindChoice) (webview.RewindReport, error) {
+	rw, err := p.h.Rewind(ctx, ts, rewindOptions(choice))
+	return report(rw, ""), err
+}
+
+// Fork implements webview.Agent.
+func (p panelAgent) Fork(ctx context.Context, ts int64, choice webview.RewindChoice) (webview.RewindReport, error) {
+	info, rw, err := p.h.Fork(ctx, ts, rewindOptions(choice))
+	return report(rw, info.ID), err
+}
+
+func rewindOptions(c webview.RewindChoice) session.RewindOptions {
+	return session.RewindOptions{ConversationOnly: c.ConversationOnly, NoFiles: c.NoFiles, NoKernel: c.NoKernel, Force: c.Force}
+}
+
+func report(rw session.Rewound, forkID string) webview.RewindReport {
+	r := webview.RewindReport{Summary: rw.Summary(), Kernel: rw.Kernel, KernelNote: rw.KernelNote, ForkID: forkID}
+	if f := rw.Files; f != nil {
+		r.Restored, r.Removed, r.Conflicts, r.Unrestorable = f.Restored, f.Removed, f.Conflicts, f.Unrestorable
+	}
+	return r
 }
 
 // Edit implements webview.Agent: the new turn runs without a cell; its
 // asks wait for the panel.
-func (p panelAgent) Edit(ctx context.Context, ts int64, text string) error {
-	_, err := p.h.StartEdit(ctx, ts, text, session.RewindOptions{})
-	return err
+func (p panelAgent) Edit(ctx context.Context, ts int64, text string, choice webview.RewindChoice) (webview.RewindReport, error) {
+	rw, err := p.h.StartEdit(ctx, ts, text, rewindOptions(choice))
+	return report(rw, ""), err
 }
 
 // SetMode implements webview.Agent.

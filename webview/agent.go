@@ -27,10 +27,14 @@ type Agent interface {
 	Respond(ctx context.Context, ts int64, r Response) error
 	// Cancel stops the running turn.
 	Cancel(ctx context.Context) error
-	// Rewind removes the message stamped ts and everything after it.
-	Rewind(ctx context.Context, ts int64) error
-	// Edit rewinds to ts and submits text in its place.
-	Edit(ctx context.Context, ts int64, text string) error
+	// Rewind removes the message stamped ts and everything after it, and
+	// turns back what choice says (files, kernel).
+	Rewind(ctx context.Context, ts int64, choice RewindChoice) (RewindReport, error)
+	// Fork makes a new current session with the history before ts; the
+	// world is turned back as choice says.
+	Fork(ctx context.Context, ts int64, choice RewindChoice) (RewindReport, error)
+	// Edit rewinds to ts (as choice says) and submits text in its place.
+	Edit(ctx context.Context, ts int64, text string, choice RewindChoice) (RewindReport, error)
 	// SetMode and SetModel switch the permission mode and the model.
 	SetMode(ctx context.Context, mode string) error
 	SetModel(ctx context.Context, model string) error
@@ -116,6 +120,28 @@ const (
 type Response struct {
 	Kind ResponseKind
 	Text string
+}
+
+// RewindChoice is what a rewind turns back besides the conversation. The
+// zero value turns back everything.
+type RewindChoice struct {
+	ConversationOnly bool `json:"conversationOnly,omitempty"`
+	NoFiles          bool `json:"noFiles,omitempty"`
+	NoKernel         bool `json:"noKernel,omitempty"`
+	// Force overwrites files changed outside the agent since (conflicts).
+	Force bool `json:"force,omitempty"`
+}
+
+// RewindReport says what a rewind or fork did, for the panel to show.
+type RewindReport struct {
+	Summary      string   `json:"summary"`
+	Restored     []string `json:"restored,omitempty"`
+	Removed      []string `json:"removed,omitempty"`
+	Conflicts    []string `json:"conflicts,omitempty"`
+	Unrestorable []string `json:"unrestorable,omitempty"`
+	Kernel       []string `json:"kernel,omitempty"`
+	KernelNote   string   `json:"kernelNote,omitempty"`
+	ForkID       string   `json:"forkId,omitempty"`
 }
 
 // SessionInfo is one stored session in a listing.

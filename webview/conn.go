@@ -134,10 +134,24 @@ func (s *Server) run(ctx context.Context, c *conn, in Inbound) {
 		err = a.Respond(ctx, in.TS, Response{Kind: ResponseKind(in.Response), Text: in.Text})
 	case TypeCancelTask:
 		err = a.Cancel(ctx)
-	case TypeDeleteMessage:
-		err = a.Rewind(ctx, in.TS)
-	case TypeEditMessage:
-		err = a.Edit(ctx, in.TS, in.Text)
+	case TypeDeleteMessage, TypeForkSession, TypeEditMessage:
+		choice := RewindChoice{}
+		if in.Rewind != nil {
+			choice = *in.Rewind
+		}
+		var rep RewindReport
+		switch in.Type {
+		case TypeDeleteMessage:
+			rep, err = a.Rewind(ctx, in.TS, choice)
+		case TypeForkSession:
+			rep, err = a.Fork(ctx, in.TS, choice)
+		default:
+			rep, err = a.Edit(ctx, in.TS, in.Text, choice)
+		}
+		if err == nil {
+			s.hub.sendTo(c, mustJSON(rewindReportFrame{V: ProtocolVersion, Type: "rewindReport", ID: in.ID, Report: rep}))
+			return
+		}
 	case TypeSetMode:
 		err = a.SetMode(ctx, in.Mode)
 	case TypeSetModel:

@@ -163,27 +163,33 @@ func (f *fakeAgent) Respond(ctx context.Context, ts int64, r Response) error {
 
 func (f *fakeAgent) Cancel(ctx context.Context) error { f.record("cancel"); return nil }
 
-func (f *fakeAgent) Rewind(ctx context.Context, ts int64) error {
-	f.record(fmt.Sprintf("rewind:%d", ts))
+func (f *fakeAgent) Rewind(ctx context.Context, ts int64, choice RewindChoice) (RewindReport, error) {
+	f.record(fmt.Sprintf("rewind:%d:%+v", ts, choice))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	i := slices.IndexFunc(f.st.Messages, func(m messages.UIMessage) bool { return m.TS == ts })
 	if i < 0 {
-		return fmt.Errorf("no message %d", ts)
+		return RewindReport{}, fmt.Errorf("no message %d", ts)
 	}
 	f.st.Messages = f.st.Messages[:i:i]
 	if f.st.PendingAsk != nil && f.st.PendingAsk.TS >= ts {
 		f.st.PendingAsk = nil
 	}
-	f.emitLocked(Event{Kind: EventRewound}) // with the lock held, as Task.Rewind
-	return nil
+	f.emitLocked(Event{Kind: EventRewound}) // with the lock held, as the Agent contract allows
+	return RewindReport{Summary: fmt.Sprintf("rewound to %d", ts)}, nil
 }
 
-func (f *fakeAgent) Edit(ctx context.Context, ts int64, text string) error {
-	if err := f.Rewind(ctx, ts); err != nil {
-		return err
+func (f *fakeAgent) Fork(ctx context.Context, ts int64, choice RewindChoice) (RewindReport, error) {
+	f.record(fmt.Sprintf("fork:%d", ts))
+	return RewindReport{Summary: "forked", ForkID: "fork-1"}, nil
+}
+
+func (f *fakeAgent) Edit(ctx context.Context, ts int64, text string, choice RewindChoice) (RewindReport, error) {
+	rep, err := f.Rewind(ctx, ts, choice)
+	if err != nil {
+		return rep, err
 	}
-	return f.NewTask(ctx, text)
+	return rep, f.NewTask(ctx, text)
 }
 
 func (f *fakeAgent) SetMode(ctx context.Context, mode string) error {

@@ -95,7 +95,7 @@ func streamUntil(s *Server, f *fakeAgent, n, batch int, piece func(seq int) stri
 			rewindAt = append(rewindAt, ask.TS)
 		}
 		if len(rewindAt) == 3 || len(rewindAt) == 6 {
-			_ = f.Rewind(context.Background(), rewindAt[len(rewindAt)-2])
+			_, _ = f.Rewind(context.Background(), rewindAt[len(rewindAt)-2], RewindChoice{})
 			rewindAt = append(rewindAt, 0) // once
 			waitDrained(s)
 		}

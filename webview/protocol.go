@@ -30,6 +30,7 @@ const (
 	TypeAskResponse    = "askResponse"
 	TypeCancelTask     = "cancelTask"
 	TypeDeleteMessage  = "deleteMessage"
+	TypeForkSession    = "forkSession"
 	TypeEditMessage    = "editMessage"
 	TypeSetMode        = "setMode"
 	TypeSetModel       = "setModel"
@@ -65,6 +66,9 @@ type Inbound struct {
 	Query     string `json:"query,omitempty"`
 	Limit     int    `json:"limit,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`
+	// Rewind chooses what deleteMessage (a rewind), forkSession and
+	// editMessage turn back besides the conversation; absent: everything.
+	Rewind *RewindChoice `json:"rewind,omitempty"`
 }
 
 // FrameError is why an inbound frame was refused: Code is one of the
@@ -151,7 +155,7 @@ func (in *Inbound) validate() *FrameError {
 			return bad("unknown response %q (want yesButtonClicked, noButtonClicked, messageResponse or allowAll)", clip(in.Response, 40))
 		}
 	case TypeCancelTask, TypeGetState:
-	case TypeDeleteMessage:
+	case TypeDeleteMessage, TypeForkSession:
 		return needTS()
 	case TypeEditMessage:
 		if err := needTS(); err != nil {
@@ -266,6 +270,16 @@ type ackFrame struct {
 	V    int    `json:"v"`
 	Type string `json:"type"` // ack
 	ID   string `json:"id"`
+}
+
+// rewindReportFrame answers deleteMessage, forkSession and editMessage,
+// to the client that sent it: what the rewind did (it also acks the
+// frame's id).
+type rewindReportFrame struct {
+	V      int          `json:"v"`
+	Type   string       `json:"type"` // rewindReport
+	ID     string       `json:"id,omitempty"`
+	Report RewindReport `json:"report"`
 }
 
 type sessionsFrame struct {

@@ -184,11 +184,15 @@ func TestCommands(t *testing.T) {
 	}
 	c.send(map[string]any{"type": "cancelTask", "id": "5"})
 	c.until("ack")
-	// Rewind to the ask: hello stays.
-	c.send(map[string]any{"type": "deleteMessage", "ts": ask.TS})
-	c.until("messagesRewound")
-	if len(c.st.Messages) != 1 || c.st.Messages[0].Text != "hello" {
-		t.Fatalf("after rewind %+v", c.st.Messages)
+	// Rewind to the ask, files only: hello stays; the report comes back.
+	c.send(map[string]any{"type": "deleteMessage", "ts": ask.TS, "id": "6", "rewind": map[string]any{"noKernel": true}})
+	if r := c.until("rewindReport"); r["id"] != "6" || r["report"].(map[string]any)["summary"] != "rewound to "+itoa(ask.TS) {
+		t.Fatalf("rewind report %v", r)
+	}
+	c.waitFor(func() bool { return len(c.st.Messages) == 1 && c.st.Messages[0].Text == "hello" })
+	c.send(map[string]any{"type": "forkSession", "ts": c.st.Messages[0].TS, "id": "7"})
+	if r := c.until("rewindReport"); r["report"].(map[string]any)["forkId"] != "fork-1" {
+		t.Fatalf("fork report %v", r)
 	}
 	c.send(map[string]any{"type": "editMessage", "ts": c.st.Messages[0].TS, "text": "hi again"})
 	c.waitFor(func() bool { return len(c.st.Messages) == 1 && c.st.Messages[0].Text == "hi again" })
@@ -200,8 +204,8 @@ func TestCommands(t *testing.T) {
 	other.until("state")
 	waitSame(t, s, other)
 	want := []string{"newTask:hello", "respond:" + itoa(ask.TS) + ":yesButtonClicked:", "respond:" + itoa(ask.TS) + ":noButtonClicked:",
-		"mode:plan", "model:openai:gpt-4.1", "list:fi", "search:plot", "cancel", "rewind:" + itoa(ask.TS),
-		"rewind:" + itoa(ask.TS-1), "newTask:hi again", "load:s2"}
+		"mode:plan", "model:openai:gpt-4.1", "list:fi", "search:plot", "cancel", "rewind:" + itoa(ask.TS) + ":{ConversationOnly:false NoFiles:false NoKernel:true Force:false}",
+		"fork:" + itoa(ask.TS-1), "rewind:" + itoa(ask.TS-1) + ":{ConversationOnly:false NoFiles:false NoKernel:false Force:false}", "newTask:hi again", "load:s2"}
 	if got := f.Calls(); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("calls\n got %q\nwant %q", got, want)
 	}

@@ -49,6 +49,8 @@ async function execute(code) { const id = "cell" + (++cellN); await call("POST",
 const cell = (id) => call("GET", "/cell?id=" + id);
 const stdin = (id, value) => call("POST", "/stdin", { id, value });
 const requests = () => call("GET", "/requests");
+const writeFile = (path, content) => call("POST", "/file", { path, content });
+const readFile = (path) => call("GET", "/file?path=" + encodeURIComponent(path));
 
 async function until(what, fn, timeout = TIMEOUT) {
   const end = Date.now() + timeout;
@@ -217,7 +219,10 @@ async function main() {
       const art = await wide.$(prompt);
       const box = await art.evaluateHandle((n) => n.closest("article"));
       const btn = await box.$("button.rewind");
-      await btn.click(); // confirm() is accepted by the dialog handler
+      await btn.click();
+      await wide.waitForSelector("#rewindDialog:not([hidden])", { timeout: TIMEOUT });
+      await wide.click("#rwDo");
+      await wide.waitForSelector("#rewindReport:not([hidden])", { timeout: TIMEOUT });
       for (const p of [narrow, wide]) {
         await p.waitForSelector(prompt, { state: "detached", timeout: TIMEOUT });
         await p.waitForSelector("text=The answer is 42.", { timeout: TIMEOUT });
@@ -239,6 +244,59 @@ async function main() {
       const texts = await wide.$$eval("article.msg.user", (a) => a.map((n) => n.textContent));
       assert.ok(texts.some((t) => t.includes("After the rewind")) && !texts.some((t) => t.includes("Print something")), texts.join("|"));
       await shot(wide, "05-rewound-wide");
+    });
+
+    await step("rewind choices: files go back, a conflict is kept and shown; fork from here", async () => {
+      await writeFile("b.txt", "b before");
+      await enqueue(
+        [{ tool: { id: "call_w1", name: "write_file", args: JSON.stringify({ path: "a.txt", content: "a by the agent" }) } }],
+        [{ tool: { id: "call_w2", name: "write_file", args: JSON.stringify({ path: "b.txt", content: "b by the agent" }) } }],
+        [{ text: ["Wrote a.txt and b.txt."] }],
+      );
+      const id = await execute("Write the two files");
+      for (let i = 0; i < 2; i++) { await cellWaiting(id); await stdin(id, "y"); }
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok", JSON.stringify(c));
+      assert.equal((await readFile("a.txt")).content, "a by the agent");
+      await writeFile("b.txt", "b edited by the user"); // after the agent: a conflict
+      const prompt = "article.msg.user >> text=Write the two files";
+      await wide.waitForSelector(prompt, { timeout: TIMEOUT });
+      await wide.hover(prompt);
+      const box = await (await wide.$(prompt)).evaluateHandle((n) => n.closest("article"));
+      await (await box.$("button.rewind")).click();
+      await wide.waitForSelector("#rewindDialog:not([hidden])", { timeout: TIMEOUT });
+      await shot(wide, "05b-rewind-choices-wide");
+      await wide.uncheck("#rwKernel");
+      await wide.click("#rwDo");
+      await wide.waitForSelector("#rewindReport:not([hidden]) li.conflict >> text=b.txt", { timeout: TIMEOUT });
+      const summary = await wide.textContent("#rwSummary");
+      assert.match(summary, /Files: 0 restored, 1 removed/, summary);
+      assert.ok(!/Kernel: restarted/.test(summary), "the kernel was left alone: " + summary);
+      await shot(wide, "05c-rewind-report-wide");
+      assert.equal((await readFile("a.txt")).exists, false, "a.txt (created after the point) is gone");
+      assert.equal((await readFile("b.txt")).content, "b edited by the user", "the user's edit is kept");
+      for (const p of [narrow, wide]) await p.waitForSelector(prompt, { state: "detached", timeout: TIMEOUT });
+      await wide.click("#rwClose");
+
+      // Fork from a later message: a new session, the original kept.
+      await enqueue([{ text: ["First branch answer."] }]);
+      const fid = await execute("A question to branch from");
+      assert.equal((await cellDone(fid)).status, "ok");
+      const before = await wide.evaluate(() => window.__akPanel.state().sessionId);
+      const fprompt = "article.msg.user >> text=A question to branch from";
+      await wide.waitForSelector(fprompt, { timeout: TIMEOUT });
+      await wide.hover(fprompt);
+      const fbox = await (await wide.$(fprompt)).evaluateHandle((n) => n.closest("article"));
+      await (await fbox.$("button.rewind")).click();
+      await wide.waitForSelector("#rewindDialog:not([hidden])", { timeout: TIMEOUT });
+      await wide.click("#rwFork");
+      await wide.waitForFunction((b) => window.__akPanel.state().sessionId !== b, before, { timeout: TIMEOUT });
+      await wide.waitForSelector(fprompt, { state: "detached", timeout: TIMEOUT });
+      await wide.waitForSelector("#rewindReport:not([hidden])", { timeout: TIMEOUT });
+      const hid = await execute("%agent sessions");
+      const listing = outputsText(await cellDone(hid));
+      assert.ok(listing.includes(before.slice(0, 8)), "the original session is still listed:\n" + listing);
+      await wide.click("#rwClose");
     });
 
     await step("a model reply full of XSS payloads executes nothing", async () => {

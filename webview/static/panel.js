@@ -101,6 +101,9 @@
         return;
       case "ack":
         return;
+      case "rewindReport":
+        showRewindReport(f.report || {});
+        return;
     }
     renderChrome();
   }
@@ -331,9 +334,8 @@
     var rw = el("button", "link rewind", "⟲ rewind to here");
     rw.type = "button";
     rw.title = "Remove this message and everything after it";
-    rw.addEventListener("click", function () {
-      if (confirm("Remove this message and everything after it?")) send({ type: "deleteMessage", ts: m.ts });
-    });
+    rw.title = "Go back to before this message: the conversation, and what you choose of the files and the kernel";
+    rw.addEventListener("click", function () { openRewind(m.ts); });
     a.appendChild(rw);
     if (isUserPrompt(m, i)) {
       var ed = el("button", "link edit", "✎ edit");
@@ -342,6 +344,31 @@
       a.appendChild(ed);
     }
     return a;
+  }
+
+  // ---- rewind ----
+
+  var rewindTS = 0;
+
+  function openRewind(ts) {
+    rewindTS = ts;
+    $("rwForce").checked = false;
+    $("rewindDialog").hidden = false;
+    $("rwDo").focus();
+  }
+
+  function rewindChoice() {
+    return { noFiles: !$("rwFiles").checked, noKernel: !$("rwKernel").checked, force: $("rwForce").checked };
+  }
+
+  function closeRewind() { $("rewindDialog").hidden = true; rewindTS = 0; }
+
+  function showRewindReport(r) {
+    $("rwSummary").textContent = r.summary || "";
+    var ul = $("rwConflicts");
+    ul.textContent = "";
+    (r.conflicts || []).forEach(function (p) { ul.appendChild(el("li", "conflict", p)); });
+    $("rewindReport").hidden = false;
   }
 
   function renderChrome() {
@@ -493,6 +520,16 @@
   });
   $("cancel").addEventListener("click", function () { send({ type: "cancelTask" }); });
   $("cancelEdit").addEventListener("click", function () { $("prompt").value = ""; stopEdit(); });
+  $("rwDo").addEventListener("click", function () {
+    if (rewindTS) send({ type: "deleteMessage", ts: rewindTS, rewind: rewindChoice() });
+    closeRewind();
+  });
+  $("rwFork").addEventListener("click", function () {
+    if (rewindTS) send({ type: "forkSession", ts: rewindTS, rewind: rewindChoice() });
+    closeRewind();
+  });
+  $("rwCancel").addEventListener("click", closeRewind);
+  $("rwClose").addEventListener("click", function () { $("rewindReport").hidden = true; });
   $("approve").addEventListener("click", function () { respond("yesButtonClicked"); });
   $("alwaysAllow").addEventListener("click", function () { respond("allowAll"); });
   $("deny").addEventListener("click", function () { respond("noButtonClicked"); });

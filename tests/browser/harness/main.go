@@ -16,6 +16,8 @@
 //	GET  /cell?id=                             {done, status, outputs, prompts, waiting}
 //	POST /stdin     {"id","value"}             answer the cell's pending input_request
 //	GET  /requests                             the model requests so far (messages only)
+//	POST /file      {"path","content"}         write a file of the workspace (a user's edit)
+//	GET  /file?path=                           {exists, content} of a workspace file
 //	POST /quit                                 stop everything
 package main
 
@@ -63,6 +65,7 @@ type cell struct {
 }
 
 type harness struct {
+	work   string // the agent's workspace
 	model  *scripted.Server
 	client *client.Client
 	ctx    context.Context
@@ -123,7 +126,7 @@ func run() error {
 		b.Close()
 		return err
 	}
-	h := &harness{model: model, client: c, ctx: sctx, cells: map[string]*cell{}}
+	h := &harness{model: model, client: c, ctx: sctx, cells: map[string]*cell{}, work: filepath.Join(tmp, "work")}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -137,6 +140,8 @@ func run() error {
 	mux.HandleFunc("GET /cell", h.cell)
 	mux.HandleFunc("POST /stdin", h.stdin)
 	mux.HandleFunc("GET /requests", h.requests)
+	mux.HandleFunc("POST /file", h.writeFile)
+	mux.HandleFunc("GET /file", h.readFile)
 	mux.HandleFunc("POST /quit", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]bool{"ok": true})
 		quitOnce.Do(func() { close(quit) })
@@ -313,6 +318,42 @@ func (h *harness) releaseAll() {
 		default:
 		}
 	}
+}
+
+// workPath resolves a workspace-relative path, refusing any that leave it.
+func (h *harness) workPath(rel string) (string, error) {
+	p := filepath.Join(h.work, filepath.FromSlash(rel))
+	if r, err := filepath.Rel(h.work, p); err != nil || r == ".." || strings.HasPrefix(r, "../") {
+		return "", fmt.Errorf("path %q leaves the workspace", rel)
+	}
+	return p, nil
+}
+
+func (h *harness) writeFile(w http.ResponseWriter, r *http.Request) {
+	var in struct{ Path, Content string }
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	p, err := h.workPath(in.Path)
+	if err == nil {
+		err = os.WriteFile(p, []byte(in.Content), 0o644)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, map[string]any{"ok": true})
+}
+
+func (h *harness) readFile(w http.ResponseWriter, r *http.Request) {
+	p, err := h.workPath(r.URL.Query().Get("path"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	b, err := os.ReadFile(p)
+	writeJSON(w, map[string]any{"exists": err == nil, "content": string(b)})
 }
 
 func (h *harness) requests(w http.ResponseWriter, r *http.Request) {

@@ -386,3 +386,48 @@ func TestRef(t *testing.T) {
 		t.Fatalf("rewind left %d of %d messages", len(h.History()), before)
 	}
 }
+
+// goneRunner is a backing kernel whose kernelspec was removed: it cannot
+// restart.
+type goneRunner struct{ fakeRunner }
+
+func (g *goneRunner) Restart(context.Context) error {
+	return errors.New(`backing kernel: no such kernelspec "python-old"`)
+}
+
+// TestRewindWhenTheKernelCannotRestart: the conversation is still rewound,
+// and the report says why the kernel was not restored.
+func TestRewindWhenTheKernelCannotRestart(t *testing.T) {
+	srv, open := scriptedModels(t)
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("c1", "execute_code", `{"code":"x = 1"}`)),
+		scripted.Reply(scripted.Text("done")),
+		scripted.Reply(scripted.ToolCall("c2", "execute_code", `{"code":"x = 2"}`)),
+		scripted.Reply(scripted.Text("done again")),
+	)
+	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", Runner: &goneRunner{}})
+	ctx := context.Background()
+	for _, q := range []string{"one", "two"} {
+		if _, err := h.Submit(ctx, q, Turn{Approve: agent.ApproveAll.Approver()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var target int64
+	for _, m := range h.History() {
+		if m.Text == "two" {
+			target = m.TS
+		}
+	}
+	rw, err := h.Rewind(ctx, target, RewindOptions{})
+	if err != nil {
+		t.Fatalf("Rewind: %v", err)
+	}
+	for _, m := range h.History() {
+		if m.Text == "two" {
+			t.Fatal("the conversation was not rewound")
+		}
+	}
+	if !strings.Contains(rw.KernelNote, "no such kernelspec") || !strings.Contains(rw.Summary(), "could not restart") {
+		t.Fatalf("report %+v", rw)
+	}
+}

@@ -71,3 +71,57 @@ func TestSessionsRewindRestoresFiles(t *testing.T) {
 		t.Fatalf("the rewound prompt is still in the history:\n%s", stdout.String())
 	}
 }
+
+// TestAskRewind: ask --continue --rewind #N rewinds the session (its files
+// too) before asking, and stream-json reports the rewind and the
+// checkpoints of the new turn.
+func TestAskRewind(t *testing.T) {
+	data, ws := t.TempDir(), t.TempDir()
+	t.Setenv("AGENTKERNEL_DATA_DIR", data)
+	t.Setenv("AGENTKERNEL_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+	srv := scripted.New(t)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("OPENAI_BASE_URL", srv.OpenAIURL())
+	wd, _ := os.Getwd()
+	if err := os.Chdir(ws); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("c1", "write_file", `{"path": "plan.md", "content": "first plan"}`)),
+		scripted.Reply(scripted.Text("Planned.")),
+	)
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"ask", "Write a plan", "--model", "openai:m", "--approve", "all"}, &stdout, &stderr); err != nil {
+		t.Fatalf("ask: %v\n%s", err, stderr.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "plan.md")); string(b) != "first plan" {
+		t.Fatalf("plan.md = %q", b)
+	}
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("c2", "write_file", `{"path": "plan.md", "content": "second plan"}`)),
+		scripted.Reply(scripted.Text("Replanned.")),
+	)
+	stdout.Reset()
+	if err := run([]string{"ask", "Plan differently", "--continue", "--rewind", "#0", "--model", "openai:m",
+		"--approve", "all", "--output-format", "stream-json"}, &stdout, &stderr); err != nil {
+		t.Fatalf("ask --rewind: %v\n%s", err, stderr.String())
+	}
+	var sawRewind, sawCheckpoint bool
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		sawRewind = sawRewind || strings.HasPrefix(line, `{"type":"rewind"`) && strings.Contains(line, `"removed":`)
+		// plan.md is created anew: the rewind had removed it.
+		sawCheckpoint = sawCheckpoint || strings.HasPrefix(line, `{"type":"checkpoint"`) &&
+			strings.Contains(line, `{"path":"plan.md","change":"created"}`)
+	}
+	if !sawRewind || !sawCheckpoint {
+		t.Fatalf("stream-json without rewind (%v) or checkpoint (%v) events:\n%s", sawRewind, sawCheckpoint, stdout.String())
+	}
+	last, _ := srv.Last()
+	if strings.Contains(string(last.Raw), "Write a plan") {
+		t.Fatalf("the rewound prompt was sent: %s", last.Raw)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "plan.md")); string(b) != "second plan" {
+		t.Fatalf("plan.md = %q", b)
+	}
+}

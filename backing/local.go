@@ -77,15 +77,11 @@ type Local struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // start goroutines and death watchers
 
-	mu          sync.Mutex // never held across I/O
-	spec        *client.Spec
-	k           *client.Kernel
-	startCh     chan struct{} // non-nil while a start runs; closed at its end
-	startErr    error
-	interrupted chan struct{} // closed by Interrupt while a start runs; then replaced
-	waiting     int           // requests waiting for a start
-	langInfo    json.RawMessage
-	closed      bool
+	kernels *starter[*client.Kernel]
+
+	mu       sync.Mutex // never held across I/O
+	spec     *client.Spec
+	langInfo json.RawMessage
 }
 
 var _ Runner = (*Local)(nil)
@@ -96,13 +92,13 @@ func NewLocal(opts LocalOptions) *Local {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Local{
-		opts:        opts,
-		log:         opts.Logger.Named("backing"),
-		ctx:         ctx,
-		cancel:      cancel,
-		interrupted: make(chan struct{}),
-		langInfo:    loadLangInfo(opts.Kernel),
+		opts:     opts,
+		log:      opts.Logger.Named("backing"),
+		ctx:      ctx,
+		cancel:   cancel,
+		langInfo: loadLangInfo(opts.Kernel),
 	}
+	l.kernels = newStarter(&l.wg, l.launch, func(k *client.Kernel) bool { return !isDone(k) }, l.shutdown)
 	if opts.Refuse == nil {
 		if _, err := l.kernelSpec(); err != nil {
 			l.log.Warn("no backing kernel", "error", err)
@@ -141,29 +137,19 @@ func (l *Local) Describe() string {
 
 // Start implements Runner.
 func (l *Local) Start() {
-	if l.opts.Refuse != nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.k == nil && !l.closed {
-		l.beginStartLocked()
+	if l.opts.Refuse == nil {
+		l.kernels.start()
 	}
 }
 
 // Running implements Runner.
 func (l *Local) Running() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.k != nil && !isDone(l.k)
+	_, ok := l.kernels.current()
+	return ok
 }
 
 // waiters returns how many requests wait for a start.
-func (l *Local) waiters() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.waiting
-}
+func (l *Local) waiters() int { return l.kernels.waiters() }
 
 func isDone(k *client.Kernel) bool {
 	select {
@@ -172,32 +158,6 @@ func isDone(k *client.Kernel) bool {
 	default:
 		return false
 	}
-}
-
-// beginStartLocked starts a kernel in the background unless a start runs.
-func (l *Local) beginStartLocked() chan struct{} {
-	if l.startCh != nil {
-		return l.startCh
-	}
-	done := make(chan struct{})
-	l.startCh = done
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		k, err := l.launch()
-		l.mu.Lock()
-		closed := l.closed
-		if !closed {
-			l.k, l.startErr = k, err
-		}
-		l.startCh = nil
-		l.mu.Unlock()
-		if closed && k != nil {
-			l.shutdown(k)
-		}
-		close(done)
-	}()
-	return done
 }
 
 // launch starts one kernel and the goroutine that notices its death.
@@ -239,10 +199,7 @@ func (l *Local) launch() (*client.Kernel, error) {
 		defer l.wg.Done()
 		select {
 		case <-k.Done():
-			l.mu.Lock()
-			current := l.k == k
-			l.mu.Unlock()
-			if current && l.ctx.Err() == nil {
+			if cur, _ := l.kernels.current(); cur == k && l.ctx.Err() == nil {
 				l.log.Warn("backing kernel died", "pid", k.Pid(), "error", k.Err())
 			}
 			l.shutdown(k) // releases its sockets and connection file
@@ -259,49 +216,7 @@ func (l *Local) kernel(ctx context.Context) (*client.Kernel, error) {
 	if l.opts.Refuse != nil {
 		return nil, l.opts.Refuse
 	}
-	for {
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			return nil, fmt.Errorf("backing: %w", net.ErrClosed)
-		}
-		if k := l.k; k != nil {
-			if !isDone(k) {
-				l.mu.Unlock()
-				return k, nil
-			}
-			l.k = nil // dead: start another below
-		}
-		wait := l.startCh
-		if wait == nil {
-			l.startErr = nil // the last start failed: try again for this request
-			wait = l.beginStartLocked()
-		}
-		intr := l.interrupted
-		l.waiting++
-		l.mu.Unlock()
-		var werr error
-		select {
-		case <-wait:
-		case <-intr:
-			werr = ErrInterrupted
-		case <-ctx.Done():
-			werr = ctx.Err()
-		}
-		l.mu.Lock()
-		l.waiting--
-		k, err := l.k, l.startErr
-		l.mu.Unlock()
-		if werr != nil {
-			return nil, werr
-		}
-		if err != nil {
-			return nil, err
-		}
-		if k != nil {
-			return k, nil
-		}
-	}
+	return l.kernels.get(ctx)
 }
 
 // Ready implements Runner.
@@ -381,14 +296,8 @@ func (l *Local) Execute(ctx context.Context, e Exec) (Result, error) {
 // signal or message, as its kernelspec says); requests waiting for a start
 // end with ErrInterrupted.
 func (l *Local) Interrupt(ctx context.Context) error {
-	l.mu.Lock()
-	k := l.k
-	if l.startCh != nil {
-		close(l.interrupted)
-		l.interrupted = make(chan struct{})
-	}
-	l.mu.Unlock()
-	if k == nil || isDone(k) {
+	k, ok := l.kernels.interrupt()
+	if !ok {
 		return nil
 	}
 	if err := k.Interrupt(ctx); err != nil {
@@ -408,15 +317,11 @@ func (l *Local) Restart(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("backing: restart: %w", err)
 	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	old := l.kernels.replace(fresh)
+	if old == fresh {
 		l.shutdown(fresh)
 		return fmt.Errorf("backing: restart: %w", net.ErrClosed)
 	}
-	old := l.k
-	l.k, l.startErr = fresh, nil
-	l.mu.Unlock()
 	if old != nil {
 		l.wg.Add(1)
 		go func() { // owned by l: Close waits for it
@@ -430,8 +335,9 @@ func (l *Local) Restart(ctx context.Context) error {
 // LanguageInfo implements Runner.
 func (l *Local) LanguageInfo(ctx context.Context) json.RawMessage {
 	l.mu.Lock()
-	info, wait := l.langInfo, l.startCh
+	info := l.langInfo
 	l.mu.Unlock()
+	wait := l.kernels.starting()
 	if info != nil || wait == nil {
 		return info
 	}
@@ -454,15 +360,10 @@ func (l *Local) shutdown(k *client.Kernel) {
 
 // Close implements Runner. A second call returns net.ErrClosed.
 func (l *Local) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	k, ok := l.kernels.close()
+	if !ok {
 		return net.ErrClosed
 	}
-	l.closed = true
-	k := l.k
-	l.k = nil
-	l.mu.Unlock()
 	var err error
 	if k != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -471,7 +372,7 @@ func (l *Local) Close() error {
 		}
 		cancel()
 	}
-	l.cancel() // ends a start; a kernel it made is shut down by its goroutine
+	l.cancel() // ends a start; a kernel it made is shut down by the starter
 	l.wg.Wait()
 	return err
 }

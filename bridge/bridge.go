@@ -52,6 +52,9 @@ type Config struct {
 	// Name is this kernel's own kernelspec name, for the environment mark
 	// of its backing kernel and for logs. Optional.
 	Name string
+	// Gateway, when set, runs the backing kernel on that Jupyter server
+	// (Backing names a kernelspec there) instead of on this machine.
+	Gateway *backing.Gateway
 	// Refuse, when set, is why this kernel must not start a backing kernel
 	// (it is itself one: backing.CheckNested). It answers kernel_info, and
 	// every cell fails with this error.
@@ -144,10 +147,23 @@ type Bridge struct {
 func New(cfg Config) (*Bridge, error) {
 	cfg = cfg.withDefaults()
 	b := &Bridge{cfg: cfg, log: cfg.Logger.Named("bridge")}
-	b.runner = backing.NewLocal(backing.LocalOptions{
-		Kernel: cfg.Backing, Args: cfg.BackingArgs, Dir: cfg.Dir, Owner: cfg.Name, Refuse: cfg.Refuse,
-		OnIOPub: b.unsolicited, StartTimeout: cfg.StartTimeout, Logger: b.log,
-	})
+	switch {
+	case cfg.Gateway != nil && cfg.Refuse == nil:
+		r, err := backing.NewRemote(backing.RemoteOptions{Gateway: *cfg.Gateway, Kernel: cfg.Backing, Owner: cfg.Name,
+			OnIOPub: b.unsolicited, Logger: b.log})
+		if err != nil {
+			return nil, err
+		}
+		if len(cfg.BackingArgs) > 0 {
+			b.log.Warn("a kernel on a server takes no command-line arguments; ignored", "args", cfg.BackingArgs)
+		}
+		b.runner = r
+	default:
+		b.runner = backing.NewLocal(backing.LocalOptions{
+			Kernel: cfg.Backing, Args: cfg.BackingArgs, Dir: cfg.Dir, Owner: cfg.Name, Refuse: cfg.Refuse,
+			OnIOPub: b.unsolicited, StartTimeout: cfg.StartTimeout, Logger: b.log,
+		})
+	}
 	b.host = session.New(session.Config{
 		DataDir: cfg.DataDir, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
 		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,

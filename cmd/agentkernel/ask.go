@@ -60,6 +60,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	model := fs.String("model", "", "model, e.g. openai:gpt-4.1 or replay:FILE (default: the session's, then $AGENTKERNEL_MODEL, then the config file)")
 	backingName := fs.String("backing", "python3", "kernelspec of the backing kernel that runs the agent's code")
 	record := fs.String("record", "", "record the model's answers to the cassette `FILE`")
+	gwFlags := addGatewayFlags(fs)
 	rewindTo := fs.String("rewind", "", "with --session or --continue: first rewind the session to before message `#N` "+
 		"(its files, and its kernel when --approve all lets the code before it replay), as sessions rewind does")
 	pos, err := parseArgs(fs, args)
@@ -131,7 +132,18 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	defer st.Close()
 	cwd, _ := os.Getwd()
-	runner := backing.NewLocal(backing.LocalOptions{Kernel: *backingName, Dir: cwd, Owner: "ask", Logger: log})
+	gw, err := gwFlags.resolve()
+	if err != nil {
+		return fmt.Errorf("ask: %w", err)
+	}
+	var runner backing.Runner
+	if gw != nil {
+		if runner, err = backing.NewRemote(backing.RemoteOptions{Gateway: *gw, Kernel: *backingName, Owner: "ask", Logger: log}); err != nil {
+			return fmt.Errorf("ask: %w", err)
+		}
+	} else {
+		runner = backing.NewLocal(backing.LocalOptions{Kernel: *backingName, Dir: cwd, Owner: "ask", Logger: log})
+	}
 	defer runner.Close()
 	host := session.New(session.Config{
 		Store: st, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: runner, Workspace: cwd, Kind: "ask",

@@ -28,6 +28,8 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	modeName := fs.String("mode", "code", "what a cell is: code (backing-kernel code) or prompt (a request to the agent)")
 	probe := fs.Bool("probe", true, "start the backing kernel once to cache its language_info (instant kernel_info later)")
 	model := fs.String("model", "", "model for this kernelspec (sets AGENTKERNEL_MODEL in kernel.json), e.g. anthropic:claude-sonnet-4-5")
+	gwURL := fs.String("gateway-url", "", "run the backing kernel on the Jupyter server at `URL` (writes JUPYTER_GATEWAY_URL into "+
+		"the kernelspec; the token comes from JUPYTER_GATEWAY_AUTH_TOKEN where Jupyter runs); --backing then names a kernelspec there")
 	approve := fs.String("approve", "", "headless approval policy for this kernelspec: none, read-only or all (sets AGENTKERNEL_APPROVE)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -43,8 +45,12 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	spec, err := backing.Find(*backingName)
-	if err != nil {
+	var spec *client.Spec
+	if *gwURL != "" {
+		if spec, err = gatewaySpec(*gwURL, *backingName); err != nil {
+			return fmt.Errorf("install: backing kernel: %w", err)
+		}
+	} else if spec, err = backing.Find(*backingName); err != nil {
 		return fmt.Errorf("install: backing kernel: %w", err)
 	}
 	exe, err := os.Executable()
@@ -69,6 +75,10 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	}
 	if *approve != "" {
 		env["AGENTKERNEL_APPROVE"] = *approve
+	}
+	if *gwURL != "" {
+		env["JUPYTER_GATEWAY_URL"] = *gwURL
+		*probe = false // a probe would start (and stop) a kernel on the server
 	}
 	language := spec.Language
 	if mode == bridge.ModePrompt {
@@ -242,4 +252,26 @@ func runUninstall(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "Jupyter now starts %s (%s) for %q\n", s.Dir, s.DisplayName, *name)
 	}
 	return nil
+}
+
+// gatewaySpec checks that the server at url has the kernelspec (and that
+// it is not agentkernel) and returns it. The token comes from
+// JUPYTER_GATEWAY_AUTH_TOKEN.
+func gatewaySpec(url, name string) (*client.Spec, error) {
+	env := map[string]string{"JUPYTER_GATEWAY_URL": url}
+	for _, k := range []string{"JUPYTER_GATEWAY_AUTH_TOKEN", "JUPYTER_GATEWAY_HEADERS", "JUPYTER_GATEWAY_VALIDATE_CERT"} {
+		env[k] = os.Getenv(k)
+	}
+	gw, _, err := backing.GatewayFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		return nil, err
+	}
+	r, err := backing.NewRemote(backing.RemoteOptions{Gateway: gw, Kernel: name})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return r.Spec(ctx)
 }

@@ -31,6 +31,7 @@ func runKernel(args []string, stderr io.Writer) error {
 	modeName := fs.String("mode", "code", "kernel mode: code or prompt")
 	model := fs.String("model", "", "model for new sessions (default $AGENTKERNEL_MODEL, then the config file)")
 	record := fs.String("record", os.Getenv("AGENTKERNEL_RECORD"), "record the model's answers to this cassette `FILE`")
+	gwFlags := addGatewayFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: agentkernel kernel -f CONNECTION_FILE [flags] [BACKING_ARGS...]\n\n"+
 			"Other arguments (--Class.trait=value, --name=value, --flag) go to the backing kernel's\n"+
@@ -96,6 +97,9 @@ func runKernel(args []string, stderr io.Writer) error {
 	}
 	bcfg.Backing, bcfg.Mode, bcfg.Logger, bcfg.Version = *backingName, mode, log, versionString()
 	bcfg.BackingArgs, bcfg.Name, bcfg.Refuse = passed, conn.KernelName, nested
+	if bcfg.Gateway, err = gwFlags.resolve(); err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
 	b, err := bridge.New(bcfg)
 	if err != nil {
 		return err

@@ -43,6 +43,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Float64("timeout", 0, "per-cell timeout in `SECONDS` (0: none)")
 	allowErrors := fs.Bool("allow-errors", false, "keep going after a failing cell and exit 0; its error stays in the output")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	gwFlags := addGatewayFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -123,6 +124,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		defer os.Remove(recordTmp) // renamed away on success
 		env = append(env, "AGENTKERNEL_RECORD="+recordTmp)
 		*record = abs
+	}
+	// The gateway settings reach an agentkernel kernel through its
+	// environment, as Jupyter Server's own do.
+	env = append(env, gwFlags.given()...)
+	if _, err := gwFlags.resolve(); err != nil {
+		return fmt.Errorf("run: %w", err)
 	}
 	if len(env) > 0 && mode == "" {
 		fmt.Fprintf(stderr, "warning: kernelspec %q is not an agentkernel kernel: --approve, --model, --record and --replay have no effect\n", spec.Name)

@@ -126,7 +126,12 @@ def test_cell_through_notebook_server(notebook_server):
         assert "via notebook\n" in streams, kinds
         results = [m["content"]["data"]["text/plain"] for m in outputs if m["msg_type"] == "execute_result"]
         assert results == ["42"], kinds
-        info = _api(port, "GET", f"/api/kernels/{kernel['id']}")
+        # The server learns the state from iopub on its own connection, a
+        # moment after our client saw the idle.
+        deadline = time.time() + 10
+        while (info := _api(port, "GET", f"/api/kernels/{kernel['id']}"))["execution_state"] != "idle" \
+                and time.time() < deadline:
+            time.sleep(0.05)
         assert info["execution_state"] == "idle", info
     finally:
         _api(port, "DELETE", f"/api/kernels/{kernel['id']}")

@@ -240,46 +240,7 @@ func (l *Local) Execute(ctx context.Context, e Exec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	var col Collector
-	h := client.Handlers{Input: e.Input, IOPub: func(m *wire.Message) {
-		if e.Output != nil {
-			e.Output(m)
-		}
-		col.Add(m)
-	}}
-	// The reply is awaited under the runner's lifetime, not ctx: after an
-	// interrupt the kernel still replies, and waiting for that reply keeps
-	// its queue in step with ours (up to the grace period).
-	ectx, ecancel := context.WithCancel(l.ctx)
-	defer ecancel()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // owned by Execute: stopped by done and waited for below
-		defer wg.Done()
-		select {
-		case <-ctx.Done():
-		case <-done:
-			return
-		}
-		ictx, icancel := context.WithTimeout(l.ctx, 5*time.Second)
-		if err := k.Interrupt(ictx); err != nil {
-			l.log.Warn("interrupt code", "error", err)
-		}
-		icancel()
-		t := time.NewTimer(l.opts.InterruptGrace)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			ecancel()
-		}
-	}()
-	rep, err := k.Client().Execute(ectx, e.Code, client.ExecuteOptions{AllowStdin: e.Input != nil}, h)
-	close(done)
-	wg.Wait()
-	col.AddReply(rep)
-	res := col.Result()
+	res, err := runCell(ctx, l.ctx, l.opts.InterruptGrace, l.log, e, k.Interrupt, k.Client().Do)
 	switch {
 	case errors.Is(err, client.ErrDead):
 		return res, fmt.Errorf("%w: the backing kernel (%s) died while running the code; it restarts at the next execution",

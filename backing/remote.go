@@ -306,48 +306,12 @@ func (r *Remote) Execute(ctx context.Context, e Exec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	var col Collector
-	h := client.Handlers{Input: e.Input, IOPub: func(m *wire.Message) {
-		if e.Output != nil {
-			e.Output(m)
-		}
-		col.Add(m)
-	}}
-	ectx, ecancel := context.WithCancel(r.ctx)
-	defer ecancel()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // owned by Execute: stopped by done and waited for below
-		defer wg.Done()
-		select {
-		case <-ctx.Done():
-		case <-done:
-			return
-		}
-		ictx, icancel := context.WithTimeout(r.ctx, 5*time.Second)
-		if err := r.interruptKernel(ictx, k); err != nil {
-			r.log.Warn("interrupt code", "error", err)
-		}
-		icancel()
-		t := time.NewTimer(r.opts.InterruptGrace)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			ecancel()
-		}
-	}()
-	content := wire.ExecuteRequest{Code: e.Code, UserExpressions: map[string]string{}, AllowStdin: e.Input != nil}
-	rep, err := k.Do(ectx, client.Request{MsgType: wire.MsgExecuteRequest, Content: content}, h)
-	close(done)
-	wg.Wait()
+	interrupt := func(ctx context.Context) error { return r.interruptKernel(ctx, k) }
+	res, err := runCell(ctx, r.ctx, r.opts.InterruptGrace, r.log, e, interrupt, k.Do)
 	if errors.Is(err, client.ErrDead) {
 		r.kernels.drop(k)
 		k.close()
 	}
-	col.AddReply(rep)
-	res := col.Result()
 	switch {
 	case errors.Is(err, client.ErrDead):
 		return res, fmt.Errorf("%w: the server's kernel (%s) is gone; a new one starts at the next execution", client.ErrDead, r.opts.Kernel)

@@ -70,6 +70,17 @@ type Change struct {
 	Before, After string
 }
 
+// Kind says what the change did: "created", "changed" or "removed".
+func (c Change) Kind() string {
+	switch {
+	case c.Before == "":
+		return "created"
+	case c.After == "":
+		return "removed"
+	}
+	return "changed"
+}
+
 // entry is what the index knows of a file.
 type entry struct {
 	size  int64

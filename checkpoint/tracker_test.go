@@ -58,14 +58,7 @@ func scan(t testing.TB, tr *Tracker) []Change {
 func paths(ch []Change) []string {
 	var out []string
 	for _, c := range ch {
-		kind := "changed"
-		switch {
-		case c.Before == "":
-			kind = "created"
-		case c.After == "":
-			kind = "removed"
-		}
-		out = append(out, kind+" "+c.Path)
+		out = append(out, c.Kind()+" "+c.Path)
 	}
 	return out
 }

@@ -87,14 +87,7 @@ func (w world) BeforeTool(ctx context.Context, anchor int64, call provider.ToolC
 		}
 		cp := Checkpoint{Anchor: anchor, Tool: call.Name, Files: []FileChange{}}
 		for _, c := range changes {
-			kind := "changed"
-			switch {
-			case c.Before == "":
-				kind = "created"
-			case c.After == "":
-				kind = "removed"
-			}
-			cp.Files = append(cp.Files, FileChange{Path: c.Path, Change: kind})
+			cp.Files = append(cp.Files, FileChange{Path: c.Path, Change: c.Kind()})
 		}
 		defer func() {
 			b, _ := json.Marshal(cp)

@@ -1,0 +1,63 @@
+package backing
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+// runCell runs e with do (an execute_request to one kernel) and collects
+// what it produced. When ctx ends, the kernel is interrupted (interrupt)
+// and the reply is still awaited, under the runner's lifetime life rather
+// than ctx, for up to grace: after an interrupt the kernel replies, and
+// waiting for that reply keeps its queue in step with ours. The error is
+// do's; the caller says what it means.
+func runCell(ctx, life context.Context, grace time.Duration, log hclog.Logger, e Exec,
+	interrupt func(context.Context) error,
+	do func(context.Context, client.Request, client.Handlers) (*wire.Message, error)) (Result, error) {
+	var col Collector
+	h := client.Handlers{Input: e.Input, IOPub: func(m *wire.Message) {
+		if e.Output != nil {
+			e.Output(m)
+		}
+		col.Add(m)
+	}}
+	ectx, ecancel := context.WithCancel(life)
+	defer ecancel()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // owned by runCell: stopped by done and waited for below
+		defer wg.Done()
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		ictx, icancel := context.WithTimeout(life, 5*time.Second)
+		if err := interrupt(ictx); err != nil {
+			log.Warn("interrupt code", "error", err)
+		}
+		icancel()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			ecancel()
+		}
+	}()
+	noStop := false // one cell at a time: nothing queued behind it to abort
+	req := client.Request{MsgType: wire.MsgExecuteRequest, Content: wire.ExecuteRequest{Code: e.Code,
+		UserExpressions: map[string]string{}, AllowStdin: e.Input != nil, StopOnError: &noStop}}
+	rep, err := do(ectx, req, h)
+	close(done)
+	wg.Wait()
+	col.AddReply(rep)
+	return col.Result(), err
+}

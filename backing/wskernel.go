@@ -332,21 +332,7 @@ func (k *wsKernel) Do(ctx context.Context, req client.Request, h client.Handlers
 	var hdr wire.Header
 	if req.Header != nil {
 		hdr = *req.Header
-		if hdr.MsgType == "" {
-			hdr.MsgType = req.MsgType
-		}
-		if hdr.Session == "" {
-			hdr.Session = k.session
-		}
-		if hdr.Username == "" {
-			hdr.Username = k.user
-		}
-		if hdr.Date == "" {
-			hdr.Date = wire.Now()
-		}
-		if hdr.Version == "" {
-			hdr.Version = wire.ProtocolVersion
-		}
+		hdr.Complete(k.session, k.user, req.MsgType)
 	} else {
 		hdr = wire.NewHeader(k.session, k.user, req.MsgType)
 	}

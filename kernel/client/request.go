@@ -130,21 +130,7 @@ func (c *Client) send(ctx context.Context, req Request) (*pending, *link, error)
 		if h.MsgID == "" {
 			return nil, nil, fmt.Errorf("client: send %s: header without msg_id", req.MsgType)
 		}
-		if h.MsgType == "" {
-			h.MsgType = req.MsgType
-		}
-		if h.Session == "" {
-			h.Session = c.session
-		}
-		if h.Username == "" {
-			h.Username = c.user
-		}
-		if h.Date == "" {
-			h.Date = wire.Now()
-		}
-		if h.Version == "" {
-			h.Version = wire.ProtocolVersion
-		}
+		h.Complete(c.session, c.user, req.MsgType)
 	} else {
 		if req.MsgType == "" {
 			return nil, nil, fmt.Errorf("client: send: empty msg_type")

@@ -102,6 +102,27 @@ func NewHeader(session, username, msgType string) Header {
 	}
 }
 
+// Complete fills what a header made elsewhere (a proxy keeps the
+// frontend's msg_id and user) may lack: the type, session, user, date and
+// version of a header of ours.
+func (h *Header) Complete(session, username, msgType string) {
+	if h.MsgType == "" {
+		h.MsgType = msgType
+	}
+	if h.Session == "" {
+		h.Session = session
+	}
+	if h.Username == "" {
+		h.Username = username
+	}
+	if h.Date == "" {
+		h.Date = Now()
+	}
+	if h.Version == "" {
+		h.Version = ProtocolVersion
+	}
+}
+
 // Now returns the current time in the header date format.
 func Now() string { return time.Now().UTC().Format(DateFormat) }
 

@@ -485,15 +485,6 @@ func (t *Task) Rewind(ctx context.Context, ts int64, opts rewind.Options) (rewin
 	return res, nil
 }
 
-// EditAndResubmit rewinds away the user message stamped ts (and everything
-// after it) and submits text in its place.
-func (t *Task) EditAndResubmit(ctx context.Context, ts int64, text string) error {
-	if _, err := t.Rewind(ctx, ts, rewind.Options{}); err != nil {
-		return err
-	}
-	return t.Submit(text)
-}
-
 func containsTS(ui []messages.UIMessage, ts int64) bool {
 	for i := range ui {
 		if ui[i].TS == ts {

@@ -265,24 +265,7 @@ func (r Rewound) Summary() string {
 // first). The model is told at the next prompt. A running turn is
 // cancelled first.
 func (h *Host) Rewind(ctx context.Context, ts int64, opts RewindOptions) (Rewound, error) {
-	c, err := h.session(ctx)
-	if err != nil {
-		return Rewound{}, err
-	}
-	if !containsTS(c.task.UI(), ts) {
-		return Rewound{}, fmt.Errorf("no message with ts %d in this session (see %%agent history)", ts)
-	}
-	st, err := h.Store()
-	if err != nil {
-		return Rewound{}, err
-	}
-	// What the world needs is read before the conversation's rewind, which
-	// marks it rewound.
-	changes, err := st.FileChanges(ctx, c.id, ts)
-	if err != nil {
-		return Rewound{}, err
-	}
-	runs, err := st.CodeRuns(ctx, c.id)
+	c, past, err := h.worldAfter(ctx, ts)
 	if err != nil {
 		return Rewound{}, err
 	}
@@ -295,25 +278,65 @@ func (h *Host) Rewind(ctx context.Context, ts int64, opts RewindOptions) (Rewoun
 	if opts.ConversationOnly {
 		return out, nil
 	}
+	h.turnBack(ctx, c, ts, past, opts, &out)
 	var notes []string
-	if !opts.NoFiles && len(changes) > 0 {
-		out.Files, err = h.restoreFiles(ctx, changes, opts.Force)
-		if err != nil {
-			out.Files = &checkpoint.RestoreReport{Unrestorable: []string{err.Error()}}
-		}
+	if out.Files != nil {
 		notes = append(notes, "the workspace's files were restored to that point")
 	}
-	if !opts.NoKernel {
-		h.restoreKernel(ctx, c, ts, runs, opts, &out)
-		if len(out.Kernel) > 0 {
-			notes = append(notes, "the kernel was restarted and the code run before that point replayed (variables defined later are gone)")
-		}
+	if len(out.Kernel) > 0 {
+		notes = append(notes, "the kernel was restarted and the code run before that point replayed (variables defined later are gone)")
 	}
 	if len(notes) > 0 {
 		c.note("[agentkernel] The conversation was rewound; " + strings.Join(notes, ", and ") +
 			". Anything done after that point is gone.")
 	}
 	return out, nil
+}
+
+// pastWorld is what a rewind to a point turns back: the files changed since,
+// and the code log.
+type pastWorld struct {
+	changes []store.FileChange
+	runs    []store.CodeRun
+}
+
+// worldAfter checks that ts is a message of the current session and reads
+// what its world did from there on. It is read before the conversation's
+// rewind, which marks it rewound.
+func (h *Host) worldAfter(ctx context.Context, ts int64) (*current, pastWorld, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return nil, pastWorld{}, err
+	}
+	if !containsTS(c.task.UI(), ts) {
+		return nil, pastWorld{}, fmt.Errorf("no message with ts %d in this session (see %%agent history)", ts)
+	}
+	st, err := h.Store()
+	if err != nil {
+		return nil, pastWorld{}, err
+	}
+	var p pastWorld
+	if p.changes, err = st.FileChanges(ctx, c.id, ts); err != nil {
+		return nil, pastWorld{}, err
+	}
+	if p.runs, err = st.CodeRuns(ctx, c.id); err != nil {
+		return nil, pastWorld{}, err
+	}
+	return c, p, nil
+}
+
+// turnBack restores the files and the kernel of session c to ts, as opts
+// allow, and says what it did in out.
+func (h *Host) turnBack(ctx context.Context, c *current, ts int64, p pastWorld, opts RewindOptions, out *Rewound) {
+	if !opts.NoFiles && len(p.changes) > 0 {
+		var err error
+		if out.Files, err = h.restoreFiles(ctx, p.changes, opts.Force); err != nil {
+			out.Files = &checkpoint.RestoreReport{Unrestorable: []string{err.Error()}}
+		}
+	}
+	if !opts.NoKernel {
+		h.restoreKernel(ctx, c, ts, p.runs, opts, out)
+	}
 }
 
 // restoreFiles turns changes back.
@@ -471,23 +494,12 @@ func firstLine(s string, n int) string {
 // turned back to that point as Rewind does (the original's history and
 // records are not changed). It returns the new session.
 func (h *Host) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Rewound, error) {
-	c, err := h.session(ctx)
+	c, past, err := h.worldAfter(ctx, ts)
 	if err != nil {
 		return Info{}, Rewound{}, err
-	}
-	if !containsTS(c.task.UI(), ts) {
-		return Info{}, Rewound{}, fmt.Errorf("no message with ts %d in this session (see %%agent history)", ts)
 	}
 	c.task.Cancel()
 	st, err := h.Store()
-	if err != nil {
-		return Info{}, Rewound{}, err
-	}
-	changes, err := st.FileChanges(ctx, c.id, ts)
-	if err != nil {
-		return Info{}, Rewound{}, err
-	}
-	runs, err := st.CodeRuns(ctx, c.id)
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
@@ -500,19 +512,11 @@ func (h *Host) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Re
 		return Info{}, Rewound{}, err
 	}
 	out := Rewound{UI: info.Messages}
-	if opts.ConversationOnly {
-		return info, out, nil
-	}
-	h.mu.Lock()
-	nc := h.cur
-	h.mu.Unlock()
-	if !opts.NoFiles && len(changes) > 0 {
-		if out.Files, err = h.restoreFiles(ctx, changes, opts.Force); err != nil {
-			out.Files = &checkpoint.RestoreReport{Unrestorable: []string{err.Error()}}
-		}
-	}
-	if !opts.NoKernel {
-		h.restoreKernel(ctx, nc, ts, runs, opts, &out)
+	if !opts.ConversationOnly {
+		h.mu.Lock()
+		nc := h.cur
+		h.mu.Unlock()
+		h.turnBack(ctx, nc, ts, past, opts, &out)
 	}
 	return info, out, nil
 }

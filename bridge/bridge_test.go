@@ -146,6 +146,21 @@ func (h *harness) exec(code string, opts client.ExecuteOptions, input func(strin
 	return c, o
 }
 
+// execAsync sends a cell without waiting: the channel gets its
+// execute_reply's content (nil if the request failed).
+func (h *harness) execAsync(code string) <-chan map[string]any {
+	done := make(chan map[string]any, 1)
+	go func() { // ends with the request; the harness's cleanup closes the client
+		rep, err := h.c.Execute(context.Background(), code, client.ExecuteOptions{}, client.Handlers{})
+		var c map[string]any
+		if err == nil {
+			rep.DecodeContent(&c)
+		}
+		done <- c
+	}()
+	return done
+}
+
 func (h *harness) do(msgType string, content any) map[string]any {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -271,19 +286,7 @@ display(HTML("<b>hi</b>"))
 func TestInterrupt(t *testing.T) {
 	h := start(t)
 	h.exec("1", client.ExecuteOptions{}, nil) // backing kernel up
-	done := make(chan map[string]any, 1)
-	go func() {
-		o := &outputs{}
-		rep, err := h.c.Execute(context.Background(), "import time; print('go', flush=True); time.sleep(30)", client.ExecuteOptions{},
-			client.Handlers{IOPub: func(m *wire.Message) {
-				o.add(m)
-			}})
-		var c map[string]any
-		if err == nil {
-			rep.DecodeContent(&c)
-		}
-		done <- c
-	}()
+	done := h.execAsync("import time; print('go', flush=True); time.sleep(30)")
 	time.Sleep(1 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -299,14 +302,7 @@ func TestInterrupt(t *testing.T) {
 		t.Fatal("interrupt did not end the cell")
 	}
 	// SIGINT path: the server's Interrupt, as the signal handler calls it.
-	go func() {
-		rep, err := h.c.Execute(context.Background(), "import time; time.sleep(30)", client.ExecuteOptions{}, client.Handlers{})
-		var c map[string]any
-		if err == nil {
-			rep.DecodeContent(&c)
-		}
-		done <- c
-	}()
+	done = h.execAsync("import time; time.sleep(30)")
 	time.Sleep(1 * time.Second)
 	if err := h.srv.Interrupt(ctx); err != nil {
 		t.Fatal(err)
@@ -342,15 +338,7 @@ func TestInterruptWhileBackingStarts(t *testing.T) {
 	// No language_info is cached: kernel_info must not wait for the start
 	// (as with a cache, which install's probe fills).
 	h := startWith(t, Config{Backing: "slowpy", InfoWait: time.Millisecond})
-	done := make(chan map[string]any, 1)
-	go func() {
-		rep, err := h.c.Execute(context.Background(), "import time; time.sleep(15); ran = True", client.ExecuteOptions{}, client.Handlers{})
-		var c map[string]any
-		if err == nil {
-			rep.DecodeContent(&c)
-		}
-		done <- c
-	}()
+	done := h.execAsync("import time; time.sleep(15); ran = True")
 	if h.b.runner.Running() {
 		t.Fatal("the slow kernel is up already")
 	}

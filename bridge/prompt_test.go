@@ -229,15 +229,7 @@ func TestPromptErrorsAndInterrupt(t *testing.T) {
 
 	// An interrupt during a slow stream ends the cell quickly.
 	srv.Enqueue(scripted.Reply(scripted.Text("Thinking"), scripted.Stall()))
-	done := make(chan map[string]any, 1)
-	go func() {
-		rep, err := h.c.Execute(context.Background(), "Take your time", client.ExecuteOptions{}, client.Handlers{})
-		var c map[string]any
-		if err == nil {
-			rep.DecodeContent(&c)
-		}
-		done <- c
-	}()
+	done := h.execAsync("Take your time")
 	deadline := time.Now().Add(10 * time.Second)
 	for srv.Pending() > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

@@ -19,10 +19,22 @@ type sessionRow struct {
 }
 
 func lookupSession(ctx context.Context, tx *sql.Tx, id string) (sessionRow, error) {
+	return readSession(ctx, tx, id, "SELECT pk, message_count, archived_at FROM sessions WHERE id = ?")
+}
+
+// lockSession is lookupSession for a write: on PostgreSQL it also locks the
+// session's row until the transaction ends, so that writers of one session
+// from several connections or processes take turns (SQLite has one writer).
+// Every write transaction locks its session first, which also keeps the
+// lock order the same everywhere.
+func lockSession(ctx context.Context, tx *sql.Tx, id string) (sessionRow, error) {
+	return readSession(ctx, tx, id, "SELECT pk, message_count, archived_at FROM sessions WHERE id = ? /*pg FOR UPDATE*/")
+}
+
+func readSession(ctx context.Context, tx *sql.Tx, id, query string) (sessionRow, error) {
 	var r sessionRow
 	var archived sql.NullInt64
-	err := tx.QueryRowContext(ctx, "SELECT pk, message_count, archived_at FROM sessions WHERE id = ?", id).
-		Scan(&r.pk, &r.uiCount, &archived)
+	err := tx.QueryRowContext(ctx, query, id).Scan(&r.pk, &r.uiCount, &archived)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("session %s: %w", id, ErrNotFound)
 	}
@@ -31,7 +43,7 @@ func lookupSession(ctx context.Context, tx *sql.Tx, id string) (sessionRow, erro
 }
 
 func writableSession(ctx context.Context, tx *sql.Tx, id string) (sessionRow, error) {
-	r, err := lookupSession(ctx, tx, id)
+	r, err := lockSession(ctx, tx, id)
 	if err == nil && r.archived {
 		err = fmt.Errorf("session %s: %w", id, ErrArchived)
 	}
@@ -171,7 +183,7 @@ func (s *Store) UpdateUI(ctx context.Context, sessionID string, msg messages.UIM
 // updateUIRows writes new versions of existing UI messages in one
 // transaction. A message whose row is gone is an ErrNotFound error.
 func updateUIRows(ctx context.Context, tx *sql.Tx, sessionID string, msgs []messages.UIMessage, now int64) error {
-	sr, err := lookupSession(ctx, tx, sessionID)
+	sr, err := lockSession(ctx, tx, sessionID)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/pgtest"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/rewind"
 )
@@ -21,7 +22,10 @@ import (
 //	go test -run '^$' -bench . -benchtime 300x ./store/
 //
 // The 1,000,000-message search fixture is built once and kept in
-// $TMPDIR/agentkernel-bench-search-v1.db (delete it to rebuild).
+// $TMPDIR/agentkernel-bench-search-v1.db (delete it to rebuild). The second,
+// PostgreSQL run of the suite (see TestMain) runs every benchmark again on
+// PostgreSQL; its search fixture is built in the schema bench_search_v1 of
+// the test server (a throwaway cluster unless $AGENTKERNEL_TEST_POSTGRES).
 
 // BenchmarkAppend measures one durable AppendUI (committed on return) and
 // reports the median and 99th percentile.
@@ -43,6 +47,57 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	b.StopTimer()
 	reportPercentiles(b, durs)
+}
+
+// BenchmarkAppendConcurrent20 runs 20 writers at once, each a Store of its
+// own (as 20 kernels are) appending to a session of its own, and reports
+// the appends per second they reach together and the latency of each.
+func BenchmarkAppendConcurrent20(b *testing.B) {
+	ctx := context.Background()
+	const writers = 20
+	first := newStore(b)
+	o := reopen(first)
+	stores := []*Store{first}
+	for len(stores) < writers {
+		s, err := Open(o)
+		must(b, err)
+		b.Cleanup(func() { s.Close() })
+		stores = append(stores, s)
+	}
+	ids := make([]string, writers)
+	for i, s := range stores {
+		ids[i] = newSession(b, s)
+	}
+	text := "The dataframe has 3 columns and 1,204 rows; plotting revenue by month next."
+	per := max(b.N/writers, 1)
+	durs := make([][]time.Duration, writers)
+	errs := make(chan error, writers)
+	b.ResetTimer()
+	t0 := time.Now()
+	for w := range writers {
+		go func() {
+			var clock messages.Clock
+			for i := 0; i < per; i++ {
+				m := say(clock.Next(), messages.SayText, text)
+				t := time.Now()
+				if err := stores[w].AppendUI(ctx, ids[w], m); err != nil {
+					errs <- err
+					return
+				}
+				durs[w] = append(durs[w], time.Since(t))
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	b.ReportMetric(float64(per*writers)/elapsed.Seconds(), "appends/s")
+	reportPercentiles(b, slices.Concat(durs...))
 }
 
 func reportPercentiles(b *testing.B, durs []time.Duration) {
@@ -183,11 +238,18 @@ func searchFixture(b *testing.B) (*Store, []string) {
 	const sessions, perSession = 1000, 1000
 	path := filepath.Join(os.TempDir(), "agentkernel-bench-search-v1.db")
 	ctx := context.Background()
-	if _, err := os.Stat(path + ".done"); err != nil {
+	o := Options{Path: path}
+	built := func() bool { _, err := os.Stat(path + ".done"); return err == nil }
+	if pg != nil {
+		must(b, pg.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS bench_search_v1"))
+		o = Options{URL: pgtest.WithParam(pg.URL, "search_path", "bench_search_v1")}
+		built = func() bool { return pg.Exec(ctx, "SELECT FROM bench_search_v1.built") == nil }
+	}
+	if !built() {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			os.Remove(path + suffix)
 		}
-		s, err := Open(Options{Path: path})
+		s, err := Open(o)
 		must(b, err)
 		rng := rand.New(rand.NewPCG(5, 6))
 		t0 := time.Now()
@@ -203,13 +265,21 @@ func searchFixture(b *testing.B) (*Store, []string) {
 			}
 			must(b, s.AppendUI(ctx, id, ms...))
 		}
-		_, err = s.w.Exec("INSERT INTO ui_fts(ui_fts) VALUES('optimize')")
+		if pg != nil {
+			_, err = s.w.Exec("VACUUM ANALYZE")
+			must(b, err)
+			_, err = s.w.Exec("CREATE TABLE built ()")
+		} else {
+			_, err = s.w.Exec("INSERT INTO ui_fts(ui_fts) VALUES('optimize')")
+		}
 		must(b, err)
 		must(b, s.Close())
-		must(b, os.WriteFile(path+".done", nil, 0o600))
+		if pg == nil {
+			must(b, os.WriteFile(path+".done", nil, 0o600))
+		}
 		b.Logf("built %d-message fixture in %v", sessions*perSession, time.Since(t0))
 	}
-	s, err := Open(Options{Path: path})
+	s, err := Open(o)
 	must(b, err)
 	b.Cleanup(func() { s.Close() })
 	ids := []string{"00000000-0000-4000-8000-000000000999", "00000000-0000-4000-8000-000000000001"}

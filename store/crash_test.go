@@ -17,7 +17,7 @@ import (
 )
 
 // crashChildEnv makes the test binary run crashChild instead of the tests:
-// its value is the database path.
+// its value is the database path, or the PostgreSQL URL.
 const crashChildEnv = "AGENTKERNEL_STORE_CRASH_CHILD"
 
 const crashSession = "00000000-0000-4000-8000-00000000c4a5"
@@ -27,7 +27,11 @@ const crashSession = "00000000-0000-4000-8000-00000000c4a5"
 // streams a partial message between appends. It is killed by the parent.
 func crashChild() int {
 	ctx := context.Background()
-	s, err := Open(Options{Path: os.Getenv(crashChildEnv), Debounce: time.Millisecond})
+	o := Options{Path: os.Getenv(crashChildEnv), Debounce: time.Millisecond}
+	if IsPostgresURL(o.Path) {
+		o.URL, o.Path = o.Path, ""
+	}
+	s, err := Open(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -93,13 +97,19 @@ func crashChild() int {
 // TestCrashSIGKILL runs a writer child, SIGKILLs it at random points
 // several times, and checks after each kill that every message the child
 // reported as committed is there, batches are whole, the file passes
-// integrity_check and the FTS index agrees with the table.
+// integrity_check and the FTS index agrees with the table. On PostgreSQL
+// the child is killed in the middle of its conversation with the server.
 func TestCrashSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
 	ctx := context.Background()
 	path := t.TempDir() + "/crash.db"
+	o := Options{Path: path}
+	if pg != nil {
+		path = pgURL(t)
+		o = Options{URL: path}
+	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	reported := map[int64]string{} // ts -> final text ("" = any)
 	reportedAPI := map[int64]bool{}
@@ -147,7 +157,7 @@ func TestCrashSIGKILL(t *testing.T) {
 			t.Fatalf("round %d: child ended without being killed: %v\n%s", round, err, stderr.String())
 		}
 
-		s, err := Open(Options{Path: path})
+		s, err := Open(o)
 		must(t, err)
 		must(t, s.IntegrityCheck(ctx))
 		ui, err := s.LoadUI(ctx, crashSession, Page{})
@@ -199,7 +209,11 @@ func checkFTSAgrees(t *testing.T, s *Store) {
 	t.Helper()
 	for _, w := range []string{"alpha", "kernel", "frame", "message"} {
 		var fts, scan int
-		must(t, s.w.QueryRow("SELECT count(*) FROM ui_fts WHERE ui_fts MATCH ?", w).Scan(&fts))
+		q := "SELECT count(*) FROM ui_fts WHERE ui_fts MATCH ?"
+		if s.pg {
+			q = "SELECT count(*) FROM ui_messages WHERE tsv @@ plainto_tsquery('ak_search', ?)"
+		}
+		must(t, s.w.QueryRow(q, w).Scan(&fts))
 		must(t, s.w.QueryRow("SELECT count(*) FROM ui_messages WHERE ' ' || text || ' ' LIKE ?", "% "+w+" %").Scan(&scan))
 		if fts != scan {
 			t.Fatalf("FTS finds %d rows with %q, the table has %d", fts, w, scan)

@@ -43,8 +43,11 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is maps SQLite result codes onto the package's sentinels.
+// Is maps SQLite result codes and PostgreSQL error codes onto the package's sentinels.
 func (e *Error) Is(target error) bool {
+	if pgIs(e.Err, target) {
+		return true
+	}
 	var se *sqlite.Error
 	if !errors.As(e.Err, &se) {
 		return false
@@ -76,5 +79,5 @@ func (s *Store) wrap(op string, err error) error {
 // isConstraint reports a UNIQUE / PRIMARY KEY violation.
 func isConstraint(err error) bool {
 	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT || pgConstraint(err)
 }

@@ -15,6 +15,7 @@ import (
 )
 
 func TestCorruptFileNamed(t *testing.T) {
+	onlySQLite(t, "a file that is not a database")
 	path := t.TempDir() + "/agentkernel.db"
 	must(t, os.WriteFile(path, []byte(strings.Repeat("this is not a database ", 400)), 0o600))
 	_, err := Open(Options{Path: path})
@@ -25,6 +26,7 @@ func TestCorruptFileNamed(t *testing.T) {
 }
 
 func TestCorruptPagesNamed(t *testing.T) {
+	onlySQLite(t, "damaged pages of the database file")
 	ctx := context.Background()
 	s := newStore(t)
 	id := newSession(t, s)
@@ -58,6 +60,7 @@ func TestCorruptPagesNamed(t *testing.T) {
 }
 
 func TestLockedFileNamed(t *testing.T) {
+	onlySQLite(t, "another process's file lock")
 	s := newStore(t)
 	path := s.Path()
 	must(t, s.Close())
@@ -77,6 +80,7 @@ func TestLockedFileNamed(t *testing.T) {
 }
 
 func TestDiskFullNamed(t *testing.T) {
+	onlySQLite(t, "SQLite's page limit")
 	ctx := context.Background()
 	s := newStore(t)
 	id := newSession(t, s)

@@ -184,18 +184,16 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (Session, error) {
 		if hdr.ArchivedAt != 0 {
 			archived = hdr.ArchivedAt
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, created_at, updated_at, display_name, model,
+		var pk int64
+		err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, created_at, updated_at, display_name, model,
 			provider, mode, workspace, tokens_in, tokens_out, cache_writes, cache_reads, cost, archived_at, archive_reason)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`,
 			hdr.ID, hdr.CreatedAt, hdr.UpdatedAt, noUS(hdr.DisplayName), noUS(hdr.Model), noUS(hdr.Provider), noUS(hdr.Mode),
-			noUS(hdr.Workspace), hdr.TokensIn, hdr.TokensOut, hdr.CacheWrites, hdr.CacheReads, hdr.Cost, archived, noUS(hdr.ArchiveReason))
+			noUS(hdr.Workspace), hdr.TokensIn, hdr.TokensOut, hdr.CacheWrites, hdr.CacheReads, hdr.Cost, archived,
+			noUS(hdr.ArchiveReason)).Scan(&pk)
 		if isConstraint(err) {
 			return fmt.Errorf("session %s: %w", hdr.ID, ErrExists)
 		}
-		if err != nil {
-			return err
-		}
-		pk, err := res.LastInsertId()
 		if err != nil {
 			return err
 		}

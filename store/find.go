@@ -19,7 +19,7 @@ func (s *Store) FindSession(ctx context.Context, ref string) (Session, error) {
 	err := s.readTx(ctx, "find session "+ref, func(tx *sql.Tx) error {
 		// ESCAPE keeps % and _ in ref literal.
 		pattern := strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(ref) + "%"
-		rows, err := tx.QueryContext(ctx, "SELECT id FROM sessions WHERE id = ? OR id LIKE ? ESCAPE '\\' ORDER BY id = ? DESC LIMIT 2",
+		rows, err := tx.QueryContext(ctx, "SELECT id FROM sessions WHERE id = ? OR lower(id) LIKE lower(?) ESCAPE '\\' ORDER BY id = ? DESC LIMIT 2",
 			ref, pattern, ref)
 		if err != nil {
 			return err

@@ -3,26 +3,104 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/agentkernel/agentkernel/internal/pgtest"
 	"github.com/agentkernel/agentkernel/messages"
 )
+
+// The store's tests are one contract suite for both backends: TestMain runs
+// them on SQLite, then runs this test binary again, with the same flags,
+// on PostgreSQL (envBackend=postgres), against a server pgtest gives (one
+// throwaway cluster for both runs, stopped at the end). Tests that are
+// about one engine's files or errors say so with onlySQLite/onlyPostgres.
+const (
+	envBackend = "AGENTKERNEL_TEST_STORE_BACKEND"
+	envPGURL   = "AGENTKERNEL_TEST_STORE_PGURL"
+)
+
+// pg is the server of the PostgreSQL run; nil in the SQLite run.
+var pg *pgtest.Server
 
 func TestMain(m *testing.M) {
 	if os.Getenv(crashChildEnv) != "" {
 		os.Exit(crashChild())
 	}
-	goleak.VerifyTestMain(m)
+	if os.Getenv(writerChildEnv) != "" {
+		os.Exit(writerChild())
+	}
+	if os.Getenv(envBackend) == "postgres" {
+		pg = &pgtest.Server{URL: os.Getenv(envPGURL)}
+		fmt.Fprintln(os.Stderr, "store: the contract suite on PostgreSQL")
+		goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"))
+		return
+	}
+	code := m.Run()
+	if code != 0 {
+		os.Exit(code)
+	}
+	os.Exit(runOnPostgres())
+}
+
+// runOnPostgres runs this test binary again on PostgreSQL.
+func runOnPostgres() int {
+	srv, err := pgtest.Start()
+	if err != nil {
+		if errors.Is(err, pgtest.ErrUnavailable) && os.Getenv(pgtest.EnvRequire) == "" {
+			fmt.Fprintln(os.Stderr, "store: SKIP the PostgreSQL run:", err)
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "store: PostgreSQL:", err)
+		return 1
+	}
+	defer srv.Stop()
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Env = append(os.Environ(), envBackend+"=postgres", envPGURL+"="+srv.URL)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "store: the PostgreSQL run failed:", err)
+		return 1
+	}
+	return 0
+}
+
+func onlySQLite(t testing.TB, why string) {
+	t.Helper()
+	if pg != nil {
+		t.Skip("SQLite only: " + why)
+	}
+}
+
+func onlyPostgres(t testing.TB) {
+	t.Helper()
+	if pg == nil {
+		t.Skip("PostgreSQL only: runs in the PostgreSQL run of the suite")
+	}
+}
+
+// pgURL returns a fresh empty schema of the PostgreSQL run's server.
+func pgURL(t testing.TB) string {
+	t.Helper()
+	u, err := pg.NewSchema(context.Background(), "t")
+	if err != nil {
+		t.Fatalf("new schema: %v", err)
+	}
+	return u
 }
 
 func newStore(t testing.TB, opts ...func(*Options)) *Store {
 	t.Helper()
 	o := Options{Dir: t.TempDir(), Debounce: 20 * time.Millisecond}
+	if pg != nil {
+		o.URL = pgURL(t)
+	}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -32,6 +110,14 @@ func newStore(t testing.TB, opts ...func(*Options)) *Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// reopen returns the options that open s's database again.
+func reopen(s *Store) Options {
+	if s.pg {
+		return Options{URL: s.opts.URL}
+	}
+	return Options{Path: s.Path()}
 }
 
 func newSession(t testing.TB, s *Store) string {

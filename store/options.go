@@ -44,6 +44,10 @@ type Options struct {
 	Dir string
 	// Path, when set, is the database file itself and overrides Dir.
 	Path string
+	// URL, when a postgres:// or postgresql:// URL, selects the PostgreSQL
+	// store instead of SQLite (Dir and Path are then unused; no file is
+	// written). Default: $AGENTKERNEL_STORE. Any other value is an error.
+	URL string
 	// Sync is the commit durability. Default SyncNormal (see package doc).
 	Sync Sync
 	// BusyTimeout is how long a statement waits for a lock held by another
@@ -62,7 +66,13 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.Path == "" {
+	if o.URL == "" {
+		o.URL = os.Getenv(EnvStore)
+	}
+	if o.URL != "" && !IsPostgresURL(o.URL) {
+		return o, fmt.Errorf("store: %q is not a postgres:// URL (unset %s for the SQLite store)", o.URL, EnvStore)
+	}
+	if o.Path == "" && o.URL == "" {
 		if o.Dir == "" {
 			d, err := DataDir()
 			if err != nil {

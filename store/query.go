@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/agentkernel/agentkernel/messages"
@@ -44,7 +45,7 @@ func (p Page) sql(table string) (string, []any) {
 	}
 	limit := p.Limit
 	if limit <= 0 {
-		limit = -1
+		limit = math.MaxInt64 // PostgreSQL refuses SQLite's LIMIT -1
 	}
 	sb.WriteString(" LIMIT ? OFFSET ?")
 	args = append(args, limit, max(p.Offset, 0))

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
+	"unicode"
 )
 
 // SearchOptions narrow and shape Search. The zero value searches every
@@ -48,6 +50,9 @@ func (s *Store) Search(ctx context.Context, query string, o SearchOptions) ([]Se
 		o.SnippetTokens = 16
 	}
 	o.SnippetTokens = min(o.SnippetTokens, 64)
+	if s.pg {
+		return s.pgSearch(ctx, query, o)
+	}
 	match := query
 	if !o.Raw {
 		match = ftsQuote(query)
@@ -117,4 +122,83 @@ func ftsQuote(q string) string {
 		words[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
 	}
 	return strings.Join(words, " ")
+}
+
+// pgSearch is Search on PostgreSQL: the tsvector column with its GIN index,
+// parsed with the ak_search configuration (lower case, diacritics removed,
+// no stemming: as FTS5's unicode61 remove_diacritics). By default every word must appear (plainto_tsquery);
+// Raw queries use websearch_to_tsquery's syntax ("phrase", OR, -word).
+// Snippets are ts_headline fragments of SnippetTokens words, with "…"
+// where the fragment cuts the text, as FTS5's snippet marks it.
+func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]SearchHit, error) {
+	if strings.TrimSpace(query) == "" {
+		return nil, nil
+	}
+	parse := "plainto_tsquery"
+	if o.Raw {
+		parse = "websearch_to_tsquery"
+	}
+	q := `WITH q AS (SELECT ` + parse + `('ak_search', ?) AS q)
+		SELECT h.id, h.ts, h.type, h.kind, h.role, h.text, ts_headline('ak_search', h.text, q.q, ?)
+		FROM q, LATERAL (SELECT s.id, m.seq, m.ts, m.type, m.kind, m.role, m.text
+			FROM ui_messages m JOIN sessions s ON s.pk = m.session_pk WHERE m.tsv @@ q.q`
+	// Marks that cannot occur in ts_headline's option syntax; replaced below.
+	opts := fmt.Sprintf("StartSel=\x02, StopSel=\x03, MaxWords=%d, MinWords=1, ShortWord=0, MaxFragments=1",
+		max(o.SnippetTokens, 2))
+	args := []any{query, opts}
+	if o.SessionID != "" {
+		q += " AND s.id = ?"
+		args = append(args, o.SessionID)
+	} else if !o.IncludeArchived {
+		q += " AND s.archived_at IS NULL"
+	}
+	q += " ORDER BY m.seq DESC LIMIT ?) h ORDER BY h.seq DESC"
+	args = append(args, o.Limit)
+	var hits []SearchHit
+	err := s.readTx(ctx, "search", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h SearchHit
+			var text, frag string
+			if err := rows.Scan(&h.SessionID, &h.TS, &h.Type, &h.Kind, &h.Role, &text, &frag); err != nil {
+				return err
+			}
+			h.Snippet = headlineSnippet(text, frag, o.Before, o.After)
+			hits = append(hits, h)
+		}
+		return rows.Err()
+	})
+	return hits, err
+}
+
+// headlineSnippet turns a ts_headline fragment of text, marked with \x02
+// and \x03, into a snippet marked with before and after. Where the fragment
+// stops short of the start or the end of the text it gets "…", unless only
+// punctuation was left out, which is put back (as FTS5's snippet does).
+func headlineSnippet(text, frag, before, after string) string {
+	plain := strings.TrimSpace(strings.NewReplacer("\x02", "", "\x03", "").Replace(frag))
+	out := strings.TrimSpace(strings.NewReplacer("\x02", before, "\x03", after).Replace(frag))
+	i := strings.Index(text, plain)
+	if i < 0 {
+		return out
+	}
+	if head := text[:i]; hasWord(head) {
+		out = "…" + out
+	} else {
+		out = head + out
+	}
+	if tail := text[i+len(plain):]; hasWord(tail) {
+		out += "…"
+	} else {
+		out += tail
+	}
+	return out
+}
+
+func hasWord(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -133,6 +134,12 @@ const listCols = `printf('%s' || char(31) || '%d' || char(31) || '%d' || char(31
 	display_name || char(31) || title || char(31) || model || char(31) || provider || char(31) ||
 	mode || char(31) || workspace || char(31) || last_role || char(31) || archive_reason || char(31) ||
 	parent_id || char(31) || substr(last_message, 1, ?)`
+
+// pgListCols is listCols in PostgreSQL: the same fields, the same packing.
+const pgListCols = `concat_ws(chr(31), id, created_at, updated_at, coalesce(archived_at, -1),
+		concat_ws(' ', tokens_in, tokens_out, cache_writes, cache_reads, message_count, api_count, cost),
+		display_name, title, model, provider, mode, workspace, last_role, archive_reason, parent_id,
+		substr(last_message, 1, ?))`
 
 // checkID accepts session ids of 1 to 128 printable characters.
 func checkID(id string) error {
@@ -380,17 +387,27 @@ func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, err
 	}
 	if q := strings.TrimSpace(o.Search); q != "" {
 		pat := "%" + likeEscape(q) + "%"
-		where = append(where, `(title LIKE ? ESCAPE '\' OR first_user_message LIKE ? ESCAPE '\' OR id LIKE ? ESCAPE '\')`)
+		// lower() on both sides: LIKE ignores ASCII case in SQLite, and
+		// not at all in PostgreSQL.
+		where = append(where, `(lower(title) LIKE lower(?) ESCAPE '\' OR lower(first_user_message) LIKE lower(?) ESCAPE '\'
+			OR lower(id) LIKE lower(?) ESCAPE '\')`)
 		args = append(args, pat, pat, pat)
 	}
 	// Only what a listing shows is read: the counters packed, the long
 	// texts cut in SQL.
-	query := "SELECT " + listCols + " FROM sessions"
+	cols := listCols
+	if s.pg {
+		cols = pgListCols
+	}
+	query := "SELECT " + cols + " FROM sessions"
 	args = append([]any{o.PreviewChars + 1}, args...)
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY updated_at DESC, pk DESC LIMIT ? OFFSET ?"
+	if o.Limit < 0 {
+		o.Limit = math.MaxInt64
+	}
 	args = append(args, o.Limit, max(o.Offset, 0))
 	var out []Session
 	err := s.readTx(ctx, "list sessions", func(tx *sql.Tx) error {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -27,8 +28,10 @@ type Store struct {
 	path  string
 	opts  Options
 	log   hclog.Logger
-	w     *sql.DB // exactly one connection: every write goes through it
-	r     *sql.DB // read-only pool
+	w     *sql.DB // SQLite: exactly one connection, every write goes through it
+	r     *sql.DB // SQLite: the read-only pool; PostgreSQL: w
+	pg    bool    // the PostgreSQL store (Options.URL)
+	pool  *pgxpool.Pool
 	strm  *streamer
 	close sync.Once
 	done  chan struct{}
@@ -46,6 +49,14 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: o.Path, opts: o, log: o.Logger.Named("store"), done: make(chan struct{}), smallSession: smallSession}
+	if o.URL != "" {
+		s.pg, s.path = true, RedactURL(o.URL)
+		if err := s.openPostgres(); err != nil {
+			return nil, err
+		}
+		s.start()
+		return s, nil
+	}
 	if strings.ContainsAny(o.Path, "?#") {
 		return nil, s.wrap("open", errors.New("the path must not contain '?' or '#'"))
 	}
@@ -62,14 +73,19 @@ func Open(opts Options) (*Store, error) {
 	if err := s.openPools(); err != nil {
 		return nil, err
 	}
+	s.start()
+	return s, nil
+}
+
+// start runs the background writer of streaming updates.
+func (s *Store) start() {
 	s.strm = newStreamer(s)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.strm.run(s.done)
 	}()
-	s.log.Debug("opened", "path", o.Path, "schema", SchemaVersion)
-	return s, nil
+	s.log.Debug("opened", "store", s.path)
 }
 
 func (s *Store) dsn(readOnly bool) string {
@@ -131,8 +147,12 @@ func (s *Store) openPools() error {
 	return nil
 }
 
-// Path returns the database file.
+// Path returns the database file, or the PostgreSQL URL without its
+// password.
 func (s *Store) Path() string { return s.path }
+
+// Postgres reports whether the store is the PostgreSQL one.
+func (s *Store) Postgres() bool { return s.pg }
 
 // Flush writes every pending streaming update now and reports the first
 // error a debounced write met since the last Flush. Call it on SIGTERM.
@@ -154,6 +174,11 @@ func (s *Store) Close() error {
 		ferr := s.strm.flush(ctx)
 		close(s.done)
 		s.wg.Wait()
+		if s.pg {
+			err = errors.Join(ferr, s.wrap("close", s.w.Close()))
+			s.pool.Close()
+			return
+		}
 		err = errors.Join(ferr, s.wrap("close", s.r.Close()), s.wrap("close", s.w.Close()))
 	})
 	return err
@@ -168,25 +193,32 @@ func (s *Store) isClosed() bool {
 	}
 }
 
-// writeTx runs fn in one write transaction (BEGIN IMMEDIATE) and commits.
-// When it returns nil the changes are committed (see the package doc for
-// what that guarantees).
+// writeTx runs fn in one write transaction (BEGIN IMMEDIATE on SQLite) and
+// commits. When it returns nil the changes are committed (see the package
+// doc for what that guarantees). On PostgreSQL it retries (see pgRetry).
 func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	if s.isClosed() {
 		return s.wrap(op, net.ErrClosed)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return s.wrap(op, fmt.Errorf("begin: %w", err))
+	try := func() (bool, error) {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return false, fmt.Errorf("begin: %w", err)
+		}
+		if err := fn(tx); err != nil {
+			tx.Rollback() //nolint:errcheck // the first error is the one to report
+			return false, err
+		}
+		if err := tx.Commit(); err != nil {
+			return true, fmt.Errorf("commit: %w", err)
+		}
+		return false, nil
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback() //nolint:errcheck // the first error is the one to report
+	if !s.pg {
+		_, err := try()
 		return s.wrap(op, err)
 	}
-	if err := tx.Commit(); err != nil {
-		return s.wrap(op, fmt.Errorf("commit: %w", err))
-	}
-	return nil
+	return s.wrap(op, s.pgRetry(ctx, op, try))
 }
 
 // readTx runs fn in one read transaction: a consistent snapshot.
@@ -194,12 +226,63 @@ func (s *Store) readTx(ctx context.Context, op string, fn func(tx *sql.Tx) error
 	if s.isClosed() {
 		return s.wrap(op, net.ErrClosed)
 	}
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.pg {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	var tx *sql.Tx
+	begin := func() (bool, error) {
+		var err error
+		if tx, err = s.r.BeginTx(ctx, opts); err != nil {
+			return false, fmt.Errorf("begin: %w", err)
+		}
+		return false, nil
+	}
+	var err error
+	if s.pg {
+		// Only BEGIN is retried: fn may have kept what it read before a
+		// failure, and a broken connection shows at the first statement.
+		err = s.pgRetry(ctx, op, begin)
+	} else {
+		_, err = begin()
+	}
 	if err != nil {
-		return s.wrap(op, fmt.Errorf("begin: %w", err))
+		return s.wrap(op, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 	return s.wrap(op, fn(tx))
+}
+
+// pgRetry runs try until it succeeds, fails for good, or pgRetryBudget has
+// passed: a transaction that failed because its connection broke (the
+// server restarted, an administrator ended it), or that the server aborted
+// to resolve a conflict, is run again on a fresh connection. try reports
+// whether the failure came during COMMIT, whose outcome is then unknown: a
+// rerun that finds its rows already there (ErrExists) counts as done.
+func (s *Store) pgRetry(ctx context.Context, op string, try func() (committing bool, err error)) error {
+	deadline := time.Now().Add(pgRetryBudget)
+	wait := 20 * time.Millisecond
+	unknownCommit := false
+	for attempt := 1; ; attempt++ {
+		committing, err := try()
+		if err == nil || (unknownCommit && errors.Is(err, ErrExists)) {
+			if attempt > 1 {
+				s.log.Info("database call succeeded after retry", "op", op, "attempts", attempt)
+			}
+			return nil
+		}
+		if !pgRetryable(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		unknownCommit = unknownCommit || committing
+		s.log.Warn("database call failed, retrying", "op", op, "attempt", attempt, "error", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
+		wait = min(wait*2, time.Second)
+	}
 }
 
 // IntegrityCheck runs PRAGMA integrity_check and checks that the FTS index
@@ -208,6 +291,9 @@ func (s *Store) readTx(ctx context.Context, op string, fn func(tx *sql.Tx) error
 func (s *Store) IntegrityCheck(ctx context.Context) error {
 	if s.isClosed() {
 		return s.wrap("integrity check", net.ErrClosed)
+	}
+	if s.pg {
+		return s.pgIntegrityCheck(ctx)
 	}
 	rows, err := s.w.QueryContext(ctx, "PRAGMA integrity_check")
 	if err != nil {

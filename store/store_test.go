@@ -70,6 +70,7 @@ func TestOpenUsesEnvDirAndReopens(t *testing.T) {
 }
 
 func TestOpenPragmas(t *testing.T) {
+	onlySQLite(t, "SQLite's pragmas and file mode")
 	for _, tc := range []struct {
 		sync Sync
 		want int
@@ -93,11 +94,16 @@ func TestOpenPragmas(t *testing.T) {
 
 func TestNewerSchemaRefused(t *testing.T) {
 	s := newStore(t)
-	_, err := s.w.Exec("PRAGMA user_version = 99")
+	bump := "PRAGMA user_version = 99"
+	if pg != nil {
+		bump = "UPDATE agentkernel_schema SET version = 99"
+	}
+	_, err := s.w.Exec(bump)
 	must(t, err)
 	path := s.Path()
+	o := reopen(s)
 	must(t, s.Close())
-	_, err = Open(Options{Path: path})
+	_, err = Open(o)
 	if err == nil || !strings.Contains(err.Error(), "newer") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open = %v, want a 'newer schema' error naming %s", err, path)
 	}
@@ -345,9 +351,9 @@ func TestStreamingDebouncedWrite(t *testing.T) {
 	// Close flushes whatever is pending.
 	m.Reasoning = "thinking harder"
 	must(t, s.UpdateUI(ctx, id, m))
-	path := s.Path()
+	o := reopen(s)
 	must(t, s.Close())
-	s2, err := Open(Options{Path: path})
+	s2, err := Open(o)
 	must(t, err)
 	defer s2.Close()
 	got, err := s2.LoadUI(ctx, id, Page{})

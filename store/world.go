@@ -244,12 +244,12 @@ func (s *Store) ForkSession(ctx context.Context, sessionID string, beforeTS int6
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO code_runs (session_pk, anchor, origin, code, status, rewound)
-			SELECT ?, anchor, origin, code, status, rewound FROM code_runs WHERE session_pk = ? AND anchor < ? ORDER BY seq`,
+			SELECT CAST(? AS BIGINT), anchor, origin, code, status, rewound FROM code_runs WHERE session_pk = ? AND anchor < ? ORDER BY seq`,
 			dst.pk, src.pk, beforeTS); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO file_changes (session_pk, anchor, path, before, after, rewound)
-			SELECT ?, anchor, path, before, after, rewound FROM file_changes WHERE session_pk = ? AND anchor < ? ORDER BY seq`,
+			SELECT CAST(? AS BIGINT), anchor, path, before, after, rewound FROM file_changes WHERE session_pk = ? AND anchor < ? ORDER BY seq`,
 			dst.pk, src.pk, beforeTS); err != nil {
 			return err
 		}

@@ -1,0 +1,309 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// EnvStore names the environment variable that selects the session store:
+// a postgres:// (or postgresql://) URL for PostgreSQL, else the SQLite file
+// in the data directory.
+const EnvStore = "AGENTKERNEL_STORE"
+
+// IsPostgresURL reports whether u selects the PostgreSQL store.
+func IsPostgresURL(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+}
+
+// RedactURL returns u without its password and query (which may hold one),
+// for messages and logs.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "postgres://(unparsable URL)"
+	}
+	p.RawQuery, p.Fragment = "", ""
+	if p.User != nil {
+		p.User = url.User(p.User.Username())
+	}
+	return p.String()
+}
+
+// openPostgres connects s to the PostgreSQL database at s.opts.URL and
+// migrates its schema. The same pool serves reads and writes: PostgreSQL
+// runs writers concurrently, and a session's rows are serialised by a lock
+// on its sessions row (see lockSession).
+func (s *Store) openPostgres() error {
+	cfg, err := pgxpool.ParseConfig(s.opts.URL)
+	if err != nil {
+		// pgx's parse errors can quote the URL, password included.
+		return s.wrap("open", errors.New("bad PostgreSQL URL (want postgres://user:password@host:port/database?options)"))
+	}
+	cfg.MaxConns = int32(max(s.opts.Readers+4, 8))
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = s.opts.BusyTimeout
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "agentkernel"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout+time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return s.wrap("open", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return s.wrap("open", fmt.Errorf("cannot reach the database: %w", err))
+	}
+	db := sql.OpenDB(pgConnector{stdlib.GetPoolConnector(pool)})
+	db.SetMaxOpenConns(int(cfg.MaxConns))
+	db.SetMaxIdleConns(int(cfg.MaxConns))
+	if err := migratePG(ctx, db); err != nil {
+		db.Close()
+		pool.Close()
+		return s.wrap("open", err)
+	}
+	s.w, s.r, s.pool = db, db, pool
+	return nil
+}
+
+// pgRetryable reports a failure after which the same transaction may be
+// run again: the connection broke (the server restarted, an administrator
+// ended it), or PostgreSQL aborted it to resolve a conflict.
+func pgRetryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "40001", pe.Code == "40P01": // serialization failure, deadlock
+			return true
+		case strings.HasPrefix(pe.Code, "08"): // connection exception
+			return true
+		case pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03": // shutdown, crash, starting
+			return true
+		}
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return pgconn.SafeToRetry(err) || errors.Is(err, driver.ErrBadConn) || errors.As(err, &ce) ||
+		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "conn closed")
+}
+
+// pgRetryBudget is how long a write keeps retrying a broken connection: long
+// enough for a database server restart.
+const pgRetryBudget = 30 * time.Second
+
+// pgIs maps PostgreSQL error codes onto the package's sentinels.
+func pgIs(err error, target error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch {
+	case pe.Code == "XX001" || pe.Code == "XX002":
+		return target == ErrCorrupt
+	case pe.Code == "55P03" || pe.Code == "57014": // lock not available, statement timeout
+		return target == ErrLocked
+	case pe.Code == "53100":
+		return target == ErrFull
+	}
+	return false
+}
+
+func pgConstraint(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// pgMigrations[i] moves the PostgreSQL schema from version i to i+1. The
+// schema is SQLite's (see migrations) with PostgreSQL types, and full-text
+// search by a tsvector column with a GIN index instead of FTS5. Append
+// only: never edit a migration that has shipped.
+var pgMigrations = []string{
+	// 1: SQLite schema 2. Search uses the text search configuration
+	// ak_search: 'simple' (lower case, no stemming, as FTS5's unicode61)
+	// with diacritics removed by the unaccent extension when the database
+	// allows it to be installed (it is trusted since PostgreSQL 13).
+	`
+DO $$
+BEGIN
+	BEGIN
+		CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public;
+	EXCEPTION WHEN OTHERS THEN
+		RAISE NOTICE 'agentkernel: no unaccent extension (%): search will not fold diacritics', SQLERRM;
+	END;
+END $$;
+CREATE TEXT SEARCH CONFIGURATION ak_search (COPY = pg_catalog.simple);
+DO $$
+DECLARE dict text;
+BEGIN
+	SELECT quote_ident(n.nspname) || '.unaccent' INTO dict
+		FROM pg_ts_dict d JOIN pg_namespace n ON n.oid = d.dictnamespace WHERE d.dictname = 'unaccent' LIMIT 1;
+	IF dict IS NOT NULL THEN
+		EXECUTE 'ALTER TEXT SEARCH CONFIGURATION ak_search ALTER MAPPING FOR hword, hword_part, word WITH '
+			|| dict || ', simple';
+	END IF;
+END $$;
+
+CREATE TABLE sessions (
+	pk                 BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	id                 TEXT    NOT NULL UNIQUE,
+	created_at         BIGINT  NOT NULL,
+	updated_at         BIGINT  NOT NULL,
+	display_name       TEXT    NOT NULL DEFAULT '',
+	title              TEXT    NOT NULL DEFAULT '',
+	model              TEXT    NOT NULL DEFAULT '',
+	provider           TEXT    NOT NULL DEFAULT '',
+	mode               TEXT    NOT NULL DEFAULT '',
+	workspace          TEXT    NOT NULL DEFAULT '',
+	tokens_in          BIGINT  NOT NULL DEFAULT 0,
+	tokens_out         BIGINT  NOT NULL DEFAULT 0,
+	cache_writes       BIGINT  NOT NULL DEFAULT 0,
+	cache_reads        BIGINT  NOT NULL DEFAULT 0,
+	cost               DOUBLE PRECISION NOT NULL DEFAULT 0,
+	message_count      BIGINT  NOT NULL DEFAULT 0,
+	api_count          BIGINT  NOT NULL DEFAULT 0,
+	first_user_message TEXT    NOT NULL DEFAULT '',
+	last_message       TEXT    NOT NULL DEFAULT '',
+	last_role          TEXT    NOT NULL DEFAULT '',
+	archived_at        BIGINT,
+	archive_reason     TEXT    NOT NULL DEFAULT '',
+	parent_id          TEXT    NOT NULL DEFAULT '',
+	fork_ts            BIGINT  NOT NULL DEFAULT 0,
+	replay_pending     BIGINT  NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_updated ON sessions(updated_at DESC, pk DESC);
+
+CREATE TABLE ui_messages (
+	seq        BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	session_pk BIGINT  NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+	ts         BIGINT  NOT NULL,
+	type       TEXT    NOT NULL,
+	kind       TEXT    NOT NULL,
+	role       TEXT    NOT NULL,
+	text       TEXT    NOT NULL,
+	partial    BIGINT  NOT NULL,
+	payload    TEXT    NOT NULL,
+	tsv        tsvector GENERATED ALWAYS AS (to_tsvector('ak_search', text)) STORED
+);
+CREATE UNIQUE INDEX ui_session_ts ON ui_messages(session_pk, ts);
+CREATE INDEX ui_session ON ui_messages(session_pk, seq);
+CREATE INDEX ui_fts ON ui_messages USING GIN (tsv);
+
+CREATE TABLE api_messages (
+	seq        BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	session_pk BIGINT  NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+	ts         BIGINT  NOT NULL,
+	role       TEXT    NOT NULL,
+	kind       TEXT    NOT NULL,
+	text       TEXT    NOT NULL,
+	payload    TEXT    NOT NULL
+);
+CREATE INDEX api_session_ts ON api_messages(session_pk, ts);
+CREATE INDEX api_session ON api_messages(session_pk, seq);
+
+CREATE TABLE blobs (
+	hash TEXT   PRIMARY KEY,
+	size BIGINT NOT NULL,
+	data BYTEA  NOT NULL
+);
+
+CREATE TABLE code_runs (
+	seq        BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	session_pk BIGINT NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+	anchor     BIGINT NOT NULL,
+	origin     TEXT   NOT NULL,
+	code       TEXT   NOT NULL,
+	status     TEXT   NOT NULL,
+	rewound    BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX code_runs_session ON code_runs(session_pk, anchor);
+
+CREATE TABLE file_changes (
+	seq        BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	session_pk BIGINT NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+	anchor     BIGINT NOT NULL,
+	path       TEXT   NOT NULL,
+	before     TEXT,
+	after      TEXT,
+	rewound    BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX file_changes_session ON file_changes(session_pk, anchor);
+`,
+}
+
+// pgLockKey is the advisory lock that serialises migrations between
+// processes opening a fresh database at once.
+const pgLockKey = 0x61676b6e // "agkn"
+
+// migratePG brings the schema to len(pgMigrations), refusing a database
+// written by a newer build. The version lives in agentkernel_schema.
+func migratePG(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin migration: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", pgLockKey); err != nil {
+		return fmt.Errorf("lock schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS agentkernel_schema (
+		one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema table: %w", err)
+	}
+	var v int
+	err = tx.QueryRowContext(ctx, "SELECT version FROM agentkernel_schema").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		v = 0
+		_, err = tx.ExecContext(ctx, "INSERT INTO agentkernel_schema (version) VALUES (0)")
+	}
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > len(pgMigrations) {
+		return fmt.Errorf("schema version %d is newer than this build supports (%d): upgrade agentkernel", v, len(pgMigrations))
+	}
+	for ; v < len(pgMigrations); v++ {
+		if _, err := tx.ExecContext(ctx, pgMigrations[v]); err != nil {
+			return fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE agentkernel_schema SET version = ?", v+1); err != nil {
+			return fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate schema: commit: %w", err)
+	}
+	return nil
+}
+
+// pgIntegrityCheck checks that the search column agrees with the text.
+func (s *Store) pgIntegrityCheck(ctx context.Context) error {
+	var bad int64
+	err := s.r.QueryRowContext(ctx,
+		"SELECT count(*) FROM ui_messages WHERE tsv IS DISTINCT FROM to_tsvector('ak_search', text)").Scan(&bad)
+	if err != nil {
+		return s.wrap("integrity check", err)
+	}
+	if bad > 0 {
+		return s.wrap("integrity check", fmt.Errorf("%w: %d messages are out of the search index", ErrCorrupt, bad))
+	}
+	return nil
+}

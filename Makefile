@@ -4,6 +4,9 @@ PYTHON    ?= /usr/bin/python3
 FUZZTIME  ?= 20s
 BIN       := bin/agentkernel
 GOTEST    := $(GO) test -race -count=1
+# The PostgreSQL tests start their own server (or use $AGENTKERNEL_TEST_POSTGRES);
+# here a missing PostgreSQL fails them instead of skipping them.
+export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
 .PHONY: build install test check test-go test-norace test-fuzz test-python test-browser bench clean
 

@@ -78,6 +78,9 @@ type Config struct {
 
 	// DataDir holds the session store; default the store's default.
 	DataDir string
+	// Store is the session store's URL (postgres://…); "" is SQLite in
+	// DataDir.
+	Store string
 	// Model is the model string for new sessions ("" = none configured).
 	Model string
 	// OpenModel turns model strings into providers; nil: none can be used.
@@ -165,7 +168,7 @@ func New(cfg Config) (*Bridge, error) {
 		})
 	}
 	b.host = session.New(session.Config{
-		DataDir: cfg.DataDir, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
+		DataDir: cfg.DataDir, StoreURL: cfg.Store, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
 		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,
 		Allow: cfg.Allow, Deny: cfg.Deny, Logger: b.log,
 	})

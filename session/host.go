@@ -35,6 +35,9 @@ type Config struct {
 	Store *store.Store
 	// DataDir is where the host opens its store; default store.DataDir().
 	DataDir string
+	// StoreURL, when a postgres:// URL, is the PostgreSQL store the host
+	// opens instead (see store.Options.URL).
+	StoreURL string
 	// Model is the model of a session when neither SetModel nor the
 	// resumed session names one: the kernelspec's or environment's model,
 	// else the config file's. "" is none.
@@ -144,7 +147,7 @@ func (h *Host) storeLocked() (*store.Store, error) {
 	if h.st != nil {
 		return h.st, nil
 	}
-	st, err := store.Open(store.Options{Dir: h.cfg.DataDir, Logger: h.cfg.Logger.Named("store")})
+	st, err := store.Open(store.Options{Dir: h.cfg.DataDir, URL: h.cfg.StoreURL, Logger: h.cfg.Logger.Named("store")})
 	if err != nil {
 		return nil, fmt.Errorf("session: open the session store: %w", err)
 	}

@@ -29,6 +29,19 @@ const (
 	SyncFull
 )
 
+// pgSynchronousCommit is the PostgreSQL setting with the same guarantee:
+// off returns once the commit is in the server's WAL buffers (the server
+// writes them out within wal_writer_delay, 200 ms): safe against any crash
+// of agentkernel, while a crash of the database server or its machine may
+// lose the last fraction of a second of commits, never corrupt anything;
+// on waits for the WAL to be flushed to disk.
+func (s Sync) pgSynchronousCommit() string {
+	if s == SyncFull {
+		return "on"
+	}
+	return "off"
+}
+
 func (s Sync) pragma() string {
 	if s == SyncFull {
 		return "FULL"

@@ -55,6 +55,9 @@ func (s *Store) openPostgres() error {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = s.opts.BusyTimeout
 	}
+	if cfg.ConnConfig.RuntimeParams["synchronous_commit"] == "" {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = s.opts.Sync.pgSynchronousCommit()
+	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "agentkernel"
 	}

@@ -61,6 +61,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	backingName := fs.String("backing", "python3", "kernelspec of the backing kernel that runs the agent's code")
 	record := fs.String("record", "", "record the model's answers to the cassette `FILE`")
 	gwFlags := addGatewayFlags(fs)
+	storeArg := storeFlag(fs)
 	rewindTo := fs.String("rewind", "", "with --session or --continue: first rewind the session to before message `#N` "+
 		"(its files, and its kernel when --approve all lets the code before it replay), as sessions rewind does")
 	pos, err := parseArgs(fs, args)
@@ -126,7 +127,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	st, err := store.Open(store.Options{Dir: cfg.DataDir, Logger: log.Named("store")})
+	st, err := store.Open(store.Options{Dir: cfg.DataDir, URL: firstNonEmpty(*storeArg, cfg.Store), Logger: log.Named("store")})
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/store"
 )
 
 // fileConfig is $XDG_CONFIG_HOME/agentkernel/config.json (or
@@ -21,6 +23,10 @@ type fileConfig struct {
 	Mode    string   `json:"mode"`    // default | acceptEdits | bypassPermissions | plan
 	Allow   []string `json:"allow"`   // permission rules, e.g. "execute_code(pip install *)"
 	Deny    []string `json:"deny"`
+	// Store selects the session store: a postgres:// URL, or "" for the
+	// SQLite file in the data directory. $AGENTKERNEL_STORE and --store
+	// override it.
+	Store string `json:"store"`
 	// Prices override the price table (USD per million tokens), by model id.
 	Prices map[string]struct {
 		Input         float64 `json:"input"`
@@ -72,6 +78,17 @@ func (c fileConfig) prices() map[string]provider.ModelInfo {
 			CacheRead: p.CacheRead, CacheWrite: p.CacheWrite, ContextWindow: p.ContextWindow}
 	}
 	return out
+}
+
+// storeFlag is --store, on every command that opens the session store.
+func storeFlag(fs *flag.FlagSet) *string {
+	return fs.String("store", "", "session store: a postgres:// `URL` (default $"+store.EnvStore+", then the config file's \"store\", else SQLite in the data directory)")
+}
+
+// storeURL resolves the session store's URL: --store, $AGENTKERNEL_STORE,
+// the config file's store; "" is the SQLite default.
+func storeURL(flagValue string, fc fileConfig) string {
+	return firstNonEmpty(flagValue, os.Getenv(store.EnvStore), fc.Store)
 }
 
 // firstNonEmpty returns the first non-empty string.

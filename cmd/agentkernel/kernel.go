@@ -32,6 +32,7 @@ func runKernel(args []string, stderr io.Writer) error {
 	model := fs.String("model", "", "model for new sessions (default $AGENTKERNEL_MODEL, then the config file)")
 	record := fs.String("record", os.Getenv("AGENTKERNEL_RECORD"), "record the model's answers to this cassette `FILE`")
 	gwFlags := addGatewayFlags(fs)
+	storeArg := storeFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: agentkernel kernel -f CONNECTION_FILE [flags] [BACKING_ARGS...]\n\n"+
 			"Other arguments (--Class.trait=value, --name=value, --flag) go to the backing kernel's\n"+
@@ -97,6 +98,7 @@ func runKernel(args []string, stderr io.Writer) error {
 	}
 	bcfg.Backing, bcfg.Mode, bcfg.Logger, bcfg.Version = *backingName, mode, log, versionString()
 	bcfg.BackingArgs, bcfg.Name, bcfg.Refuse = passed, conn.KernelName, nested
+	bcfg.Store = firstNonEmpty(*storeArg, bcfg.Store)
 	if bcfg.Gateway, err = gwFlags.resolve(); err != nil {
 		return fmt.Errorf("kernel: %w", err)
 	}
@@ -198,6 +200,7 @@ func agentConfig(model, record string) (bridge.Config, error) {
 	prices := fc.prices()
 	return bridge.Config{
 		DataDir:        os.Getenv("AGENTKERNEL_DATA_DIR"),
+		Store:          storeURL("", fc),
 		Model:          models.Resolve(model, os.Getenv("AGENTKERNEL_MODEL"), fc.Model),
 		Approve:        approve,
 		PermissionMode: pmode,

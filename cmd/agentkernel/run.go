@@ -18,6 +18,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider/replay"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/notebooks"
+	"github.com/agentkernel/agentkernel/store"
 )
 
 const runSynopsis = `run NOTEBOOK [-o OUT] [--kernel SPEC] [--approve none|read-only|all] [--record FILE | --replay FILE] [--timeout S] [--allow-errors]
@@ -44,6 +45,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	allowErrors := fs.Bool("allow-errors", false, "keep going after a failing cell and exit 0; its error stays in the output")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	gwFlags := addGatewayFlags(fs)
+	storeArg := storeFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -96,6 +98,9 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if *model != "" {
 		env = append(env, "AGENTKERNEL_MODEL="+*model)
+	}
+	if *storeArg != "" {
+		env = append(env, store.EnvStore+"="+*storeArg)
 	}
 	if *replayFile != "" {
 		abs, err := filepath.Abs(*replayFile)

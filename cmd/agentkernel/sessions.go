@@ -61,6 +61,7 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	c := &sessionsCmd{stdin: stdin, stdout: stdout, stderr: stderr}
 	fs := newFlagSet("sessions "+sub, "sessions "+sub+" [flags]", stderr)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
+	storeArg := storeFlag(fs)
 	var (
 		all, archived, purge  *bool
 		search, format, out   *string
@@ -114,7 +115,11 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(store.Options{Logger: log.Named("store")})
+	fc, err := loadConfig()
+	if err != nil {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	st, err := store.Open(store.Options{URL: storeURL(*storeArg, fc), Logger: log.Named("store")})
 	if err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}

@@ -1,10 +1,15 @@
 package backing
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
+
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 // The backing kernel's language_info is cached on disk so that kernel_info
@@ -29,25 +34,83 @@ func langInfoPath(spec string) string {
 	return filepath.Join(CacheDir(), "language_info", unsafeName.ReplaceAllString(spec, "_")+".json")
 }
 
-// loadLangInfo returns the cached language_info of a backing kernelspec,
-// or nil.
-func loadLangInfo(spec string) json.RawMessage {
-	b, err := os.ReadFile(langInfoPath(spec))
-	if err != nil || !json.Valid(b) {
-		return nil
-	}
-	return b
+// info is what a runner keeps of its backing kernel's kernel_info_reply,
+// and caches on disk as JSON of the same shape.
+type info struct {
+	LanguageInfo json.RawMessage `json:"language_info"`
+	Debugger     bool            `json:"debugger"`
 }
 
-// saveLangInfo caches language_info; failures only cost speed next time.
-func saveLangInfo(spec string, info json.RawMessage) error {
-	path := langInfoPath(spec)
+// CachedDebugger reports whether the backing kernelspec spec had a
+// debugger when it last ran here (the disk cache; false when unknown).
+func CachedDebugger(spec string) bool { return newInfoCache(spec).get().Debugger }
+
+// infoCache holds the info of one backing kernelspec: from the running
+// kernel, else from the disk cache of an earlier one.
+type infoCache struct {
+	key string
+	mu  sync.Mutex
+	v   info
+}
+
+func newInfoCache(key string) *infoCache {
+	c := &infoCache{key: key}
+	b, err := os.ReadFile(langInfoPath(key))
+	if err != nil || !json.Valid(b) {
+		return c
+	}
+	if json.Unmarshal(b, &c.v) != nil || len(c.v.LanguageInfo) == 0 {
+		// A cache written before the debugger flag was kept: language_info alone.
+		c.v = info{LanguageInfo: b}
+	}
+	return c
+}
+
+func (c *infoCache) get() info {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v
+}
+
+// learn keeps what a kernel_info_reply says and writes it to the disk
+// cache; a failed write only costs speed next time. A kernel has a
+// debugger when its reply says so, or its kernelspec's metadata does
+// (ipykernel before 6.22 only says so there).
+func (c *infoCache) learn(rep *wire.Message, spec *client.Spec) error {
+	var v info
+	if rep == nil || rep.DecodeContent(&v) != nil || len(v.LanguageInfo) == 0 {
+		return nil
+	}
+	if spec != nil && spec.Metadata["debugger"] == true {
+		v.Debugger = true
+	}
+	c.mu.Lock()
+	c.v = v
+	c.mu.Unlock()
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	path := langInfoPath(c.key)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, info, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// wait returns the info, waiting for a start in progress (starting, nil
+// when none) within ctx when none is known yet.
+func (c *infoCache) wait(ctx context.Context, starting <-chan struct{}) info {
+	if v := c.get(); v.LanguageInfo != nil || starting == nil {
+		return v
+	}
+	select {
+	case <-starting:
+	case <-ctx.Done():
+	}
+	return c.get()
 }

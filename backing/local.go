@@ -79,9 +79,9 @@ type Local struct {
 
 	kernels *starter[*client.Kernel]
 
-	mu       sync.Mutex // never held across I/O
-	spec     *client.Spec
-	langInfo json.RawMessage
+	mu   sync.Mutex // never held across I/O
+	spec *client.Spec
+	info *infoCache
 }
 
 var _ Runner = (*Local)(nil)
@@ -92,11 +92,11 @@ func NewLocal(opts LocalOptions) *Local {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Local{
-		opts:     opts,
-		log:      opts.Logger.Named("backing"),
-		ctx:      ctx,
-		cancel:   cancel,
-		langInfo: loadLangInfo(opts.Kernel),
+		opts:   opts,
+		log:    opts.Logger.Named("backing"),
+		ctx:    ctx,
+		cancel: cancel,
+		info:   newInfoCache(opts.Kernel),
 	}
 	l.kernels = newStarter(&l.wg, l.launch, func(k *client.Kernel) bool { return !isDone(k) }, l.shutdown)
 	if opts.Refuse == nil {
@@ -182,16 +182,8 @@ func (l *Local) launch() (*client.Kernel, error) {
 	}
 	l.log.Info("backing kernel ready", "kernel", l.opts.Kernel, "pid", k.Pid(), "elapsed", time.Since(start))
 	if rep, err := k.Client().KernelInfo(ctx); err == nil {
-		var c struct {
-			LanguageInfo json.RawMessage `json:"language_info"`
-		}
-		if rep.DecodeContent(&c) == nil && len(c.LanguageInfo) > 0 {
-			l.mu.Lock()
-			l.langInfo = c.LanguageInfo
-			l.mu.Unlock()
-			if err := saveLangInfo(l.opts.Kernel, c.LanguageInfo); err != nil {
-				l.log.Debug("cache language_info failed", "error", err)
-			}
+		if err := l.info.learn(rep, spec); err != nil {
+			l.log.Debug("cache language_info failed", "error", err)
 		}
 	}
 	l.wg.Add(1)
@@ -295,21 +287,11 @@ func (l *Local) Restart(ctx context.Context) error {
 
 // LanguageInfo implements Runner.
 func (l *Local) LanguageInfo(ctx context.Context) json.RawMessage {
-	l.mu.Lock()
-	info := l.langInfo
-	l.mu.Unlock()
-	wait := l.kernels.starting()
-	if info != nil || wait == nil {
-		return info
-	}
-	select {
-	case <-wait:
-	case <-ctx.Done():
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.langInfo
+	return l.info.wait(ctx, l.kernels.starting()).LanguageInfo
 }
+
+// Debugger implements Runner.
+func (l *Local) Debugger() bool { return l.info.get().Debugger }
 
 func (l *Local) shutdown(k *client.Kernel) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

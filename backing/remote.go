@@ -56,9 +56,9 @@ type Remote struct {
 
 	kernels *starter[*wsKernel]
 
-	mu       sync.Mutex
-	spec     *client.Spec // the server's kernelspec, once checked
-	langInfo json.RawMessage
+	mu   sync.Mutex
+	spec *client.Spec // the server's kernelspec, once checked
+	info *infoCache
 }
 
 var _ Runner = (*Remote)(nil)
@@ -80,7 +80,7 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	opts.Gateway = opts.Gateway.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Remote{opts: opts, log: opts.Logger.Named("gateway"), httpc: opts.Gateway.httpClient(), ctx: ctx, cancel: cancel,
-		langInfo: loadLangInfo("gateway-" + opts.Kernel)}
+		info: newInfoCache("gateway-" + opts.Kernel)}
 	r.kernels = newStarter(&r.wg, r.launch, r.alive, r.discard)
 	return r, nil
 }
@@ -219,14 +219,11 @@ func (r *Remote) launch() (*wsKernel, error) {
 		r.deleteKernel(model.ID)
 		return nil, fmt.Errorf("kernel %s on %s did not answer kernel_info: %w", model.ID, r.opts.Gateway.URL, err)
 	}
-	var info struct {
-		LanguageInfo json.RawMessage `json:"language_info"`
-	}
-	if rep != nil && rep.DecodeContent(&info) == nil && len(info.LanguageInfo) > 0 {
-		r.mu.Lock()
-		r.langInfo = info.LanguageInfo
-		r.mu.Unlock()
-		_ = saveLangInfo("gateway-"+r.opts.Kernel, info.LanguageInfo)
+	r.mu.Lock()
+	spec := r.spec
+	r.mu.Unlock()
+	if err := r.info.learn(rep, spec); err != nil {
+		r.log.Debug("cache language_info failed", "error", err)
 	}
 	r.log.Info("server kernel ready", "kernel", model.ID, "spec", r.opts.Kernel, "url", r.opts.Gateway.URL, "elapsed", time.Since(start))
 	return k, nil
@@ -352,21 +349,11 @@ func (r *Remote) Restart(ctx context.Context) error {
 
 // LanguageInfo implements Runner.
 func (r *Remote) LanguageInfo(ctx context.Context) json.RawMessage {
-	r.mu.Lock()
-	info := r.langInfo
-	r.mu.Unlock()
-	wait := r.kernels.starting()
-	if info != nil || wait == nil {
-		return info
-	}
-	select {
-	case <-wait:
-	case <-ctx.Done():
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.langInfo
+	return r.info.wait(ctx, r.kernels.starting()).LanguageInfo
 }
+
+// Debugger implements Runner.
+func (r *Remote) Debugger() bool { return r.info.get().Debugger }
 
 // Close implements Runner: the server's kernel is deleted. A second call
 // returns net.ErrClosed.

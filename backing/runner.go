@@ -48,6 +48,9 @@ type Runner interface {
 	// kernel, else cached from an earlier one, else it waits for a start
 	// within ctx. Nil when none is known.
 	LanguageInfo(ctx context.Context) json.RawMessage
+	// Debugger reports whether the kernel said it has a debugger (the
+	// kernel_info_reply's "debugger"), as far as LanguageInfo knows.
+	Debugger() bool
 	// Describe names the kernel for people: "Python 3 (ipykernel)".
 	Describe() string
 	// Close shuts the kernel down (also one still starting). A second

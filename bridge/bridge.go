@@ -191,7 +191,16 @@ func (b *Bridge) KernelInfo() kernel.KernelInfo {
 	if b.cfg.Mode == ModePrompt {
 		info = promptLanguageInfo
 	}
+	// The debugger is the backing kernel's, passed through in code mode:
+	// debug_request goes to its control channel, debug_event comes back.
+	var features []string
+	debugger := b.cfg.Mode == ModeCode && b.runner.Debugger()
+	if debugger {
+		features = append(features, "debugger")
+	}
 	return kernel.KernelInfo{
+		Debugger:              debugger,
+		SupportedFeatures:     features,
 		Implementation:        "agentkernel",
 		ImplementationVersion: b.cfg.Version,
 		LanguageInfo:          info,
@@ -254,3 +263,7 @@ var promptLanguageInfo = json.RawMessage(`{"name":"markdown","mimetype":"text/ma
 // Probe starts the backing kernel (if not yet started), waits until it is
 // ready and its language_info is cached, then returns.
 func (b *Bridge) Probe(ctx context.Context) error { return b.runner.Ready(ctx) }
+
+// BackingDebugger reports whether the backing kernel said it has a
+// debugger, as far as is known (Probe makes sure).
+func (b *Bridge) BackingDebugger() bool { return b.runner.Debugger() }

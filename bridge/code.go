@@ -26,6 +26,7 @@ var replyTypes = map[string]string{
 	wire.MsgCommOpen:          "",
 	wire.MsgCommMsg:           "",
 	wire.MsgCommClose:         "",
+	wire.MsgDebugRequest:      wire.MsgDebugReply, // on control
 }
 
 // HandleShell implements kernel.Handler.

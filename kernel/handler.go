@@ -48,6 +48,9 @@ type KernelInfo struct {
 	Banner                string          `json:"banner"`
 	HelpLinks             []HelpLink      `json:"help_links"`
 	Debugger              bool            `json:"debugger"`
+	// SupportedFeatures are the protocol's optional features offered
+	// (protocol 5.5): "debugger", "kernel subshells".
+	SupportedFeatures []string `json:"supported_features"`
 }
 
 // HelpLink is one entry of KernelInfo.HelpLinks.

@@ -261,13 +261,28 @@ func (s *Server) publish(parent *wire.Message, msgType string, content, metadata
 	return s.send(s.iopub, m)
 }
 
-// welcome tells an iopub subscriber that joins while the kernel is idle
-// that it is: a subscriber misses what was published before it joined,
+// welcome greets each new iopub subscriber with iopub_welcome naming its
+// subscription (protocol 5.5: the client then knows it will see what is
+// published from now on; clients that do not know the message ignore it).
+// Then, when the kernel is idle, it tells the subscriber so: a subscriber misses what was published before it joined,
 // and one that saw a busy but missed its idle (Jupyter Server's activity
 // monitor) would take the kernel for busy, and Notebook then skips the
 // "nudge" that makes sure a new client's iopub is connected. The status has
 // no parent, as ipykernel's "starting" has none.
-func (s *Server) welcome(send func([][]byte)) {
+func (s *Server) welcome(topic []byte, send func([][]byte)) {
+	hello := &wire.Message{
+		Identities: [][]byte{[]byte("kernel." + s.session + "." + wire.MsgIOPubWelcome)},
+		Header:     wire.NewHeader(s.session, username(nil), wire.MsgIOPubWelcome),
+	}
+	var err error
+	if hello.Content, err = json.Marshal(map[string]string{"subscription": string(topic)}); err != nil {
+		return
+	}
+	if frames, err := s.signer.Encode(hello); err == nil {
+		send(frames)
+	} else {
+		s.log.Debug("iopub_welcome", "error", err)
+	}
 	if s.inflight.Load() != 0 {
 		return
 	}

@@ -612,9 +612,9 @@ func TestShellTypesOnControl(t *testing.T) {
 	}
 }
 
-// subscribe connects a new iopub subscriber and returns the first message
-// it gets within wait (nil if none).
-func (k *testKernel) subscribe(wait time.Duration) *wire.Message {
+// subscribe joins iopub and returns what the new subscriber is sent
+// first: up to two messages, within wait.
+func (k *testKernel) subscribe(wait time.Duration) []*wire.Message {
 	k.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -624,45 +624,62 @@ func (k *testKernel) subscribe(wait time.Duration) *wire.Message {
 		k.t.Fatal(err)
 	}
 	sub.SetOption(zmq4.OptionSubscribe, "")
-	got := make(chan *wire.Message, 1)
+	got := make(chan *wire.Message, 2)
 	go func() {
-		msg, err := sub.Recv()
-		if err != nil {
-			got <- nil
-			return
+		for range 2 {
+			msg, err := sub.Recv()
+			if err != nil {
+				return
+			}
+			m, _ := k.signer.Decode(msg.Frames)
+			got <- m
 		}
-		m, _ := k.signer.Decode(msg.Frames)
-		got <- m
 	}()
-	select {
-	case m := <-got:
-		return m
-	case <-time.After(wait):
-		return nil
+	var out []*wire.Message
+	deadline := time.After(wait)
+	for len(out) < 2 {
+		select {
+		case m := <-got:
+			out = append(out, m)
+		case <-deadline:
+			return out
+		}
 	}
+	return out
 }
 
-// TestWelcomeNewSubscriber: an iopub subscriber that joins an idle kernel
-// is told it is idle (it missed the last idle: Jupyter Server's activity
-// monitor would otherwise take the kernel for busy); one that joins while
-// a request runs is not.
+// TestWelcomeNewSubscriber: each new iopub subscriber is sent
+// iopub_welcome naming its subscription (protocol 5.5); one that joins an
+// idle kernel is then told it is idle (it missed the last idle: Jupyter
+// Server's activity monitor would otherwise take the kernel for busy); one
+// that joins while a request runs is told nothing more (busy/idle of that
+// request reach it in order).
 func TestWelcomeNewSubscriber(t *testing.T) {
 	k := startKernel(t)
-	m := k.subscribe(10 * time.Second)
-	if m == nil || m.Header.MsgType != "status" || string(m.Content) != `{"execution_state":"idle"}` {
-		t.Fatalf("welcome %+v, want status idle", m)
+	ms := k.subscribe(10 * time.Second)
+	if len(ms) != 2 || ms[0].Header.MsgType != "iopub_welcome" || string(ms[0].Content) != `{"subscription":""}` {
+		t.Fatalf("welcome %+v, want iopub_welcome then status idle", ms)
 	}
-	if p, _ := m.Parent(); p.MsgID != "" {
-		t.Fatalf("welcome has parent %+v, want none", p)
+	if m := ms[1]; m.Header.MsgType != "status" || string(m.Content) != `{"execution_state":"idle"}` {
+		t.Fatalf("second message %+v, want status idle", m)
+	}
+	for _, m := range ms {
+		if p, _ := m.Parent(); p.MsgID != "" {
+			t.Fatalf("%s has parent %+v, want none", m.Header.MsgType, p)
+		}
 	}
 	req := k.send(k.shell, "execute_request", map[string]any{"code": "sleep"})
 	for {
-		if ms := k.waitBusy(req); ms {
+		if busy := k.waitBusy(req); busy {
 			break
 		}
 	}
-	if m := k.subscribe(time.Second); m != nil && m.Header.MsgType == "status" {
-		t.Fatalf("a subscriber that joined a busy kernel was told %s", m.Content)
+	ms = k.subscribe(time.Second)
+	if len(ms) == 0 || ms[0].Header.MsgType != "iopub_welcome" {
+		t.Fatalf("a subscriber that joined a busy kernel got %+v, want iopub_welcome", ms)
+	}
+	if len(ms) > 1 && ms[1].Header.MsgType == "status" {
+		t.Fatalf("a subscriber that joined a busy kernel was told %s", ms[1].Content)
 	}
 	k.srv.Interrupt(context.Background())
 	k.recv(k.shell)

@@ -93,6 +93,9 @@ func (s *Server) replyKernelInfo(r *Request) {
 	if info.HelpLinks == nil {
 		info.HelpLinks = []HelpLink{}
 	}
+	if info.SupportedFeatures == nil {
+		info.SupportedFeatures = []string{}
+	}
 	if len(info.LanguageInfo) == 0 {
 		info.LanguageInfo = json.RawMessage(`{"name":""}`)
 	}

@@ -19,6 +19,9 @@ type KernelSpec struct {
 	InterruptMode string            `json:"interrupt_mode,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
 	Metadata      map[string]any    `json:"metadata,omitempty"`
+	// KernelProtocolVersion is the messaging protocol the kernel speaks
+	// (a kernelspec field since protocol 5.5).
+	KernelProtocolVersion string `json:"kernel_protocol_version,omitempty"`
 }
 
 // Scope says where a kernelspec is installed.

@@ -15,6 +15,7 @@ import (
 	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 func runInstall(args []string, stdout, stderr io.Writer) error {
@@ -91,6 +92,16 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	if err := checkReplace(dir, *name); err != nil {
 		return err
 	}
+	// The probe comes first: whether the backing kernel has a debugger goes
+	// into the metadata, where JupyterLab looks before the kernel starts.
+	debugger := false
+	if *probe {
+		if debugger, err = probeBacking(*backingName); err != nil {
+			fmt.Fprintf(stderr, "warning: could not start backing kernel %q to cache its language_info: %v\n", *backingName, err)
+		}
+	} else if *gwURL == "" {
+		debugger = backing.CachedDebugger(*backingName)
+	}
 	ks := kernel.KernelSpec{
 		Argv:          []string{exe, "kernel", "-f", "{connection_file}", "--backing", *backingName, "--mode", string(mode)},
 		DisplayName:   *display,
@@ -100,6 +111,10 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 		Metadata: map[string]any{
 			"agentkernel": map[string]any{"backing": *backingName, "mode": string(mode), "version": versionString()},
 		},
+		KernelProtocolVersion: wire.ProtocolVersion,
+	}
+	if debugger && mode == bridge.ModeCode {
+		ks.Metadata["debugger"] = true
 	}
 	target, err := kernel.InstallSpec(dir, *name, ks, logos())
 	if err != nil {
@@ -108,29 +123,26 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "Installed kernelspec %s in %s\n", *name, target)
 	reportShadows(stdout, stderr, *name, target)
 	fmt.Fprintf(stdout, "Undo with: agentkernel uninstall --name %s%s\n", *name, scopeFlag(scope, *prefix))
-	if *probe {
-		if err := probeBacking(*backingName); err != nil {
-			fmt.Fprintf(stderr, "warning: could not start backing kernel %q to cache its language_info: %v\n", *backingName, err)
-		}
-	}
 	return nil
 }
 
 // probeBacking starts the backing kernel once so that its language_info is
-// cached for instant kernel_info replies.
-func probeBacking(backing string) error {
+// cached for instant kernel_info replies, and reports whether it has a
+// debugger.
+func probeBacking(backing string) (bool, error) {
 	log, err := newLogger(io.Discard)
 	if err != nil {
-		return err
+		return false, err
 	}
 	b, err := bridge.New(bridge.Config{Backing: backing, Logger: log, StartTimeout: 60 * time.Second})
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	return b.Probe(ctx)
+	err = b.Probe(ctx)
+	return err == nil && b.BackingDebugger(), err
 }
 
 // parseScope turns the --user, --sys-prefix and --prefix flags into a

@@ -272,7 +272,7 @@ func (r *Router) Send(frames [][]byte) error {
 // SUB sockets do), and onError hears of it with ErrSlowSubscriber.
 type Pub struct {
 	*server
-	onJoin atomic.Pointer[func(send func([][]byte))]
+	onJoin atomic.Pointer[func(topic []byte, send func([][]byte))]
 }
 
 // The bounds of a subscriber's queue. libzmq's PUB keeps 1000 messages
@@ -312,11 +312,12 @@ func ListenPub(ep string, onError func(error)) (*Pub, error) {
 		// Subscriptions and commands: read until the peer goes. The first
 		// one (a subscription: SUBs send nothing else) is the join.
 		for joined := false; ; joined = true {
-			if _, err := p.zc.RecvMsg(); err != nil {
+			msg, err := p.zc.RecvMsg()
+			if err != nil {
 				break
 			}
 			if f := pub.onJoin.Load(); f != nil && !joined {
-				(*f)(func(frames [][]byte) { pub.enqueue(p, frames) })
+				(*f)(subscription(msg), func(frames [][]byte) { pub.enqueue(p, frames) })
 			}
 		}
 		s.mu.Lock()
@@ -330,12 +331,26 @@ func ListenPub(ep string, onError func(error)) (*Pub, error) {
 	return pub, nil
 }
 
+// subscription returns the topic of a subscription: a message whose first
+// byte is 1 (ZMTP 3.0) or a SUBSCRIBE command, whose body zmq4 gives as the
+// frame (ZMTP 3.1).
+func subscription(msg zmq4.Msg) []byte {
+	if len(msg.Frames) == 0 || len(msg.Frames[0]) == 0 {
+		return nil
+	}
+	if msg.Type == zmq4.CmdMsg {
+		return msg.Frames[0]
+	}
+	return msg.Frames[0][1:]
+}
+
 // OnJoin sets f, called when a subscriber sends its first subscription,
 // with a send that reaches that subscriber only (through its queue): a
 // PUB/SUB pair drops what is published before the subscription arrives,
 // and f can tell the newcomer what it missed (the kernel's current
-// status). f runs on the subscriber's reading goroutine.
-func (p *Pub) OnJoin(f func(send func(frames [][]byte))) { p.onJoin.Store(&f) }
+// status). f gets the subscription's topic, and runs on the subscriber's
+// reading goroutine.
+func (p *Pub) OnJoin(f func(topic []byte, send func(frames [][]byte))) { p.onJoin.Store(&f) }
 
 // Send queues the message for every subscriber and returns: it never
 // waits for one. A subscriber whose queue is full is disconnected.

@@ -51,6 +51,7 @@ const (
 	MsgDebugRequest      = "debug_request"
 	MsgDebugReply        = "debug_reply"
 	MsgDebugEvent        = "debug_event"
+	MsgIOPubWelcome      = "iopub_welcome"
 )
 
 // Execution states of a status message.

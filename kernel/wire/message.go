@@ -8,8 +8,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// ProtocolVersion is the Jupyter messaging protocol version we speak.
-const ProtocolVersion = "5.3"
+// ProtocolVersion is the Jupyter messaging protocol version we speak: 5.5
+// gives each new iopub subscriber an iopub_welcome and lists the optional
+// features in kernel_info_reply (supported_features). Of those we offer
+// the debugger (code mode, when the backing kernel has one), not kernel
+// subshells: a request naming a subshell runs on the main shell.
+const ProtocolVersion = "5.5"
 
 // Delimiter separates routing identities from the signed part of a message.
 const Delimiter = "<IDS|MSG>"

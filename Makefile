@@ -10,8 +10,10 @@ export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
 .PHONY: build install test check test-go test-norace test-fuzz test-python test-browser bench clean
 
+# A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
+# Linux of its architecture, Python or not. Tests need cgo for -race only.
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/agentkernel
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/agentkernel
 
 install: build
 	$(BIN) install --user

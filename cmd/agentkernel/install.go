@@ -51,10 +51,17 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 		if spec, err = gatewaySpec(*gwURL, *backingName); err != nil {
 			return fmt.Errorf("install: backing kernel: %w", err)
 		}
-	} else if spec, err = backing.Find(*backingName); err != nil {
+	} else if spec, err = backing.Find(*backingName); errors.Is(err, client.ErrNoSpec) && !errors.Is(err, backing.ErrSelf) {
+		// Not there yet (a container image built before its Python, a
+		// machine that runs its kernels on a gateway): the kernel looks
+		// again at each cell, and says what is missing.
+		fmt.Fprintf(stderr, "warning: no backing kernel %q here yet: code cells will fail until it is installed (%v)\n", *backingName, err)
+		spec = &client.Spec{Name: *backingName, Language: guessLanguage(*backingName)}
+		*probe = false
+	} else if err != nil {
 		return fmt.Errorf("install: backing kernel: %w", err)
 	}
-	exe, err := os.Executable()
+	exe, err := executable()
 	if err != nil {
 		return fmt.Errorf("install: locate agentkernel binary: %w", err)
 	}
@@ -124,6 +131,31 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	reportShadows(stdout, stderr, *name, target)
 	fmt.Fprintf(stdout, "Undo with: agentkernel uninstall --name %s%s\n", *name, scopeFlag(scope, *prefix))
 	return nil
+}
+
+// executable is os.Executable, or the absolute path we were started by
+// where /proc is not mounted (a bare container or chroot).
+func executable() (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		return exe, nil
+	}
+	if len(os.Args) > 0 && filepath.IsAbs(os.Args[0]) {
+		if _, serr := os.Stat(os.Args[0]); serr == nil {
+			return os.Args[0], nil
+		}
+	}
+	return "", err
+}
+
+// guessLanguage names the language of a backing kernelspec that is not
+// installed, from its name: python3 → python.
+func guessLanguage(name string) string {
+	name = strings.ToLower(name)
+	if strings.HasPrefix(name, "python") {
+		return "python"
+	}
+	return strings.TrimRight(name, "0123456789.-_")
 }
 
 // probeBacking starts the backing kernel once so that its language_info is

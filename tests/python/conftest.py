@@ -41,10 +41,11 @@ def _build():
     if not go:
         pytest.exit("go not found (set GO or AGENTKERNEL_BIN)", returncode=2)
     proc = subprocess.run(
-        [go, "build", "-o", str(out), "./cmd/agentkernel"],
+        [go, "build", "-trimpath", "-o", str(out), "./cmd/agentkernel"],  # as make build
         cwd=REPO,
         capture_output=True,
         text=True,
+        env={**os.environ, "CGO_ENABLED": "0"},
     )
     if proc.returncode != 0:
         pytest.exit(

@@ -109,16 +109,21 @@ func SplitArgs(args []string) (Options, []string) {
 }
 
 // FromEnv returns the options from the environment EG's Kubernetes,
-// Docker and operator launchers give a kernel's container: KERNEL_ID,
-// RESPONSE_ADDRESS (EG_RESPONSE_ADDRESS in older releases), PUBLIC_KEY and
-// PORT_RANGE.
+// Docker and operator launchers give a kernel's container, with the
+// fallbacks of EG's kernel image bootstrap: KERNEL_ID, RESPONSE_ADDRESS
+// (or EG_RESPONSE_ADDRESS), PUBLIC_KEY (or EG_PUBLIC_KEY) and PORT_RANGE
+// (or EG_PORT_RANGE).
 func FromEnv(getenv func(string) string) Options {
-	addr := getenv("RESPONSE_ADDRESS")
-	if addr == "" {
-		addr = getenv("EG_RESPONSE_ADDRESS")
+	first := func(names ...string) string {
+		for _, n := range names {
+			if v := getenv(n); v != "" {
+				return v
+			}
+		}
+		return ""
 	}
-	return Options{KernelID: getenv("KERNEL_ID"), ResponseAddress: addr,
-		PublicKey: getenv("PUBLIC_KEY"), PortRange: getenv("PORT_RANGE")}
+	return Options{KernelID: getenv("KERNEL_ID"), ResponseAddress: first("RESPONSE_ADDRESS", "EG_RESPONSE_ADDRESS"),
+		PublicKey: first("PUBLIC_KEY", "EG_PUBLIC_KEY"), PortRange: first("PORT_RANGE", "EG_PORT_RANGE")}
 }
 
 // MinPortRangeSizeFromEnv returns the smallest port range EG allows as EG

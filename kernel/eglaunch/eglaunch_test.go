@@ -67,15 +67,15 @@ func TestSplitArgs(t *testing.T) {
 }
 
 func TestFromEnv(t *testing.T) {
-	env := map[string]string{"KERNEL_ID": "k", "EG_RESPONSE_ADDRESS": "h:1", "PUBLIC_KEY": "K", "PORT_RANGE": "1..2",
+	env := map[string]string{"KERNEL_ID": "k", "EG_RESPONSE_ADDRESS": "h:1", "EG_PUBLIC_KEY": "K", "EG_PORT_RANGE": "1..2",
 		"EG_MIN_PORT_RANGE_SIZE": "10"}
 	got := FromEnv(func(k string) string { return env[k] })
 	if want := (Options{"k", "h:1", "K", "1..2"}); got != want {
 		t.Fatalf("FromEnv = %+v, want %+v", got, want)
 	}
-	env["RESPONSE_ADDRESS"] = "h:2"
-	if got := FromEnv(func(k string) string { return env[k] }); got.ResponseAddress != "h:2" {
-		t.Fatalf("RESPONSE_ADDRESS not preferred: %+v", got)
+	env["RESPONSE_ADDRESS"], env["PUBLIC_KEY"], env["PORT_RANGE"] = "h:2", "K2", "3..4"
+	if got := FromEnv(func(k string) string { return env[k] }); got != (Options{"k", "h:2", "K2", "3..4"}) {
+		t.Fatalf("the current names are not preferred: %+v", got)
 	}
 	if n := MinPortRangeSizeFromEnv(func(k string) string { return env[k] }); n != 10 {
 		t.Fatalf("MinPortRangeSizeFromEnv = %d", n)

@@ -143,19 +143,28 @@ class Launched:
     """An agentkernel process started as EG's process proxy starts a kernel."""
 
     def __init__(self, binary, tmp_path, rm, kernel_id, public_key=None, port_range="0..0",
-                 response_address=None, env=None):
+                 response_address=None, env=None, via="argv"):
         self.kernel_id = kernel_id
         self.runtime = tmp_path / "runtime"
         self.runtime.mkdir(exist_ok=True)
         spec = kernelspec(binary, tmp_path)
-        argv = format_kernel_cmd(spec["argv"], {
+        ns = {
             "kernel_id": kernel_id,
             "response_address": response_address or rm.response_address,
             "public_key": public_key or rm.public_key,
             "port_range": port_range,
-        })
+        }
         full_env = dict(os.environ, **spec["env"], JUPYTER_RUNTIME_DIR=str(self.runtime),
                         KERNEL_ID=kernel_id, EG_MIN_PORT_RANGE_SIZE="1000", EG_MAX_PORT_RANGE_RETRIES="5")
+        if via == "argv":
+            # EG's distributed, YARN … process proxies: the kernelspec's argv.
+            argv = format_kernel_cmd(spec["argv"], ns)
+        else:
+            # EG's Kubernetes process proxy: launch_kubernetes.py puts the values
+            # into the pod's environment; the pod runs the image's command.
+            argv = [str(binary), "kernel", "--mode", "code", "--backing", "python3"]
+            full_env.update(RESPONSE_ADDRESS=ns["response_address"], PUBLIC_KEY=ns["public_key"],
+                            PORT_RANGE=ns["port_range"])
         full_env.update(env or {})
         self.stderr_path = tmp_path / "stderr.txt"
         self.stderr_file = open(self.stderr_path, "w")
@@ -244,10 +253,11 @@ def wait_for_execute_input(kc, msg_id, timeout=20):
     raise AssertionError("the cell never started running")
 
 
-def test_eg_launches_interrupts_polls_and_shuts_down(rm, launched):
+@pytest.mark.parametrize("via", ["argv", "env"])
+def test_eg_launches_interrupts_polls_and_shuts_down(rm, launched, via):
     lower = random.randrange(20000, 29000)
     port_range = f"{lower}..{lower + 1000}"
-    k = launched(rm, "a1b2c3d4-0000-4000-8000-eg0000000001", port_range=port_range)
+    k = launched(rm, "a1b2c3d4-0000-4000-8000-eg0000000001", port_range=port_range, via=via)
     info = rm.receive(timeout=LAUNCH_TIMEOUT)
 
     # What EG's _setup_connection_info and _extract_pid_info read.

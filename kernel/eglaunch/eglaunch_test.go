@@ -413,3 +413,74 @@ func TestCommPort(t *testing.T) {
 	default:
 	}
 }
+
+// BenchmarkReply: the connection info encrypted and sent to a response
+// address on loopback (what a launch adds before EG can connect).
+func BenchmarkReply(b *testing.B) {
+	priv, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		b.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	defer func() { l.Close(); <-done }()
+	launch, err := Prepare(Options{KernelID: "k", ResponseAddress: l.Addr().String(),
+		PublicKey: base64.StdEncoding.EncodeToString(der)}, Config{IP: "127.0.0.1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer launch.Close()
+	for b.Loop() {
+		if err := launch.Reply(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLivenessPoll: EG's {"signum": 0} on the communication port, from
+// connect to the port taking the next connection.
+func BenchmarkLivenessPoll(b *testing.B) {
+	priv, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		b.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	launch, err := Prepare(Options{KernelID: "k", ResponseAddress: "127.0.0.1:9",
+		PublicKey: base64.StdEncoding.EncodeToString(der)}, Config{IP: "127.0.0.1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer launch.Close()
+	polled := make(chan struct{})
+	launch.Listen(Handler{Signal: func(syscall.Signal) { close(polled) }})
+	addr := "127.0.0.1:" + strconv.Itoa(launch.CommPort())
+	poll := func(req string) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Write([]byte(req))
+		c.Close()
+	}
+	for b.Loop() {
+		poll(`{"signum": 0}`)
+	}
+	// The port read every poll: a signal after them arrives.
+	poll(`{"signum": 10}`)
+	<-polled
+}

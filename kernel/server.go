@@ -69,9 +69,10 @@ type Server struct {
 	hb                    zmq4.Socket
 	controlMu             sync.Mutex // control requests run one at a time
 
-	queue    chan *wire.Message
-	shutdown chan struct{} // a shutdown_request was answered; buffered 1
-	stdinIn  chan *wire.Message
+	queue     chan *wire.Message
+	shutdown  chan struct{} // a shutdown_request was answered; buffered 1
+	stdinIn   chan *wire.Message
+	listening chan struct{} // closed once every socket is bound
 
 	serveOnce sync.Once
 }
@@ -100,15 +101,21 @@ func New(cfg Config) (*Server, error) {
 	}
 	session := wire.NewSessionID()
 	return &Server{
-		cfg:      cfg,
-		log:      cfg.Logger.Named("kernel").With("session", session[:8]),
-		signer:   signer,
-		session:  session,
-		queue:    make(chan *wire.Message, cfg.QueueSize),
-		shutdown: make(chan struct{}, 1),
-		stdinIn:  make(chan *wire.Message, 16),
+		cfg:       cfg,
+		log:       cfg.Logger.Named("kernel").With("session", session[:8]),
+		signer:    signer,
+		session:   session,
+		queue:     make(chan *wire.Message, cfg.QueueSize),
+		shutdown:  make(chan struct{}, 1),
+		stdinIn:   make(chan *wire.Message, 16),
+		listening: make(chan struct{}),
 	}, nil
 }
+
+// Listening is closed once Serve has bound every socket: from then on
+// clients can connect. It stays open when binding fails (Serve returns the
+// error).
+func (s *Server) Listening() <-chan struct{} { return s.listening }
 
 // Session returns the kernel's session id, new for every Server.
 func (s *Server) Session() string { return s.session }
@@ -133,6 +140,7 @@ func (s *Server) serve(parent context.Context) error {
 		return err
 	}
 	s.log.Info("listening", "ip", s.cfg.Conn.IP, "shell", s.cfg.Conn.ShellPort, "iopub", s.cfg.Conn.IOPubPort)
+	close(s.listening)
 
 	var wg sync.WaitGroup
 	run := func(f func(context.Context)) {

@@ -696,3 +696,37 @@ func (k *testKernel) waitBusy(req *wire.Message) bool {
 		return false
 	}
 }
+
+// TestListening: Listening is closed once the ports accept connections, and
+// stays open when a port cannot be bound (Serve returns that error).
+func TestListening(t *testing.T) {
+	k := startKernel(t)
+	select {
+	case <-k.srv.Listening():
+	default:
+		t.Fatal("Listening still open while the kernel serves")
+	}
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	conn, err := wire.NewConnectionInfo("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.ShellPort = taken.Addr().(*net.TCPAddr).Port
+	srv, err := New(Config{Conn: conn, Handler: newFake(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Serve(context.Background()); err == nil || !strings.Contains(err.Error(), "bind shell") {
+		t.Fatalf("Serve on a taken port = %v", err)
+	}
+	select {
+	case <-srv.Listening():
+		t.Fatal("Listening closed although the shell port could not be bound")
+	default:
+	}
+}

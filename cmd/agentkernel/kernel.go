@@ -21,12 +21,13 @@ import (
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/kernel"
+	"github.com/agentkernel/agentkernel/kernel/eglaunch"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 func runKernel(args []string, stderr io.Writer) error {
 	fs := newFlagSet("kernel", "kernel -f CONNECTION_FILE [flags]", stderr)
-	connFile := fs.String("f", "", "connection file written by Jupyter (required)")
+	connFile := fs.String("f", "", "connection file written by Jupyter (required unless launched by Enterprise Gateway)")
 	backingName := fs.String("backing", "python3", "kernelspec of the backing kernel")
 	modeName := fs.String("mode", "code", "kernel mode: code or prompt")
 	model := fs.String("model", "", "model for new sessions (default $AGENTKERNEL_MODEL, then the config file)")
@@ -34,18 +35,31 @@ func runKernel(args []string, stderr io.Writer) error {
 	gwFlags := addGatewayFlags(fs)
 	storeArg := storeFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: agentkernel kernel -f CONNECTION_FILE [flags] [BACKING_ARGS...]\n\n"+
+		fmt.Fprint(stderr, "Usage: agentkernel kernel -f CONNECTION_FILE [flags] [BACKING_ARGS...]\n"+
+			"       agentkernel kernel --kernel-id ID --response-address HOST:PORT --public-key KEY [--port-range LOW..HIGH] [flags]\n\n"+
+			"The second form is Enterprise Gateway's remote kernel launcher contract (also spelled\n"+
+			"--RemoteProcessProxy.kernel-id etc.; without -f, KERNEL_ID, RESPONSE_ADDRESS, PUBLIC_KEY\n"+
+			"and PORT_RANGE are read from the environment): the kernel picks its ports, sends its\n"+
+			"encrypted connection info to the response address and takes signals and shutdown on\n"+
+			"its communication port.\n\n"+
 			"Other arguments (--Class.trait=value, --name=value, --flag) go to the backing kernel's\n"+
 			"command line, as launchers such as nbclient expect of a python3 kernel.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
+	egOpts, args := eglaunch.SplitArgs(args)
 	ours, passed := splitKernelArgs(fs, args)
 	if err := fs.Parse(ours); err != nil {
 		return err
 	}
 	if *connFile == "" {
+		egOpts = egOpts.Or(eglaunch.FromEnv(os.Getenv))
+	}
+	switch {
+	case *connFile == "" && !egOpts.Enabled():
 		fs.Usage()
-		return errors.New("kernel: -f CONNECTION_FILE is required")
+		return errors.New("kernel: -f CONNECTION_FILE is required (or Enterprise Gateway's --response-address)")
+	case *connFile != "" && egOpts.Enabled():
+		return errors.New("kernel: -f CONNECTION_FILE and Enterprise Gateway's --response-address exclude each other")
 	}
 	mode, err := bridge.ParseMode(*modeName)
 	if err != nil {
@@ -69,8 +83,19 @@ func runKernel(args []string, stderr io.Writer) error {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	conn, err := wire.ReadConnectionFile(*connFile)
-	if err != nil {
+	var conn *wire.ConnectionInfo
+	var eg *eglaunch.Launch
+	if egOpts.Enabled() {
+		// Launched by Enterprise Gateway: the ports, key and transport are
+		// ours to pick; bad arguments fail here, before anything starts.
+		eg, err = eglaunch.Prepare(egOpts, eglaunch.Config{
+			MinPortRangeSize: eglaunch.MinPortRangeSizeFromEnv(os.Getenv), Logger: log})
+		if err != nil {
+			return fmt.Errorf("kernel: launched by Enterprise Gateway: %w", err)
+		}
+		defer eg.Close()
+		conn = eg.ConnectionInfo()
+	} else if conn, err = wire.ReadConnectionFile(*connFile); err != nil {
 		return err
 	}
 	nested := backing.CheckNested()
@@ -106,7 +131,9 @@ func runKernel(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b.Start()
+	if eg == nil {
+		b.Start()
+	}
 	defer func() {
 		if err := b.Close(); err != nil {
 			log.Warn("closing the bridge", "error", err)
@@ -131,6 +158,33 @@ func runKernel(args []string, stderr io.Writer) error {
 	defer cancelServe()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx) }()
+	// Launched by Enterprise Gateway: once the ports are bound, EG gets the
+	// connection info and may use the communication port; a signal there
+	// is delivered to this process (SIGINT interrupts, SIGTERM shuts down,
+	// as below), a shutdown request shuts down.
+	var egShutdown chan struct{}
+	var failed error
+	if eg != nil {
+		egShutdown = make(chan struct{}, 1)
+		eg.Listen(eglaunch.Handler{Shutdown: func() {
+			select {
+			case egShutdown <- struct{}{}:
+			default:
+			}
+		}})
+		select {
+		case <-srv.Listening():
+			// The backing kernel starts once EG knows where we are: a launch
+			// that cannot reach EG starts nothing.
+			if err := eg.Reply(sctx); err != nil {
+				failed = fmt.Errorf("kernel: launched by Enterprise Gateway: %w", err)
+			} else {
+				b.Start()
+			}
+		case err := <-done:
+			done <- err // the loop below reports it
+		}
+	}
 	// Going down on a signal or with the parent: the agent's turn stops
 	// first, while the server still answers (what streamed is stored,
 	// marked partial; the cell gets its reply), then the backing kernel
@@ -142,6 +196,9 @@ func runKernel(args []string, stderr io.Writer) error {
 		cancelServe()
 	}
 	orphaned, signalled := false, false
+	if failed != nil {
+		shutdown()
+	}
 	for {
 		select {
 		case <-parentGone:
@@ -153,6 +210,10 @@ func runKernel(args []string, stderr io.Writer) error {
 			signalled = true
 			log.Info("shutting down on signal", "signal", sig)
 			shutdown()
+		case <-egShutdown:
+			signalled = true
+			log.Info("shutting down: Enterprise Gateway asked on the communication port")
+			shutdown()
 		case <-sigint:
 			ictx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := srv.Interrupt(ictx); err != nil {
@@ -160,8 +221,14 @@ func runKernel(args []string, stderr io.Writer) error {
 			}
 			cancel()
 		case err := <-done:
+			if failed != nil {
+				return failed
+			}
 			if orphaned {
 				// Nobody is left to remove the connection file.
+				if *connFile == "" {
+					return nil
+				}
 				if err := os.Remove(*connFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 					log.Warn("remove connection file", "error", err)
 				}

@@ -27,6 +27,9 @@ func TestLayers(t *testing.T) {
 		"bridge":        {"notebooks", "cmd/agentkernel"},
 		"webview":       {"agent", "bridge", "kernel", "kernel/client", "store", "rewind", "cmd/agentkernel"},
 		"notebooks":     {"agent", "bridge", "webview", "kernel", "cmd/agentkernel"},
+
+		// Enterprise Gateway's launcher contract: the wire format only.
+		"kernel/eglaunch": {"kernel", "kernel/client", "internal/zmtp", "backing", "bridge", "agent", "messages", "store", "session"},
 	}
 	// Packages that sit on the session host map onto it and do not reach
 	// past it: they must not import these directly.

@@ -246,8 +246,10 @@ func searchFixture(b *testing.B) (*Store, []string) {
 		built = func() bool { return pg.Exec(ctx, "SELECT FROM bench_search_v1.built") == nil }
 	}
 	if !built() {
-		for _, suffix := range []string{"", "-wal", "-shm"} {
-			os.Remove(path + suffix)
+		if pg == nil {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				os.Remove(path + suffix)
+			}
 		}
 		s, err := Open(o)
 		must(b, err)

@@ -134,28 +134,45 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 	if strings.TrimSpace(query) == "" {
 		return nil, nil
 	}
-	parse := "plainto_tsquery"
+	parse := "plainto_tsquery('ak_search', ?1)"
 	if o.Raw {
-		parse = "websearch_to_tsquery"
+		parse = "websearch_to_tsquery('ak_search', ?1)"
 	}
-	q := `WITH q AS (SELECT ` + parse + `('ak_search', ?) AS q)
-		SELECT h.id, h.ts, h.type, h.kind, h.role, h.text, ts_headline('ak_search', h.text, q.q, ?)
-		FROM q, LATERAL (SELECT s.id, m.seq, m.ts, m.type, m.kind, m.role, m.text
-			FROM ui_messages m JOIN sessions s ON s.pk = m.session_pk WHERE m.tsv @@ q.q`
+	// The query is written out where it is used, not in a CTE, so that the
+	// planner sees it: a rare word is found through the GIN index, a common
+	// one by walking the newest messages (see the SET below).
+	q := `SELECT h.id, h.ts, h.type, h.kind, h.role, h.text, ts_headline('ak_search', h.text, ` + parse + `, ?2)
+		FROM (SELECT s.id, m.seq, m.ts, m.type, m.kind, m.role, m.text
+			FROM ui_messages m JOIN sessions s ON s.pk = m.session_pk WHERE m.tsv @@ ` + parse
 	// Marks that cannot occur in ts_headline's option syntax; replaced below.
 	opts := fmt.Sprintf("StartSel=\x02, StopSel=\x03, MaxWords=%d, MinWords=1, ShortWord=0, MaxFragments=1",
 		max(o.SnippetTokens, 2))
-	args := []any{query, opts}
-	if o.SessionID != "" {
-		q += " AND s.id = ?"
-		args = append(args, o.SessionID)
-	} else if !o.IncludeArchived {
+	args := []any{query, opts, o.Limit}
+	if o.SessionID == "" && !o.IncludeArchived {
 		q += " AND s.archived_at IS NULL"
 	}
-	q += " ORDER BY m.seq DESC LIMIT ?) h ORDER BY h.seq DESC"
-	args = append(args, o.Limit)
+	if o.SessionID != "" {
+		q += " AND m.session_pk = ?4"
+	}
+	q += " ORDER BY m.seq DESC LIMIT ?3) h ORDER BY h.seq DESC"
 	var hits []SearchHit
 	err := s.readTx(ctx, "search", func(tx *sql.Tx) error {
+		if o.SessionID != "" {
+			var pk int64
+			err := tx.QueryRowContext(ctx, "SELECT pk FROM sessions WHERE id = ?", o.SessionID).Scan(&pk)
+			if err == sql.ErrNoRows {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			args = append(args, pk)
+		}
+		// A plan made for this query's words: a cached generic plan, made
+		// without them, walks the whole table for a word that is nowhere.
+		if _, err := tx.ExecContext(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err

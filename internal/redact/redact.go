@@ -65,7 +65,22 @@ func (sc *Scrubber) String(s string) string {
 	for _, sec := range sc.secrets {
 		s = strings.ReplaceAll(s, sec, Redacted)
 	}
-	s = skPattern.ReplaceAllString(s, Redacted)
-	s = bearerPattern.ReplaceAllString(s, "${1}"+Redacted)
-	return assignPattern.ReplaceAllString(s, "${1}"+Redacted)
+	// The patterns are slow on long text: each runs only when the words it
+	// needs are there.
+	lower := strings.ToLower(s)
+	if strings.Contains(lower, "sk-") {
+		s = skPattern.ReplaceAllString(s, Redacted)
+	}
+	if strings.Contains(lower, "bearer") {
+		s = bearerPattern.ReplaceAllString(s, "${1}"+Redacted)
+	}
+	for _, w := range assignWords {
+		if strings.Contains(lower, w) {
+			return assignPattern.ReplaceAllString(s, "${1}"+Redacted)
+		}
+	}
+	return s
 }
+
+// assignWords are what every match of assignPattern contains, lowercased.
+var assignWords = []string{"authorization", "api-key", "api_key", "apikey", "token", "secret", "password"}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
@@ -99,10 +100,15 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return errors.New("ask: no prompt given")
 	}
 
-	cfg, err := agentConfig("", *record)
+	log, err := newLogger(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := agentConfig("", *record, log)
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
+	defer cfg.EventLog.Close()
 	var approver agent.Approver
 	policy := string(cfg.Approve)
 	if *approveName != "" {
@@ -118,10 +124,6 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	} else {
 		approver = ap.Approver()
 		policy = string(ap)
-	}
-	log, err := newLogger(stderr)
-	if err != nil {
-		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -148,6 +150,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	host := session.New(session.Config{
 		Store: st, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: runner, Workspace: cwd, Kind: "ask",
 		PermissionMode: cfg.PermissionMode, Allow: cfg.Allow, Deny: cfg.Deny, Logger: log,
+		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: eventlog.SourceAsk,
 	})
 	defer host.Close()
 	var info session.Info

@@ -27,6 +27,8 @@ func TestLayers(t *testing.T) {
 		"bridge":        {"notebooks", "cmd/agentkernel"},
 		"webview":       {"agent", "bridge", "kernel", "kernel/client", "store", "rewind", "cmd/agentkernel"},
 		"notebooks":     {"agent", "bridge", "webview", "kernel", "cmd/agentkernel"},
+		"hooks":         {"agent", "session", "store", "bridge", "kernel", "webview", "notebooks", "messages"},
+		"eventlog":      {"agent", "session", "store", "bridge", "kernel", "webview", "notebooks", "messages"},
 	}
 	// Packages that sit on the session host map onto it and do not reach
 	// past it: they must not import these directly.

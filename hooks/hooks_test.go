@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -328,4 +329,38 @@ func BenchmarkBareExec(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkHookOverhead runs a bare exec and a hook invocation of the same
+// command in turn, so that both see the same machine load, and reports
+// the medians of each and of their paired difference (the runner's cost:
+// matching, the JSON input, the process group, reading the outputs).
+func BenchmarkHookOverhead(b *testing.B) {
+	dir := b.TempDir()
+	const command = "cat >/dev/null"
+	r := hooks.New(hooks.Options{Config: one(b, hooks.PreToolUse, "execute_code|write_file", command, 0), Workspace: dir})
+	in := preTool("execute_code")
+	payload, _ := json.Marshal(in)
+	ctx := context.Background()
+	var bare, hook, diff []float64
+	for b.Loop() {
+		t0 := time.Now()
+		cmd := exec.Command("/bin/sh", "-c", command)
+		cmd.Dir, cmd.Stdin = dir, strings.NewReader(string(payload))
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if out := r.Run(ctx, in); out.Ran != 1 || len(out.Problems) != 0 {
+			b.Fatalf("outcome %+v", out)
+		}
+		t2 := time.Now()
+		bare = append(bare, float64(t1.Sub(t0).Microseconds()))
+		hook = append(hook, float64(t2.Sub(t1).Microseconds()))
+		diff = append(diff, float64(t2.Sub(t1)-t1.Sub(t0))/1e3)
+	}
+	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	b.ReportMetric(median(bare)/1e3, "bare-ms")
+	b.ReportMetric(median(hook)/1e3, "hook-ms")
+	b.ReportMetric(median(diff)/1e3, "overhead-ms")
 }

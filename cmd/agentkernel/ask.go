@@ -228,6 +228,15 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	if format == formatText {
+		// What the agent reports as an error (a prompt a hook blocked, a
+		// failing hook, …) is for the person at the terminal.
+		turn.Events = func(e agent.Event) {
+			if e.Kind == agent.EventMessageCreated && e.Message.Say == messages.SayError && e.Message.Decision == nil {
+				fmt.Fprintln(stderr, e.Message.Text)
+			}
+		}
+	}
 	turn.OnAsk = func(a session.AnsweredAsk) {
 		if format == formatStreamJSON {
 			out.emit("ask", map[string]any{"session_id": sid, "ts": a.Ask.TS, "ask": a.Ask.Ask, "text": a.Ask.Text})

@@ -165,3 +165,26 @@ def test_ask_with_hooks(agentkernel_env, model, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "no prompts after hours" in proc.stderr, proc.stderr
     assert len(model.requests()) == n1, "a blocked prompt reached the model"
+
+
+def test_run_with_hooks(agentkernel_env, model, tmp_path):
+    import nbformat
+    ws = workspace(tmp_path)
+    name = install(agentkernel_env, "agent-e2e-hooks-run", MODELS["openai"], "all")
+    prompt = "Call forbidden() from a headless run."
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": name, "display_name": name, "language": "markdown"}
+    nb.cells = [nbformat.v4.new_code_cell(prompt)]
+    nbformat.write(nb, str(ws / "run.ipynb"))
+    model.enqueue(tool("c1", "execute_code", {"code": "forbidden()"}), text("The hook said no."))
+    env = {**os.environ, "AGENTKERNEL_CONFIG": str(tmp_path / "none.json")}
+    proc = subprocess.run([str(agentkernel_env["binary"]), "run", "run.ipynb", "-o", "out.ipynb", "--quiet"],
+                          cwd=ws, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    out = nbformat.read(str(ws / "out.ipynb"), as_version=4)
+    shown = json.dumps(out.cells[0]["outputs"])
+    assert "forbidden() may not run here" in shown and "The hook said no." in shown, shown
+    sid = session_of(prompt)
+    mine = [e for e in log_entries() if e.get("session_id") == sid]
+    assert {e["source"] for e in mine} == {"run"}, mine
+    assert any(e["event"] == "hook" and e["kind"] == "blocked" for e in mine), mine

@@ -136,6 +136,8 @@ func TestDecisions(t *testing.T) {
 		{"additionalContext", `echo '{"hookSpecificOutput": {"additionalContext": "today is Monday"}}'`, hooks.UserPromptSubmit, hooks.Continue, "", "today is Monday", ""},
 		{"plain stdout is not context for a tool", `echo hello`, hooks.PreToolUse, hooks.Continue, "", "", ""},
 		{"session start cannot block", `echo no >&2; exit 2`, hooks.SessionStart, hooks.Continue, "", "", "cannot block"},
+		{"a key in stderr is scrubbed", `echo "the key sk-abcdefghijklmnop is bad" >&2; exit 2`, hooks.PreToolUse, hooks.Block, "the key [REDACTED] is bad", "", ""},
+		{"a key in a problem is scrubbed", `echo "api_key=abcdefghijkl" >&2; exit 3`, hooks.PreToolUse, hooks.Continue, "", "", "api_key=[REDACTED]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := script(t, dir, strings.ReplaceAll(tc.name, " ", "_")+".sh", tc.body)

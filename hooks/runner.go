@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/internal/redact"
 )
 
 // SettingsPath is where a workspace keeps its hooks, relative to its root.
@@ -54,6 +56,7 @@ type Runner struct {
 	log  hclog.Logger
 	path string
 	env  []string
+	sc   *redact.Scrubber // what hooks print goes to the model, the store and logs
 
 	mu      sync.Mutex // guards the project settings' cache
 	stamp   fileStamp
@@ -83,6 +86,7 @@ func New(o Options) *Runner {
 	return &Runner{
 		o: o, log: o.Logger.Named("hooks"),
 		path: filepath.Join(o.Workspace, SettingsPath),
+		sc:   redact.New(nil, true),
 		env:  append(os.Environ(), "AGENTKERNEL_PROJECT_DIR="+o.Workspace, "CLAUDE_PROJECT_DIR="+o.Workspace),
 	}
 }
@@ -185,7 +189,7 @@ func (r *Runner) Run(ctx context.Context, in Input) Outcome {
 	for i, res := range results {
 		out.Ran++
 		if res.err != nil {
-			out.Problems = append(out.Problems, Problem{Command: cmds[i].Command, Err: res.err})
+			out.Problems = append(out.Problems, Problem{Command: r.sc.String(cmds[i].Command), Err: res.err})
 			continue
 		}
 		switch res.decision {
@@ -296,17 +300,28 @@ func (r *Runner) runOne(ctx context.Context, ev Event, c Command, payload []byte
 	cmd.WaitDelay = time.Second
 	begin := time.Now()
 	err := cmd.Run()
-	r.log.Debug("hook ran", "event", ev, "command", c.Command, "duration", time.Since(begin), "error", err)
+	r.log.Debug("hook ran", "event", ev, "command", r.sc.String(c.Command), "duration", time.Since(begin), "error", err)
 	if ctx.Err() != nil {
 		return result{}
 	}
-	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+	res := interpret(ev, c, timeout, cctx.Err(), err, stdout.String(), stderr.String())
+	res.reason, res.context = r.sc.String(res.reason), r.sc.String(res.context)
+	if res.err != nil {
+		res.err = errors.New(r.sc.String(res.err.Error()))
+	}
+	return res
+}
+
+// interpret reads what a hook that ran said: its exit status, stderr and
+// stdout.
+func interpret(ev Event, c Command, timeout time.Duration, ctxErr, err error, stdout, stderr string) result {
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
 		return result{err: fmt.Errorf("timed out after %s", timeout)}
 	}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee) && ee.ExitCode() == 2:
-		reason := strings.TrimSpace(stderr.String())
+		reason := strings.TrimSpace(stderr)
 		if reason == "" {
 			reason = fmt.Sprintf("blocked by the hook %q", c.Command)
 		}
@@ -315,11 +330,11 @@ func (r *Runner) runOne(ctx context.Context, ev Event, c Command, payload []byte
 		}
 		return result{decision: Block, reason: reason}
 	case errors.As(err, &ee):
-		return result{err: fmt.Errorf("%s: %s", describeExit(ee), excerpt(strings.TrimSpace(stderr.String()), 500))}
+		return result{err: fmt.Errorf("%s: %s", describeExit(ee), excerpt(strings.TrimSpace(stderr), 500))}
 	case err != nil:
 		return result{err: err}
 	}
-	return parseReply(ev, c, strings.TrimSpace(stdout.String()))
+	return parseReply(ev, c, strings.TrimSpace(stdout))
 }
 
 func describeExit(ee *exec.ExitError) string {

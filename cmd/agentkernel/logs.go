@@ -67,6 +67,9 @@ func logsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := t.catchUp(); err != nil {
 		return err
 	}
+	if p.printed == 0 && p.err == nil {
+		fmt.Fprintf(stderr, "No entries in %s.\n", t.dir)
+	}
 	if p.err != nil || !*follow || *date != "" {
 		return p.err
 	}
@@ -146,6 +149,7 @@ type logPrinter struct {
 	w       io.Writer
 	session string
 	json    bool
+	printed int
 	err     error
 }
 
@@ -156,6 +160,7 @@ func (p *logPrinter) print(e eventlog.Entry, line []byte, ok bool) error {
 	if !ok || (p.session != "" && !strings.HasPrefix(e.SessionID, p.session)) {
 		return nil
 	}
+	p.printed++
 	if p.json {
 		_, p.err = p.w.Write(line)
 		return p.err

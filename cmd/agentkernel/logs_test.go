@@ -64,6 +64,11 @@ func TestLogsCommand(t *testing.T) {
 	if err := logsCommand(context.Background(), []string{"extra"}, &out, &errOut); err == nil {
 		t.Error("an argument was accepted")
 	}
+	out.Reset()
+	if err := logsCommand(context.Background(), []string{"--session", "cccc"}, &out, &errOut); err != nil || out.Len() != 0 ||
+		!strings.Contains(errOut.String(), "No entries in "+filepath.Join(data, "logs")) {
+		t.Errorf("no match: %v %q %q", err, out.String(), errOut.String())
+	}
 
 	// --follow prints what is written later, until its context ends.
 	ctx, cancel := context.WithCancel(context.Background())

@@ -15,7 +15,7 @@ import (
 // says so, and records one user message with every tool_result. Whatever
 // happens — cancel, denial, failure — each tool_use gets its result.
 func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes *int) error {
-	h := t.hooksFor(t.Provider())
+	h := t.recordingFor(t.Provider())
 	results := make([]messages.ContentBlock, 0, len(calls))
 	var stopErr error
 	completed := ""
@@ -42,6 +42,13 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 		} else if err == nil {
 			*mistakes = 0
 			t.countTool(call.Name, false)
+		}
+		if res.Completion != nil {
+			// attempt_completion ends the turn, unless a Stop hook says
+			// go on: then the reason is the call's result.
+			if reason, goOn := t.stopHooks(ctx); goOn {
+				res = Result{Text: "The task may not end yet. Stop hook feedback: " + reason, IsError: true}
+			}
 		}
 		results = append(results, toolResult(call.ID, res.Text, res.IsError))
 		h.toolResult(call.ID, res.Text)
@@ -96,13 +103,16 @@ func toolResult(id, text string, isErr bool) messages.ContentBlock {
 var errDenied = errors.New("agent: tool call denied")
 
 // runTool decides, asks if needed, and runs one call.
-func (t *Task) runTool(ctx context.Context, h hooks, call provider.ToolCall) (Result, error) {
+func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall) (Result, error) {
 	tool, ok := t.cfg.Toolbox.Lookup(call.Name)
 	if !ok {
 		return Result{Text: fmt.Sprintf("Error: there is no tool %q.", call.Name), IsError: true},
 			fmt.Errorf("agent: unknown tool %q", call.Name)
 	}
-	d := t.perm.Decide(call)
+	d := t.preToolHooks(ctx, call, t.perm.Decide(call))
+	if ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
 	var feedback string
 	if d.Verdict == Ask {
 		resp, err := h.approve(ctx, DecisionMessage(0, call, d))
@@ -142,7 +152,9 @@ func (t *Task) runTool(ctx context.Context, h hooks, call provider.ToolCall) (Re
 	if w := t.cfg.World; w != nil && !tool.ReadOnly() {
 		defer w.BeforeTool(ctx, t.clock.Next(), call)()
 	}
+	t.lis.Emit(Event{Kind: EventToolStarted, Tool: call.Name, ToolID: call.ID})
 	res, err := tool.Execute(ctx, call.Input)
+	t.lis.Emit(Event{Kind: EventToolFinished, Tool: call.Name, ToolID: call.ID, Failed: err != nil || res.IsError})
 	if call.Name == ToolExecuteCode {
 		show := func(m *messages.UIMessage) { m.Images = res.Shown }
 		if _, serr := t.say(context.WithoutCancel(ctx), messages.SayCommandOutput, res.Text, show); serr != nil {
@@ -164,7 +176,7 @@ func (t *Task) runTool(ctx context.Context, h hooks, call provider.ToolCall) (Re
 		}
 		res.Text = "<answer>\n" + answer + "\n</answer>"
 	}
-	return res, nil
+	return t.postToolHooks(ctx, call, res), nil
 }
 
 // recordDecision stores an allow or deny decision as a UI message.

@@ -24,6 +24,10 @@ const (
 	EventToolFailed      EventKind = "toolFailed"   // Tool, Text: the error
 	EventSetNextInput    EventKind = "setNextInput" // Text: code for a new cell (propose_cell)
 	EventRewound         EventKind = "messagesRewound"
+	EventToolStarted     EventKind = "toolStarted"  // Tool, ToolID: an allowed call starts running
+	EventToolFinished    EventKind = "toolFinished" // Tool, ToolID, Failed: the call ran
+	EventHookBlocked     EventKind = "hookBlocked"  // Tool (if any), Text: "Event: reason"
+	EventHookFailed      EventKind = "hookFailed"   // Tool (if any), Text: what failed
 )
 
 // Event is one notification from a Task. Message points at a copy that the
@@ -34,6 +38,11 @@ type Event struct {
 	Usage   Totals
 	Tool    string
 	Text    string
+	// ToolID is the call's id (toolStarted, toolFinished).
+	ToolID string
+	// Failed is set on toolFinished when the call failed or its result is
+	// an error (code that raised).
+	Failed bool
 	// ToolUsage is set on taskCompleted: calls and failures per tool in
 	// this task so far.
 	ToolUsage map[string]ToolCount

@@ -62,10 +62,18 @@ func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk) er
 	}
 	retryOnly := resumeFrom != nil && resumeFrom.msg.Ask == messages.AskAPIReqFailed && strings.TrimSpace(text) == ""
 	if !retryOnly {
-		if err := t.userMessage(ctx, text); err != nil {
+		extra, blocked, err := t.promptHooks(ctx, text)
+		if err != nil {
+			return err
+		}
+		if blocked {
+			return errStop
+		}
+		if err := t.userMessage(ctx, text, extra); err != nil {
 			return err
 		}
 	}
+	t.stopHookActive = false
 	mistakes := 0
 	for step := 0; step < t.cfg.MaxSteps; step++ {
 		// The model is read once per request, under the lock: a switch
@@ -82,7 +90,15 @@ func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk) er
 			return err
 		}
 		if len(calls) == 0 {
-			return nil // the model ended its turn
+			// The model ended its turn, unless a Stop hook says go on.
+			reason, goOn := t.stopHooks(ctx)
+			if !goOn {
+				return nil
+			}
+			if err := t.stopFeedback(ctx, reason); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := t.runTools(ctx, calls, &mistakes); err != nil {
 			return err
@@ -100,10 +116,11 @@ const NoModelHelp = "No model is configured. Set AGENTKERNEL_MODEL (for example 
 	"anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder or replay:FILE) with the API key in OPENAI_API_KEY " +
 	"or ANTHROPIC_API_KEY, or run `%agent model NAME`. Code cells still run."
 
-// userMessage records the user's text in both histories under one ts.
-func (t *Task) userMessage(ctx context.Context, text string) error {
+// userMessage records the user's text in both histories under one ts;
+// extra (the hooks' context), if any, goes to the model before it.
+func (t *Task) userMessage(ctx context.Context, text, extra string) error {
 	t.mu.Lock()
-	first := len(t.ui) == 0
+	first := !hasPrompt(t.ui)
 	t.mu.Unlock()
 	kind := messages.SayUserFeedback
 	if first {
@@ -118,6 +135,9 @@ func (t *Task) userMessage(ctx context.Context, text string) error {
 			sent = c + "\n\n" + text
 		}
 	}
+	if extra != "" {
+		sent = extra + "\n\n" + sent
+	}
 	m, err := t.say(ctx, kind, text, nil)
 	if err != nil {
 		return err
@@ -127,6 +147,17 @@ func (t *Task) userMessage(ctx context.Context, text string) error {
 		Content: []messages.ContentBlock{{Type: messages.BlockText, Text: sent}},
 		TS:      m.TS,
 	})
+}
+
+// hasPrompt reports whether ui holds a prompt of the user's: not only
+// errors said before any (no model, a blocked prompt, a hook problem).
+func hasPrompt(ui []messages.UIMessage) bool {
+	for i := range ui {
+		if ui[i].Type == messages.TypeSay && (ui[i].Say == messages.SayText || ui[i].Say == messages.SayUserFeedback) {
+			return true
+		}
+	}
+	return false
 }
 
 // streamed is what one model request produced.

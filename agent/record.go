@@ -85,19 +85,20 @@ func decodeAnswer(s string) (Response, error) {
 // approveFunc answers an ask for approval (a DecisionMessage) in a turn.
 type approveFunc func(ctx context.Context, ask messages.UIMessage) (Response, error)
 
-// hooks are the parts of a turn that recording and replay change. They are
-// built once per model (hooksFor), as decorators around the task's own
-// behaviour, so the loop never asks what kind of model it talks to.
-type hooks struct {
+// recording holds the parts of a turn that recording and replay change.
+// It is built once per model (recordingFor), as decorators around the
+// task's own behaviour, so the loop never asks what kind of model it talks
+// to.
+type recording struct {
 	approve    approveFunc
 	toolResult func(id, text string)
 }
 
-// hooksFor decorates the task's own approval (ask whoever answers) for the
-// model p: a replay answers as its recording did; a recorder keeps every
+// recordingFor decorates the task's own approval (ask whoever answers) for
+// the model p: a replay answers as its recording did; a recorder keeps every
 // answer and tool result.
-func (t *Task) hooksFor(p provider.Provider) hooks {
-	h := hooks{approve: t.askApproval, toolResult: func(string, string) {}}
+func (t *Task) recordingFor(p provider.Provider) recording {
+	h := recording{approve: t.askApproval, toolResult: func(string, string) {}}
 	if ap, ok := p.(Approvals); ok {
 		h.approve = t.replayApprovals(ap)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/rewind"
 )
@@ -71,6 +72,9 @@ type Config struct {
 	// beside the conversation (files, the backing kernel), so that a
 	// rewind can turn them back.
 	World World
+	// Hooks runs the user's hooks around prompts, tool calls and stops
+	// (see hookrun.go); nil runs none.
+	Hooks *hooks.Runner
 }
 
 // World is told of the steps of a turn that may change the workspace or
@@ -174,6 +178,14 @@ type Task struct {
 	lastErr   error
 	changed   chan struct{} // closed and replaced when state, turn or pending ask change
 	wg        sync.WaitGroup
+	// sessionStarted: the SessionStart hooks have run.
+	sessionStarted bool
+
+	// Only the turns' goroutine (one at a time) touches these:
+	// stopHookActive: a Stop hook made the running turn go on;
+	// startContext: what SessionStart hooks said, for the next prompt.
+	stopHookActive bool
+	startContext   string
 }
 
 type pendingAsk struct {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/eventlog"
+	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/session"
 )
@@ -90,6 +92,14 @@ type Config struct {
 	// PermissionMode, Allow and Deny configure the agent's Policy.
 	PermissionMode agent.Mode
 	Allow, Deny    []string
+	// Hooks are the user's hooks; the workspace's settings add theirs.
+	Hooks hooks.Config
+	// EventLog receives the sessions' inputs and outputs; nil: none. The
+	// caller owns it.
+	EventLog *eventlog.Log
+	// Source is what the event log calls this kernel's inputs: notebook
+	// (the default) or run.
+	Source eventlog.Source
 }
 
 func (c Config) withDefaults() Config {
@@ -171,6 +181,7 @@ func New(cfg Config) (*Bridge, error) {
 		DataDir: cfg.DataDir, StoreURL: cfg.Store, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
 		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,
 		Allow: cfg.Allow, Deny: cfg.Deny, Logger: b.log,
+		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: cfg.Source,
 	})
 	b.recent.init(256)
 	return b, nil
@@ -219,7 +230,7 @@ func (b *Bridge) Interrupt(ctx context.Context) error {
 	b.amu.Unlock()
 	if cancelCell != nil {
 		cancelCell()
-		b.host.Cancel()
+		b.host.Cancel(ctx)
 		return nil
 	}
 	b.mu.Lock()

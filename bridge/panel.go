@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/session"
@@ -132,6 +133,11 @@ func (b *Bridge) magicWebview(ctx context.Context, r *kernel.Request, args []str
 // whichever session is current.
 type panelAgent struct{ h *session.Host }
 
+// panelCtx marks a panel's command as the panel's, for the event log.
+func panelCtx(ctx context.Context) context.Context {
+	return session.WithSource(ctx, eventlog.SourcePanel)
+}
+
 // Subscribe implements webview.Agent.
 func (p panelAgent) Subscribe(f func(webview.Event)) func() {
 	h := p.h
@@ -187,7 +193,9 @@ func (p panelAgent) Snapshot(ctx context.Context) (webview.State, error) {
 }
 
 // NewTask implements webview.Agent.
-func (p panelAgent) NewTask(ctx context.Context, text string) error { return p.h.Start(ctx, text) }
+func (p panelAgent) NewTask(ctx context.Context, text string) error {
+	return p.h.Start(panelCtx(ctx), text)
+}
 
 // Respond implements webview.Agent.
 func (p panelAgent) Respond(ctx context.Context, ts int64, r webview.Response) error {
@@ -198,12 +206,12 @@ func (p panelAgent) Respond(ctx context.Context, ts int64, r webview.Response) e
 	if kind == "" {
 		return fmt.Errorf("unknown response %q", r.Kind)
 	}
-	return p.h.Respond(ctx, ts, agent.Response{Kind: kind, Text: r.Text, By: "webview"})
+	return p.h.Respond(panelCtx(ctx), ts, agent.Response{Kind: kind, Text: r.Text, By: "webview"})
 }
 
 // Cancel implements webview.Agent.
-func (p panelAgent) Cancel(context.Context) error {
-	p.h.Cancel()
+func (p panelAgent) Cancel(ctx context.Context) error {
+	p.h.Cancel(panelCtx(ctx))
 	return nil
 }
 
@@ -211,13 +219,13 @@ func (p panelAgent) Cancel(context.Context) error {
 // Rewind implements webview.Agent: the panel's user chose what goes back
 // (the dialog of "rewind to here"), so a kernel replay needs no second ask.
 func (p panelAgent) Rewind(ctx context.Context, ts int64, choice webview.RewindChoice) (webview.RewindReport, error) {
-	rw, err := p.h.Rewind(ctx, ts, rewindOptions(choice))
+	rw, err := p.h.Rewind(panelCtx(ctx), ts, rewindOptions(choice))
 	return report(rw, ""), err
 }
 
 // Fork implements webview.Agent.
 func (p panelAgent) Fork(ctx context.Context, ts int64, choice webview.RewindChoice) (webview.RewindReport, error) {
-	info, rw, err := p.h.Fork(ctx, ts, rewindOptions(choice))
+	info, rw, err := p.h.Fork(panelCtx(ctx), ts, rewindOptions(choice))
 	return report(rw, info.ID), err
 }
 
@@ -236,7 +244,7 @@ func report(rw session.Rewound, forkID string) webview.RewindReport {
 // Edit implements webview.Agent: the new turn runs without a cell; its
 // asks wait for the panel.
 func (p panelAgent) Edit(ctx context.Context, ts int64, text string, choice webview.RewindChoice) (webview.RewindReport, error) {
-	rw, err := p.h.StartEdit(ctx, ts, text, rewindOptions(choice))
+	rw, err := p.h.StartEdit(panelCtx(ctx), ts, text, rewindOptions(choice))
 	return report(rw, ""), err
 }
 
@@ -246,12 +254,12 @@ func (p panelAgent) SetMode(ctx context.Context, mode string) error {
 	if err != nil {
 		return err
 	}
-	return p.h.SetMode(ctx, m)
+	return p.h.SetMode(panelCtx(ctx), m)
 }
 
 // SetModel implements webview.Agent.
 func (p panelAgent) SetModel(ctx context.Context, model string) error {
-	return p.h.SetModel(ctx, model)
+	return p.h.SetModel(panelCtx(ctx), model)
 }
 
 // ListSessions implements webview.Agent.
@@ -284,7 +292,7 @@ func (p panelAgent) SearchMessages(ctx context.Context, query string, limit int)
 
 // LoadSession implements webview.Agent, as %agent resume does.
 func (p panelAgent) LoadSession(ctx context.Context, id string) error {
-	_, err := p.h.Resume(ctx, id)
+	_, err := p.h.Resume(panelCtx(ctx), id)
 	return err
 }
 

@@ -3,17 +3,24 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/agentkernel/agentkernel/eventlog"
 )
 
 // TestPanelFollowsMagics: an open web panel hears the mode set by
-// %agent mode in the notebook.
+// %agent mode in the notebook; the event log tells the notebook's command
+// from the panel's.
 func TestPanelFollowsMagics(t *testing.T) {
-	h := startWith(t, Config{Mode: ModePrompt, DataDir: t.TempDir(), Dir: t.TempDir()})
+	elog := eventlog.New(eventlog.Options{Dir: filepath.Join(t.TempDir(), "logs")})
+	t.Cleanup(func() { elog.Close() })
+	h := startWith(t, Config{Mode: ModePrompt, DataDir: t.TempDir(), Dir: t.TempDir(), EventLog: elog})
 	rep, _ := h.cell("%agent webview")
 	if rep["status"] != "ok" {
 		t.Fatalf("webview: %v", rep)
@@ -57,4 +64,31 @@ func TestPanelFollowsMagics(t *testing.T) {
 		t.Fatalf("mode: %v", rep)
 	}
 	read(func(f map[string]any) bool { return f["type"] == "settings" && f["mode"] == "plan" })
+	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"setMode","mode":"acceptEdits"}`)); err != nil {
+		t.Fatal(err)
+	}
+	read(func(f map[string]any) bool { return f["type"] == "settings" && f["mode"] == "acceptEdits" })
+
+	elog.Flush()
+	files, err := eventlog.Files(elog.Dir())
+	if err != nil || len(files) != 1 {
+		t.Fatalf("log files %v %v", files, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var modes []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e eventlog.Entry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Event == eventlog.EventCommand && e.Kind == "mode" {
+			modes = append(modes, string(e.Source)+":"+e.Text)
+		}
+	}
+	if got := strings.Join(modes, " "); got != "notebook:plan panel:acceptEdits" {
+		t.Errorf("mode commands in the log: %s", got)
+	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/checkpoint"
+	"github.com/agentkernel/agentkernel/eventlog"
+	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/store"
 )
@@ -60,6 +62,15 @@ type Config struct {
 	Checkpoints checkpoint.Options
 	// Logger; default a null logger.
 	Logger hclog.Logger
+	// Hooks are the user's hooks (the config file's); the workspace's
+	// .agentkernel/settings.json adds its own. They run in every session.
+	Hooks hooks.Config
+	// EventLog, when set, receives what goes in and out of the sessions
+	// (see eventlog.go). The caller owns it.
+	EventLog *eventlog.Log
+	// Source is the surface inputs come from unless their context says
+	// otherwise (WithSource). Default eventlog.SourceNotebook.
+	Source eventlog.Source
 }
 
 // Host owns the lifecycle of the current agent session of one surface
@@ -67,9 +78,10 @@ type Config struct {
 // its provider, the cell context, and the typed operations every surface
 // calls. All methods are safe for concurrent use. Close ends it.
 type Host struct {
-	cfg Config
-	log hclog.Logger
-	lis agent.Listeners
+	cfg   Config
+	log   hclog.Logger
+	lis   agent.Listeners
+	hooks *hooks.Runner
 
 	mu        sync.Mutex // never held across a turn, a store write or a call out
 	st        *store.Store
@@ -103,6 +115,7 @@ type current struct {
 	mu    sync.Mutex
 	cells []string // %%code cells since the last prompt, for the model
 	notes []string // what the model must be told at the next prompt
+	turn  turnLog  // for the event log
 }
 
 // note queues text for the model, given with the next prompt.
@@ -124,7 +137,11 @@ func New(cfg Config) *Host {
 			cfg.Workspace = "."
 		}
 	}
-	return &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store}
+	if cfg.Source == "" {
+		cfg.Source = eventlog.SourceNotebook
+	}
+	return &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
+		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
 }
 
 // ErrClosed is returned by a Host's methods after Close.
@@ -196,6 +213,7 @@ func (h *Host) NewSession(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
+	h.logCommand(ctx, c, "new", "")
 	return c.info(), nil
 }
 
@@ -209,6 +227,7 @@ func (h *Host) Resume(ctx context.Context, ref string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
+	h.logCommand(ctx, c, "resume", ref)
 	return c.info(), nil
 }
 
@@ -287,10 +306,14 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	if c.task, err = agent.New(agent.Config{
 		SessionID: id, Store: agentstore.New(st), Toolbox: tb, Provider: prov, Policy: c.policy,
 		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: c.takeCells, World: world{h: h, c: c},
+		Hooks: h.hooks,
 	}); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	c.unlisten = c.task.Listen(h.lis.Emit)
+	c.unlisten = c.task.Listen(func(e agent.Event) {
+		h.logEvent(c, e)
+		h.lis.Emit(e)
+	})
 
 	h.mu.Lock()
 	if h.closed {

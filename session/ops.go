@@ -44,6 +44,7 @@ func (h *Host) SetModel(ctx context.Context, model string) error {
 	if err != nil {
 		return err
 	}
+	h.logCommand(ctx, c, "model", model)
 	c.task.SetProvider(p)
 	h.mu.Lock()
 	h.explicit, c.model = model, model
@@ -77,6 +78,7 @@ func (h *Host) SetMode(ctx context.Context, mode agent.Mode) error {
 	if err != nil {
 		return err
 	}
+	h.logCommand(ctx, c, "mode", string(mode))
 	if err := c.policy.SetMode(mode); err != nil {
 		return err
 	}

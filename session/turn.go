@@ -71,6 +71,7 @@ func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
+	h.logPrompt(ctx, c, text)
 	return h.follow(ctx, c, t, func() error { return c.task.Submit(text) })
 }
 
@@ -81,6 +82,7 @@ func (h *Host) Start(ctx context.Context, text string) error {
 	if err != nil {
 		return err
 	}
+	h.logPrompt(ctx, c, text)
 	return c.task.Submit(text)
 }
 
@@ -125,7 +127,7 @@ func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() erro
 	}
 	err := start()
 	if err == nil {
-		err = h.drive(ctx, task, t, &res)
+		err = h.drive(ctx, c, t, &res)
 	}
 	if ctx.Err() != nil {
 		task.Cancel()
@@ -154,7 +156,8 @@ func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() erro
 // drive follows the turn until it ends, answering asks with t.Approve. An
 // ask answered elsewhere meanwhile (the panel, another frontend) ends the
 // approver's wait: an ask answered anywhere closes everywhere.
-func (h *Host) drive(ctx context.Context, task *agent.Task, t Turn, res *Result) error {
+func (h *Host) drive(ctx context.Context, c *current, t Turn, res *Result) error {
+	task := c.task
 	for {
 		st, err := task.Wait(ctx)
 		if st != agent.StateWaiting {
@@ -186,6 +189,7 @@ func (h *Host) drive(ctx context.Context, task *agent.Task, t Turn, res *Result)
 		if t.OnAsk != nil {
 			t.OnAsk(a)
 		}
+		h.logAnswer(ctx, c, ask.TS, resp)
 		if err := task.Respond(ask.TS, resp); err != nil && !errors.Is(err, agent.ErrNoAsk) {
 			return err
 		}
@@ -238,16 +242,18 @@ func (h *Host) Respond(ctx context.Context, ts int64, r agent.Response) error {
 	if err != nil {
 		return err
 	}
+	h.logAnswer(ctx, c, ts, r)
 	return c.task.Respond(ts, r)
 }
 
 // Cancel stops the current session's running turn, if any, and returns
-// when it has ended.
-func (h *Host) Cancel() {
+// when it has ended. ctx only says where the command came from.
+func (h *Host) Cancel(ctx context.Context) {
 	h.mu.Lock()
 	c := h.cur
 	h.mu.Unlock()
 	if c != nil {
+		h.logCommand(ctx, c, "cancel", "")
 		c.task.Cancel()
 	}
 }

@@ -269,6 +269,7 @@ func (h *Host) Rewind(ctx context.Context, ts int64, opts RewindOptions) (Rewoun
 	if err != nil {
 		return Rewound{}, err
 	}
+	h.logCommand(ctx, c, "rewind", tsArg(ts))
 	before := len(c.task.UI())
 	res, err := c.task.Rewind(ctx, ts, rewind.Options{})
 	if err != nil {
@@ -498,6 +499,7 @@ func (h *Host) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Re
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
+	h.logCommand(ctx, c, "fork", tsArg(ts))
 	c.task.Cancel()
 	st, err := h.Store()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
@@ -100,10 +101,15 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return errors.New("ask: no prompt given")
 	}
 
-	cfg, err := agentConfig("", *record)
+	log, err := newLogger(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := agentConfig("", *record, log)
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
+	defer cfg.EventLog.Close()
 	var approver agent.Approver
 	policy := string(cfg.Approve)
 	if *approveName != "" {
@@ -119,10 +125,6 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	} else {
 		approver = ap.Approver()
 		policy = string(ap)
-	}
-	log, err := newLogger(stderr)
-	if err != nil {
-		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -149,6 +151,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	host := session.New(session.Config{
 		Store: st, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: runner, Workspace: cwd, Kind: "ask",
 		PermissionMode: cfg.PermissionMode, Allow: cfg.Allow, Deny: cfg.Deny, Logger: log,
+		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: eventlog.SourceAsk,
 	})
 	defer host.Close()
 	var info session.Info
@@ -223,6 +226,15 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 					ev = "updated"
 				}
 				out.emit("message", map[string]any{"event": ev, "session_id": sid, "message": e.Message})
+			}
+		}
+	}
+	if format == formatText {
+		// What the agent reports as an error (a prompt a hook blocked, a
+		// failing hook, …) is for the person at the terminal.
+		turn.Events = func(e agent.Event) {
+			if e.Kind == agent.EventMessageCreated && e.Message.Say == messages.SayError && e.Message.Decision == nil {
+				fmt.Fprintln(stderr, e.Message.Text)
 			}
 		}
 	}

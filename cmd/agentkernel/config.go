@@ -10,7 +10,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/eventlog"
+	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -27,6 +31,11 @@ type fileConfig struct {
 	// SQLite file in the data directory. $AGENTKERNEL_STORE and --store
 	// override it.
 	Store string `json:"store"`
+	// Hooks are the user's hooks, in Claude Code's shape (package hooks).
+	Hooks hooks.Config `json:"hooks"`
+	// LogRetentionDays is how many days of the event log are kept
+	// (default 30); 0 turns the log off.
+	LogRetentionDays *int `json:"logRetentionDays"`
 	// Prices override the price table (USD per million tokens), by model id.
 	Prices map[string]struct {
 		Input         float64 `json:"input"`
@@ -70,6 +79,32 @@ func loadConfig() (fileConfig, error) {
 	}
 	return c, nil
 }
+
+// eventLog returns the event log under the data directory (dataDir, else
+// the store's default), or nil when the config turns it off or there is
+// no data directory. The caller closes it.
+func (c fileConfig) eventLog(dataDir string, log hclog.Logger) *eventlog.Log {
+	days := 30
+	if c.LogRetentionDays != nil {
+		days = *c.LogRetentionDays
+	}
+	if days <= 0 {
+		return nil
+	}
+	if dataDir == "" {
+		d, err := store.DataDir()
+		if err != nil {
+			log.Warn("no event log", "error", err)
+			return nil
+		}
+		dataDir = d
+	}
+	return eventlog.New(eventlog.Options{Dir: filepath.Join(dataDir, "logs"), RetentionDays: days, Logger: log})
+}
+
+// envEventSource names the surface a kernel's inputs come from in the
+// event log; agentkernel run sets it for the kernels it starts.
+const envEventSource = "AGENTKERNEL_EVENT_SOURCE"
 
 func (c fileConfig) prices() map[string]provider.ModelInfo {
 	out := map[string]provider.ModelInfo{}

@@ -15,11 +15,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
+	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/eglaunch"
 	"github.com/agentkernel/agentkernel/kernel/wire"
@@ -117,10 +120,11 @@ func runKernel(args []string, stderr io.Writer) error {
 	signal.Notify(sigterm, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigterm)
 
-	bcfg, err := agentConfig(*model, *record)
+	bcfg, err := agentConfig(*model, *record, log)
 	if err != nil {
 		return err
 	}
+	defer bcfg.EventLog.Close() // after the bridge (deferred below) has closed
 	bcfg.Backing, bcfg.Mode, bcfg.Logger, bcfg.Version = *backingName, mode, log, versionString()
 	bcfg.BackingArgs, bcfg.Name, bcfg.Refuse = passed, conn.KernelName, nested
 	bcfg.Store = firstNonEmpty(*storeArg, bcfg.Store)
@@ -248,8 +252,9 @@ func runKernel(args []string, stderr io.Writer) error {
 
 // agentConfig gathers the agent's settings: flags, then the environment
 // (AGENTKERNEL_MODEL, AGENTKERNEL_APPROVE, AGENTKERNEL_PERMISSION_MODE,
-// AGENTKERNEL_DATA_DIR), then the config file.
-func agentConfig(model, record string) (bridge.Config, error) {
+// AGENTKERNEL_DATA_DIR), then the config file. The caller closes its
+// EventLog.
+func agentConfig(model, record string, log hclog.Logger) (bridge.Config, error) {
 	fc, err := loadConfig()
 	if err != nil {
 		return bridge.Config{}, err
@@ -265,9 +270,13 @@ func agentConfig(model, record string) (bridge.Config, error) {
 		}
 	}
 	prices := fc.prices()
+	dataDir := os.Getenv("AGENTKERNEL_DATA_DIR")
 	return bridge.Config{
-		DataDir:        os.Getenv("AGENTKERNEL_DATA_DIR"),
+		DataDir:        dataDir,
 		Store:          storeURL("", fc),
+		Hooks:          fc.Hooks,
+		EventLog:       fc.eventLog(dataDir, log),
+		Source:         eventlog.Source(os.Getenv(envEventSource)),
 		Model:          models.Resolve(model, os.Getenv("AGENTKERNEL_MODEL"), fc.Model),
 		Approve:        approve,
 		PermissionMode: pmode,

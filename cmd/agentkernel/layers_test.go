@@ -30,6 +30,8 @@ func TestLayers(t *testing.T) {
 
 		// Enterprise Gateway's launcher contract: the wire format only.
 		"kernel/eglaunch": {"kernel", "kernel/client", "internal/zmtp", "backing", "bridge", "agent", "messages", "store", "session"},
+		"hooks":           {"agent", "session", "store", "bridge", "kernel", "webview", "notebooks", "messages"},
+		"eventlog":        {"agent", "session", "store", "bridge", "kernel", "webview", "notebooks", "messages"},
 	}
 	// Packages that sit on the session host map onto it and do not reach
 	// past it: they must not import these directly.

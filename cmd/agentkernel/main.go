@@ -62,6 +62,7 @@ Usage:
   agentkernel ask [PROMPT | -]       one-shot agent: text, json or stream-json output
   agentkernel sessions SUBCOMMAND    list, show, search, export, import, rm, restore, rewind, fork sessions
   agentkernel webview list           the web panels of running kernels (URLs with their tokens)
+  agentkernel logs [--follow]        the event log: prompts, answers, commands, messages, tool calls, results
   agentkernel version                print the version
 
 Run "agentkernel COMMAND --help" for a command's flags.
@@ -96,6 +97,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runSessions(rest, os.Stdin, stdout, stderr)
 	case "webview":
 		return runWebview(rest, stdout, stderr)
+	case "logs":
+		return runLogs(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "agentkernel", versionString())
 		return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider/replay"
+	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/notebooks"
 	"github.com/agentkernel/agentkernel/store"
@@ -139,6 +140,8 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if len(env) > 0 && mode == "" {
 		fmt.Fprintf(stderr, "warning: kernelspec %q is not an agentkernel kernel: --approve, --model, --record and --replay have no effect\n", spec.Name)
 	}
+	// The event log calls the kernel's inputs "run".
+	env = append(env, envEventSource+"="+string(eventlog.SourceRun))
 	log, err := newLogger(stderr)
 	if err != nil {
 		return err

@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"regexp"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/internal/redact"
 	"github.com/agentkernel/agentkernel/messages"
 )
 
@@ -142,56 +140,16 @@ func excerpt(s string, n int) string {
 
 // scrubber removes secrets from recorded text.
 type scrubber struct {
-	secrets []string
+	r *redact.Scrubber
 }
-
-var (
-	// Keys of OpenAI ("sk-…", "sk-proj-…") and Anthropic ("sk-ant-…").
-	skPattern = regexp.MustCompile(`sk-[A-Za-z0-9_\-]{8,}`)
-	// Header or assignment forms: Authorization: Bearer x, x-api-key: x,
-	// "api_key": "x", API_KEY=x, token=x, …
-	assignPattern = regexp.MustCompile(`(?i)((?:authorization|proxy-authorization|x-api-key|api[_-]?key|access[_-]?token|auth[_-]?token|secret|password)["']?\s*[:=]\s*["']?)(?:bearer\s+|basic\s+)?[^\s"',;}]+`)
-	bearerPattern = regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*`)
-)
-
-const redacted = "[REDACTED]"
 
 // newScrubber scrubs extra secrets and, unless noEnv, the values of
 // environment variables that name a key, token, secret or password.
 func newScrubber(extra []string, noEnv bool) *scrubber {
-	sc := &scrubber{}
-	add := func(s string) {
-		if len(s) >= 8 {
-			sc.secrets = append(sc.secrets, s)
-		}
-	}
-	for _, s := range extra {
-		add(s)
-	}
-	if !noEnv {
-		for _, kv := range os.Environ() {
-			k, v, _ := strings.Cut(kv, "=")
-			uk := strings.ToUpper(k)
-			if strings.HasSuffix(uk, "_API_KEY") || strings.HasSuffix(uk, "_TOKEN") ||
-				strings.HasSuffix(uk, "_SECRET") || strings.HasSuffix(uk, "_PASSWORD") {
-				add(v)
-			}
-		}
-	}
-	return sc
+	return &scrubber{r: redact.New(extra, !noEnv)}
 }
 
-func (sc *scrubber) scrub(s string) string {
-	if s == "" {
-		return s
-	}
-	for _, sec := range sc.secrets {
-		s = strings.ReplaceAll(s, sec, redacted)
-	}
-	s = skPattern.ReplaceAllString(s, redacted)
-	s = bearerPattern.ReplaceAllString(s, "${1}"+redacted)
-	return assignPattern.ReplaceAllString(s, "${1}"+redacted)
-}
+func (sc *scrubber) scrub(s string) string { return sc.r.String(s) }
 
 // event returns a scrubbed copy of ev.
 func (sc *scrubber) event(ev provider.Event) provider.Event {

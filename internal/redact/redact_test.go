@@ -1,0 +1,38 @@
+package redact_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentkernel/agentkernel/internal/redact"
+)
+
+func TestString(t *testing.T) {
+	t.Setenv("SOME_SERVICE_TOKEN", "tok-1234567890")
+	sc := redact.New([]string{"my-own-secret-value", "short"}, true)
+	for in, gone := range map[string]string{
+		"key sk-ant-api03-abcdefghijkl in text":      "sk-ant-api03-abcdefghijkl",
+		"Authorization: Bearer abc.def.ghi12345":     "abc.def.ghi12345",
+		`{"api_key": "plain-value-here"}`:            "plain-value-here",
+		"the secret is my-own-secret-value, keep it": "my-own-secret-value",
+		"token from env: tok-1234567890":             "tok-1234567890",
+	} {
+		out := sc.String(in)
+		if strings.Contains(out, gone) || !strings.Contains(out, redact.Redacted) {
+			t.Errorf("%q -> %q", in, out)
+		}
+	}
+	if out := sc.String("a short word"); out != "a short word" {
+		t.Errorf("short secrets are not scrubbed: %q", out)
+	}
+}
+
+// BenchmarkString is the cost of scrubbing a finished message of 1,200
+// characters with nothing to scrub, the common case.
+func BenchmarkString(b *testing.B) {
+	sc := redact.New(nil, true)
+	s := strings.Repeat("The answer is forty-two, computed in the kernel. ", 25)
+	for b.Loop() {
+		sc.String(s)
+	}
+}

@@ -139,8 +139,7 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 		parse = "websearch_to_tsquery('ak_search', ?1)"
 	}
 	// The query is written out where it is used, not in a CTE, so that the
-	// planner sees it: a rare word is found through the GIN index, a common
-	// one by walking the newest messages (see the SET below).
+	// planner sees it.
 	q := `SELECT h.id, h.ts, h.type, h.kind, h.role, h.text, ts_headline('ak_search', h.text, ` + parse + `, ?2)
 		FROM (SELECT s.id, m.seq, m.ts, m.type, m.kind, m.role, m.text
 			FROM ui_messages m JOIN sessions s ON s.pk = m.session_pk WHERE m.tsv @@ ` + parse
@@ -154,10 +153,14 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 	if o.SessionID != "" {
 		q += " AND m.session_pk = ?4"
 	}
-	q += " ORDER BY m.seq DESC LIMIT ?3) h ORDER BY h.seq DESC"
+	newest := q + " AND m.seq > (SELECT coalesce(max(seq), 0) FROM ui_messages) - ?4"
+	tail := " ORDER BY m.seq DESC LIMIT ?3) h ORDER BY h.seq DESC"
+	q, newest = q+tail, newest+tail
 	var hits []SearchHit
 	err := s.readTx(ctx, "search", func(tx *sql.Tx) error {
 		if o.SessionID != "" {
+			// A session's own rows, newest first, are few enough to test
+			// one by one.
 			var pk int64
 			err := tx.QueryRowContext(ctx, "SELECT pk FROM sessions WHERE id = ?", o.SessionID).Scan(&pk)
 			if err == sql.ErrNoRows {
@@ -166,30 +169,54 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 			if err != nil {
 				return err
 			}
-			args = append(args, pk)
-		}
-		// A plan made for this query's words: a cached generic plan, made
-		// without them, walks the whole table for a word that is nowhere.
-		if _, err := tx.ExecContext(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var h SearchHit
-			var text, frag string
-			if err := rows.Scan(&h.SessionID, &h.TS, &h.Type, &h.Kind, &h.Role, &text, &frag); err != nil {
+			// A plan for this query's words: a cached generic plan may walk
+			// every message for a common one instead of the session's.
+			if _, err := tx.ExecContext(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
 				return err
 			}
-			h.Snippet = headlineSnippet(text, frag, o.Before, o.After)
-			hits = append(hits, h)
+			hits, err = pgHits(ctx, tx, q, o, append(args, pk)...)
+			return err
 		}
-		return rows.Err()
+		// Everyone's messages: FTS5 walks its index newest first; GIN has
+		// no order. A word common enough to fill the page is found among
+		// the newest messages by walking them; any other is found through
+		// the index (the walk is then turned off: the planner, not knowing
+		// how rare a word is, would walk the whole table for one that is
+		// nowhere).
+		var err error
+		if hits, err = pgHits(ctx, tx, newest, o, append(args, pgSearchWindow)...); err != nil || len(hits) == o.Limit {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_indexscan = off"); err != nil {
+			return err
+		}
+		hits, err = pgHits(ctx, tx, q, o, args...)
+		return err
 	})
 	return hits, err
+}
+
+// pgSearchWindow is how many of the newest messages a search walks before
+// it asks the index.
+const pgSearchWindow = 20000
+
+func pgHits(ctx context.Context, tx *sql.Tx, q string, o SearchOptions, args ...any) ([]SearchHit, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var hits []SearchHit
+	for rows.Next() {
+		var h SearchHit
+		var text, frag string
+		if err := rows.Scan(&h.SessionID, &h.TS, &h.Type, &h.Kind, &h.Role, &text, &frag); err != nil {
+			return nil, err
+		}
+		h.Snippet = headlineSnippet(text, frag, o.Before, o.After)
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
 }
 
 // headlineSnippet turns a ts_headline fragment of text, marked with \x02

@@ -2,6 +2,8 @@ package backing
 
 import (
 	"net"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,19 +18,33 @@ import (
 // acknowledged the previous one, and a client that delays its ACKs makes
 // it wait about 40 ms: an empty execute took 48 ms instead of 6 ms. An
 // ACK at once for every read costs one setsockopt.
-type quickAck struct{ *net.TCPConn }
+type quickAck struct {
+	*net.TCPConn
+	raw syscall.RawConn
+}
 
 func withQuickAck(c net.Conn) net.Conn {
-	if tc, ok := c.(*net.TCPConn); ok {
-		return quickAck{tc}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c
 	}
-	return c
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	return quickAck{tc, raw}
 }
 
 func (q quickAck) Read(b []byte) (int, error) {
 	n, err := q.TCPConn.Read(b)
-	if rc, e := q.TCPConn.SyscallConn(); e == nil {
-		_ = rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1) })
-	}
+	_ = q.raw.Control(setQuickAck)
 	return n, err
+}
+
+// setQuickAck is a raw system call: setsockopt does not block, and an
+// ordinary call would wake the runtime's monitor thread after every read
+// of an otherwise idle process.
+func setQuickAck(fd uintptr) {
+	one := int32(1)
+	unix.RawSyscall6(unix.SYS_SETSOCKOPT, fd, unix.IPPROTO_TCP, unix.TCP_QUICKACK, uintptr(unsafe.Pointer(&one)), unsafe.Sizeof(one), 0)
 }

@@ -43,7 +43,7 @@ test-browser:
 	bash tests/browser/run.sh
 
 bench: build
-	$(GO) run ./scripts/kernelbench -agentkernel $(BIN)
+	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway
 	$(GO) run ./scripts/promptbench -agentkernel $(BIN)
 
 clean:

@@ -1,10 +1,12 @@
 package backing
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -119,9 +121,19 @@ func (g Gateway) header() http.Header {
 	return h
 }
 
-// httpClient is the client for the server's REST API and WebSocket.
-func (g Gateway) httpClient() *http.Client {
+// HTTPClient returns the client Remote uses for the server's REST API and
+// WebSocket: it checks the certificate as ValidateCert says, and its
+// connections acknowledge what they read at once (withQuickAck).
+func (g Gateway) HTTPClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return withQuickAck(c), nil
+	}
 	if !g.ValidateCert {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user's choice (JUPYTER_GATEWAY_VALIDATE_CERT=false)
 	}

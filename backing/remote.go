@@ -79,7 +79,7 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	}
 	opts.Gateway = opts.Gateway.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Remote{opts: opts, log: opts.Logger.Named("gateway"), httpc: opts.Gateway.httpClient(), ctx: ctx, cancel: cancel,
+	r := &Remote{opts: opts, log: opts.Logger.Named("gateway"), httpc: opts.Gateway.HTTPClient(), ctx: ctx, cancel: cancel,
 		info: newInfoCache("gateway-" + opts.Kernel)}
 	r.kernels = newStarter(&r.wg, r.launch, r.alive, r.discard)
 	return r, nil

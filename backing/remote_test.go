@@ -23,7 +23,7 @@ const serverToken = "test-token-not-secret-3f9a"
 // jupyterServer starts Debian's Notebook server on 127.0.0.1 with a token,
 // as the real peer of a gateway backing; dataDir holds extra kernelspecs.
 // It is stopped when the test ends.
-func jupyterServer(t *testing.T, dataDir string) Gateway {
+func jupyterServer(t testing.TB, dataDir string) Gateway {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a Jupyter server")
@@ -82,7 +82,7 @@ func jupyterServer(t *testing.T, dataDir string) Gateway {
 }
 
 // serverKernels lists the kernel ids the server runs.
-func serverKernels(t *testing.T, g Gateway) []string {
+func serverKernels(t testing.TB, g Gateway) []string {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, g.endpoint("/api/kernels"), nil)
 	req.Header = g.header()

@@ -268,11 +268,10 @@ func (k *wsKernel) dispatch(c *websocket.Conn, m wsMsg, bufs [][]byte) {
 		k.wg.Add(1)
 		go func() { // answers the input_request; owned by k
 			defer k.wg.Done()
-			value := ""
-			if p.h.Input != nil {
-				if v, err := p.h.Input(req.Prompt, req.Password); err == nil {
-					value = v
-				}
+			value, send, err := p.h.AnswerInput(req.Prompt, req.Password)
+			if !send {
+				k.log.Debug("input abandoned by an interrupt; no input_reply", "error", err)
+				return
 			}
 			reply := wsMsg{Header: wire.NewHeader(k.session, k.user, wire.MsgInputReply), ParentHeader: msg.RawHeader(),
 				Metadata: json.RawMessage("{}"), Content: mustRaw(map[string]string{"value": value}), Channel: "stdin"}

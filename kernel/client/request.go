@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -37,7 +38,11 @@ type Handlers struct {
 	// order, including the status messages.
 	IOPub func(*wire.Message)
 	// Input answers a stdin input_request. Nil, or an error, replies with
-	// empty input. It cannot be cancelled: Do calls it and waits.
+	// empty input, except an error wrapping context.Canceled: the request
+	// was interrupted, and no input_reply is sent (the interrupt ends the
+	// kernel's wait, as when a frontend interrupts; an empty reply racing
+	// the interrupt would let the code go on with empty input). It cannot
+	// be cancelled: Do calls it and waits.
 	Input func(prompt string, password bool) (string, error)
 	// Reply, when set, receives the reply the moment it arrives, before
 	// Do goes on waiting for status idle (Do still returns it). A proxy
@@ -330,6 +335,23 @@ func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool)
 	}
 }
 
+// AnswerInput asks h.Input for the answer to an input_request, as Input's
+// contract says: reply is false when no input_reply must be sent (the
+// request was interrupted); err is Input's error, for the log.
+func (h Handlers) AnswerInput(prompt string, password bool) (value string, reply bool, err error) {
+	if h.Input == nil {
+		return "", true, nil
+	}
+	v, err := h.Input(prompt, password)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "", false, err
+	case err != nil:
+		return "", true, err
+	}
+	return v, true, nil
+}
+
 // answerInput asks h for the input and sends the input_reply.
 func (c *Client) answerInput(ctx context.Context, l *link, m *wire.Message, h Handlers) error {
 	var req struct {
@@ -339,14 +361,13 @@ func (c *Client) answerInput(ctx context.Context, l *link, m *wire.Message, h Ha
 	if err := m.DecodeContent(&req); err != nil {
 		c.log.Warn("bad input_request", "error", err)
 	}
-	value := ""
-	if h.Input != nil {
-		v, err := h.Input(req.Prompt, req.Password)
-		if err != nil {
-			c.log.Info("input handler failed; replying with empty input", "error", err)
-		} else {
-			value = v
-		}
+	value, reply, err := h.AnswerInput(req.Prompt, req.Password)
+	switch {
+	case !reply:
+		c.log.Debug("input abandoned by an interrupt; no input_reply", "error", err)
+		return nil
+	case err != nil:
+		c.log.Info("input handler failed; replying with empty input", "error", err)
 	}
 	return c.sendInputReply(ctx, l, m, value)
 }

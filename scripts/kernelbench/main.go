@@ -8,7 +8,13 @@
 // All kernels run at once and take turns in rounds, so that a change in the
 // machine's speed during the run does not favour one of them.
 //
-//	go run ./scripts/kernelbench -agentkernel bin/agentkernel
+// With -gateway (and -agentkernel) it also starts Debian's Notebook server
+// (127.0.0.1, a random port and token) and measures an empty execute on one
+// of its kernels through agentkernel with gateway backing, from a ZeroMQ
+// client, side by side with a plain WebSocket client on the same server
+// kernel; -local=false measures only that.
+//
+//	go run ./scripts/kernelbench -agentkernel bin/agentkernel -gateway
 package main
 
 import (
@@ -68,19 +74,38 @@ func run() error {
 	nexec := flag.Int("exec", 2000, "empty executes")
 	rounds := flag.Int("rounds", 100, "the measurements are split into this many rounds, the kernels taking turns, so that drift in the machine's speed falls on all alike")
 	starts := flag.Int("starts", 10, "cold starts to the first kernel_info_reply")
+	local := flag.Bool("local", true, "measure the local kernels: -specs, and agentkernel over python3")
+	gateway := flag.Bool("gateway", false, "measure agentkernel with gateway backing against a direct WebSocket client on a Jupyter server (needs -agentkernel)")
+	gwexec := flag.Int("gwexec", 2000, "empty executes with gateway backing, for each client")
 	flag.Parse()
 	if *rounds < 1 || *n < *rounds || *nexec < *rounds || *starts < 1 {
 		return errors.New("need -rounds ≥ 1, -n and -exec ≥ -rounds, -starts ≥ 1")
 	}
+	if *gateway && *ak == "" {
+		return errors.New("-gateway needs -agentkernel")
+	}
+	if *local {
+		if err := benchLocal(*specs, *ak, *n, *nexec, *rounds, *starts); err != nil {
+			return err
+		}
+	}
+	if *gateway {
+		return benchGateway(*ak, *gwexec, *rounds)
+	}
+	return nil
+}
 
-	names := strings.Split(*specs, ",")
-	if *ak != "" {
+// benchLocal measures the kernels that run on this machine.
+func benchLocal(specs, ak string, n, nexec, rounds, starts int) error {
+
+	names := strings.Split(specs, ",")
+	if ak != "" {
 		prefix, err := os.MkdirTemp("", "kernelbench-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(prefix)
-		out, err := exec.Command(*ak, "install", "--prefix", prefix, "--name", "agentkernel-bench").CombinedOutput()
+		out, err := exec.Command(ak, "install", "--prefix", prefix, "--name", "agentkernel-bench").CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("install: %v: %s", err, out)
 		}
@@ -116,10 +141,10 @@ func run() error {
 			}
 		}
 	}
-	for round := range *rounds {
-		fmt.Fprintf(os.Stderr, "\rround %d/%d", round+1, *rounds)
+	for round := range rounds {
+		fmt.Fprintf(os.Stderr, "\rround %d/%d", round+1, rounds)
 		for _, t := range targets {
-			if err := t.measure(ctx, *n / *rounds, *nexec / *rounds); err != nil {
+			if err := t.measure(ctx, n/rounds, nexec/rounds); err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
 		}
@@ -150,7 +175,7 @@ func run() error {
 			return err
 		}
 		var d []time.Duration
-		for range *starts {
+		for range starts {
 			t, err := coldStart(spec)
 			if err != nil {
 				return fmt.Errorf("%s: %w", results[i].spec, err)

@@ -6,6 +6,14 @@ into a temporary prefix and points JUPYTER_PATH at it for the whole session:
 * ``agentkernel-test``         code mode, python3 backing, interrupt_mode "message"
 * ``agentkernel-test-signal``  the same, but interrupt_mode "signal"
 
+The code-mode protocol suites and the prompt-mode end-to-end suite run with
+both backings: ``local`` (the backing ipykernel is agentkernel's child) and
+``gateway`` (it runs on a real Jupyter server, Debian's Notebook, started once
+per session with a token on 127.0.0.1; see ``jupyter_server``). The gateway
+twins of the two kernelspecs above are ``agentkernel-test-gw`` and
+``agentkernel-test-signal-gw``; tests reach them through the ``backing``
+fixture or ``backing_for``.
+
 IPYTHONDIR and JUPYTER_RUNTIME_DIR are also pointed at temporary directories
 so that the user's IPython profile and history never leak into the results.
 
@@ -15,17 +23,26 @@ Run with Debian's interpreter:  /usr/bin/python3 -m pytest tests/python -q
 import json
 import os
 import shutil
+import socket
 import subprocess
+import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
+
+from kclient import describe, descendants
 
 REPO = Path(__file__).resolve().parents[2]
 GO = os.environ.get("GO", "/usr/local/go/bin/go")
 
 KERNEL = "agentkernel-test"
 KERNEL_SIGNAL = "agentkernel-test-signal"
+GATEWAY_SUFFIX = "-gw"
+KERNEL_GW = KERNEL + GATEWAY_SUFFIX
+KERNEL_SIGNAL_GW = KERNEL_SIGNAL + GATEWAY_SUFFIX
+BACKINGS = ["local", "gateway"]
 
 
 def _build():
@@ -54,7 +71,7 @@ def _build():
     return out
 
 
-def _install(binary, prefix, name, display):
+def _install(binary, prefix, name, display, extra=(), signal=False):
     cmd = [
         str(binary), "install",
         "--prefix", str(prefix),
@@ -62,6 +79,7 @@ def _install(binary, prefix, name, display):
         "--display-name", display,
         "--backing", "python3",
         "--mode", "code",
+        *extra,
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -69,6 +87,10 @@ def _install(binary, prefix, name, display):
     spec = prefix / "share" / "jupyter" / "kernels" / name / "kernel.json"
     if not spec.is_file():
         pytest.exit(f"install did not write {spec}", returncode=2)
+    if signal:
+        js = json.loads(spec.read_text())
+        js["interrupt_mode"] = "signal"
+        spec.write_text(json.dumps(js, indent=1))
     return spec
 
 
@@ -79,10 +101,7 @@ def agentkernel_env(tmp_path_factory):
     binary = _build()
     prefix = tmp / "prefix"
     _install(binary, prefix, KERNEL, "Agent (test)")
-    sig = _install(binary, prefix, KERNEL_SIGNAL, "Agent (test, signal)")
-    spec = json.loads(sig.read_text())
-    spec["interrupt_mode"] = "signal"
-    sig.write_text(json.dumps(spec, indent=1))
+    _install(binary, prefix, KERNEL_SIGNAL, "Agent (test, signal)", signal=True)
 
     saved = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "IPYTHONDIR", "JUPYTER_RUNTIME_DIR")}
     data = str(prefix / "share" / "jupyter")
@@ -141,3 +160,171 @@ def model(agentkernel_env, tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+# -- the Jupyter server that gateway backings run on -------------------------
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JupyterServer:
+    """Debian's Notebook server (notebook 6) on 127.0.0.1 with a token.
+
+    It serves the kernels REST and WebSocket API that Kernel Gateway and
+    Enterprise Gateway serve; ``api`` talks to it, ``kernels`` lists the ids
+    of the kernels it runs.
+    """
+
+    def __init__(self, root):
+        self.token = uuid.uuid4().hex
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = root / "server.log"
+        cmd = ["/usr/bin/python3", "-m", "notebook", "--no-browser", "--ip=127.0.0.1",
+               f"--port={self.port}", f"--NotebookApp.token={self.token}", f"--notebook-dir={root}",
+               "--NotebookApp.open_browser=False"]
+        if os.geteuid() == 0:
+            cmd.append("--allow-root")
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        try:
+            deadline = time.time() + 60
+            while True:
+                try:
+                    self.api("GET", "/api")
+                    break
+                except OSError:
+                    if self.proc.poll() is not None or time.time() > deadline:
+                        raise RuntimeError("notebook server did not start:\n" + self.log_path.read_text())
+                    time.sleep(0.2)
+        except BaseException:
+            self.close()
+            raise
+
+    def api(self, method, path, body=None):
+        req = urllib.request.Request(
+            self.url + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=30) as r:
+            data = r.read()
+            return json.loads(data) if data else None
+
+    def kernels(self):
+        return {k["id"] for k in self.api("GET", "/api/kernels")}
+
+    def wait_gone(self, ids, timeout=10.0):
+        """Wait until the server runs none of ids; return those still there."""
+        deadline = time.monotonic() + timeout
+        while (left := self.kernels() & set(ids)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return left
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, 15)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+                self.proc.wait()
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def jupyter_server(agentkernel_env, tmp_path_factory):
+    """One Notebook server for the session, started on first use.
+
+    It sees the session's JUPYTER_PATH (so it lists agentkernel's test
+    kernelspecs), and JUPYTER_GATEWAY_AUTH_TOKEN holds its token while it
+    runs, as where Jupyter runs a gateway kernelspec. At the end no kernel
+    may be left on it: every agentkernel deletes its server kernel when it
+    shuts down.
+    """
+    server = JupyterServer(tmp_path_factory.mktemp("jupyter-server"))
+    saved = os.environ.get("JUPYTER_GATEWAY_AUTH_TOKEN")
+    os.environ["JUPYTER_GATEWAY_AUTH_TOKEN"] = server.token
+    try:
+        yield server
+        left = server.wait_gone(server.kernels())
+        assert not left, f"kernels left on the Jupyter server: {sorted(left)}"
+    finally:
+        if saved is None:
+            os.environ.pop("JUPYTER_GATEWAY_AUTH_TOKEN", None)
+        else:
+            os.environ["JUPYTER_GATEWAY_AUTH_TOKEN"] = saved
+        server.close()
+
+
+class Backing:
+    """Where the backing kernels of the agentkernel kernels under test run.
+
+    ``local``: as children of agentkernel. ``gateway``: on ``server``.
+    """
+
+    def __init__(self, name, server=None):
+        self.name, self.server = name, server
+
+    @property
+    def gateway(self):
+        return self.server is not None
+
+    def spec(self, name):
+        """The kernelspec name of a test kernelspec for this backing."""
+        return name + GATEWAY_SUFFIX if self.gateway else name
+
+    def install_args(self):
+        """Extra arguments for `agentkernel install`."""
+        return ["--gateway-url", self.server.url] if self.gateway else []
+
+    def check_where_code_runs(self, agent_pid, where):
+        """The backing kernel that printed ``where`` (the output of WHERE) is
+        where this backing puts it: under agentkernel (local) or in the
+        server's /api/kernels and not under agentkernel (gateway). Returns
+        its pid and, for gateway, its server kernel id."""
+        pid, connection_file = where.split()
+        pid, tree = int(pid), descendants(agent_pid)
+        if not self.gateway:
+            assert pid in tree, f"the code runs in pid {pid}, not under kernel {agent_pid}:{describe(tree)}"
+            return pid, None
+        assert pid not in tree, f"the code runs in agentkernel's child {pid}, not on the server"
+        name = Path(connection_file).name
+        assert name.startswith("kernel-") and name.endswith(".json"), connection_file
+        kid = name[len("kernel-"):-len(".json")]
+        assert kid in self.server.kernels(), f"kernel {kid} is not in the server's /api/kernels"
+        return pid, kid
+
+
+# What a backing kernel (ipykernel) prints to say where it is: its pid and
+# connection file (kernel-ID.json under a Jupyter server).
+WHERE = "import os, ipykernel; print(os.getpid(), ipykernel.get_connection_file())"
+
+
+@pytest.fixture(scope="session")
+def gateway(agentkernel_env, jupyter_server):
+    """The gateway backing, with the gateway twins of the test kernelspecs installed."""
+    env = agentkernel_env
+    extra = ["--gateway-url", jupyter_server.url]
+    _install(env["binary"], env["prefix"], KERNEL_GW, "Agent (test, gateway)", extra)
+    _install(env["binary"], env["prefix"], KERNEL_SIGNAL_GW, "Agent (test, signal, gateway)", extra, signal=True)
+    return Backing("gateway", jupyter_server)
+
+
+def backing_for(request, spec):
+    """The Backing of a test kernelspec, starting the server for a gateway one."""
+    if spec.endswith(GATEWAY_SUFFIX):
+        return request.getfixturevalue("gateway")
+    return Backing("local")
+
+
+@pytest.fixture(params=BACKINGS)
+def backing(request):
+    """Each test that takes it runs twice: with local and with gateway backing."""
+    if request.param == "gateway":
+        return request.getfixturevalue("gateway")
+    return Backing("local")

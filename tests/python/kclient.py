@@ -163,6 +163,12 @@ class Kernel:
             time.sleep(0.05)
         return reply, msgs
 
+    @staticmethod
+    def stdout(msgs):
+        """The text a cell's iopub messages printed to stdout."""
+        return "".join(m["content"]["text"] for m in msgs
+                       if m["header"]["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+
     def value(self, code, after_error=False):
         """The text/plain execute_result of code, evaluated in the (backing) kernel."""
         reply, msgs = self.run_after_error(code) if after_error else self.run(code)

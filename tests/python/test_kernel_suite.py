@@ -2,16 +2,18 @@
 
 The same samples run against Debian's python3 (ipykernel) kernelspec too, so a
 test that passes here is known to mean something: agentkernel must behave like
-the kernel it proxies.
+the kernel it proxies. agentkernel runs the suite twice: with its backing
+kernel local and on a Jupyter server (the gateway backing).
 """
 
 import contextlib
 from unittest import SkipTest
 
 import jupyter_kernel_test as jkt
+import pytest
 
 import jkt_compat  # noqa: F401  (patches 0.4.5's schema quirks)
-from conftest import KERNEL
+from conftest import KERNEL, KERNEL_GW, WHERE
 
 
 class PythonSamples:
@@ -121,6 +123,24 @@ class TestAgentkernel(PythonSamples, jkt.KernelTests):
         c = self.kernel_info_content()
         self.assertEqual(c["implementation"], "agentkernel")
         self.assertTrue(c["implementation_version"])
+
+
+@pytest.mark.usefixtures("gateway")  # session-scoped: up before setUpClass starts the kernel
+class TestAgentkernelGateway(TestAgentkernel):
+    """The whole suite again, with the backing kernel on a Jupyter server."""
+
+    kernel_name = KERNEL_GW
+
+    @pytest.fixture(autouse=True)
+    def _gateway(self, gateway):
+        self.gateway = gateway
+
+    def test_code_runs_on_the_server(self):
+        self.flush_channels()
+        reply, output_msgs = self.execute_helper(code=WHERE)
+        self.assertEqual(reply["content"]["status"], "ok")
+        out = "".join(m["content"]["text"] for m in output_msgs if m["msg_type"] == "stream")
+        self.gateway.check_where_code_runs(self.km.provisioner.pid, out)
 
 
 class TestPython3Reference(PythonSamples, jkt.KernelTests):

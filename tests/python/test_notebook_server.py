@@ -8,69 +8,12 @@ come back with its outputs, as it would in a browser tab.
 
 import asyncio
 import json
-import os
-import socket
-import subprocess
 import time
-import urllib.request
 import uuid
 
-import pytest
 from tornado.websocket import websocket_connect
 
 from conftest import KERNEL
-
-TOKEN = uuid.uuid4().hex
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _api(port, method, path, body=None):
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}",
-        method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=30) as r:
-        data = r.read()
-        return json.loads(data) if data else None
-
-
-@pytest.fixture
-def notebook_server(agentkernel_env, tmp_path):
-    port = _free_port()
-    cmd = [
-        "/usr/bin/python3", "-m", "notebook", "--no-browser", "--ip=127.0.0.1",
-        f"--port={port}", f"--NotebookApp.token={TOKEN}", f"--notebook-dir={tmp_path}",
-        "--NotebookApp.open_browser=False",
-    ]
-    if os.geteuid() == 0:
-        cmd.append("--allow-root")
-    log = open(tmp_path / "server.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                _api(port, "GET", "/api")
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("notebook server did not start:\n" + (tmp_path / "server.log").read_text())
-                time.sleep(0.2)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def _msg(msg_type, content, session):
@@ -81,9 +24,9 @@ def _msg(msg_type, content, session):
     }
 
 
-async def _run_cell(port, kernel_id, code):
+async def _run_cell(server, kernel_id, code):
     session = uuid.uuid4().hex
-    url = f"ws://127.0.0.1:{port}/api/kernels/{kernel_id}/channels?session_id={session}&token={TOKEN}"
+    url = f"ws://127.0.0.1:{server.port}/api/kernels/{kernel_id}/channels?session_id={session}&token={server.token}"
     conn = await websocket_connect(url)
     try:
         req = _msg("execute_request", {"code": code, "silent": False, "store_history": True,
@@ -110,15 +53,15 @@ async def _run_cell(port, kernel_id, code):
         conn.close()
 
 
-def test_cell_through_notebook_server(notebook_server):
-    port = notebook_server
-    specs = _api(port, "GET", "/api/kernelspecs")["kernelspecs"]
+def test_cell_through_notebook_server(jupyter_server):
+    server = jupyter_server
+    specs = server.api("GET", "/api/kernelspecs")["kernelspecs"]
     assert KERNEL in specs, sorted(specs)
     assert specs[KERNEL]["spec"]["display_name"] == "Agent (test)"
 
-    kernel = _api(port, "POST", "/api/kernels", {"name": KERNEL})
+    kernel = server.api("POST", "/api/kernels", {"name": KERNEL})
     try:
-        reply, outputs = asyncio.run(_run_cell(port, kernel["id"], "print('via notebook'); 6 * 7"))
+        reply, outputs = asyncio.run(_run_cell(server, kernel["id"], "print('via notebook'); 6 * 7"))
         assert reply["content"]["status"] == "ok"
         kinds = [m["msg_type"] for m in outputs]
         assert kinds[0] == "status" and outputs[0]["content"]["execution_state"] == "busy", kinds
@@ -129,11 +72,10 @@ def test_cell_through_notebook_server(notebook_server):
         # The server learns the state from iopub on its own connection, a
         # moment after our client saw the idle.
         deadline = time.time() + 10
-        while (info := _api(port, "GET", f"/api/kernels/{kernel['id']}"))["execution_state"] != "idle" \
+        while (info := server.api("GET", f"/api/kernels/{kernel['id']}"))["execution_state"] != "idle" \
                 and time.time() < deadline:
             time.sleep(0.05)
         assert info["execution_state"] == "idle", info
     finally:
-        _api(port, "DELETE", f"/api/kernels/{kernel['id']}")
-    running = [k["id"] for k in _api(port, "GET", "/api/kernels")]
-    assert kernel["id"] not in running
+        server.api("DELETE", f"/api/kernels/{kernel['id']}")
+    assert kernel["id"] not in server.kernels()

@@ -3,11 +3,14 @@ jupyter_client), a real ipykernel, and the scripted model server speaking the
 real OpenAI and Anthropic streaming formats (scripts/scriptedmodel).
 
 What the model is sent is asserted on what the scripted server received.
+Every test runs twice (the ``backing`` fixture): with the backing kernel as
+agentkernel's child, and on a Jupyter server (the gateway backing).
 """
 
 import base64
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -15,6 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from jupyter_client import KernelManager
+
+from conftest import WHERE
 
 
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
@@ -35,9 +40,10 @@ def tool(call_id, name, args, say=None):
     return {"steps": steps}
 
 
-def install(env, name, model, approve, mode="prompt"):
+def install(env, backing, name, model, approve, mode="prompt"):
+    name = backing.spec(name)
     cmd = [str(env["binary"]), "install", "--prefix", str(env["prefix"]), "--name", name, "--mode", mode,
-           "--model", model, "--approve", approve, "--probe=false"]
+           "--model", model, "--approve", approve, "--probe=false", *backing.install_args()]
     subprocess.run(cmd, check=True, capture_output=True)
     return name
 
@@ -67,11 +73,11 @@ def outputs_of(cell):
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-def test_nbconvert_prompt_cells(agentkernel_env, model, tmp_path, api):
+def test_nbconvert_prompt_cells(agentkernel_env, backing, model, tmp_path, api):
     """A prompt streams text; the agent's code prints and shows a PNG in the
     notebook; the turn ends with completion; with stdin disabled the headless
     policy approves and the decision is recorded."""
-    kernel = install(agentkernel_env, f"agent-e2e-{api}", MODELS[api], "all")
+    kernel = install(agentkernel_env, backing, f"agent-e2e-{api}", MODELS[api], "all")
     nb = nbformat.v4.new_notebook()
     export = tmp_path / f"session-{api}.jsonl"
     nb.cells = [nbformat.v4.new_code_cell("Say hello, then show me something."),
@@ -140,17 +146,31 @@ def text_of(outputs):
     return "\n".join(parts)
 
 
-def test_stdin_approval_headless_denial_and_rewind(agentkernel_env, model):
-    name = install(agentkernel_env, "agent-e2e-none", MODELS["openai"], "none")
+def where(outputs):
+    """The pid and connection file that WHERE printed, as one line."""
+    found = re.search(r"^\d+ \S+\.json$", text_of(outputs), re.M)
+    assert found, text_of(outputs)
+    return found.group(0)
+
+
+def test_stdin_approval_headless_denial_and_rewind(agentkernel_env, backing, model):
+    name = install(agentkernel_env, backing, "agent-e2e-none", MODELS["openai"], "none")
     k = Client(name)
     try:
-        # With stdin the notebook user approves the agent's code.
+        # With stdin the notebook user approves the agent's code, which runs
+        # in the backing kernel (on the server, with gateway backing), as do
+        # %%code cells.
         prompts = []
-        model.enqueue(tool("c1", "execute_code", {"code": "print('approved run')"}), text("Ran it."))
+        model.enqueue(tool("c1", "execute_code", {"code": "print('approved run')\n" + WHERE}), text("Ran it."))
         reply, out = k.cell("Run a print.", stdin=lambda p: (prompts.append(p), "y")[1])
         assert reply["status"] == "ok", reply
         assert prompts and "print('approved run')" in prompts[0], prompts
         assert "approved run" in text_of(out)
+        agent_pid = k.km.provisioner.pid
+        runs_in = backing.check_where_code_runs(agent_pid, where(out))
+        reply, out = k.cell("%%code\n" + WHERE)
+        assert reply["status"] == "ok", reply
+        assert backing.check_where_code_runs(agent_pid, where(out)) == runs_in
 
         # Without stdin the policy (none) denies, and says so in the history.
         model.enqueue(tool("c2", "execute_code", {"code": "print('should not run')"}), text("Denied, fine."))
@@ -180,8 +200,8 @@ def test_stdin_approval_headless_denial_and_rewind(agentkernel_env, model):
         k.close()
 
 
-def test_interrupt_retry_and_resume(agentkernel_env, model):
-    name = install(agentkernel_env, "agent-e2e-anthropic2", MODELS["anthropic"], "none")
+def test_interrupt_retry_and_resume(agentkernel_env, backing, model):
+    name = install(agentkernel_env, backing, "agent-e2e-anthropic2", MODELS["anthropic"], "none")
     k = Client(name)
     try:
         # An interrupt during a slow stream ends the cell promptly.
@@ -234,9 +254,9 @@ def test_interrupt_retry_and_resume(agentkernel_env, model):
         k.close()
 
 
-def test_recorded_run_replays_to_identical_outputs(agentkernel_env, model, tmp_path):
+def test_recorded_run_replays_to_identical_outputs(agentkernel_env, backing, model, tmp_path):
     cassette = tmp_path / "run.cassette"
-    rec = install(agentkernel_env, "agent-e2e-rec", MODELS["openai"], "all")
+    rec = install(agentkernel_env, backing, "agent-e2e-rec", MODELS["openai"], "all")
     spec_path = Path(agentkernel_env["prefix"]) / "share/jupyter/kernels" / rec / "kernel.json"
     spec = json.loads(spec_path.read_text())
     spec["env"]["AGENTKERNEL_RECORD"] = str(cassette)
@@ -252,7 +272,7 @@ def test_recorded_run_replays_to_identical_outputs(agentkernel_env, model, tmp_p
     assert cassette.exists() and "sk-test-not-real" not in cassette.read_text()
 
     n = len(model.requests())
-    play = install(agentkernel_env, "agent-e2e-play", f"replay:{cassette}", "all")
+    play = install(agentkernel_env, backing, "agent-e2e-play", f"replay:{cassette}", "all")
     second = nbconvert(path, play, tmp_path / "second")
     assert len(model.requests()) == n, "the replay called the model"
     assert outputs_of(second.cells[0]) == outputs_of(first.cells[0])

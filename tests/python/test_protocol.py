@@ -1,8 +1,10 @@
 """Protocol checks that jupyter_kernel_test does not make.
 
-Every test runs against agentkernel (code mode) and against Debian's python3
-ipykernel directly: the reference run proves the assertions hold for the kernel
-being proxied, so a failure on agentkernel alone is agentkernel's.
+Every test runs against agentkernel (code mode) with both backings — local
+(``agentkernel-test``) and on a Jupyter server (``agentkernel-test-gw``) — and
+against Debian's python3 ipykernel directly: the reference run proves the
+assertions hold for the kernel being proxied, so a failure on agentkernel alone
+is agentkernel's.
 """
 
 import hashlib
@@ -17,10 +19,10 @@ import zmq
 
 import jkt_compat
 from jupyter_kernel_test import msgspec_v5
-from conftest import KERNEL, KERNEL_SIGNAL
+from conftest import KERNEL, KERNEL_GW, KERNEL_SIGNAL, KERNEL_SIGNAL_GW, WHERE, backing_for
 from kclient import Kernel, describe, descendants, sequence, wait_gone
 
-KERNELS = [KERNEL, "python3"]
+KERNELS = [KERNEL, KERNEL_GW, "python3"]
 
 ECHO_TARGET = '''
 def _ak_echo_target(comm, open_msg):
@@ -33,9 +35,13 @@ get_ipython().kernel.comm_manager.register_target("ak_echo", _ak_echo_target)
 
 @pytest.fixture(scope="module", params=KERNELS)
 def kernel(request):
+    backing = backing_for(request, request.param)
     with Kernel(request.param) as k:
         reply, msgs = k.run(ECHO_TARGET)
         assert reply["content"]["status"] == "ok", sequence(msgs)
+        if request.param != "python3":
+            _, msgs = k.run(WHERE)
+            backing.check_where_code_runs(k.km.provisioner.pid, k.stdout(msgs))
         yield k
 
 
@@ -315,7 +321,7 @@ def test_forged_signature_is_not_executed(kernel, tmp_path):
 
 # -- interrupts: a fresh kernel each, both interrupt modes -------------------
 
-INTERRUPT_KERNELS = [KERNEL, KERNEL_SIGNAL, "python3"]
+INTERRUPT_KERNELS = [KERNEL, KERNEL_SIGNAL, KERNEL_GW, KERNEL_SIGNAL_GW, "python3"]
 
 
 def _wait_running(k, msg_id):
@@ -343,7 +349,8 @@ def _assert_interrupted(k, msg_id, started):
 
 
 @pytest.mark.parametrize("name", INTERRUPT_KERNELS)
-def test_interrupt_sleep(name):
+def test_interrupt_sleep(request, name):
+    backing_for(request, name)
     with Kernel(name) as k:
         msg_id = k.execute("import time; time.sleep(30)")
         _wait_running(k, msg_id)
@@ -354,7 +361,8 @@ def test_interrupt_sleep(name):
 
 
 @pytest.mark.parametrize("name", INTERRUPT_KERNELS)
-def test_interrupt_input_wait(name):
+def test_interrupt_input_wait(request, name):
+    backing_for(request, name)
     with Kernel(name) as k:
         msg_id = k.execute("input('waiting')", allow_stdin=True)
         req = k.kc.get_stdin_msg(timeout=10)
@@ -369,46 +377,57 @@ def test_interrupt_input_wait(name):
 
 # -- process lifetime --------------------------------------------------------
 
-def _kernel_tree(k):
-    """The kernel's pid, the pid the code runs in, and every process under the kernel."""
+LIFETIME_KERNELS = [KERNEL, KERNEL_GW, "python3"]
+
+
+def _kernel_tree(k, backing):
+    """The kernel's pid, the pid the code runs in, every process under the
+    kernel, and the id of the server kernel the code runs in (gateway)."""
     root = k.km.provisioner.pid
-    runner = int(k.value("import os; os.getpid()"))
-    tree = descendants(root)
-    assert runner in tree, f"the code runs in pid {runner}, not under kernel {root}:{describe(tree)}"
-    return root, runner, tree
+    _, msgs = k.run(WHERE)
+    runner, kid = backing.check_where_code_runs(root, k.stdout(msgs))
+    return root, runner, descendants(root), kid
 
 
-@pytest.mark.parametrize("name", [KERNEL, "python3"])
-def test_shutdown_and_restart_leave_no_orphans(name):
+def _assert_gone(backing, tree, kid, what):
+    """The processes and the server kernel (gateway) go away after what."""
+    left = wait_gone(tree)
+    assert not left, f"{what} left processes behind:{describe(left)}"
+    if kid is not None:
+        assert not backing.server.wait_gone({kid}), f"{what} left kernel {kid} on the server"
+
+
+@pytest.mark.parametrize("name", LIFETIME_KERNELS)
+def test_shutdown_and_restart_leave_no_orphans(request, name):
+    backing = backing_for(request, name)
     k = Kernel(name)
     try:
-        root, runner, tree = _kernel_tree(k)
-        if name == KERNEL:
+        root, runner, tree, kid = _kernel_tree(k, backing)
+        if name != "python3":
             assert runner != root, "code mode must run code in a backing kernel"
 
         k.km.restart_kernel(now=False)
         k.kc.wait_for_ready(timeout=20)
-        left = wait_gone(tree)
-        assert not left, f"restart left processes behind:{describe(left)}"
-        root2, _, tree2 = _kernel_tree(k)
+        _assert_gone(backing, tree, kid, "restart")
+        root2, _, tree2, kid2 = _kernel_tree(k, backing)
         assert root2 != root
         assert k.value("1+1") == "2"
 
         k.kc.stop_channels()
         k.km.shutdown_kernel(now=False)
-        left = wait_gone(tree2)
-        assert not left, f"shutdown left processes behind:{describe(left)}"
+        _assert_gone(backing, tree2, kid2, "shutdown")
     finally:
         if k.km.has_kernel:
             k.km.shutdown_kernel(now=True)
 
 
-@pytest.mark.parametrize("name", [KERNEL, "python3"])
-def test_shutdown_request_on_control(name):
+@pytest.mark.parametrize("name", LIFETIME_KERNELS)
+def test_shutdown_request_on_control(request, name):
     """shutdown_request answered on control, bracketed, and the whole tree exits."""
+    backing = backing_for(request, name)
     k = Kernel(name)
     try:
-        _, _, tree = _kernel_tree(k)
+        _, _, tree, kid = _kernel_tree(k, backing)
         msg_id = k.send("shutdown_request", {"restart": False}, "control")
         reply = k.reply(msg_id, "control")
         jkt_compat.validate_message(reply, "shutdown_reply", msg_id)
@@ -422,8 +441,7 @@ def test_shutdown_request_on_control(name):
             msgs = k.iopub.get(msg_id, [])
         assert _types(msgs[:1]) == ["status"] and msgs[0]["content"]["execution_state"] == "busy", \
             sequence(msgs)
-        left = wait_gone(tree)
-        assert not left, f"shutdown_request left processes behind:{describe(left)}"
+        _assert_gone(backing, tree, kid, "shutdown_request")
         assert msgs[-1]["content"].get("execution_state") == "idle", \
             f"no status idle for shutdown_request before the kernel exited; iopub:{sequence(msgs)}"
     finally:
@@ -432,9 +450,10 @@ def test_shutdown_request_on_control(name):
             k.km.shutdown_kernel(now=True)
 
 
-@pytest.mark.parametrize("name", [KERNEL, "python3"])
-def test_ipc_transport(name, tmp_path):
+@pytest.mark.parametrize("name", LIFETIME_KERNELS)
+def test_ipc_transport(request, name, tmp_path):
     """A connection file with transport "ipc" (Unix sockets named ip-port) works end to end."""
+    backing_for(request, name)
     with Kernel(name, transport="ipc", ip=str(tmp_path / "k")) as k:
         reply, msgs = k.run("print(6 * 7)")
         assert reply["content"]["status"] == "ok", sequence(msgs)

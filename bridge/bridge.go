@@ -83,6 +83,10 @@ type Config struct {
 	// Store is the session store's URL (postgres://…); "" is SQLite in
 	// DataDir.
 	Store string
+	// Problems are what was wrong with the configuration (a broken config
+	// file, an unknown setting), left at defaults: shown in the first
+	// cell's output and in %agent help.
+	Problems []string
 	// Model is the model string for new sessions ("" = none configured).
 	Model string
 	// OpenModel turns model strings into providers; nil: none can be used.
@@ -144,6 +148,8 @@ type Bridge struct {
 	closed      bool
 
 	recent recentRequests
+
+	problemsShown sync.Once // Config.Problems, in the first cell
 
 	amu        sync.Mutex // never held across a turn
 	cellCancel context.CancelFunc

@@ -80,6 +80,7 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 		StoreHistory *bool  `json:"store_history"`
 	}
 	_ = r.Msg.DecodeContent(&c)
+	b.showProblems(r)
 	if b.cfg.Refuse != nil {
 		b.fail(r, "execute_reply", "NestedKernelError", b.cfg.Refuse.Error())
 		return
@@ -168,6 +169,22 @@ func cutCellMagic(code, magic string) (string, bool) {
 		return "", false
 	}
 	return rest, true
+}
+
+// showProblems shows the configuration's problems in the first cell run,
+// once, on stderr: a kernel with a broken config file starts with defaults
+// and says so where the user looks.
+func (b *Bridge) showProblems(r *kernel.Request) {
+	if len(b.cfg.Problems) == 0 {
+		return
+	}
+	b.problemsShown.Do(func() {
+		text := "agentkernel: configuration problems; these settings are at their defaults:\n  " +
+			strings.Join(b.cfg.Problems, "\n  ") + "\n"
+		if err := r.Publish(wire.MsgStream, wire.Stream{Name: "stderr", Text: text}); err != nil {
+			b.log.Debug("publish configuration problems", "error", err)
+		}
+	})
 }
 
 // forward sends r to the backing kernel under the frontend's msg_id and

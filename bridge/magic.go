@@ -83,6 +83,10 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 	h := b.host
 	switch sub {
 	case "help":
+		if len(b.cfg.Problems) > 0 {
+			return magicHelp + "\n\nConfiguration problems (these settings are at their defaults):\n  " +
+				strings.Join(b.cfg.Problems, "\n  "), nil
+		}
 		return magicHelp, nil
 	case "new":
 		info, err := h.NewSession(ctx)

@@ -106,7 +106,11 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg, err := agentConfig("", *record, log)
+	if err == nil {
+		err = configErr(cfg)
+	}
 	if err != nil {
+		cfg.EventLog.Close()
 		return fmt.Errorf("ask: %w", err)
 	}
 	defer cfg.EventLog.Close()

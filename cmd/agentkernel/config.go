@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -75,9 +77,39 @@ func loadConfig() (fileConfig, error) {
 	dec := json.NewDecoder(bytesReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("config %s: %w", path, err)
+		line, col := position(b, jsonErrorOffset(err, dec, b))
+		return fileConfig{}, fmt.Errorf("config %s:%d:%d: %w", path, line, col, err)
 	}
 	return c, nil
+}
+
+// jsonErrorOffset is where in the input b a decoding error is: the offset
+// a syntax or type error names; for an unknown field, its key; else where
+// the decoder stopped.
+func jsonErrorOffset(err error, dec *json.Decoder, b []byte) int64 {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return se.Offset
+	case errors.As(err, &te):
+		return te.Offset
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		key := regexp.MustCompile(regexp.QuoteMeta(name) + `\s*:`)
+		if loc := key.FindIndex(b); loc != nil {
+			return int64(loc[0]) + 1
+		}
+	}
+	return dec.InputOffset()
+}
+
+// position turns a byte offset into a 1-based line and column.
+func position(b []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(b)))
+	line = 1 + bytes.Count(b[:off], []byte("\n"))
+	col = int(off) - bytes.LastIndexByte(b[:off], '\n')
+	return line, col
 }
 
 // eventLog returns the event log under the data directory (dataDir, else

@@ -254,20 +254,32 @@ func runKernel(args []string, stderr io.Writer) error {
 // (AGENTKERNEL_MODEL, AGENTKERNEL_APPROVE, AGENTKERNEL_PERMISSION_MODE,
 // AGENTKERNEL_DATA_DIR), then the config file. The caller closes its
 // EventLog.
+//
+// A setting it cannot use (a broken config file, an unknown approval
+// policy or permission mode) is left at its default and reported in the
+// config's Problems: a kernel must start and say what is wrong, where
+// exiting before kernel_info would show a dead kernel and no message.
+// ask and run make them errors (see configErr).
 func agentConfig(model, record string, log hclog.Logger) (bridge.Config, error) {
+	var problems []string
 	fc, err := loadConfig()
 	if err != nil {
-		return bridge.Config{}, err
+		problems = append(problems, err.Error()+" (the whole file is ignored until it is fixed)")
 	}
 	approve, err := agent.ParseApprovalPolicy(firstNonEmpty(os.Getenv("AGENTKERNEL_APPROVE"), fc.Approve))
 	if err != nil {
-		return bridge.Config{}, err
+		problems = append(problems, "approval policy: "+err.Error()+" (using none)")
+		approve = agent.ApproveNone
 	}
 	var pmode agent.Mode
 	if m := firstNonEmpty(os.Getenv("AGENTKERNEL_PERMISSION_MODE"), fc.Mode); m != "" {
 		if pmode, err = agent.ParseMode(m); err != nil {
-			return bridge.Config{}, err
+			problems = append(problems, "permission mode: "+err.Error()+" (using default)")
+			pmode = ""
 		}
+	}
+	for _, p := range problems {
+		log.Error("configuration problem", "problem", p)
 	}
 	prices := fc.prices()
 	dataDir := os.Getenv("AGENTKERNEL_DATA_DIR")
@@ -285,7 +297,17 @@ func agentConfig(model, record string, log hclog.Logger) (bridge.Config, error) 
 		OpenModel: func(spec string) (provider.Provider, error) {
 			return models.Open(spec, models.Options{Prices: prices, Record: record})
 		},
+		Problems: problems,
 	}, nil
+}
+
+// configErr is the error of the commands that must not run on a broken
+// configuration (ask, run): all of cfg's problems.
+func configErr(cfg bridge.Config) error {
+	if len(cfg.Problems) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(cfg.Problems, "\n"))
 }
 
 // setKernelProcs runs the kernel's Go code on one processor unless

@@ -20,6 +20,7 @@ import (
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/notebooks"
 	"github.com/agentkernel/agentkernel/store"
+	"github.com/hashicorp/go-hclog"
 )
 
 const runSynopsis = `run NOTEBOOK [-o OUT] [--kernel SPEC] [--approve none|read-only|all] [--record FILE | --replay FILE] [--timeout S] [--allow-errors]
@@ -145,6 +146,18 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	log, err := newLogger(stderr)
 	if err != nil {
 		return err
+	}
+	// The kernels read the same configuration: a broken one stops the run
+	// here, with the message, rather than in every cell.
+	if mode != "" {
+		cfg, err := agentConfig("", "", hclog.NewNullLogger())
+		if err == nil {
+			cfg.EventLog.Close()
+			err = configErr(cfg)
+		}
+		if err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -43,7 +43,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 			*mistakes = 0
 			t.countTool(call.Name, false)
 		}
-		results = append(results, toolResult(call.ID, res.Text, res.IsError))
+		results = append(results, toolResult(call.ID, res.Text, res.IsError, res.Blocks...))
 		h.toolResult(call.ID, res.Text)
 		if res.SetNextInput != "" {
 			t.lis.Emit(Event{Kind: EventSetNextInput, Text: res.SetNextInput})
@@ -81,13 +81,13 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 	return nil
 }
 
-func toolResult(id, text string, isErr bool) messages.ContentBlock {
+func toolResult(id, text string, isErr bool, more ...messages.ContentBlock) messages.ContentBlock {
 	if text == "" {
 		text = "(no output)"
 	}
 	return messages.ContentBlock{
 		Type: messages.BlockToolResult, ToolUseID: id, IsError: isErr,
-		Content: []messages.ContentBlock{{Type: messages.BlockText, Text: text}},
+		Content: append([]messages.ContentBlock{{Type: messages.BlockText, Text: text}}, more...),
 	}
 }
 
@@ -97,7 +97,7 @@ var errDenied = errors.New("agent: tool call denied")
 
 // runTool decides, asks if needed, and runs one call.
 func (t *Task) runTool(ctx context.Context, h hooks, call provider.ToolCall) (Result, error) {
-	tool, ok := t.cfg.Toolbox.Lookup(call.Name)
+	tool, ok := t.cfg.Toolbox.LookupContext(ctx, call.Name)
 	if !ok {
 		return Result{Text: fmt.Sprintf("Error: there is no tool %q.", call.Name), IsError: true},
 			fmt.Errorf("agent: unknown tool %q", call.Name)
@@ -142,6 +142,9 @@ func (t *Task) runTool(ctx context.Context, h hooks, call provider.ToolCall) (Re
 	if w := t.cfg.World; w != nil && !tool.ReadOnly() {
 		defer w.BeforeTool(ctx, t.clock.Next(), call)()
 	}
+	if _, _, ext := tool.Server(); ext {
+		return t.runExternal(ctx, tool, call)
+	}
 	res, err := tool.Execute(ctx, call.Input)
 	if call.Name == ToolExecuteCode {
 		show := func(m *messages.UIMessage) { m.Images = res.Shown }
@@ -171,4 +174,35 @@ func (t *Task) runTool(ctx context.Context, h hooks, call provider.ToolCall) (Re
 func (t *Task) recordDecision(ctx context.Context, call provider.ToolCall, d Decision) (messages.UIMessage, error) {
 	m := DecisionMessage(t.clock.Next(), call, d)
 	return m, t.create(ctx, m)
+}
+
+// maxResponsePreview caps the text of an mcp_server_response message: the
+// UI history keeps a preview, the model gets the whole (capped) result.
+const maxResponsePreview = 2000
+
+// runExternal runs an allowed call of an MCP server's tool between the
+// say messages that record it: mcp_server_request_started (updated with
+// the tool's progress) and mcp_server_response (a preview of the result).
+func (t *Task) runExternal(ctx context.Context, tool *Tool, call provider.ToolCall) (Result, error) {
+	server, name, _ := tool.Server()
+	b, _ := json.Marshal(map[string]string{"serverName": server, "toolName": name,
+		"arguments": truncateRunes(string(call.Input), maxResponsePreview)})
+	started, err := t.say(ctx, messages.SayMCPServerRequestStarted, string(b), nil)
+	if err != nil {
+		return Result{}, err
+	}
+	progress := func(text string) {
+		m := started
+		m.ProgressStatus = &messages.ProgressStatus{Icon: "sync", Text: text}
+		if err := t.update(context.WithoutCancel(ctx), m); err != nil {
+			t.log.Warn("record MCP progress", "error", err)
+		}
+	}
+	res, err := tool.Execute(WithProgress(ctx, progress), call.Input)
+	preview := truncateRunes(res.Text, maxResponsePreview)
+	show := func(m *messages.UIMessage) { m.Images = res.Shown }
+	if _, serr := t.say(context.WithoutCancel(ctx), messages.SayMCPServerResponse, preview, show); serr != nil {
+		return res, serr
+	}
+	return res, err
 }

@@ -87,6 +87,9 @@ type Config struct {
 	// PermissionMode, Allow and Deny configure the agent's Policy.
 	PermissionMode agent.Mode
 	Allow, Deny    []string
+	// MCPServers is the config file's mcpServers (user scope); the
+	// workspace's .mcp.json is read beside it (see session.Config).
+	MCPServers json.RawMessage
 }
 
 func (c Config) withDefaults() Config {
@@ -167,7 +170,7 @@ func New(cfg Config) (*Bridge, error) {
 	b.host = session.New(session.Config{
 		DataDir: cfg.DataDir, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
 		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,
-		Allow: cfg.Allow, Deny: cfg.Deny, Logger: b.log,
+		Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, Logger: b.log,
 	})
 	b.recent.init(256)
 	return b, nil

@@ -27,6 +27,7 @@ func TestLayers(t *testing.T) {
 		"bridge":        {"notebooks", "cmd/agentkernel"},
 		"webview":       {"agent", "bridge", "kernel", "kernel/client", "store", "rewind", "cmd/agentkernel"},
 		"notebooks":     {"agent", "bridge", "webview", "kernel", "cmd/agentkernel"},
+		"mcp":           {"session", "bridge", "kernel", "kernel/client", "backing", "store", "webview", "notebooks", "cmd/agentkernel"},
 	}
 	// Packages that sit on the session host map onto it and do not reach
 	// past it: they must not import these directly.

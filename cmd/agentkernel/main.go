@@ -62,6 +62,7 @@ Usage:
   agentkernel ask [PROMPT | -]       one-shot agent: text, json or stream-json output
   agentkernel sessions SUBCOMMAND    list, show, search, export, import, rm, restore, rewind, fork sessions
   agentkernel webview list           the web panels of running kernels (URLs with their tokens)
+  agentkernel mcp list [--json]      the MCP servers of this directory: status, transport, tools
   agentkernel version                print the version
 
 Run "agentkernel COMMAND --help" for a command's flags.
@@ -96,6 +97,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runSessions(rest, os.Stdin, stdout, stderr)
 	case "webview":
 		return runWebview(rest, stdout, stderr)
+	case "mcp":
+		return runMCP(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "agentkernel", versionString())
 		return nil

@@ -1,0 +1,63 @@
+"""MCP end to end: a notebook whose directory has a .mcp.json naming the
+reference server (npm's @modelcontextprotocol/server-everything, run with
+node over stdio), executed by nbconvert on a prompt-mode kernel with the
+scripted model. `%agent mcp` lists the server and its tools; the model calls
+mcp__everything__echo; the result reaches the cell and the model.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import REPO
+from test_prompt_e2e import install, nbconvert, outputs_of, tool
+
+EVERYTHING = REPO / "tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+
+@pytest.fixture()
+def workspace(tmp_path):
+    if not EVERYTHING.exists():
+        pytest.skip("server-everything is not installed: run make mcp-server")
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    ws = tmp_path / "project"
+    ws.mkdir()
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "everything": {"command": "node", "args": [str(EVERYTHING), "stdio"]},
+        "broken": {"command": "no-such-mcp-server-command"},
+    }}))
+    return ws
+
+
+def test_notebook_calls_mcp_echo(agentkernel_env, model, workspace, tmp_path):
+    kernel = install(agentkernel_env, "agent-mcp", "openai:gpt-4.1", "all")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("%agent mcp"),
+                nbformat.v4.new_code_cell("Echo 'hello from the notebook' with the MCP server.")]
+    path = workspace / "mcp.ipynb"
+    nbformat.write(nb, str(path))
+    n0 = len(model.requests())
+    model.enqueue(tool("c1", "mcp__everything__echo", {"message": "hello from the notebook"}, say="Calling echo."),
+                  tool("c2", "attempt_completion", {"result": "Echoed."}))
+    out = nbconvert(path, kernel, tmp_path / "out")
+
+    _, listing, _ = outputs_of(out.cells[0])
+    assert "everything: ready (stdio, project)" in listing, listing
+    assert "mcp__everything__echo" in listing and "mcp__everything__get-tiny-image" in listing, listing
+    assert "broken: failed" in listing and "not found" in listing, listing
+
+    _, body, _ = outputs_of(out.cells[1])
+    assert "Echo: hello from the notebook" in body, body
+    assert "**Result:** Echoed." in body, body
+
+    reqs = model.requests()[n0:]
+    assert len(reqs) == 2, [r["path"] for r in reqs]
+    offered = [t["function"]["name"] for t in reqs[0]["body"]["tools"]]
+    assert "mcp__everything__echo" in offered and "execute_code" in offered, offered
+    echo = next(t for t in reqs[0]["body"]["tools"] if t["function"]["name"] == "mcp__everything__echo")
+    assert "message" in json.dumps(echo["function"]["parameters"]), echo
+    assert "Echo: hello from the notebook" in json.dumps(reqs[1]["body"]), "the MCP result did not reach the model"

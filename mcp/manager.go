@@ -45,6 +45,9 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Logger; default a null logger. Server stderr goes to it at debug.
 	Logger hclog.Logger
+
+	// transport, when set (by tests and benchmarks), connects every server.
+	transport func(ServerConfig) sdk.Transport
 }
 
 func (o Options) withDefaults() Options {
@@ -253,7 +256,10 @@ func (m *Manager) Call(ctx context.Context, name string, input json.RawMessage, 
 		return agent.Result{}, fmt.Errorf("mcp: %s: the server stopped during the call of %s (%s); it is started again at the next call",
 			s.cfg.Name, st.Tool, why)
 	}
-	return agent.Result{}, fmt.Errorf("mcp: %s: %s: %w", s.cfg.Name, st.Tool, err)
+	s.mu.Lock()
+	url := s.url
+	s.mu.Unlock()
+	return agent.Result{}, fmt.Errorf("mcp: %s: %s: %w", s.cfg.Name, st.Tool, redact(err, url, s.cfg.Where()))
 }
 
 func (m *Manager) onProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
@@ -344,6 +350,7 @@ type server struct {
 	err     error
 	cs      *sdk.ClientSession
 	tr      *commandTransport // stdio only
+	url     string            // the expanded URL: never shown (see redact)
 	tools   []agent.SourceTool
 	starter chan struct{} // closed when the current start ends
 }
@@ -433,10 +440,15 @@ func (s *server) dial(ctx context.Context) (*sdk.ClientSession, *commandTranspor
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	s.mu.Lock()
+	s.url = cfg.URL
+	s.mu.Unlock()
 	var transport sdk.Transport
 	var tr *commandTransport
-	switch cfg.Transport() {
-	case TransportHTTP:
+	switch {
+	case s.m.opts.transport != nil:
+		transport = s.m.opts.transport(cfg)
+	case cfg.Transport() == TransportHTTP:
 		transport = &sdk.StreamableClientTransport{Endpoint: cfg.URL, MaxRetries: -1,
 			HTTPClient: &http.Client{Transport: &headerTransport{headers: cfg.Headers, base: http.DefaultTransport,
 				maxBody: int64(s.m.opts.MaxFrameBytes)}}}
@@ -456,7 +468,7 @@ func (s *server) dial(ctx context.Context) (*sdk.ClientSession, *commandTranspor
 	}
 	cs, err := s.m.client.Connect(ctx, transport, nil)
 	if err != nil {
-		return nil, tr, nil, fmt.Errorf("connect: %w", err)
+		return nil, tr, nil, fmt.Errorf("connect: %w", redact(err, cfg.URL, s.cfg.Where()))
 	}
 	var tools []agent.SourceTool
 	seen := map[string]bool{}
@@ -465,7 +477,7 @@ func (s *server) dial(ctx context.Context) (*sdk.ClientSession, *commandTranspor
 		res, err := cs.ListTools(ctx, &sdk.ListToolsParams{Cursor: cursor})
 		if err != nil {
 			cs.Close()
-			return nil, tr, nil, fmt.Errorf("tools/list: %w", err)
+			return nil, tr, nil, fmt.Errorf("tools/list: %w", redact(err, cfg.URL, s.cfg.Where()))
 		}
 		for _, t := range res.Tools {
 			name := ToolName(s.cfg.Name, t.Name)
@@ -627,3 +639,12 @@ func (b *limitBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitBody) Close() error { return b.rc.Close() }
+
+// redact replaces the expanded URL (its query or user info may hold a
+// token) in err's text with what is shown of it.
+func redact(err error, url, shown string) error {
+	if url == "" || !strings.Contains(err.Error(), url) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), url, shown))
+}

@@ -203,6 +203,12 @@ func TestHTTPServer(t *testing.T) {
 	if s := statusOf(m, "denied"); s.State != StateFailed || strings.Contains(s.Error, "wrong") {
 		t.Errorf("denied: %+v, want failed, without the header's value", s)
 	}
+	t.Setenv("AK_MCP_KEY", "sekrit-key")
+	gone := newManager(t, Options{}, ServerConfig{Name: "gone", Type: "http", URL: "http://127.0.0.1:1/mcp?key=${AK_MCP_KEY}"})
+	gone.WaitStarted(context.Background())
+	if s := statusOf(gone, "gone"); s.State != StateFailed || strings.Contains(s.Error, "sekrit") || strings.Contains(s.Where, "sekrit") {
+		t.Errorf("gone: %+v, want failed, never showing the key in the URL", s)
+	}
 	res, err := call(t, m, "mcp__web__echo", `{"message":"over http"}`)
 	if err != nil || res.Text != "Echo: over http" {
 		t.Errorf("echo over http: %q %v", res.Text, err)

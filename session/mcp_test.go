@@ -12,9 +12,12 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/openai"
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/store"
 )
 
 // mcpEcho serves a go-sdk MCP server with an echo tool over streamable
@@ -94,6 +97,44 @@ func TestMCPToolCall(t *testing.T) {
 			}
 			if (len(says) == 2) != tt.ran {
 				t.Errorf("UI history has %v, want started and response: %v", says, tt.ran)
+			}
+		})
+	}
+}
+
+// BenchmarkFirstAnswerMCP measures a new session's first answer (a text
+// reply from the scripted model, no tool) with no MCP server configured,
+// and with one that never finishes starting (a process that does not speak
+// MCP, with a 30 s start timeout): start-up must not delay the answer.
+func BenchmarkFirstAnswerMCP(b *testing.B) {
+	for _, tt := range []struct {
+		name    string
+		servers string
+	}{
+		{"none", ""},
+		{"stuck-server", `{"stuck": {"command": "sleep", "args": ["60"]}}`},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			srv := scripted.New(b)
+			open := func(spec string) (provider.Provider, error) {
+				info := provider.ModelInfo{ID: "m", ContextWindow: 100000}
+				return openai.New(openai.Config{APIKey: "k", BaseURL: srv.OpenAIURL(), Model: "m", Info: &info})
+			}
+			st, err := store.Open(store.Options{Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			for b.Loop() {
+				srv.Enqueue(scripted.Reply(scripted.Text("Hi."), scripted.UsageStep(scripted.Usage{Input: 1, Output: 1})))
+				h := New(Config{Store: st, OpenModel: open, Model: "openai:m", Workspace: b.TempDir(),
+					Runner: &fakeRunner{}, MCPServers: json.RawMessage(tt.servers)})
+				if _, err := h.Submit(context.Background(), "Hello", Turn{}); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				h.Close()
+				b.StartTimer()
 			}
 		})
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/messages"
@@ -180,6 +182,10 @@ func (t *Task) recordDecision(ctx context.Context, call provider.ToolCall, d Dec
 // UI history keeps a preview, the model gets the whole (capped) result.
 const maxResponsePreview = 2000
 
+// progressInterval is the least time between two recorded progress
+// reports of one MCP tool call.
+const progressInterval = 200 * time.Millisecond
+
 // runExternal runs an allowed call of an MCP server's tool between the
 // say messages that record it: mcp_server_request_started (updated with
 // the tool's progress) and mcp_server_response (a preview of the result).
@@ -191,7 +197,18 @@ func (t *Task) runExternal(ctx context.Context, tool *Tool, call provider.ToolCa
 	if err != nil {
 		return Result{}, err
 	}
+	var mu sync.Mutex
+	var last time.Time
 	progress := func(text string) {
+		// At most a few stored versions a second, however often the
+		// server reports.
+		mu.Lock()
+		if time.Since(last) < progressInterval {
+			mu.Unlock()
+			return
+		}
+		last = time.Now()
+		mu.Unlock()
 		m := started
 		m.ProgressStatus = &messages.ProgressStatus{Icon: "sync", Text: text}
 		if err := t.update(context.WithoutCancel(ctx), m); err != nil {

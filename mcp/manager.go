@@ -46,6 +46,10 @@ type Options struct {
 	// Logger; default a null logger. Server stderr goes to it at debug.
 	Logger hclog.Logger
 
+	// OnChange, if set, is called (with no lock held, on the Manager's
+	// goroutines) when a server's state changes: a panel refreshes then.
+	OnChange func()
+
 	// transport, when set (by tests and benchmarks), connects every server.
 	transport func(ServerConfig) sdk.Transport
 }
@@ -262,6 +266,13 @@ func (m *Manager) Call(ctx context.Context, name string, input json.RawMessage, 
 	return agent.Result{}, fmt.Errorf("mcp: %s: %s: %w", s.cfg.Name, st.Tool, redact(err, url, s.cfg.Where()))
 }
 
+// changed tells OnChange, unless the Manager is closing.
+func (m *Manager) changed() {
+	if m.opts.OnChange != nil && m.ctx.Err() == nil {
+		m.opts.OnChange()
+	}
+}
+
 func (m *Manager) onProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 	p := req.Params
 	token, _ := p.ProgressToken.(string)
@@ -380,7 +391,9 @@ func (s *server) start(again bool) <-chan struct{} {
 	s.m.wg.Add(1)
 	go func() {
 		defer s.m.wg.Done()
+		defer s.m.changed()
 		defer close(done)
+		s.m.changed()
 		s.connect()
 	}()
 	return done
@@ -431,6 +444,7 @@ func (s *server) connect() {
 		}
 		s.mu.Unlock()
 		cs.Close()
+		s.m.changed()
 	}()
 }
 
@@ -529,7 +543,7 @@ func (s *server) ready(ctx context.Context, name string) (*sdk.ClientSession, ag
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != StateReady {
-		return nil, agent.SourceTool{}, fmt.Errorf("mcp: the server %s is %s: %v", s.cfg.Name, s.state, s.err)
+		return nil, agent.SourceTool{}, fmt.Errorf("mcp: the server %s is not available (%s): %v", s.cfg.Name, s.state, s.err)
 	}
 	for _, t := range s.tools {
 		if t.Spec.Name == name {

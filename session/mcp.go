@@ -17,6 +17,7 @@ func (h *Host) mcpServers() *mcp.Manager {
 		opts.Config = mcp.Load(h.cfg.Workspace, h.cfg.MCPServers)
 		opts.Dir = h.cfg.Workspace
 		opts.Logger = h.cfg.Logger
+		opts.OnChange = func() { h.lis.Emit(agent.Event{Kind: EventMCPChanged}) }
 		h.mcp = mcp.NewManager(opts)
 	}
 	return h.mcp

@@ -145,6 +145,19 @@ async function main() {
       await shot(narrow, "01-empty-narrow");
     });
 
+    await step("%agent mcp starts the MCP servers; the panel shows them", async () => {
+      const c = await cellDone(await execute("%agent mcp"));
+      assert.equal(c.status, "ok");
+      const out = c.outputs.filter((o) => o.msg_type === "stream").map((o) => o.content.text).join("");
+      assert.match(out, /everything: ready \(stdio, project\)/);
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("#mcpSummary >> text=MCP servers: 1 of 1 ready", { timeout: TIMEOUT });
+      }
+      await wide.click("#mcpSummary");
+      await wide.waitForSelector(".mcp-server.mcp-ready >> text=mcp__everything__echo", { timeout: TIMEOUT });
+      await shot(wide, "01b-mcp-servers-wide");
+    });
+
     await step("a notebook prompt streams into the panel", async () => {
       await enqueue([{ reasoning: ["Thinking about ", "greetings."] }, { text: ["# Hello", ", panel!\n\n", "- one\n- **two**\n\n```python\nprint('hi')\n```\n"] },
         { delayMs: 300 }, { text: ["Streaming done."] }, { usage: { input: 120, output: 30 } }]);

@@ -32,9 +32,47 @@ func mcpEcho(t *testing.T) string {
 		func(_ context.Context, _ *sdk.CallToolRequest, a in) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "Echo: " + a.Message}}}, nil, nil
 		})
+	sdk.AddTool(srv, &sdk.Tool{Name: "pixel", Description: "Returns an image."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG fake")}}}, nil, nil
+		})
 	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
 	return hs.URL
+}
+
+// TestMCPImageToModel: an image an MCP tool returns reaches the model as
+// image content (OpenAI: an image_url data URL after the tool message),
+// with a placeholder line in the tool result, and the UI keeps it.
+func TestMCPImageToModel(t *testing.T) {
+	srv, open := scriptedModels(t)
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("c1", "mcp__t__pixel", `{}`), usage(10, 5)),
+		scripted.Reply(scripted.Text("A pixel."), usage(20, 5)),
+	)
+	servers, _ := json.Marshal(map[string]any{"t": map[string]any{"type": "http", "url": mcpEcho(t), "alwaysAllow": []string{"pixel"}}})
+	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", MCPServers: servers})
+	h.MCPStatus(context.Background(), true)
+	if _, err := h.Submit(context.Background(), "Show the pixel.", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	body := string(reqs[1].Raw)
+	if !strings.Contains(body, "data:image/png;base64,iVBORyBmYWtl") || !strings.Contains(body, "[image image/png, 9 B]") {
+		t.Errorf("the image did not reach the model: %.1500s", body)
+	}
+	var shown []string
+	for _, m := range h.History() {
+		if m.Say == messages.SayMCPServerResponse {
+			shown = m.Images
+		}
+	}
+	if len(shown) != 1 || !strings.HasPrefix(shown[0], "data:image/png;base64,") {
+		t.Errorf("UI images %v", shown)
+	}
 }
 
 func TestMCPToolCall(t *testing.T) {

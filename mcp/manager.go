@@ -414,18 +414,19 @@ func (s *server) connect() {
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err != nil || s.m.ctx.Err() != nil {
-		if cs != nil {
-			go cs.Close()
-		}
 		s.state, s.err = StateFailed, err
 		if err == nil {
 			s.err = errors.New("closed")
 		}
-		s.log.Warn("server did not start", "error", s.err)
+		s.mu.Unlock()
+		if cs != nil {
+			cs.Close() // the Manager closed while it started
+		}
+		s.log.Warn("server did not start", "error", err)
 		return
 	}
+	defer s.mu.Unlock()
 	s.state, s.cs, s.tr, s.tools = StateReady, cs, tr, tools
 	s.log.Info("server ready", "tools", len(tools), "took", time.Since(begin).Round(time.Millisecond))
 	s.m.wg.Add(1)
@@ -530,6 +531,10 @@ func (s *server) ready(ctx context.Context, name string) (*sdk.ClientSession, ag
 		return nil, agent.SourceTool{}, ctx.Err()
 	}
 	s.mu.Lock()
+	if s.state == StateReady && s.tr != nil && s.tr.exitStatus() != "" {
+		// It died and its watcher has not said so yet.
+		s.state, s.cs, s.err = StateExited, nil, errors.New(s.tr.exitStatus())
+	}
 	exited := s.state == StateExited
 	s.mu.Unlock()
 	if exited {

@@ -121,6 +121,14 @@ func TestCrashRestarts(t *testing.T) {
 	if s := statusOf(m, "s"); s.State != StateReady {
 		t.Errorf("state %s after the restart", s.State)
 	}
+	// The next call straight after a crash, without waiting for anyone to
+	// notice the exit, starts it again too.
+	if _, err := call(t, m, "mcp__s__crash", `{}`); err == nil {
+		t.Fatal("the second crash was not an error")
+	}
+	if res, err := call(t, m, "mcp__s__echo", `{"message":"again"}`); err != nil || res.Text != "Echo: again" {
+		t.Fatalf("straight after the crash: %q %v", res.Text, err)
+	}
 }
 
 func waitState(t *testing.T, m *Manager, name string, want State) {

@@ -580,8 +580,12 @@ func DecisionMessage(ts int64, call provider.ToolCall, d Decision) messages.UIMe
 }
 
 // describeCall names a call briefly: "read_file(notes.md)",
-// "execute_code(print(1) …)".
+// "execute_code(print(1) …)", "`mcp__github__get_issue`".
 func describeCall(call provider.ToolCall) string {
+	if IsExternal(call.Name) {
+		// in code: the text is shown as markdown, where __ is emphasis
+		return "`" + call.Name + "`"
+	}
 	var in map[string]any
 	_ = json.Unmarshal(call.Input, &in)
 	for _, k := range []string{"path", "code"} {

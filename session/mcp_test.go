@@ -126,6 +126,9 @@ func TestMCPToolCall(t *testing.T) {
 			}
 			var says []messages.Say
 			for _, m := range h.History() {
+				if m.Decision != nil && m.Decision.Tool == "mcp__t__echo" && !strings.Contains(m.Text, "`mcp__t__echo`") {
+					t.Errorf("decision %q: the tool's name must be code (its __ is emphasis in markdown)", m.Text)
+				}
 				if m.Say == messages.SayMCPServerRequestStarted || m.Say == messages.SayMCPServerResponse {
 					says = append(says, m.Say)
 					if m.Say == messages.SayMCPServerResponse && m.Text != "Echo: hi" {

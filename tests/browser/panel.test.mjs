@@ -208,6 +208,32 @@ async function main() {
       await shot(wide, "04-approved-wide");
     });
 
+    await step("approve an MCP tool from the panel; its result reaches the cell and the model", async () => {
+      await enqueue(
+        [{ tool: { id: "call_mcp", name: "mcp__everything__echo", args: JSON.stringify({ message: "hello over MCP" }) } }],
+        [{ text: ["The server echoed it."] }],
+      );
+      const id = await execute("Echo something with the MCP server.");
+      await cellWaiting(id);
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("#ask:not([hidden])[data-ask=use_mcp_server]", { timeout: TIMEOUT });
+        await p.waitForSelector("#askText >> text=Allow the MCP tool echo of everything?", { timeout: TIMEOUT });
+      }
+      await wide.click("#approve");
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("#ask", { state: "hidden", timeout: TIMEOUT });
+        await p.waitForSelector("article.output pre.out >> text=Echo: hello over MCP", { timeout: TIMEOUT });
+      }
+      const c0 = await cell(id);
+      if (c0.waiting) await stdin(id, "n");
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok", JSON.stringify(c));
+      assert.ok(outputsText(c).includes("Echo: hello over MCP"), "the MCP result in the notebook: " + outputsText(c));
+      const reqs = await requests();
+      assert.ok(reqs[reqs.length - 1].all.includes("Echo: hello over MCP"), "the MCP result went to the model");
+      await shot(wide, "04b-mcp-approved-wide");
+    });
+
     await step("answer in the notebook; the panel's ask closes", async () => {
       await enqueue(
         [{ tool: { id: "call_2", name: "execute_code", args: JSON.stringify({ code: "print('from stdin approval')" }) } }],

@@ -251,6 +251,17 @@
           body.appendChild(el("div", "label", "You ran a cell"));
           body.appendChild(el("pre", "out", m.text));
           break;
+        case "mcp_server_request_started":
+          box.classList.add("meta");
+          var r = parseJSON(m.text) || {};
+          body.appendChild(el("span", "", "MCP " + (r.serverName || "") + " · " + (r.toolName || "") +
+            (m.progressStatus && m.progressStatus.text ? " · " + m.progressStatus.text : "")));
+          break;
+        case "mcp_server_response":
+          box.classList.add("output");
+          body.appendChild(el("div", "label", "MCP result"));
+          body.appendChild(el("pre", "out", m.text || "(no output)"));
+          break;
         case "api_req_started":
           box.classList.add("meta");
           body.appendChild(el("span", "", m.partial ? "Asking the model…" : "Model request"));
@@ -310,6 +321,12 @@
         var t = parseJSON(m.text) || {};
         d.appendChild(el("div", "label", "The agent wants to use " + (t.tool || "a tool") + (m.isAnswered ? " (answered)" : "")));
         d.appendChild(el("pre", "code", t.input !== undefined ? JSON.stringify(t.input, null, 2) : m.text));
+        break;
+      case "use_mcp_server":
+        var a = parseJSON(m.text) || {};
+        d.appendChild(el("div", "label", "The agent wants to use the MCP tool " + (a.toolName || "?") + " of " +
+          (a.serverName || "?") + (m.isAnswered ? " (answered)" : "")));
+        d.appendChild(el("pre", "code", a.arguments || m.text));
         break;
       case "followup":
         var q = parseJSON(m.text) || { question: m.text };

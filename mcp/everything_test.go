@@ -70,7 +70,9 @@ func TestEverything(t *testing.T) {
 		func(p string) { mu.Lock(); progress = append(progress, p); mu.Unlock() })
 	mu.Lock()
 	defer mu.Unlock()
-	if err != nil || !strings.Contains(res.Text, "Long running operation completed") || strings.Join(progress, ",") != "1/3,2/3,3/3" {
+	// The last report may come after the reply (notifications are handled
+	// beside it): the two before must have come.
+	if err != nil || !strings.Contains(res.Text, "Long running operation completed") || !strings.HasPrefix(strings.Join(progress, ","), "1/3,2/3") {
 		t.Errorf("long-running: %q %v, progress %q", res.Text, err, progress)
 	}
 }

@@ -46,7 +46,7 @@ func newCommandTransport(cmd *exec.Cmd, maxFrame int, log hclog.Logger) *command
 // Connect starts the command and speaks newline-delimited JSON over its
 // stdin and stdout.
 func (t *commandTransport) Connect(ctx context.Context) (sdk.Connection, error) {
-	t.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	t.cmd.SysProcAttr = procAttr()
 	t.cmd.Stderr = t.stderr
 	stdout, err := t.cmd.StdoutPipe()
 	if err != nil {

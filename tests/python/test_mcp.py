@@ -61,3 +61,45 @@ def test_notebook_calls_mcp_echo(agentkernel_env, model, workspace, tmp_path):
     echo = next(t for t in reqs[0]["body"]["tools"] if t["function"]["name"] == "mcp__everything__echo")
     assert "message" in json.dumps(echo["function"]["parameters"]), echo
     assert "Echo: hello from the notebook" in json.dumps(reqs[1]["body"]), "the MCP result did not reach the model"
+
+
+def test_stdin_approves_mcp_tool_and_policy_denies(agentkernel_env, model, workspace):
+    """The use_mcp_server ask goes to the notebook's stdin, naming the tool and
+    its server; without stdin the headless policy (none) denies it."""
+    from jupyter_client import KernelManager
+    from test_prompt_e2e import text_of
+
+    name = install(agentkernel_env, "agent-mcp-none", "openai:gpt-4.1", "none")
+    km = KernelManager(kernel_name=name)
+    km.start_kernel(cwd=str(workspace))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+
+        def cell(code, stdin=None):
+            out = []
+            kw = {"allow_stdin": stdin is not None}
+            if stdin is not None:
+                kw["stdin_hook"] = lambda m: kc.input(stdin(m["content"]["prompt"]))
+            reply = kc.execute_interactive(code, output_hook=out.append, timeout=120, **kw)
+            return reply["content"], out
+
+        cell("%agent mcp")
+        prompts = []
+        model.enqueue(tool("m1", "mcp__everything__echo", {"message": "approved on stdin"}),
+                      {"steps": [{"text": ["Echoed."]}]})
+        reply, out = cell("Echo it.", stdin=lambda p: (prompts.append(p), "y")[1])
+        assert reply["status"] == "ok", reply
+        assert prompts and "the tool echo of the MCP server everything" in prompts[0], prompts
+        assert "Echo: approved on stdin" in text_of(out), text_of(out)
+
+        n0 = len(model.requests())
+        model.enqueue(tool("m2", "mcp__everything__echo", {"message": "never"}), {"steps": [{"text": ["Denied."]}]})
+        reply, out = cell("Echo again, without asking me.")
+        assert reply["status"] == "ok", reply
+        last = json.dumps(model.requests()[n0 + 1]["body"])
+        assert "Echo: never" not in last and "Permission denied" in last, last
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build install test check test-go test-norace test-fuzz test-python test-browser bench clean
+.PHONY: build install test check test-go test-norace test-fuzz test-python test-browser mcp-server bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -24,7 +24,7 @@ check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test-go:
+test-go: mcp-server
 	$(GOTEST) -timeout 20m ./...
 
 # Race builds read and write sockets through the runtime's poller (the race
@@ -36,11 +36,18 @@ test-norace:
 test-fuzz:
 	$(GO) test -run=NONE -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./kernel/wire
 
-test-python: build
+test-python: build mcp-server
 	AGENTKERNEL_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest tests/python -q -p no:cacheprovider
 
 test-browser:
 	bash tests/browser/run.sh
+
+# The reference MCP server (npm's @modelcontextprotocol/server-everything)
+# that the MCP tests run over stdio, pinned by tests/mcp/package-lock.json.
+mcp-server: tests/mcp/node_modules/.package-lock.json
+
+tests/mcp/node_modules/.package-lock.json: tests/mcp/package.json tests/mcp/package-lock.json
+	cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error
 
 bench: build
 	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/messages"
@@ -50,7 +52,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 				res = Result{Text: "The task may not end yet. Stop hook feedback: " + reason, IsError: true}
 			}
 		}
-		results = append(results, toolResult(call.ID, res.Text, res.IsError))
+		results = append(results, toolResult(call.ID, res.Text, res.IsError, res.Blocks...))
 		h.toolResult(call.ID, res.Text)
 		if res.SetNextInput != "" {
 			t.lis.Emit(Event{Kind: EventSetNextInput, Text: res.SetNextInput})
@@ -88,13 +90,13 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 	return nil
 }
 
-func toolResult(id, text string, isErr bool) messages.ContentBlock {
+func toolResult(id, text string, isErr bool, more ...messages.ContentBlock) messages.ContentBlock {
 	if text == "" {
 		text = "(no output)"
 	}
 	return messages.ContentBlock{
 		Type: messages.BlockToolResult, ToolUseID: id, IsError: isErr,
-		Content: []messages.ContentBlock{{Type: messages.BlockText, Text: text}},
+		Content: append([]messages.ContentBlock{{Type: messages.BlockText, Text: text}}, more...),
 	}
 }
 
@@ -104,7 +106,7 @@ var errDenied = errors.New("agent: tool call denied")
 
 // runTool decides, asks if needed, and runs one call.
 func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall) (Result, error) {
-	tool, ok := t.cfg.Toolbox.Lookup(call.Name)
+	tool, ok := t.cfg.Toolbox.LookupContext(ctx, call.Name)
 	if !ok {
 		return Result{Text: fmt.Sprintf("Error: there is no tool %q.", call.Name), IsError: true},
 			fmt.Errorf("agent: unknown tool %q", call.Name)
@@ -153,6 +155,11 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 		defer w.BeforeTool(ctx, t.clock.Next(), call)()
 	}
 	t.lis.Emit(Event{Kind: EventToolStarted, Tool: call.Name, ToolID: call.ID})
+	if _, _, ext := tool.Server(); ext {
+		res, err := t.runExternal(ctx, tool, call)
+		t.lis.Emit(Event{Kind: EventToolFinished, Tool: call.Name, ToolID: call.ID, Failed: err != nil || res.IsError})
+		return res, err
+	}
 	res, err := tool.Execute(ctx, call.Input)
 	t.lis.Emit(Event{Kind: EventToolFinished, Tool: call.Name, ToolID: call.ID, Failed: err != nil || res.IsError})
 	if call.Name == ToolExecuteCode {
@@ -183,4 +190,50 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 func (t *Task) recordDecision(ctx context.Context, call provider.ToolCall, d Decision) (messages.UIMessage, error) {
 	m := DecisionMessage(t.clock.Next(), call, d)
 	return m, t.create(ctx, m)
+}
+
+// maxResponsePreview caps the text of an mcp_server_response message: the
+// UI history keeps a preview, the model gets the whole (capped) result.
+const maxResponsePreview = 2000
+
+// progressInterval is the least time between two recorded progress
+// reports of one MCP tool call.
+const progressInterval = 200 * time.Millisecond
+
+// runExternal runs an allowed call of an MCP server's tool between the
+// say messages that record it: mcp_server_request_started (updated with
+// the tool's progress) and mcp_server_response (a preview of the result).
+func (t *Task) runExternal(ctx context.Context, tool *Tool, call provider.ToolCall) (Result, error) {
+	server, name, _ := tool.Server()
+	b, _ := json.Marshal(map[string]string{"serverName": server, "toolName": name,
+		"arguments": truncateRunes(string(call.Input), maxResponsePreview)})
+	started, err := t.say(ctx, messages.SayMCPServerRequestStarted, string(b), nil)
+	if err != nil {
+		return Result{}, err
+	}
+	var mu sync.Mutex
+	var last time.Time
+	progress := func(text string) {
+		// At most a few stored versions a second, however often the
+		// server reports.
+		mu.Lock()
+		if time.Since(last) < progressInterval {
+			mu.Unlock()
+			return
+		}
+		last = time.Now()
+		mu.Unlock()
+		m := started
+		m.ProgressStatus = &messages.ProgressStatus{Icon: "sync", Text: text}
+		if err := t.update(context.WithoutCancel(ctx), m); err != nil {
+			t.log.Warn("record MCP progress", "error", err)
+		}
+	}
+	res, err := tool.Execute(WithProgress(ctx, progress), call.Input)
+	preview := truncateRunes(res.Text, maxResponsePreview)
+	show := func(m *messages.UIMessage) { m.Images = res.Shown }
+	if _, serr := t.say(context.WithoutCancel(ctx), messages.SayMCPServerResponse, preview, show); serr != nil {
+		return res, serr
+	}
+	return res, err
 }

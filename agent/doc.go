@@ -12,6 +12,8 @@
 //     attempt_completion, propose_cell) over a Workspace and a [CodeRunner]
 //     that the bridge implements; [Toolbox.Tools] is what the model is
 //     offered, [Toolbox.Lookup] finds a tool and [Tool.Execute] runs it.
+//     A [ToolSource] (package mcp: the MCP servers) adds tools named
+//     mcp__SERVER__TOOL, decided by the same policy.
 //   - [NewPolicy] decides each call: [Policy.Decide] gives Allow, Deny or Ask
 //     from the mode (default, acceptEdits, bypassPermissions, plan), the
 //     session's allow-all set and the configured allow and deny rules (see

@@ -172,11 +172,12 @@ type streamed struct {
 // records the answer. It returns the tool calls to run.
 func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.ToolCall, error) {
 	for attempt := 0; ; attempt++ {
+		tools := t.cfg.Toolbox.Tools() // outside the lock: it asks the tool source
 		t.mu.Lock()
 		req := provider.Request{
 			System:   t.cfg.System,
 			Messages: messages.Effective(t.api),
-			Tools:    t.cfg.Toolbox.Tools(),
+			Tools:    tools,
 		}
 		t.mu.Unlock()
 		started, err := t.say(ctx, messages.SayAPIReqStarted, apiReqText(len(req.Messages), attempt), nil)

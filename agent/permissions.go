@@ -93,6 +93,9 @@ type Decision struct {
 	Rule string
 	// Routine marks an allow that needs no one: a read-only tool.
 	Routine bool
+	// ext is the external tool decided on, if the call is one: its ask is
+	// use_mcp_server.
+	ext *SourceTool
 }
 
 // Answer is the user's answer to an Ask.
@@ -159,8 +162,11 @@ func ParseReply(in, by string) (r Response, ok bool) {
 // cannot be chained to another one. A deny rule matches when any line
 // matches, and its "*" matches anything.
 //
-// Other tools take no SPEC. Deny rules beat allow rules, and the hard
-// refusals beat both.
+// Other tools take no SPEC. The tools of MCP servers are named
+// mcp__SERVER__TOOL; a rule "mcp__SERVER" covers every tool of the server,
+// and "*" in an MCP rule matches any run of characters ("mcp__github__*",
+// "mcp__*__read_*"). Deny rules beat allow rules, and the hard refusals
+// beat both.
 type Rule struct {
 	Tool string // tool name or "*"
 	Spec string // "" when the rule has none
@@ -183,7 +189,7 @@ func ParseRule(s string) (Rule, error) {
 	if tool == "" {
 		return Rule{}, fmt.Errorf("agent: rule %q: no tool name", s)
 	}
-	if tool != "*" && !toolNameRE.MatchString(tool) {
+	if tool != "*" && !toolNameRE.MatchString(tool) && !(IsExternal(tool) && externalNameRE.MatchString(tool)) {
 		return Rule{}, fmt.Errorf("agent: rule %q: bad tool name %q", s, tool)
 	}
 	return Rule{Tool: tool, Spec: spec, raw: raw}, nil
@@ -196,7 +202,8 @@ var toolNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // compiledRule is a Rule checked against the toolbox.
 type compiledRule struct {
 	Rule
-	re *regexp.Regexp // nil: matches every call of the tool
+	re   *regexp.Regexp // nil: matches every call of the tool
+	name *regexp.Regexp // an MCP rule: matches the tool names it covers
 }
 
 func (tb *Toolbox) compileRule(s string, allow bool) (compiledRule, error) {
@@ -205,6 +212,17 @@ func (tb *Toolbox) compileRule(s string, allow bool) (compiledRule, error) {
 		return compiledRule{}, err
 	}
 	cr := compiledRule{Rule: r}
+	if IsExternal(r.Tool) {
+		if r.Spec != "" {
+			return compiledRule{}, fmt.Errorf("agent: rule %q: MCP tools take no pattern", s)
+		}
+		re, err := externalRule(r.Tool)
+		if err != nil {
+			return compiledRule{}, fmt.Errorf("agent: rule %q: %w", s, err)
+		}
+		cr.name = re
+		return cr, nil
+	}
 	if r.Tool != "*" {
 		t, ok := tb.Lookup(r.Tool)
 		if !ok {
@@ -395,7 +413,8 @@ func (p *Policy) ResetSession() {
 //  4. read-only tools are allowed;
 //  5. in plan mode, everything else is denied;
 //  6. a tool in the session's allow-all set is allowed;
-//  7. a matching allow rule allows;
+//  7. a matching allow rule allows, and so does an MCP server's alwaysAllow
+//     list for its tools;
 //  8. bypassPermissions allows; acceptEdits allows write_file and edit_file;
 //  9. otherwise: Ask.
 func (p *Policy) Decide(call provider.ToolCall) Decision {
@@ -429,6 +448,9 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 	}
 
 	match := func(r compiledRule, allow bool) bool {
+		if r.name != nil {
+			return r.name.MatchString(t.name)
+		}
 		if r.Tool != "*" && r.Tool != t.name {
 			return false
 		}
@@ -472,6 +494,9 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 			return Decision{Verdict: Allow, Rule: r.raw, Reason: fmt.Sprintf("allowed by the rule %q", r.raw)}
 		}
 	}
+	if t.external != nil && t.external.AlwaysAllow {
+		return Decision{Verdict: Allow, Reason: fmt.Sprintf("in the alwaysAllow list of the MCP server %q", t.external.Server)}
+	}
 	// 8. Modes.
 	switch {
 	case mode == ModeBypassPermissions:
@@ -480,7 +505,7 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 		return Decision{Verdict: Allow, Reason: "acceptEdits mode: edits inside the workspace are allowed"}
 	}
 	// 9.
-	return Decision{Verdict: Ask, Reason: fmt.Sprintf("%s needs approval in %s mode", t.name, mode)}
+	return Decision{Verdict: Ask, Reason: fmt.Sprintf("%s needs approval in %s mode", t.name, mode), ext: t.external}
 }
 
 // Answer applies the user's answer to a call that Decide asked about and
@@ -517,6 +542,11 @@ func DecisionMessage(ts int64, call provider.ToolCall, d Decision) messages.UIMe
 	switch d.Verdict {
 	case Ask:
 		m.Type = messages.TypeAsk
+		if d.ext != nil {
+			m.Ask = messages.AskUseMCPServer
+			m.Text = mcpAskText(d.ext, call)
+			return m
+		}
 		if call.Name == ToolExecuteCode {
 			m.Ask = messages.AskCommand
 			var in struct {
@@ -550,8 +580,12 @@ func DecisionMessage(ts int64, call provider.ToolCall, d Decision) messages.UIMe
 }
 
 // describeCall names a call briefly: "read_file(notes.md)",
-// "execute_code(print(1) …)".
+// "execute_code(print(1) …)", "`mcp__github__get_issue`".
 func describeCall(call provider.ToolCall) string {
+	if IsExternal(call.Name) {
+		// in code: the text is shown as markdown, where __ is emphasis
+		return "`" + call.Name + "`"
+	}
 	var in map[string]any
 	_ = json.Unmarshal(call.Input, &in)
 	for _, k := range []string{"path", "code"} {

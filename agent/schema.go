@@ -62,6 +62,9 @@ func (t *Tool) schema() (json.RawMessage, error) {
 }
 
 func (t *Tool) validate(input json.RawMessage) (map[string]any, error) {
+	if t.external != nil {
+		return t.validateObject(input)
+	}
 	bad := func(field, format string, args ...any) error {
 		return &InputError{Tool: t.name, Field: field, Reason: fmt.Sprintf(format, args...)}
 	}

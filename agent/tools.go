@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/messages"
 )
 
 // The tool names.
@@ -44,6 +45,10 @@ const (
 	// themselves: ask_followup_question, attempt_completion, propose_cell
 	// (the proposed cell is not run). Read-only.
 	ClassInteract
+	// ClassMCP are the tools of MCP servers (a [ToolSource]): what they do
+	// is up to the server, so they are asked like code unless a rule, the
+	// server's alwaysAllow list or the mode allows them.
+	ClassMCP
 )
 
 func (c ToolClass) String() string {
@@ -56,6 +61,8 @@ func (c ToolClass) String() string {
 		return "execute"
 	case ClassInteract:
 		return "interact"
+	case ClassMCP:
+		return "mcp"
 	default:
 		return "unknown"
 	}
@@ -153,6 +160,9 @@ type Result struct {
 	// Followup is set by ask_followup_question: the loop asks the user and
 	// sends the answer to the model as the tool result instead of Text.
 	Followup *Followup
+	// Blocks are sent to the model after Text in the tool result: the
+	// images an MCP tool returned.
+	Blocks []messages.ContentBlock
 }
 
 // Completion is attempt_completion's result.
@@ -200,6 +210,9 @@ type ToolboxOptions struct {
 	// MaxFileBytes is the largest file search_files searches and edit_file
 	// edits. Default 10 MiB.
 	MaxFileBytes int64
+	// Source offers more tools (the MCP servers' tools), named with
+	// ExternalPrefix. Nil: none.
+	Source ToolSource
 }
 
 func (o ToolboxOptions) withDefaults() ToolboxOptions {
@@ -252,19 +265,41 @@ func NewToolbox(opts ToolboxOptions) (*Toolbox, error) {
 // Workspace returns the toolbox's workspace.
 func (tb *Toolbox) Workspace() *Workspace { return tb.ws }
 
-// Tools returns the tools as offered to the model, in a fixed order.
+// Tools returns the tools as offered to the model: the toolbox's own in a
+// fixed order, then the Source's that are ready now.
 func (tb *Toolbox) Tools() []provider.Tool {
 	out := make([]provider.Tool, len(tb.tools))
 	for i, t := range tb.tools {
 		out[i] = t.Spec()
 	}
+	if tb.opts.Source != nil {
+		for _, st := range tb.opts.Source.Tools(context.Background()) {
+			out = append(out, st.Spec)
+		}
+	}
 	return out
 }
 
-// Lookup returns the tool called name.
+// Lookup returns the tool called name. For a Source's tool it may wait
+// while the tool's server starts; see LookupContext.
 func (tb *Toolbox) Lookup(name string) (*Tool, bool) {
-	t, ok := tb.index[name]
-	return t, ok
+	return tb.LookupContext(context.Background(), name)
+}
+
+// LookupContext is Lookup with a context that bounds the wait for a
+// Source's server that is still starting.
+func (tb *Toolbox) LookupContext(ctx context.Context, name string) (*Tool, bool) {
+	if t, ok := tb.index[name]; ok {
+		return t, true
+	}
+	if tb.opts.Source == nil || !IsExternal(name) {
+		return nil, false
+	}
+	st, ok := tb.opts.Source.Lookup(ctx, name)
+	if !ok {
+		return nil, false
+	}
+	return tb.externalTool(st), true
 }
 
 // Tool is one tool. Its methods are safe for concurrent use.
@@ -278,6 +313,9 @@ type Tool struct {
 	// tools, the code of execute_code and propose_cell; "" for none.
 	subject string
 	run     func(ctx context.Context, in map[string]any) (Result, error)
+	// external is the Source's description of an external tool; nil for
+	// the toolbox's own.
+	external *SourceTool
 }
 
 // Name returns the tool's name.
@@ -372,6 +410,13 @@ func (tb *Toolbox) resolveExisting(path string, dir bool) (string, error) {
 // capText caps s at MaxOutputChars characters, keeping the head and the
 // tail and saying how much was cut.
 func (tb *Toolbox) capText(s string) string { return capText(s, tb.opts.MaxOutputChars) }
+
+// CapText caps s at limit characters, keeping its head and tail and
+// saying how much was cut, as every tool result is capped.
+func CapText(s string, limit int) string { return capText(s, limit) }
+
+// HumanBytes formats a size: "512 B", "23 KB", "1.5 MB".
+func HumanBytes(n int) string { return humanBytes(n) }
 
 func capText(s string, limit int) string {
 	n := utf8.RuneCountInString(s)

@@ -104,6 +104,9 @@ type Config struct {
 	// Source is what the event log calls this kernel's inputs: notebook
 	// (the default) or run.
 	Source eventlog.Source
+	// MCPServers is the config file's mcpServers (user scope); the
+	// workspace's .mcp.json is read beside it (see session.Config).
+	MCPServers json.RawMessage
 }
 
 func (c Config) withDefaults() Config {
@@ -186,7 +189,7 @@ func New(cfg Config) (*Bridge, error) {
 	b.host = session.New(session.Config{
 		DataDir: cfg.DataDir, StoreURL: cfg.Store, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
 		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,
-		Allow: cfg.Allow, Deny: cfg.Deny, Logger: b.log,
+		Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, Logger: b.log,
 		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: cfg.Source,
 	})
 	b.recent.init(256)

@@ -28,10 +28,12 @@ const magicHelp = `%agent new              start a new session
 %agent cost             tokens and cost of this session
 %agent export FILE      write this session (both histories) as JSONL
 %agent webview [stop]   show the live web panel (link and IFrame); stop it
+%agent mcp [restart [NAME]]
+                        the MCP servers: status, transport, tools, errors; restart one or all
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "mode", "cost", "export", "webview", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "mode", "cost", "export", "webview", "mcp", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -107,6 +109,8 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		return b.listSessions(ctx, strings.Join(args, " "))
 	case "webview":
 		return b.webviewMagic(ctx, args)
+	case "mcp":
+		return b.mcpMagic(ctx, args)
 	}
 	if _, err := h.Current(ctx); err != nil {
 		return "", err

@@ -13,6 +13,7 @@ import (
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/webview"
 )
@@ -153,6 +154,8 @@ func (p panelAgent) Subscribe(f func(webview.Event)) func() {
 			f(webview.Event{Kind: webview.EventReset})
 		case session.EventSettingsChanged:
 			f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model()})
+		case session.EventMCPChanged:
+			f(webview.Event{Kind: webview.EventMCP, MCP: mcpServers(h.MCPStatus(context.Background(), false))})
 		case agent.EventTaskStarted, agent.EventTaskActive:
 			f(webview.Event{Kind: webview.EventStatus, Status: "busy"})
 		case agent.EventTaskInteractive, agent.EventTaskResumable:
@@ -163,6 +166,19 @@ func (p panelAgent) Subscribe(f func(webview.Event)) func() {
 			f(webview.Event{Kind: webview.EventTotals, Totals: totals(e.Usage)})
 		}
 	})
+}
+
+// mcpServers is the MCP servers' status as the panel shows it.
+func mcpServers(list []mcp.ServerStatus) []webview.MCPServer {
+	out := make([]webview.MCPServer, 0, len(list))
+	for _, s := range list {
+		w := webview.MCPServer{Name: s.Name, Scope: s.Scope, Transport: s.Transport, Where: s.Where, State: string(s.State), Error: s.Error}
+		for _, t := range s.Tools {
+			w.Tools = append(w.Tools, t.Tool)
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 func totals(u agent.Totals) webview.Totals {
@@ -177,7 +193,7 @@ func (p panelAgent) Snapshot(ctx context.Context) (webview.State, error) {
 		return webview.State{}, err
 	}
 	st := webview.State{SessionID: s.ID, Title: s.Title, Messages: s.Messages, Mode: string(s.Mode), Model: s.Model,
-		Totals: totals(s.Totals), PendingAsk: s.PendingAsk}
+		Totals: totals(s.Totals), PendingAsk: s.PendingAsk, MCPServers: mcpServers(p.h.MCPStatus(ctx, false))}
 	for _, m := range agent.Modes {
 		st.Modes = append(st.Modes, string(m))
 	}

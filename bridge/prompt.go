@@ -119,6 +119,8 @@ func (c *cellOut) onMessage(m messages.UIMessage) {
 		c.stream("stderr", "[agentkernel] older messages hidden from the model to fit its context\n")
 	case messages.SayCondenseContextError:
 		c.stream("stderr", "[agentkernel] could not condense the context: "+m.Text+"\n")
+	case messages.SayMCPServerResponse:
+		c.show(m, func(s string) string { return mcpResponseMarkdown(s, m.Images) })
 	}
 }
 
@@ -289,6 +291,12 @@ func askPrompt(ask messages.UIMessage) string {
 	switch ask.Ask {
 	case messages.AskCommand:
 		return "The agent wants to run this code:\n\n" + ask.Text + "\n\nAllow? [y]es / [a]lways / [n]o: "
+	case messages.AskUseMCPServer:
+		if a, ok := agent.ParseMCPAsk(ask); ok {
+			return fmt.Sprintf("The agent wants to use the tool %s of the MCP server %s with %s\nAllow? [y]es / [a]lways / [n]o: ",
+				a.ToolName, a.ServerName, a.Arguments)
+		}
+		return ask.Text + "\nAllow? [y]es / [a]lways / [n]o: "
 	case messages.AskFollowup:
 		var q struct {
 			Question string   `json:"question"`
@@ -334,4 +342,18 @@ func (b *Bridge) replyError(r *kernel.Request, count int, ename, evalue string) 
 		UserExpressions: map[string]any{}, Payload: []any{}}); err != nil {
 		b.log.Debug("execute_reply", "error", err)
 	}
+}
+
+// mcpResponseMarkdown shows an MCP tool's result (its preview) in the
+// cell: the text in a fenced block, then its images.
+func mcpResponseMarkdown(text string, images []string) string {
+	fence := "```"
+	for strings.Contains(text, fence) {
+		fence += "`"
+	}
+	out := "<sub>MCP result</sub>\n\n" + fence + "\n" + text + "\n" + fence
+	for _, im := range images {
+		out += "\n\n![image](" + im + ")"
+	}
+	return out
 }

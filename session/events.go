@@ -12,6 +12,8 @@ const (
 	// EventCheckpoint: a step that may change the workspace has run and
 	// what it did is recorded; Text is a Checkpoint as JSON.
 	EventCheckpoint agent.EventKind = "checkpoint"
+	// EventMCPChanged: an MCP server's state changed (see MCPStatus).
+	EventMCPChanged agent.EventKind = "mcpChanged"
 )
 
 // Checkpoint is what EventCheckpoint carries.

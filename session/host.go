@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -60,6 +62,13 @@ type Config struct {
 	// Checkpoints set the limits of the workspace tracking that rewinds
 	// restore files from.
 	Checkpoints checkpoint.Options
+	// MCPServers is the config file's mcpServers object (user scope); the
+	// workspace's .mcp.json (project scope) is read beside it, and wins.
+	// The servers' tools are offered to every session of the host.
+	MCPServers json.RawMessage
+	// MCP sets the MCP servers' timeouts and limits; its Config, Dir and
+	// Logger are the host's.
+	MCP mcp.Options
 	// Logger; default a null logger.
 	Logger hclog.Logger
 	// Hooks are the user's hooks (the config file's); the workspace's
@@ -93,6 +102,7 @@ type Host struct {
 	logSeq    int64            // the last entry's seq
 	logMark   map[string]int64 // per session: the last entry it has seen
 	providers map[string]provider.Provider
+	mcp       *mcp.Manager // made at the first session
 	closed    bool
 
 	outMu  sync.Mutex // guards output
@@ -289,7 +299,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	if err != nil {
 		return nil, fmt.Errorf("session: workspace: %w", err)
 	}
-	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}})
+	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource()})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
@@ -386,12 +396,15 @@ func (h *Host) Close() error {
 		return nil
 	}
 	h.closed = true
-	c, st, own, provs := h.cur, h.st, h.ownStore, h.providers
+	c, st, own, provs, servers := h.cur, h.st, h.ownStore, h.providers, h.mcp
 	h.cur, h.providers = nil, nil
 	h.mu.Unlock()
 	var errs []error
 	if c != nil {
 		c.close()
+	}
+	if servers != nil {
+		errs = append(errs, servers.Close())
 	}
 	if st != nil {
 		if own {

@@ -60,6 +60,19 @@ type State struct {
 	KernelStatus string `json:"kernelStatus"`
 	// PendingAsk is the ask waiting for an answer, if any.
 	PendingAsk *messages.UIMessage `json:"pendingAsk,omitempty"`
+	// MCPServers are the MCP servers the agent may use, with their state.
+	MCPServers []MCPServer `json:"mcpServers,omitempty"`
+}
+
+// MCPServer is one MCP server as the panel shows it.
+type MCPServer struct {
+	Name      string   `json:"name"`
+	Scope     string   `json:"scope,omitempty"`
+	Transport string   `json:"transport,omitempty"`
+	Where     string   `json:"where,omitempty"`
+	State     string   `json:"state"`
+	Error     string   `json:"error,omitempty"`
+	Tools     []string `json:"tools,omitempty"`
 }
 
 // Totals are the session's token counts and cost.
@@ -93,6 +106,8 @@ const (
 	EventTotals
 	// EventSettings: Mode and Model are the current mode and model.
 	EventSettings
+	// EventMCP: MCP is the MCP servers' new state.
+	EventMCP
 )
 
 // Event is one change reported by an Agent.
@@ -103,6 +118,7 @@ type Event struct {
 	Totals  Totals
 	Mode    string
 	Model   string
+	MCP     []MCPServer
 }
 
 // ResponseKind is how a client answered an ask.

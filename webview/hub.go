@@ -137,6 +137,9 @@ func (h *hub) applyLocked(ev Event) []byte {
 	case EventSettings:
 		h.st.Mode, h.st.Model = ev.Mode, ev.Model
 		return mustJSON(settingsFrame{V: ProtocolVersion, Type: "settings", Mode: ev.Mode, Model: ev.Model})
+	case EventMCP:
+		h.st.MCPServers = ev.MCP
+		return mustJSON(mcpFrame{V: ProtocolVersion, Type: "mcpServers", Servers: ev.MCP})
 	}
 	return nil
 }

@@ -258,6 +258,12 @@ type settingsFrame struct {
 	Model string `json:"model"`
 }
 
+type mcpFrame struct {
+	V       int         `json:"v"`
+	Type    string      `json:"type"` // mcpServers
+	Servers []MCPServer `json:"servers"`
+}
+
 type errorFrame struct {
 	V       int    `json:"v"`
 	Type    string `json:"type"` // error

@@ -285,3 +285,24 @@ func TestShutdownClosesClients(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestMCPServers(t *testing.T) {
+	f := newFake()
+	s := startServer(t, f, Options{})
+	c := dial(t, s)
+	c.until("state")
+	servers := []MCPServer{{Name: "everything", Scope: "project", Transport: "stdio", State: "ready", Tools: []string{"mcp__everything__echo"}},
+		{Name: "broken", State: "failed", Error: "command not found"}}
+	f.emit(Event{Kind: EventMCP, MCP: servers})
+	fr := c.until("mcpServers")
+	list, _ := fr["servers"].([]any)
+	if len(list) != 2 || list[0].(map[string]any)["tools"].([]any)[0] != "mcp__everything__echo" || list[1].(map[string]any)["error"] != "command not found" {
+		t.Fatalf("mcpServers frame %v", fr)
+	}
+	// A client that connects later gets them in its state.
+	late := dial(t, s)
+	late.until("state")
+	if len(late.st.MCPServers) != 2 || late.st.MCPServers[1].State != "failed" {
+		t.Fatalf("state's MCP servers %+v", late.st.MCPServers)
+	}
+}

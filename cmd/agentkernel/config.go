@@ -46,6 +46,9 @@ type fileConfig struct {
 		CacheWrite    float64 `json:"cacheWrite"`
 		ContextWindow int     `json:"contextWindow"`
 	} `json:"prices"`
+	// MCPServers are the user's MCP servers, in .mcp.json's format (the
+	// workspace's .mcp.json wins for a name in both); read by package mcp.
+	MCPServers json.RawMessage `json:"mcpServers"`
 }
 
 func configPath() string {

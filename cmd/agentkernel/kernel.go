@@ -294,6 +294,7 @@ func agentConfig(model, record string, log hclog.Logger) (bridge.Config, error) 
 		PermissionMode: pmode,
 		Allow:          fc.Allow,
 		Deny:           fc.Deny,
+		MCPServers:     fc.MCPServers,
 		OpenModel: func(spec string) (provider.Provider, error) {
 			return models.Open(spec, models.Options{Prices: prices, Record: record})
 		},

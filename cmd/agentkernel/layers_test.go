@@ -32,6 +32,7 @@ func TestLayers(t *testing.T) {
 		"kernel/eglaunch": {"kernel", "kernel/client", "internal/zmtp", "backing", "bridge", "agent", "messages", "store", "session"},
 		"hooks":           {"agent", "session", "store", "bridge", "kernel", "webview", "notebooks", "messages"},
 		"eventlog":        {"agent", "session", "store", "bridge", "kernel", "webview", "notebooks", "messages"},
+		"mcp":             {"session", "bridge", "kernel", "kernel/client", "backing", "store", "webview", "notebooks", "cmd/agentkernel"},
 	}
 	// Packages that sit on the session host map onto it and do not reach
 	// past it: they must not import these directly.

@@ -63,6 +63,7 @@ Usage:
   agentkernel sessions SUBCOMMAND    list, show, search, export, import, rm, restore, rewind, fork sessions
   agentkernel webview list           the web panels of running kernels (URLs with their tokens)
   agentkernel logs [--follow]        the event log: prompts, answers, commands, messages, tool calls, results
+  agentkernel mcp list [--json]      the MCP servers of this directory: status, transport, tools
   agentkernel version                print the version
 
 Run "agentkernel COMMAND --help" for a command's flags.
@@ -99,6 +100,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runWebview(rest, stdout, stderr)
 	case "logs":
 		return runLogs(rest, stdout, stderr)
+	case "mcp":
+		return runMCP(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "agentkernel", versionString())
 		return nil

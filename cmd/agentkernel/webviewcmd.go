@@ -14,12 +14,8 @@ import (
 // runWebview: `agentkernel webview list` shows the web panels of running
 // kernels (from their runtime files in Jupyter's runtime directory).
 func runWebview(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "list" {
-		fmt.Fprintln(stderr, "Usage: agentkernel webview list [--json]")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			return nil
-		}
-		return errors.New("webview: want the subcommand list")
+	if ok, err := wantList("webview", "webview list [--json]", args, stderr); !ok {
+		return err
 	}
 	fs := newFlagSet("webview list", "webview list [--json]", stderr)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
@@ -55,4 +51,17 @@ func runWebview(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(w, "%d\t%s\t%v\t%s\n", r.PID, r.Started.Local().Format("2006-01-02 15:04"), r.Alive, r.URL)
 	}
 	return w.Flush()
+}
+
+// wantList checks that a command's only subcommand, list, was given: if
+// not it prints the usage and says why (nothing, for a request for help).
+func wantList(cmd, synopsis string, args []string, stderr io.Writer) (bool, error) {
+	if len(args) > 0 && args[0] == "list" {
+		return true, nil
+	}
+	fmt.Fprintln(stderr, "Usage: agentkernel "+synopsis)
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		return false, nil
+	}
+	return false, errors.New(cmd + ": want the subcommand list")
 }

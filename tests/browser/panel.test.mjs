@@ -145,6 +145,19 @@ async function main() {
       await shot(narrow, "01-empty-narrow");
     });
 
+    await step("%agent mcp starts the MCP servers; the panel shows them", async () => {
+      const c = await cellDone(await execute("%agent mcp"));
+      assert.equal(c.status, "ok");
+      const out = c.outputs.filter((o) => o.msg_type === "stream").map((o) => o.content.text).join("");
+      assert.match(out, /everything: ready \(stdio, project\)/);
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("#mcpSummary >> text=MCP servers: 1 of 1 ready", { timeout: TIMEOUT });
+      }
+      await wide.click("#mcpSummary");
+      await wide.waitForSelector(".mcp-server.mcp-ready >> text=mcp__everything__echo", { timeout: TIMEOUT });
+      await shot(wide, "01b-mcp-servers-wide");
+    });
+
     await step("a notebook prompt streams into the panel", async () => {
       await enqueue([{ reasoning: ["Thinking about ", "greetings."] }, { text: ["# Hello", ", panel!\n\n", "- one\n- **two**\n\n```python\nprint('hi')\n```\n"] },
         { delayMs: 300 }, { text: ["Streaming done."] }, { usage: { input: 120, output: 30 } }]);
@@ -193,6 +206,32 @@ async function main() {
       const reqs = await requests();
       assert.ok(reqs[reqs.length - 1].all.includes("42"), "the tool result went to the model");
       await shot(wide, "04-approved-wide");
+    });
+
+    await step("approve an MCP tool from the panel; its result reaches the cell and the model", async () => {
+      await enqueue(
+        [{ tool: { id: "call_mcp", name: "mcp__everything__echo", args: JSON.stringify({ message: "hello over MCP" }) } }],
+        [{ text: ["The server echoed it."] }],
+      );
+      const id = await execute("Echo something with the MCP server.");
+      await cellWaiting(id);
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("#ask:not([hidden])[data-ask=use_mcp_server]", { timeout: TIMEOUT });
+        await p.waitForSelector("#askText >> text=Allow the MCP tool echo of everything?", { timeout: TIMEOUT });
+      }
+      await wide.click("#approve");
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("#ask", { state: "hidden", timeout: TIMEOUT });
+        await p.waitForSelector("article.output pre.out >> text=Echo: hello over MCP", { timeout: TIMEOUT });
+      }
+      const c0 = await cell(id);
+      if (c0.waiting) await stdin(id, "n");
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok", JSON.stringify(c));
+      assert.ok(outputsText(c).includes("Echo: hello over MCP"), "the MCP result in the notebook: " + outputsText(c));
+      const reqs = await requests();
+      assert.ok(reqs[reqs.length - 1].all.includes("Echo: hello over MCP"), "the MCP result went to the model");
+      await shot(wide, "04b-mcp-approved-wide");
     });
 
     await step("answer in the notebook; the panel's ask closes", async () => {

@@ -20,6 +20,8 @@ if ! /usr/bin/python3 -c "import ipykernel" 2>/dev/null; then
 fi
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
+make -C "$repo" mcp-server >/dev/null
+export HARNESS_MCP_SERVER="$repo/tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 bin="$(mktemp -d)/harness"
 trap 'rm -rf "$(dirname "$bin")"' EXIT

@@ -90,6 +90,9 @@
       case "settings":
         st.mode = f.mode; st.model = f.model;
         break;
+      case "mcpServers":
+        st.mcpServers = f.servers || [];
+        break;
       case "sessions":
         renderSessions(f.sessions);
         return;
@@ -248,6 +251,17 @@
           body.appendChild(el("div", "label", "You ran a cell"));
           body.appendChild(el("pre", "out", m.text));
           break;
+        case "mcp_server_request_started":
+          box.classList.add("meta");
+          var r = parseJSON(m.text) || {};
+          body.appendChild(el("span", "", "MCP " + (r.serverName || "") + " · " + (r.toolName || "") +
+            (m.progressStatus && m.progressStatus.text ? " · " + m.progressStatus.text : "")));
+          break;
+        case "mcp_server_response":
+          box.classList.add("output");
+          body.appendChild(el("div", "label", "MCP result"));
+          body.appendChild(el("pre", "out", m.text || "(no output)"));
+          break;
         case "api_req_started":
           box.classList.add("meta");
           body.appendChild(el("span", "", m.partial ? "Asking the model…" : "Model request"));
@@ -307,6 +321,12 @@
         var t = parseJSON(m.text) || {};
         d.appendChild(el("div", "label", "The agent wants to use " + (t.tool || "a tool") + (m.isAnswered ? " (answered)" : "")));
         d.appendChild(el("pre", "code", t.input !== undefined ? JSON.stringify(t.input, null, 2) : m.text));
+        break;
+      case "use_mcp_server":
+        var a = parseJSON(m.text) || {};
+        d.appendChild(el("div", "label", "The agent wants to use the MCP tool " + (a.toolName || "?") + " of " +
+          (a.serverName || "?") + (m.isAnswered ? " (answered)" : "")));
+        d.appendChild(el("pre", "code", a.arguments || m.text));
         break;
       case "followup":
         var q = parseJSON(m.text) || { question: m.text };
@@ -389,7 +409,26 @@
     var model = $("model");
     if (document.activeElement !== model) model.value = st.model || "";
     $("cancel").disabled = !(st.kernelStatus === "busy" || st.kernelStatus === "waiting");
+    renderMCP();
     renderAsk();
+  }
+
+  // renderMCP shows the MCP servers: name, state, transport, error, tools.
+  function renderMCP() {
+    var list = st.mcpServers || [], box = $("mcp"), ul = $("mcpList");
+    box.hidden = list.length === 0;
+    var ready = list.filter(function (s) { return s.state === "ready"; }).length;
+    $("mcpSummary").textContent = "MCP servers: " + ready + " of " + list.length + " ready";
+    ul.textContent = "";
+    list.forEach(function (s) {
+      var li = el("li", "mcp-server mcp-" + s.state.replace(/ /g, "-"));
+      li.appendChild(el("strong", "", s.name));
+      li.appendChild(el("span", "mcp-state", " " + s.state + (s.transport ? " · " + s.transport : "") + (s.scope ? " · " + s.scope : "")));
+      if (s.where) li.appendChild(el("div", "mcp-where", s.where));
+      if (s.error) li.appendChild(el("div", "mcp-error", s.error));
+      if (s.tools && s.tools.length) li.appendChild(el("div", "mcp-tools", s.tools.join(", ")));
+      ul.appendChild(li);
+    });
   }
 
   var shownAsk = 0;
@@ -424,7 +463,9 @@
       });
       $("prompt").placeholder = "Type your answer…";
     } else if (approval) {
-      txt.textContent = p.ask === "command" ? "Run this code?" : "Allow this tool call?";
+      var mcpAsk = p.ask === "use_mcp_server" ? parseJSON(p.text) : null;
+      txt.textContent = p.ask === "command" ? "Run this code?" :
+        mcpAsk ? "Allow the MCP tool " + mcpAsk.toolName + " of " + mcpAsk.serverName + "?" : "Allow this tool call?";
       $("prompt").placeholder = "Or type feedback to deny with a reason…";
     } else if (p.ask === "completion_result") {
       txt.textContent = "Done. Send a follow-up to continue.";

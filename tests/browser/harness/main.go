@@ -93,6 +93,15 @@ func run() error {
 	os.Setenv("JUPYTER_RUNTIME_DIR", filepath.Join(tmp, "runtime"))
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(tmp, "cache"))
 
+	// HARNESS_MCP_SERVER is server-everything's index.js: the workspace's
+	// .mcp.json names it, for the panel's MCP view.
+	if js := os.Getenv("HARNESS_MCP_SERVER"); js != "" {
+		cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+			"everything": map[string]any{"command": "node", "args": []string{js, "stdio"}}}})
+		if err := os.WriteFile(filepath.Join(tmp, "work", ".mcp.json"), cfg, 0o600); err != nil {
+			return err
+		}
+	}
 	model := scripted.New(nil)
 	defer model.Close()
 	env := map[string]string{"OPENAI_API_KEY": "sk-harness-key", "OPENAI_BASE_URL": model.OpenAIURL()}

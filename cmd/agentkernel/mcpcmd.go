@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/agentkernel/agentkernel/mcp"
+)
+
+// runMCP: `agentkernel mcp list` starts the MCP servers configured for a
+// directory (its .mcp.json, and the config file's mcpServers), waits for
+// them, prints each one's status, transport and tools, and stops them.
+func runMCP(args []string, stdout, stderr io.Writer) error {
+	if ok, err := wantList("mcp", "mcp list [--json] [--dir DIR]", args, stderr); !ok {
+		return err
+	}
+	fs := newFlagSet("mcp list", "mcp list [--json] [--dir DIR]", stderr)
+	asJSON := fs.Bool("json", false, "print JSON for scripts")
+	dir := fs.String("dir", ".", "the workspace whose .mcp.json is read")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	fc, err := loadConfig()
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	log, err := newLogger(stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	m := mcp.NewManager(mcp.Options{Config: mcp.Load(*dir, fc.MCPServers), Dir: *dir, Logger: log})
+	defer m.Close()
+	m.WaitStarted(ctx)
+	status := m.Status()
+	if *asJSON {
+		if status == nil {
+			status = []mcp.ServerStatus{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(status)
+	}
+	mcp.FormatStatus(stdout, status)
+	return nil
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestMCPList: agentkernel mcp list reads the directory's .mcp.json and the
+// config file's mcpServers, starts the servers and shows them.
+func TestMCPList(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "hello", Description: "Says hello."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{}, nil, nil
+		})
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	defer hs.Close()
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	user, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"web": map[string]any{"type": "http", "url": hs.URL}}})
+	if err := os.WriteFile(cfg, user, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AGENTKERNEL_CONFIG", cfg)
+	t.Setenv("AGENTKERNEL_LOG_LEVEL", "off")
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".mcp.json"), []byte(`{"mcpServers": {"gone": {"command": "no-such-mcp-command"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errOut bytes.Buffer
+	if err := run([]string{"mcp", "list", "--dir", ws}, &out, &errOut); err != nil {
+		t.Fatalf("mcp list: %v\n%s", err, errOut.String())
+	}
+	for _, want := range []string{"web: ready (http, user)", "mcp__web__hello — Says hello.", "gone: failed (stdio, project)", "not found"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := run([]string{"mcp", "list", "--json", "--dir", ws}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var list []struct {
+		Name, State string
+		Tools       []struct{ Tool string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &list); err != nil || len(list) != 2 {
+		t.Fatalf("json %s: %v", out.String(), err)
+	}
+	if err := run([]string{"mcp", "bogus"}, &out, &errOut); err == nil {
+		t.Error("mcp bogus: no error")
+	}
+}

@@ -1,0 +1,262 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ProjectFile is the project's MCP configuration, in the workspace.
+const ProjectFile = ".mcp.json"
+
+// Transport names.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+)
+
+// ServerConfig is one server of the configuration, as Claude Code's
+// .mcp.json spells it:
+//
+//	{"command": "npx", "args": ["-y", "pkg"], "env": {"K": "${V:-x}"}}
+//	{"type": "http", "url": "https://host/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+//
+// plus agentkernel's (and Roo-Code's) alwaysAllow, timeout (seconds, each
+// tool call) and disabled. ${VAR} and ${VAR:-default} are expanded in
+// command, args, env, url and headers when the server starts.
+type ServerConfig struct {
+	Type        string            `json:"type,omitempty"` // "stdio" (default with a command) or "http"
+	Command     string            `json:"command,omitempty"`
+	Args        []string          `json:"args,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	URL         string            `json:"url,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	AlwaysAllow []string          `json:"alwaysAllow,omitempty"`
+	Timeout     float64           `json:"timeout,omitempty"`
+	Disabled    bool              `json:"disabled,omitempty"`
+
+	// Name is the server's key in mcpServers; Scope is where it was
+	// configured: "project" (the workspace's .mcp.json) or "user" (the
+	// config file). Not read from JSON.
+	Name  string `json:"-"`
+	Scope string `json:"-"`
+}
+
+// Transport returns the server's transport: "stdio" or "http".
+func (c ServerConfig) Transport() string {
+	if c.Type == "" && c.Command == "" && c.URL != "" {
+		return TransportHTTP
+	}
+	if c.Type == "streamable-http" || c.Type == "streamableHttp" {
+		return TransportHTTP
+	}
+	return orDefault(c.Type, TransportStdio)
+}
+
+// check reports what is wrong with the entry before anything runs.
+func (c ServerConfig) check() error {
+	if !serverNameRE.MatchString(c.Name) {
+		return fmt.Errorf("server name %q: use letters, digits, _ and - (it becomes part of the tool names)", c.Name)
+	}
+	switch c.Transport() {
+	case TransportStdio:
+		if strings.TrimSpace(c.Command) == "" {
+			return errors.New("no command (a stdio server needs \"command\"; an HTTP server \"type\": \"http\" and \"url\")")
+		}
+	case TransportHTTP:
+		if strings.TrimSpace(c.URL) == "" {
+			return errors.New("no url")
+		}
+	case "sse":
+		return errors.New("the SSE transport is not supported: use the streamable HTTP transport (\"type\": \"http\")")
+	default:
+		return fmt.Errorf("unknown type %q (want stdio or http)", c.Type)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("timeout %v: must not be negative", c.Timeout)
+	}
+	return nil
+}
+
+var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+
+// callTimeout is the configured tool-call timeout, or def.
+func (c ServerConfig) callTimeout(def time.Duration) time.Duration {
+	if c.Timeout > 0 {
+		return time.Duration(c.Timeout * float64(time.Second))
+	}
+	return def
+}
+
+// Where returns what the server runs or reaches, for people: the command
+// line, or the URL without its query and user info (they may hold tokens).
+// Variables are shown unexpanded.
+func (c ServerConfig) Where() string {
+	if c.Transport() == TransportHTTP {
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return "(invalid url)"
+		}
+		u.User, u.RawQuery, u.Fragment = nil, "", ""
+		return u.String()
+	}
+	return strings.TrimSpace(c.Command + " " + strings.Join(c.Args, " "))
+}
+
+// file is the shape of .mcp.json, and of the config file's mcpServers.
+type file struct {
+	MCPServers map[string]json.RawMessage `json:"mcpServers"`
+}
+
+// Config is the servers of a workspace: the project's .mcp.json over the
+// user's mcpServers. Errors are entries that could not be read: they are
+// shown as failed servers, and the others still work.
+type Config struct {
+	Servers []ServerConfig
+	// Problems are per server (Name set) or per file (Name empty).
+	Problems []Problem
+}
+
+// Problem is a configuration entry that could not be used.
+type Problem struct {
+	Name, Scope string
+	Err         error
+}
+
+// Load reads the workspace's .mcp.json (project scope) and user, the
+// config file's mcpServers object (user scope; nil for none). A server
+// named in both is the project's. A file that does not parse is a
+// Problem, never a panic or a stop.
+func Load(workspace string, user json.RawMessage) Config {
+	var cfg Config
+	byName := map[string]int{}
+	add := func(scope string, servers map[string]json.RawMessage) {
+		names := make([]string, 0, len(servers))
+		for n := range servers {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			if _, ok := byName[name]; ok {
+				continue // the project's entry wins
+			}
+			sc := ServerConfig{Name: name, Scope: scope}
+			dec := json.NewDecoder(bytes.NewReader(servers[name]))
+			dec.DisallowUnknownFields()
+			err := dec.Decode(&sc)
+			sc.Name, sc.Scope = name, scope
+			if err == nil {
+				err = sc.check()
+			}
+			if err != nil {
+				cfg.Problems = append(cfg.Problems, Problem{Name: name, Scope: scope, Err: err})
+				byName[name] = -1
+				continue
+			}
+			byName[name] = len(cfg.Servers)
+			cfg.Servers = append(cfg.Servers, sc)
+		}
+	}
+	if workspace != "" {
+		path := filepath.Join(workspace, ProjectFile)
+		b, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			cfg.Problems = append(cfg.Problems, Problem{Scope: "project", Err: fmt.Errorf("%s: %w", ProjectFile, err)})
+		default:
+			var f file
+			if err := json.Unmarshal(b, &f); err != nil {
+				cfg.Problems = append(cfg.Problems, Problem{Scope: "project", Err: fmt.Errorf("%s: %w", ProjectFile, err)})
+			} else {
+				add("project", f.MCPServers)
+			}
+		}
+	}
+	if len(bytes.TrimSpace(user)) > 0 && !bytes.Equal(bytes.TrimSpace(user), []byte("null")) {
+		var servers map[string]json.RawMessage
+		if err := json.Unmarshal(user, &servers); err != nil {
+			cfg.Problems = append(cfg.Problems, Problem{Scope: "user", Err: fmt.Errorf("config file: mcpServers: %w", err)})
+		} else {
+			add("user", servers)
+		}
+	}
+	return cfg
+}
+
+// expandRE matches ${VAR} and ${VAR:-default}.
+var expandRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expand replaces ${VAR} and ${VAR:-default} in s from lookup. A variable
+// that is unset (or empty, with a default) takes its default; one that is
+// unset without a default is an error naming it. Anything else is left as
+// written.
+func expand(s string, lookup func(string) (string, bool)) (string, error) {
+	var missing []string
+	out := expandRE.ReplaceAllStringFunc(s, func(m string) string {
+		g := expandRE.FindStringSubmatch(m)
+		v, ok := lookup(g[1])
+		if g[2] != "" {
+			if !ok || v == "" {
+				return g[3]
+			}
+			return v
+		}
+		if !ok {
+			missing = append(missing, g[1])
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} for a default)", missing[0], missing[0])
+	}
+	return out, nil
+}
+
+// expanded returns c with its variables expanded from lookup.
+func (c ServerConfig) expanded(lookup func(string) (string, bool)) (ServerConfig, error) {
+	var firstErr error
+	x := func(field, s string) string {
+		v, err := expand(s, lookup)
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("%s: %w", field, err)
+		}
+		return v
+	}
+	out := c
+	out.Command = x("command", c.Command)
+	out.URL = x("url", c.URL)
+	out.Args = make([]string, len(c.Args))
+	for i, a := range c.Args {
+		out.Args[i] = x(fmt.Sprintf("args[%d]", i), a)
+	}
+	expandMap := func(field string, m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		r := make(map[string]string, len(m))
+		for k, v := range m {
+			r[k] = x(field+"."+k, v)
+		}
+		return r
+	}
+	out.Env = expandMap("env", c.Env)
+	out.Headers = expandMap("headers", c.Headers)
+	return out, firstErr
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

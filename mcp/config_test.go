@@ -1,0 +1,119 @@
+package mcp
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExpand(t *testing.T) {
+	env := map[string]string{"HOME": "/home/u", "EMPTY": "", "TOKEN": "s3cret"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct {
+		in, want, err string
+	}{
+		{in: "plain", want: "plain"},
+		{in: "${HOME}/bin", want: "/home/u/bin"},
+		{in: "Bearer ${TOKEN}", want: "Bearer s3cret"},
+		{in: "${UNSET:-fallback}", want: "fallback"},
+		{in: "${EMPTY:-fallback}", want: "fallback"},
+		{in: "${HOME:-fallback}", want: "/home/u"},
+		{in: "${UNSET:-}", want: ""},
+		{in: "${EMPTY}", want: ""},
+		{in: "$HOME and ${ not a var", want: "$HOME and ${ not a var"},
+		{in: "a ${UNSET} b", err: "UNSET is not set"},
+	}
+	for _, tt := range tests {
+		got, err := expand(tt.in, lookup)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("expand(%q) error %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("expand(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	ws := t.TempDir()
+	project := `{"mcpServers": {
+		"shared": {"command": "project-cmd", "args": ["--x"], "alwaysAllow": ["read"]},
+		"web": {"type": "http", "url": "https://example.com/mcp?key=${KEY}", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+		"old": {"type": "sse", "url": "https://example.com/sse"},
+		"typo": {"comand": "x"},
+		"bad name!": {"command": "x"}
+	}}`
+	if err := os.WriteFile(filepath.Join(ws, ProjectFile), []byte(project), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	user := json.RawMessage(`{"shared": {"command": "user-cmd"}, "mine": {"command": "mine", "timeout": 5}}`)
+	cfg := Load(ws, user)
+
+	got := map[string]ServerConfig{}
+	for _, s := range cfg.Servers {
+		got[s.Name] = s
+	}
+	if s := got["shared"]; s.Command != "project-cmd" || s.Scope != "project" || s.AlwaysAllow[0] != "read" {
+		t.Errorf("shared = %+v; the project's entry must win", s)
+	}
+	if s := got["mine"]; s.Scope != "user" || s.Transport() != TransportStdio || s.Timeout != 5 {
+		t.Errorf("mine = %+v", s)
+	}
+	if s := got["web"]; s.Transport() != TransportHTTP || s.Where() != "https://example.com/mcp" {
+		t.Errorf("web = %+v, shown as %q (the query may hold a key: never shown)", s, s.Where())
+	}
+	problems := map[string]string{}
+	for _, p := range cfg.Problems {
+		problems[p.Name] = p.Err.Error()
+	}
+	for name, want := range map[string]string{"old": "SSE transport is not supported", "typo": "unknown field", "bad name!": "server name"} {
+		if !strings.Contains(problems[name], want) {
+			t.Errorf("problem of %q = %q, want %q", name, problems[name], want)
+		}
+	}
+	if len(cfg.Servers) != 3 {
+		t.Errorf("%d servers, want 3 (shared, web, mine): %+v", len(cfg.Servers), cfg.Servers)
+	}
+}
+
+func TestLoadBrokenFiles(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, ProjectFile), []byte(`{"mcpServers": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Load(ws, json.RawMessage(`{"ok": {"command": "x"}}`))
+	if len(cfg.Servers) != 1 || cfg.Servers[0].Name != "ok" {
+		t.Errorf("servers %+v: the user's must still load", cfg.Servers)
+	}
+	if len(cfg.Problems) != 1 || !strings.Contains(cfg.Problems[0].Err.Error(), ProjectFile) {
+		t.Errorf("problems %+v, want one naming %s", cfg.Problems, ProjectFile)
+	}
+	if cfg := Load(t.TempDir(), json.RawMessage(`"nope"`)); len(cfg.Problems) != 1 || len(cfg.Servers) != 0 {
+		t.Errorf("a broken mcpServers: %+v", cfg)
+	}
+}
+
+func TestExpandedServer(t *testing.T) {
+	sc := ServerConfig{Name: "s", Command: "${BIN:-node}", Args: []string{"${DIR}/index.js"},
+		Env: map[string]string{"K": "${V:-d}"}, URL: "http://${HOST:-localhost}/mcp", Headers: map[string]string{"X": "${TOKEN}"}}
+	env := map[string]string{"DIR": "/srv", "TOKEN": "t"}
+	x, err := sc.expanded(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Command != "node" || x.Args[0] != "/srv/index.js" || x.Env["K"] != "d" || x.URL != "http://localhost/mcp" || x.Headers["X"] != "t" {
+		t.Errorf("expanded %+v", x)
+	}
+	if sc.Args[0] != "${DIR}/index.js" {
+		t.Error("expanded changed the configuration it was given")
+	}
+	delete(env, "TOKEN")
+	if _, err := sc.expanded(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err == nil || !strings.Contains(err.Error(), "headers.X") {
+		t.Errorf("missing variable: %v, want an error naming headers.X", err)
+	}
+}

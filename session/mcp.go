@@ -1,0 +1,60 @@
+package session
+
+import (
+	"context"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/mcp"
+)
+
+// mcpServers returns the host's MCP manager, making it on first use from
+// the workspace's .mcp.json and Config.MCPServers. It starts nothing.
+func (h *Host) mcpServers() *mcp.Manager {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mcp == nil && !h.closed {
+		opts := h.cfg.MCP
+		opts.Config = mcp.Load(h.cfg.Workspace, h.cfg.MCPServers)
+		opts.Dir = h.cfg.Workspace
+		opts.Logger = h.cfg.Logger
+		opts.OnChange = func() { h.lis.Emit(agent.Event{Kind: EventMCPChanged}) }
+		h.mcp = mcp.NewManager(opts)
+	}
+	return h.mcp
+}
+
+// mcpSource is the tool source of a new session's toolbox: the MCP
+// servers, which begin to start now, in the background, so that their
+// tools are ready by the time the model is asked (the first request does
+// not wait for them). Nil when none is configured.
+func (h *Host) mcpSource() agent.ToolSource {
+	m := h.mcpServers()
+	if m == nil || len(m.Status()) == 0 {
+		return nil
+	}
+	m.Start()
+	return m
+}
+
+// MCPStatus returns the status of the configured MCP servers. With wait
+// it starts them and waits until none is starting (or ctx ends).
+func (h *Host) MCPStatus(ctx context.Context, wait bool) []mcp.ServerStatus {
+	m := h.mcpServers()
+	if m == nil {
+		return nil
+	}
+	if wait {
+		m.WaitStarted(ctx)
+	}
+	return m.Status()
+}
+
+// MCPRestart stops the MCP server called name (every one for "") and
+// starts it again, waiting for the start.
+func (h *Host) MCPRestart(ctx context.Context, name string) error {
+	m := h.mcpServers()
+	if m == nil {
+		return ErrClosed
+	}
+	return m.Restart(ctx, name)
+}

@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/agentkernel/agentkernel/messages"
 )
 
 // This file: the tools themselves.
@@ -135,10 +137,13 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, 
 	section("stderr", cr.Stderr)
 	section("result", cr.Result)
 	var images, shown []string
+	var blocks []messages.ContentBlock
 	for _, im := range cr.Images {
 		images = append(images, im.Summary())
 		if u := im.DataURL(); u != "" && len(shown) < maxShownImages {
 			shown = append(shown, u)
+			blocks = append(blocks, messages.ContentBlock{Type: messages.BlockImage,
+				Source: &messages.ImageSource{Type: "base64", MediaType: im.MIME, Data: im.Data}})
 		}
 	}
 	section("images", strings.Join(images, "\n"))
@@ -153,7 +158,7 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, 
 	if text == "" {
 		text = "(no output)"
 	}
-	return Result{Text: tb.capText(text), IsError: cr.Error != nil, Images: images, Shown: shown}, nil
+	return Result{Text: tb.capText(text), IsError: cr.Error != nil, Images: images, Shown: shown, Blocks: blocks}, nil
 }
 
 func (tb *Toolbox) readFile(_ context.Context, in map[string]any) (Result, error) {

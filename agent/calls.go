@@ -52,7 +52,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 				res = Result{Text: "The task may not end yet. Stop hook feedback: " + reason, IsError: true}
 			}
 		}
-		results = append(results, toolResult(call.ID, res.Text, res.IsError, res.Blocks...))
+		results = append(results, toolResult(call.ID, res.Text, res.IsError, t.forModel(res.Blocks)...))
 		h.toolResult(call.ID, res.Text)
 		if res.SetNextInput != "" {
 			t.lis.Emit(Event{Kind: EventSetNextInput, Text: res.SetNextInput})
@@ -98,6 +98,31 @@ func toolResult(id, text string, isErr bool, more ...messages.ContentBlock) mess
 		Type: messages.BlockToolResult, ToolUseID: id, IsError: isErr,
 		Content: append([]messages.ContentBlock{{Type: messages.BlockText, Text: text}}, more...),
 	}
+}
+
+// forModel keeps the images of a tool result that the model may be sent:
+// none when it does not take images (the result's text names each one),
+// else the first maxShownImages of at most maxShownImageBytes each.
+func (t *Task) forModel(blocks []messages.ContentBlock) []messages.ContentBlock {
+	if len(blocks) == 0 {
+		return nil
+	}
+	vision := false
+	if p := t.Provider(); p != nil {
+		vision = p.Model().Vision
+	}
+	var out []messages.ContentBlock
+	images := 0
+	for _, b := range blocks {
+		if b.Type == messages.BlockImage {
+			if !vision || images >= maxShownImages || b.Source == nil || len(b.Source.Data) > maxShownImageBytes*4/3+4 {
+				continue
+			}
+			images++
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // errDenied marks a call the policy or the user refused: the model is told,

@@ -31,6 +31,7 @@ type model struct {
 	turns    []turn
 	requests []provider.Request
 	window   int
+	vision   bool
 }
 
 type turn struct {
@@ -43,7 +44,7 @@ func (m *model) Name() string { return "test" }
 func (m *model) Model() provider.ModelInfo {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return provider.ModelInfo{ID: "test-model", ContextWindow: m.window, InputPrice: 1, OutputPrice: 2}
+	return provider.ModelInfo{ID: "test-model", ContextWindow: m.window, InputPrice: 1, OutputPrice: 2, Vision: m.vision}
 }
 
 func (m *model) setWindow(n int) {
@@ -134,6 +135,7 @@ type env struct {
 type setup struct {
 	turns  []turn
 	window int
+	vision bool
 	mode   agent.Mode
 	answer func(*env, messages.UIMessage) // answers interactive asks
 	cfg    func(*agent.Config)
@@ -163,7 +165,7 @@ func newEnv(t *testing.T, s setup) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &model{turns: s.turns, window: s.window}
+	m := &model{turns: s.turns, window: s.window, vision: s.vision}
 	cfg := agent.Config{SessionID: sess.ID, Store: agentstore.New(st), Toolbox: tb, Provider: m, Policy: pol,
 		RetryBase: time.Millisecond}
 	if s.cfg != nil {
@@ -846,4 +848,57 @@ func TestListenerReadsOnRewound(t *testing.T) {
 		t.Fatalf("the listener saw %d messages, the task holds %d", n, len(e.task.UI())+len(e.task.API()))
 	}
 	e.checkStored()
+}
+
+// imageRunner is a backing kernel whose every cell shows two images.
+type imageRunner struct{}
+
+func (imageRunner) Run(context.Context, string) (agent.CodeResult, error) {
+	png := agent.Image{MIME: "image/png", Width: 1, Height: 1, Bytes: 67,
+		Data: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}
+	return agent.CodeResult{Stdout: "plotted\n", Images: []agent.Image{png, png}}, nil
+}
+
+// TestImagesToVisionModels: the images the agent's code shows reach a
+// model that takes images as image content in the tool result; another
+// model gets only the text, which names them.
+func TestImagesToVisionModels(t *testing.T) {
+	for _, vision := range []bool{true, false} {
+		t.Run(fmt.Sprintf("vision=%v", vision), func(t *testing.T) {
+			e := newEnv(t, setup{
+				vision: vision,
+				mode:   agent.ModeBypassPermissions,
+				turns: []turn{
+					{events: []provider.Event{call("c1", "execute_code", map[string]any{"code": "plot()"}), done(provider.StopToolUse)}},
+					say("Two dots."),
+				},
+				cfg: func(c *agent.Config) {
+					tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: c.Toolbox.Workspace(), Runner: imageRunner{}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.Toolbox = tb
+				},
+			})
+			if _, err := e.run("plot it"); err != nil {
+				t.Fatal(err)
+			}
+			reqs := e.model.reqs()
+			last := reqs[1].Messages[len(reqs[1].Messages)-1]
+			res := last.Content[0]
+			if res.Type != messages.BlockToolResult || !strings.Contains(res.Content[0].Text, "[image/png 1x1") {
+				t.Fatalf("tool result %+v", res)
+			}
+			var images int
+			for _, b := range res.Content[1:] {
+				if b.Type == messages.BlockImage && b.Source != nil && b.Source.MediaType == "image/png" && b.Source.Data != "" {
+					images++
+				}
+			}
+			if want := map[bool]int{true: 2, false: 0}[vision]; images != want || len(res.Content) != 1+want {
+				t.Fatalf("vision %v: %d images in the tool result (%d blocks), want %d", vision, images, len(res.Content), want)
+			}
+			e.checkStored()
+		})
+	}
 }

@@ -126,6 +126,9 @@ type ModelInfo struct {
 	OutputPrice   float64 // USD per million output tokens
 	CacheRead     float64 // USD per million cache-read tokens
 	CacheWrite    float64 // USD per million cache-write tokens
+	// Vision: the model takes images (image content in messages and tool
+	// results). Without it, images reach the model as text placeholders.
+	Vision bool
 }
 
 // Cost returns the price of u in USD.

@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/anthropic"
+	"github.com/agentkernel/agentkernel/agent/provider/openai"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/store"
@@ -39,13 +41,14 @@ type fileConfig struct {
 	// (default 30); 0 turns the log off.
 	LogRetentionDays *int `json:"logRetentionDays"`
 	// Prices override the price table (USD per million tokens), by model id.
-	Prices map[string]struct {
-		Input         float64 `json:"input"`
-		Output        float64 `json:"output"`
-		CacheRead     float64 `json:"cacheRead"`
-		CacheWrite    float64 `json:"cacheWrite"`
-		ContextWindow int     `json:"contextWindow"`
-	} `json:"prices"`
+	// Models describe models by id: whether they take images, their
+	// context window and prices (USD per million tokens). An entry is laid
+	// over what the built-in tables know of the model; a field left out
+	// keeps the table's value.
+	Models map[string]modelConfig `json:"models"`
+	// Prices is the older form of Models (an entry replaces the table's
+	// whole); still read. Models wins for an id in both.
+	Prices map[string]modelConfig `json:"prices"`
 	// MCPServers are the user's MCP servers, in .mcp.json's format (the
 	// workspace's .mcp.json wins for a name in both); read by package mcp.
 	MCPServers json.RawMessage `json:"mcpServers"`
@@ -141,13 +144,66 @@ func (c fileConfig) eventLog(dataDir string, log hclog.Logger) *eventlog.Log {
 // event log; agentkernel run sets it for the kernels it starts.
 const envEventSource = "AGENTKERNEL_EVENT_SOURCE"
 
+// modelConfig is one entry of the config file's models (or prices).
+type modelConfig struct {
+	Vision        *bool    `json:"vision"`
+	ContextWindow int      `json:"contextWindow"`
+	MaxOutput     int      `json:"maxOutput"`
+	Input         *float64 `json:"input"`
+	Output        *float64 `json:"output"`
+	CacheRead     *float64 `json:"cacheRead"`
+	CacheWrite    *float64 `json:"cacheWrite"`
+}
+
+// over lays m over base.
+func (m modelConfig) over(base provider.ModelInfo) provider.ModelInfo {
+	set := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	if m.Vision != nil {
+		base.Vision = *m.Vision
+	}
+	if m.ContextWindow > 0 {
+		base.ContextWindow = m.ContextWindow
+	}
+	if m.MaxOutput > 0 {
+		base.MaxOutput = m.MaxOutput
+	}
+	set(&base.InputPrice, m.Input)
+	set(&base.OutputPrice, m.Output)
+	set(&base.CacheRead, m.CacheRead)
+	set(&base.CacheWrite, m.CacheWrite)
+	return base
+}
+
+// prices is the model table the config file overrides: prices' entries
+// replace the built-in ones, models' are laid over them.
 func (c fileConfig) prices() map[string]provider.ModelInfo {
 	out := map[string]provider.ModelInfo{}
 	for id, p := range c.Prices {
-		out[id] = provider.ModelInfo{ID: id, InputPrice: p.Input, OutputPrice: p.Output,
-			CacheRead: p.CacheRead, CacheWrite: p.CacheWrite, ContextWindow: p.ContextWindow}
+		out[id] = p.over(provider.ModelInfo{ID: id})
+	}
+	for id, m := range c.Models {
+		base, ok := out[id]
+		if !ok {
+			base = knownModel(id)
+		}
+		out[id] = m.over(base)
 	}
 	return out
+}
+
+// knownModel is what the built-in tables know of a model id.
+func knownModel(id string) provider.ModelInfo {
+	if m, ok := openai.KnownModel(id); ok {
+		return m
+	}
+	if m, ok := anthropic.KnownModel(id); ok {
+		return m
+	}
+	return provider.ModelInfo{ID: id}
 }
 
 // storeFlag is --store, on every command that opens the session store.

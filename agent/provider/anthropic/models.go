@@ -9,15 +9,15 @@ import (
 // Anthropic. It is read-only: use KnownModel and KnownModels, or
 // Config.Info to override.
 var knownModels = provider.PriceTable{
-	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 5, OutputPrice: 25, CacheRead: 0.50, CacheWrite: 6.25},
-	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, InputPrice: 15, OutputPrice: 75, CacheRead: 1.50, CacheWrite: 18.75},
-	"claude-opus-4":     {ContextWindow: 200_000, MaxOutput: 32_000, InputPrice: 15, OutputPrice: 75, CacheRead: 1.50, CacheWrite: 18.75},
-	"claude-opus-4-0":   {ContextWindow: 200_000, MaxOutput: 32_000, InputPrice: 15, OutputPrice: 75, CacheRead: 1.50, CacheWrite: 18.75},
-	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 3, OutputPrice: 15, CacheRead: 0.30, CacheWrite: 3.75},
-	"claude-sonnet-4":   {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 3, OutputPrice: 15, CacheRead: 0.30, CacheWrite: 3.75},
-	"claude-sonnet-4-0": {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 3, OutputPrice: 15, CacheRead: 0.30, CacheWrite: 3.75},
-	"claude-3-7-sonnet": {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 3, OutputPrice: 15, CacheRead: 0.30, CacheWrite: 3.75},
-	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 1, OutputPrice: 5, CacheRead: 0.10, CacheWrite: 1.25},
+	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 5, OutputPrice: 25, CacheRead: 0.50, CacheWrite: 6.25, Vision: true},
+	"claude-opus-4-1":   {ContextWindow: 200_000, MaxOutput: 32_000, InputPrice: 15, OutputPrice: 75, CacheRead: 1.50, CacheWrite: 18.75, Vision: true},
+	"claude-opus-4":     {ContextWindow: 200_000, MaxOutput: 32_000, InputPrice: 15, OutputPrice: 75, CacheRead: 1.50, CacheWrite: 18.75, Vision: true},
+	"claude-opus-4-0":   {ContextWindow: 200_000, MaxOutput: 32_000, InputPrice: 15, OutputPrice: 75, CacheRead: 1.50, CacheWrite: 18.75, Vision: true},
+	"claude-sonnet-4-5": {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 3, OutputPrice: 15, CacheRead: 0.30, CacheWrite: 3.75, Vision: true},
+	"claude-sonnet-4":   {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 3, OutputPrice: 15, CacheRead: 0.30, CacheWrite: 3.75, Vision: true},
+	"claude-sonnet-4-0": {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 3, OutputPrice: 15, CacheRead: 0.30, CacheWrite: 3.75, Vision: true},
+	"claude-3-7-sonnet": {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 3, OutputPrice: 15, CacheRead: 0.30, CacheWrite: 3.75, Vision: true},
+	"claude-haiku-4-5":  {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 1, OutputPrice: 5, CacheRead: 0.10, CacheWrite: 1.25, Vision: true},
 	"claude-3-5-haiku":  {ContextWindow: 200_000, MaxOutput: 8_192, InputPrice: 0.80, OutputPrice: 4, CacheRead: 0.08, CacheWrite: 1},
 }
 

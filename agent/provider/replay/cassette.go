@@ -60,6 +60,7 @@ type modelJSON struct {
 	OutputPrice   float64 `json:"outputPrice,omitempty"`
 	CacheRead     float64 `json:"cacheRead,omitempty"`
 	CacheWrite    float64 `json:"cacheWrite,omitempty"`
+	Vision        bool    `json:"vision,omitempty"`
 }
 
 func toModelJSON(m provider.ModelInfo) *modelJSON {

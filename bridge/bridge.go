@@ -90,6 +90,8 @@ type Config struct {
 	// PermissionMode, Allow and Deny configure the agent's Policy.
 	PermissionMode agent.Mode
 	Allow, Deny    []string
+	// Notebook writes `%agent export FILE.ipynb`; nil: JSONL only.
+	Notebook session.NotebookWriter
 }
 
 func (c Config) withDefaults() Config {
@@ -170,7 +172,7 @@ func New(cfg Config) (*Bridge, error) {
 	b.host = session.New(session.Config{
 		DataDir: cfg.DataDir, StoreURL: cfg.Store, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
 		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,
-		Allow: cfg.Allow, Deny: cfg.Deny, Logger: b.log,
+		Allow: cfg.Allow, Deny: cfg.Deny, Notebook: cfg.Notebook, Logger: b.log,
 	})
 	b.recent.init(256)
 	return b, nil

@@ -55,6 +55,8 @@ type Config struct {
 	// PermissionMode, Allow and Deny configure each session's Policy.
 	PermissionMode agent.Mode
 	Allow, Deny    []string
+	// Notebook writes `%agent export FILE.ipynb`; nil: only JSONL exports.
+	Notebook NotebookWriter
 	// Checkpoints set the limits of the workspace tracking that rewinds
 	// restore files from.
 	Checkpoints checkpoint.Options

@@ -52,7 +52,7 @@ func (f *fakeRunner) Interrupt(context.Context) error { return nil }
 func (f *fakeRunner) Restart(context.Context) error   { return nil }
 func (f *fakeRunner) Describe() string                { return "fake" }
 func (f *fakeRunner) Close() error                    { return nil }
-func (f *fakeRunner) Debugger() bool { return false }
+func (f *fakeRunner) Debugger() bool                  { return false }
 
 func (f *fakeRunner) LanguageInfo(context.Context) json.RawMessage {
 	return json.RawMessage(`{"name":"python"}`)

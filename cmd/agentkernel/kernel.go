@@ -22,6 +22,8 @@ import (
 	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/notebooks"
+	"github.com/agentkernel/agentkernel/store"
 )
 
 func runKernel(args []string, stderr io.Writer) error {
@@ -206,6 +208,13 @@ func agentConfig(model, record string) (bridge.Config, error) {
 		PermissionMode: pmode,
 		Allow:          fc.Allow,
 		Deny:           fc.Deny,
+		Notebook: func(w io.Writer, s store.Session, h store.Histories) error {
+			nb, err := sessionNotebook(s, h, nil)
+			if err != nil {
+				return err
+			}
+			return notebooks.Write(w, nb)
+		},
 		OpenModel: func(spec string) (provider.Provider, error) {
 			return models.Open(spec, models.Options{Prices: prices, Record: record})
 		},

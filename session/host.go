@@ -83,6 +83,7 @@ type Host struct {
 	logSeq    int64            // the last entry's seq
 	logMark   map[string]int64 // per session: the last entry it has seen
 	providers map[string]provider.Provider
+	cells     []string // code mode's cells run before any session: the first one's context
 	closed    bool
 
 	outMu  sync.Mutex // guards output
@@ -307,6 +308,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		return prev, nil
 	}
 	h.cur = c
+	c.cells, h.cells = h.cells, nil
 	h.mu.Unlock()
 	if prev != nil {
 		h.leave(prev)

@@ -234,3 +234,30 @@ def test_title_and_notebook_export(kernel, model, agentkernel_env, tmp_path):
     kernel.ok(f"%agent export {jsonl}")
     header = json.loads(jsonl.read_text().splitlines()[0])
     assert header["session"]["title"] == "Summarise the quarterly sales figures", header
+
+
+def test_code_mode_cells_are_context_for_agent_cells(agentkernel_env, model):
+    """In code mode the user's own cells, with what they printed, reach the
+    model at the next %%agent cell, as %%code cells do in prompt mode."""
+    name = "agent-magics-code"
+    subprocess.run([str(agentkernel_env["binary"]), "install", "--prefix", str(agentkernel_env["prefix"]),
+                    "--name", name, "--mode", "code", "--model", OPENAI, "--approve", "none", "--probe=false"],
+                   check=True, capture_output=True)
+    k = Kernel(name)
+    try:
+        assert "42" in k.ok("total = 6 * 7\nprint('total is', total)")
+        reply, out = k.cell("{}['missing']")
+        assert reply["status"] == "error" and "KeyError" in text_of(out)
+        model.enqueue(text("It is 42."))
+        assert "It is 42." in k.ok("%%agent\nWhat is total?")
+        sent = model.requests()[-1]["body"]["messages"][-1]
+        assert "total = 6 * 7" in json.dumps(sent) and "total is 42" in json.dumps(sent), sent
+        assert "{}['missing']" in json.dumps(sent) and "KeyError" in json.dumps(sent), sent
+
+        k.ok("total += 1")
+        model.enqueue(text("Now 43."))
+        k.ok("%%agent\nAnd now?")
+        sent = json.dumps(model.requests()[-1]["body"]["messages"][-1])
+        assert "total += 1" in sent and "total = 6 * 7" not in sent, sent
+    finally:
+        k.close()

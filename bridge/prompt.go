@@ -254,6 +254,11 @@ func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Turn) (se
 		b.replyError(r, count, "NoModelConfigured", agent.NoModelHelp)
 	case errors.Is(err, agent.ErrAPIFailed):
 		b.replyError(r, count, "ModelAPIError", strings.TrimPrefix(err.Error(), agent.ErrAPIFailed.Error()+": "))
+	case errors.Is(err, session.ErrSuperseded):
+		// Not an error: the cell ends, what it showed stays, and a queued
+		// cell is not aborted.
+		c.stream("stderr", "[agentkernel] stopped here: a newer prompt took over (what streamed is kept, marked partial)\n")
+		b.replyOK(r, count, "")
 	case errors.Is(err, context.Canceled):
 		b.replyError(r, count, "KeyboardInterrupt", "the agent was interrupted")
 	case err != nil:

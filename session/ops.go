@@ -225,6 +225,25 @@ func (h *Host) Search(ctx context.Context, query string, limit int) ([]store.Sea
 	return st.Search(ctx, query, store.SearchOptions{Limit: limit})
 }
 
+// Title returns the current session's title ("" without a session).
+func (h *Host) Title(ctx context.Context) (string, error) {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	if c == nil {
+		return "", nil
+	}
+	st, err := h.Store()
+	if err != nil {
+		return "", err
+	}
+	s, err := st.GetSession(ctx, c.id)
+	if err != nil {
+		return "", err
+	}
+	return s.Title, nil
+}
+
 // Snapshot is the current session's state, for a display that mirrors it.
 type Snapshot struct {
 	ID, Title  string

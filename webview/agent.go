@@ -103,6 +103,9 @@ type Event struct {
 	Totals  Totals
 	Mode    string
 	Model   string
+	// Title, with EventSettings, is the session's title when it changed
+	// (the first prompt names the session); "" leaves it as it is.
+	Title string
 }
 
 // ResponseKind is how a client answered an ask.

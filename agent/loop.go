@@ -262,9 +262,10 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 	}
 	finish := func() error {
 		// A turn cut short because the task closes (the kernel shuts down,
-		// its server died) did not end: what streamed is stored, still
-		// marked partial. An interrupt ends the turn, and the message.
-		partial := ctx.Err() != nil && t.isClosed()
+		// its server died) or a newer prompt took over did not end: what
+		// streamed is stored, still marked partial. An interrupt ends the
+		// turn, and the message.
+		partial := ctx.Err() != nil && t.cutShort()
 		for _, m := range []*messages.UIMessage{reasonMsg, textMsg} {
 			if m != nil && m.Partial {
 				m.Partial = partial

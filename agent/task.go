@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -170,6 +171,7 @@ type Task struct {
 	state     State
 	cancel    context.CancelFunc // of the running turn
 	turnDone  chan struct{}      // closed when the running turn ends
+	running   *Running           // the running turn (its done is turnDone)
 	pending   *pendingAsk
 	totals    Totals
 	tools     map[string]ToolCount
@@ -298,17 +300,57 @@ func (t *Task) Policy() *Policy { return t.perm }
 // otherwise it starts a turn. A running turn is cancelled first. Submit
 // returns at once; use Wait to follow the turn.
 func (t *Task) Submit(text string) error {
+	_, err := t.SubmitTurn(text)
+	return err
+}
+
+// Running is one turn of a Task, as SubmitTurn returns it. Done is closed
+// when the turn ends; Err is its error after that. Safe for concurrent use.
+type Running struct {
+	done       chan struct{}
+	err        error
+	superseded atomic.Bool
+}
+
+// Superseded reports whether a later Submit cancelled the turn to start
+// its own (as opposed to Cancel, or the turn ending by itself).
+func (r *Running) Superseded() bool {
+	return errors.Is(r.Err(), context.Canceled) && r.superseded.Load()
+}
+
+// Done is closed when the turn has ended.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Err is the turn's error once Done is closed (context.Canceled for a
+// turn cancelled by Cancel or by a later Submit); nil before.
+func (r *Running) Err() error {
+	select {
+	case <-r.done:
+		return r.err
+	default:
+		return nil
+	}
+}
+
+// SubmitTurn is Submit, and returns the turn the text went to: the one
+// it started, or the running one whose ask it answered. A follower waits
+// on it to know when its own turn ended, whatever turn runs after it.
+func (t *Task) SubmitTurn(text string) (*Running, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if p := t.pending; p != nil && !p.idle && t.turnDone != nil {
+		run := t.running
 		t.mu.Unlock()
-		return t.Respond(p.msg.TS, Response{Kind: ResponseMessage, Text: text, By: "prompt"})
+		return run, t.Respond(p.msg.TS, Response{Kind: ResponseMessage, Text: text, By: "prompt"})
 	}
 	running := t.turnDone
 	cancel := t.cancel
+	if t.running != nil {
+		t.running.superseded.Store(true)
+	}
 	t.mu.Unlock()
 	if running != nil {
 		cancel()
@@ -317,10 +359,10 @@ func (t *Task) Submit(text string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	if t.rewinding || t.turnDone != nil {
-		return ErrBusy // a rewind, or another Submit, got in between
+		return nil, ErrBusy // a rewind, or another Submit, got in between
 	}
 	// A pending idle ask (completion_result, api_req_failed, ...) left by
 	// an earlier turn is answered by this message.
@@ -328,7 +370,8 @@ func (t *Task) Submit(text string) error {
 	t.pending = nil
 	ctx, cancelTurn := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	t.cancel, t.turnDone, t.state, t.lastErr = cancelTurn, done, StateWorking, nil
+	run := &Running{done: done}
+	t.cancel, t.turnDone, t.running, t.state, t.lastErr = cancelTurn, done, run, StateWorking, nil
 	t.notifyLocked()
 	t.wg.Add(1)
 	go func() {
@@ -336,15 +379,16 @@ func (t *Task) Submit(text string) error {
 		defer close(done)
 		err := t.runTurn(ctx, text, resumeFrom)
 		cancelTurn()
+		run.err = err
 		t.mu.Lock()
-		t.state, t.cancel, t.turnDone, t.lastErr = StateIdle, nil, nil, err
+		t.state, t.cancel, t.turnDone, t.running, t.lastErr = StateIdle, nil, nil, nil, err
 		t.notifyLocked()
 		t.mu.Unlock()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			t.log.Warn("turn ended with an error", "error", err)
 		}
 	}()
-	return nil
+	return run, nil
 }
 
 // Wait blocks until the running turn ends or pauses on an ask, or ctx
@@ -431,6 +475,14 @@ func (t *Task) Cancel() {
 	}
 	cancel()
 	<-done
+}
+
+// cutShort reports whether the running turn is being stopped by Close or
+// by a newer Submit (not by Cancel): its streaming message stays partial.
+func (t *Task) cutShort() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed || t.running != nil && t.running.superseded.Load()
 }
 
 // isClosed reports whether Close was called.

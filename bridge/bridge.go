@@ -107,6 +107,8 @@ type Config struct {
 	// MCPServers is the config file's mcpServers (user scope); the
 	// workspace's .mcp.json is read beside it (see session.Config).
 	MCPServers json.RawMessage
+	// Notebook writes `%agent export FILE.ipynb`; nil: JSONL only.
+	Notebook session.NotebookWriter
 }
 
 func (c Config) withDefaults() Config {
@@ -189,7 +191,7 @@ func New(cfg Config) (*Bridge, error) {
 	b.host = session.New(session.Config{
 		DataDir: cfg.DataDir, StoreURL: cfg.Store, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
 		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,
-		Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, Logger: b.log,
+		Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, Notebook: cfg.Notebook, Logger: b.log,
 		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: cfg.Source,
 	})
 	b.recent.init(256)

@@ -49,7 +49,7 @@ func (b *Bridge) HandleShell(ctx context.Context, r *kernel.Request) bool {
 			b.log.Debug("inspect_reply", "error", err)
 		}
 	default:
-		b.forward(ctx, r, replyType)
+		b.forward(ctx, r, replyType, nil)
 	}
 	return true
 }
@@ -92,9 +92,12 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 		if b.host.ReplayPending() {
 			b.replayFirst(ctx, r)
 		}
-		b.forward(ctx, r, wire.MsgExecuteReply)
+		var col collector
+		b.forward(ctx, r, wire.MsgExecuteReply, &col)
 		if !c.Silent {
-			b.host.UserCode(ctx, c.Code, r.ReplyStatus())
+			res := col.result()
+			res.Status = r.ReplyStatus()
+			b.host.UserCode(ctx, c.Code, res)
 		}
 		return
 	}
@@ -188,8 +191,9 @@ func (b *Bridge) showProblems(r *kernel.Request) {
 }
 
 // forward sends r to the backing kernel under the frontend's msg_id and
-// relays everything that comes back.
-func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType string) {
+// relays everything that comes back; col, if not nil, collects what the
+// request printed.
+func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType string, col *collector) {
 	if !b.runner.Running() {
 		r.Busy() // it died since DeferBusy: a start takes long
 	}
@@ -239,7 +243,12 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 		Buffers:  r.Msg.Buffers,
 		Header:   &hdr,
 	}, client.Handlers{
-		IOPub: func(m *wire.Message) { b.relay(r, m) },
+		IOPub: func(m *wire.Message) {
+			b.relay(r, m)
+			if col != nil {
+				col.add(m)
+			}
+		},
 		Input: func(prompt string, password bool) (string, error) {
 			return r.Input(inputCtx, prompt, password)
 		},
@@ -314,6 +323,34 @@ func (b *Bridge) fail(r *kernel.Request, replyType, ename, evalue string) {
 		}
 	}
 	b.log.Info("request failed", "msg_type", r.Type(), "ename", ename, "evalue", strings.TrimSpace(evalue))
+}
+
+// collector gathers what a user's cell printed, for the model: a
+// backing.Collector that takes the first maxCollected bytes of output (the
+// model is given a few KiB of it) and that a remote kernel's reader may
+// still feed after the request returned.
+type collector struct {
+	mu sync.Mutex
+	n  int
+	c  backing.Collector
+}
+
+const maxCollected = 1 << 20
+
+func (c *collector) add(m *wire.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n >= maxCollected {
+		return
+	}
+	c.n += len(m.Content)
+	c.c.Add(m)
+}
+
+func (c *collector) result() backing.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.c.Result()
 }
 
 // recentRequests remembers the last n forwarded requests by msg_id.

@@ -26,7 +26,7 @@ const magicHelp = `%agent new              start a new session
 %agent model [NAME]     show or set the model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:NAME, replay:FILE)
 %agent mode [NAME]      show or set the permission mode (default, acceptEdits, bypassPermissions, plan)
 %agent cost             tokens and cost of this session
-%agent export FILE      write this session (both histories) as JSONL
+%agent export FILE      write this session: FILE.ipynb as a notebook, else both histories as JSONL
 %agent webview [stop]   show the live web panel (link and IFrame); stop it
 %agent mcp [restart [NAME]]
                         the MCP servers: status, transport, tools, errors; restart one or all

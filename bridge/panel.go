@@ -14,6 +14,7 @@ import (
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/mcp"
+	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/webview"
 )
@@ -146,6 +147,13 @@ func (p panelAgent) Subscribe(f func(webview.Event)) func() {
 		switch e.Kind {
 		case agent.EventMessageCreated:
 			f(webview.Event{Kind: webview.EventMessageCreated, Message: e.Message})
+			if m := e.Message; m != nil && m.Type == messages.TypeSay && !m.Partial &&
+				(m.Say == messages.SayText || m.Say == messages.SayUserFeedback) {
+				// The first prompt names the session: the header follows.
+				if title, err := h.Title(context.Background()); err == nil && title != "" {
+					f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model(), Title: title})
+				}
+			}
 		case agent.EventMessageUpdated:
 			f(webview.Event{Kind: webview.EventMessageUpdated, Message: e.Message})
 		case agent.EventRewound:

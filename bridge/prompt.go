@@ -140,7 +140,9 @@ func (c *cellOut) show(m messages.UIMessage, render func(string) string) {
 	}
 	d.text = m.Text
 	now := time.Now()
-	due := !m.Partial || !d.created || now.Sub(d.last) >= updateInterval
+	// Every update, the final one too, keeps the interval: the rate holds
+	// in any second. The final text goes out when the interval is up.
+	due := !d.created || now.Sub(d.last) >= updateInterval
 	if !due {
 		if d.timer == nil {
 			d.timer = time.AfterFunc(updateInterval-now.Sub(d.last), func() { c.flush(d) })
@@ -175,14 +177,29 @@ func (c *cellOut) publishLocked(d *display) {
 		"metadata":  map[string]any{},
 		"transient": map[string]any{"display_id": d.id},
 	}
-	d.shown, d.last = d.text, time.Now()
+	d.shown = d.text
 	if err := c.r.Publish(kind, content); err != nil {
 		c.b.log.Debug("publish display", "error", err)
 	}
+	// Stamped after the message is: the next update's header date is at
+	// least updateInterval after this one's.
+	d.last = time.Now()
 }
 
-// finish publishes what the throttle still holds and the footer.
+// finish publishes what the throttle still holds, once the interval since
+// each display's last update is up, and the footer.
 func (c *cellOut) finish() {
+	c.mu.Lock()
+	var wait time.Duration
+	for _, d := range c.displays {
+		if d.timer != nil || d.text != d.shown {
+			wait = max(wait, updateInterval-time.Since(d.last))
+		}
+	}
+	c.mu.Unlock()
+	if wait > 0 {
+		time.Sleep(wait) // at most updateInterval, at the end of a turn
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, d := range c.displays {
@@ -239,6 +256,11 @@ func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Turn) (se
 		b.replyError(r, count, "NoModelConfigured", agent.NoModelHelp)
 	case errors.Is(err, agent.ErrAPIFailed):
 		b.replyError(r, count, "ModelAPIError", strings.TrimPrefix(err.Error(), agent.ErrAPIFailed.Error()+": "))
+	case errors.Is(err, session.ErrSuperseded):
+		// Not an error: the cell ends, what it showed stays, and a queued
+		// cell is not aborted.
+		c.stream("stderr", "[agentkernel] stopped here: a newer prompt took over (what streamed is kept, marked partial)\n")
+		b.replyOK(r, count, "")
 	case errors.Is(err, context.Canceled):
 		b.replyError(r, count, "KeyboardInterrupt", "the agent was interrupted")
 	case err != nil:

@@ -59,6 +59,8 @@ type Config struct {
 	// PermissionMode, Allow and Deny configure each session's Policy.
 	PermissionMode agent.Mode
 	Allow, Deny    []string
+	// Notebook writes `%agent export FILE.ipynb`; nil: only JSONL exports.
+	Notebook NotebookWriter
 	// Checkpoints set the limits of the workspace tracking that rewinds
 	// restore files from.
 	Checkpoints checkpoint.Options
@@ -103,6 +105,7 @@ type Host struct {
 	logMark   map[string]int64 // per session: the last entry it has seen
 	providers map[string]provider.Provider
 	mcp       *mcp.Manager // made at the first session
+	cells     []string     // code mode's cells run before any session: the first one's context
 	closed    bool
 
 	outMu  sync.Mutex // guards output
@@ -338,6 +341,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		return prev, nil
 	}
 	h.cur = c
+	c.cells, h.cells = h.cells, nil
 	h.mu.Unlock()
 	if prev != nil {
 		h.leave(prev)

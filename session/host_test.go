@@ -52,7 +52,7 @@ func (f *fakeRunner) Interrupt(context.Context) error { return nil }
 func (f *fakeRunner) Restart(context.Context) error   { return nil }
 func (f *fakeRunner) Describe() string                { return "fake" }
 func (f *fakeRunner) Close() error                    { return nil }
-func (f *fakeRunner) Debugger() bool { return false }
+func (f *fakeRunner) Debugger() bool                  { return false }
 
 func (f *fakeRunner) LanguageInfo(context.Context) json.RawMessage {
 	return json.RawMessage(`{"name":"python"}`)
@@ -431,5 +431,48 @@ func TestRewindWhenTheKernelCannotRestart(t *testing.T) {
 	}
 	if !strings.Contains(rw.KernelNote, "no such kernelspec") || !strings.Contains(rw.Summary(), "could not restart") {
 		t.Fatalf("report %+v", rw)
+	}
+}
+
+// TestUserCodeContext: code mode's own cells, run before the first
+// session and after it, are given to the model with the next prompt (not
+// stored as messages), once.
+func TestUserCodeContext(t *testing.T) {
+	srv, open := scriptedModels(t)
+	srv.Enqueue(scripted.Reply(scripted.Text("I see.")), scripted.Reply(scripted.Text("Again.")),
+		scripted.Reply(scripted.Text("Nothing new.")))
+	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", Kind: "code"})
+	ctx := context.Background()
+	h.UserCode(ctx, "x = 41 + 1\nprint(x)", backing.Result{Stdout: "42\n", Status: "ok"})
+	if _, err := h.Submit(ctx, "What did I compute?", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	last, _ := srv.Last()
+	if !strings.Contains(string(last.Raw), "x = 41 + 1") || !strings.Contains(string(last.Raw), `42\n`) {
+		t.Fatalf("the cell run before the session did not reach the model: %s", last.Raw)
+	}
+	h.UserCode(ctx, "1/0", backing.Result{Error: &backing.Error{Name: "ZeroDivisionError", Value: "division by zero"}, Status: "error"})
+	if _, err := h.Submit(ctx, "And now?", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	last, _ = srv.Last()
+	msgs := last.Messages()
+	lastUser, _ := json.Marshal(msgs[len(msgs)-1])
+	if !strings.Contains(string(lastUser), "1/0") || !strings.Contains(string(lastUser), "ZeroDivisionError: division by zero") {
+		t.Fatalf("the cell run in the session did not reach the model: %s", lastUser)
+	}
+	if _, err := h.Submit(ctx, "Anything else?", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	last, _ = srv.Last()
+	msgs = last.Messages()
+	lastUser, _ = json.Marshal(msgs[len(msgs)-1])
+	if strings.Contains(string(lastUser), "1/0") {
+		t.Fatalf("a cell was given twice: %s", lastUser)
+	}
+	for _, m := range h.History() {
+		if m.Say == messages.SayCellExecuted {
+			t.Fatalf("a code-mode cell was stored as a message: %+v", m)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -144,9 +145,15 @@ func (h *Host) Cost(ctx context.Context) (store.Session, error) {
 	return st.GetSession(ctx, c.id)
 }
 
-// Export writes the current session (both histories) as JSONL to path,
-// relative to the workspace, replacing it atomically. It returns the path
-// written.
+// NotebookWriter writes a stored session (its record and both histories)
+// as a Jupyter notebook. The host cannot build notebooks itself (package
+// notebooks sits above it); cmd wires one in.
+type NotebookWriter func(w io.Writer, s store.Session, h store.Histories) error
+
+// Export writes the current session to path, relative to the workspace,
+// replacing it atomically: a path ending in .ipynb gets a notebook of the
+// session (Config.Notebook), any other both histories as JSONL (what
+// import reads). It returns the path written.
 func (h *Host) Export(ctx context.Context, path string) (string, error) {
 	c, err := h.session(ctx)
 	if err != nil {
@@ -159,14 +166,38 @@ func (h *Host) Export(ctx context.Context, path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(h.cfg.Workspace, path)
 	}
+	write := func(w io.Writer) error { return st.Export(ctx, c.id, w) }
+	if strings.EqualFold(filepath.Ext(path), ".ipynb") {
+		if h.cfg.Notebook == nil {
+			return "", errors.New("session: export: notebooks cannot be written here; use a .jsonl file")
+		}
+		write = func(w io.Writer) error {
+			if err := st.Flush(ctx); err != nil {
+				return err
+			}
+			s, err := st.GetSession(ctx, c.id)
+			if err != nil {
+				return err
+			}
+			hist, err := st.Load(ctx, c.id)
+			if err != nil {
+				return err
+			}
+			return h.cfg.Notebook(w, s, hist)
+		}
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".export-*")
 	if err != nil {
 		return "", fmt.Errorf("session: export: %w", err)
 	}
 	defer os.Remove(f.Name())
-	if err := st.Export(ctx, c.id, f); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
-		return "", err
+		return "", fmt.Errorf("session: export: %w", err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return "", fmt.Errorf("session: export: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		return "", fmt.Errorf("session: export: %w", err)
@@ -194,6 +225,25 @@ func (h *Host) Search(ctx context.Context, query string, limit int) ([]store.Sea
 		return nil, err
 	}
 	return st.Search(ctx, query, store.SearchOptions{Limit: limit})
+}
+
+// Title returns the current session's title ("" without a session).
+func (h *Host) Title(ctx context.Context) (string, error) {
+	h.mu.Lock()
+	c := h.cur
+	h.mu.Unlock()
+	if c == nil {
+		return "", nil
+	}
+	st, err := h.Store()
+	if err != nil {
+		return "", err
+	}
+	s, err := st.GetSession(ctx, c.id)
+	if err != nil {
+		return "", err
+	}
+	return s.Title, nil
 }
 
 // Snapshot is the current session's state, for a display that mirrors it.

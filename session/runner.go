@@ -103,6 +103,38 @@ func (h *Host) RecordCell(ctx context.Context, code string, res backing.Result) 
 		h.log.Warn("record cell", "error", err)
 		return
 	}
+	output := cellOutput(res)
+	c.addCell(cellEntry(code, output))
+	h.recordCode(ctx, c, 0, "cell", code, res.Status)
+	rec, _ := json.Marshal(map[string]string{"code": code, "output": capText(output, 20000), "status": res.Status})
+	if _, err := c.task.Record(ctx, messages.SayCellExecuted, string(rec)); err != nil && !errors.Is(err, agent.ErrBusy) {
+		h.log.Warn("record cell", "error", err)
+	}
+}
+
+// UserCode records a cell the user ran in the backing kernel in code mode:
+// it joins the code a rewind replays, and the cell with what it printed is
+// given to the model with the next prompt (%%agent), as a %%code cell is
+// in prompt mode. The notebook shows the cell itself, so it is not stored
+// as a message, and no session is opened for it: cells run before the
+// first prompt wait on the host for the session that prompt opens.
+func (h *Host) UserCode(ctx context.Context, code string, res backing.Result) {
+	entry := cellEntry(code, cellOutput(res))
+	h.mu.Lock()
+	c := h.cur
+	if c == nil {
+		h.cells = appendCell(h.cells, entry)
+	}
+	h.mu.Unlock()
+	if c != nil {
+		c.addCell(entry)
+	}
+	h.recordCode(ctx, c, 0, "user", code, res.Status)
+}
+
+// cellOutput is what a cell printed, for the model: streams, results,
+// image summaries, the error.
+func cellOutput(res backing.Result) string {
 	output := res.Stdout + res.Stderr + res.Text
 	for _, im := range codeResult(res).Images {
 		output += im.Summary() + "\n"
@@ -110,21 +142,32 @@ func (h *Host) RecordCell(ctx context.Context, code string, res backing.Result) 
 	if res.Error != nil {
 		output += res.Error.Name + ": " + res.Error.Value + "\n"
 	}
+	return output
+}
+
+// cellEntry is one cell as the model is given it.
+func cellEntry(code, output string) string {
 	entry := "```\n" + strings.TrimSpace(code) + "\n```"
 	if out := strings.TrimSpace(output); out != "" {
 		entry += "\nOutput:\n```\n" + capText(out, 2000) + "\n```"
 	}
+	return entry
+}
+
+// appendCell appends entry, keeping the last maxCells.
+func appendCell(cells []string, entry string) []string {
+	cells = append(cells, entry)
+	if len(cells) > maxCells {
+		cells = cells[len(cells)-maxCells:]
+	}
+	return cells
+}
+
+// addCell queues a cell for the model's next prompt.
+func (c *current) addCell(entry string) {
 	c.mu.Lock()
-	c.cells = append(c.cells, entry)
-	if len(c.cells) > maxCells {
-		c.cells = c.cells[len(c.cells)-maxCells:]
-	}
+	c.cells = appendCell(c.cells, entry)
 	c.mu.Unlock()
-	h.recordCode(ctx, c, 0, "cell", code, res.Status)
-	rec, _ := json.Marshal(map[string]string{"code": code, "output": capText(output, 20000), "status": res.Status})
-	if _, err := c.task.Record(ctx, messages.SayCellExecuted, string(rec)); err != nil && !errors.Is(err, agent.ErrBusy) {
-		h.log.Warn("record cell", "error", err)
-	}
 }
 
 // takeCells returns (and forgets) the cells run since the last prompt.

@@ -72,8 +72,13 @@ func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) 
 		return Result{}, err
 	}
 	h.logPrompt(ctx, c, text)
-	return h.follow(ctx, c, t, func() error { return c.task.Submit(text) })
+	return h.follow(ctx, c, t, func() (*agent.Running, error) { return c.task.SubmitTurn(text) })
 }
+
+// ErrSuperseded is returned by Submit when its turn was stopped by a newer
+// prompt (from the web panel, another frontend): what the turn streamed is
+// kept, marked partial, and the newer turn goes on.
+var ErrSuperseded = errors.New("session: a newer prompt stopped this turn")
 
 // Start sends text to the current session without following the turn:
 // its asks wait for Respond (the web panel answers them).
@@ -96,8 +101,10 @@ func (h *Host) StartEdit(ctx context.Context, ts int64, text string, opts Rewind
 	return rw, h.Start(ctx, text)
 }
 
-// follow runs start, then follows the turn it began to its end.
-func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() error) (Result, error) {
+// follow runs start, then follows the turn it began to its end, and no
+// further: a turn that a newer prompt stopped ends the follow with
+// ErrSuperseded, and the newer turn is not followed.
+func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() (*agent.Running, error)) (Result, error) {
 	begin := time.Now()
 	task := c.task
 	before := task.Totals()
@@ -105,7 +112,14 @@ func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() erro
 	res := Result{SessionID: c.id}
 	var mu sync.Mutex
 	var completion *string
+	var run *agent.Running // set once start returned
 	remove := task.Listen(func(e agent.Event) {
+		mu.Lock()
+		r := run
+		mu.Unlock()
+		if r != nil && isDone(r) {
+			return // a later turn's events are not this one's
+		}
 		switch e.Kind {
 		case agent.EventTaskCompleted:
 			text := e.Text
@@ -125,12 +139,17 @@ func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() erro
 	if t.Output != nil {
 		defer h.setOutput(t.Output)()
 	}
-	err := start()
+	r, err := start()
 	if err == nil {
-		err = h.drive(ctx, c, t, &res)
+		mu.Lock()
+		run = r
+		mu.Unlock()
+		err = h.drive(ctx, c, r, t, &res)
 	}
 	if ctx.Err() != nil {
-		task.Cancel()
+		if !isDone(r) {
+			task.Cancel()
+		}
 		err = ctx.Err()
 	}
 	after := task.Totals()
@@ -153,15 +172,48 @@ func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() erro
 	return res, err
 }
 
-// drive follows the turn until it ends, answering asks with t.Approve. An
-// ask answered elsewhere meanwhile (the panel, another frontend) ends the
-// approver's wait: an ask answered anywhere closes everywhere.
-func (h *Host) drive(ctx context.Context, c *current, t Turn, res *Result) error {
+// isDone reports whether the turn r has ended (a nil r has).
+func isDone(r *agent.Running) bool {
+	if r == nil {
+		return true
+	}
+	select {
+	case <-r.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// drive follows the turn run until it ends, answering asks with t.Approve.
+// An ask answered elsewhere meanwhile (the panel, another frontend) ends
+// the approver's wait: an ask answered anywhere closes everywhere.
+func (h *Host) drive(ctx context.Context, c *current, run *agent.Running, t Turn, res *Result) error {
 	task := c.task
+	// The task's Wait follows whichever turn runs; this one ends the wait
+	// when run ends, should a newer turn have started at once.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-run.Done():
+			stop()
+		case <-wctx.Done():
+		}
+	}()
 	for {
-		st, err := task.Wait(ctx)
-		if st != agent.StateWaiting {
-			return err
+		st, _ := task.Wait(wctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if st != agent.StateWaiting || isDone(run) {
+			// The turn has ended (the task clears its turn just before
+			// the turn's Done closes), or a newer one asks.
+			<-run.Done()
+			if run.Superseded() {
+				return ErrSuperseded
+			}
+			return run.Err()
 		}
 		ask, ok := task.PendingAsk()
 		if !ok {

@@ -186,15 +186,6 @@ func (h *Host) leave(c *current) {
 	h.mu.Unlock()
 }
 
-// UserCode records a cell the user ran in the backing kernel (code mode):
-// it is part of what a rewind replays.
-func (h *Host) UserCode(ctx context.Context, code, status string) {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
-	h.recordCode(ctx, c, 0, "user", code, status)
-}
-
 // CodeRun is one piece of code of a session's code log.
 type CodeRun = store.CodeRun
 

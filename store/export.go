@@ -29,10 +29,13 @@ type exportLine struct {
 }
 
 type exportSession struct {
-	ID            string  `json:"id"`
-	CreatedAt     int64   `json:"createdAt"`
-	UpdatedAt     int64   `json:"updatedAt"`
-	DisplayName   string  `json:"displayName,omitempty"`
+	ID          string `json:"id"`
+	CreatedAt   int64  `json:"createdAt"`
+	UpdatedAt   int64  `json:"updatedAt"`
+	DisplayName string `json:"displayName,omitempty"`
+	// Title is the derived title (DeriveTitle), for readers; import
+	// derives it again from the messages.
+	Title         string  `json:"title,omitempty"`
 	Model         string  `json:"model,omitempty"`
 	Provider      string  `json:"provider,omitempty"`
 	Mode          string  `json:"mode,omitempty"`
@@ -66,7 +69,7 @@ func (s *Store) Export(ctx context.Context, sessionID string, w io.Writer) error
 		}
 		hdr := &exportSession{
 			ID: ss.ID, CreatedAt: ss.CreatedAt.UnixMilli(), UpdatedAt: ss.UpdatedAt.UnixMilli(),
-			DisplayName: ss.DisplayName, Model: ss.Model, Provider: ss.Provider, Mode: ss.Mode,
+			DisplayName: ss.DisplayName, Title: ss.Title, Model: ss.Model, Provider: ss.Provider, Mode: ss.Mode,
 			Workspace: ss.Workspace, TokensIn: ss.Usage.TokensIn, TokensOut: ss.Usage.TokensOut,
 			CacheWrites: ss.Usage.CacheWrites, CacheReads: ss.Usage.CacheReads, Cost: ss.Usage.Cost,
 			ArchiveReason: ss.ArchiveReason,

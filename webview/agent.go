@@ -119,6 +119,9 @@ type Event struct {
 	Mode    string
 	Model   string
 	MCP     []MCPServer
+	// Title, with EventSettings, is the session's title when it changed
+	// (the first prompt names the session); "" leaves it as it is.
+	Title string
 }
 
 // ResponseKind is how a client answered an ask.

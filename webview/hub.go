@@ -135,8 +135,14 @@ func (h *hub) applyLocked(ev Event) []byte {
 		h.st.Totals = ev.Totals
 		return mustJSON(totalsFrame{V: ProtocolVersion, Type: "tokenUsage", Totals: ev.Totals})
 	case EventSettings:
+		if ev.Title != "" && ev.Title == h.st.Title && ev.Mode == h.st.Mode && ev.Model == h.st.Model {
+			return nil // a title that did not change
+		}
 		h.st.Mode, h.st.Model = ev.Mode, ev.Model
-		return mustJSON(settingsFrame{V: ProtocolVersion, Type: "settings", Mode: ev.Mode, Model: ev.Model})
+		if ev.Title != "" {
+			h.st.Title = ev.Title
+		}
+		return mustJSON(settingsFrame{V: ProtocolVersion, Type: "settings", Mode: ev.Mode, Model: ev.Model, Title: ev.Title})
 	case EventMCP:
 		h.st.MCPServers = ev.MCP
 		return mustJSON(mcpFrame{V: ProtocolVersion, Type: "mcpServers", Servers: ev.MCP})

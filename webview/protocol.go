@@ -256,6 +256,7 @@ type settingsFrame struct {
 	Type  string `json:"type"` // settings
 	Mode  string `json:"mode"`
 	Model string `json:"model"`
+	Title string `json:"title,omitempty"`
 }
 
 type mcpFrame struct {

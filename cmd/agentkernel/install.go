@@ -128,7 +128,7 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "Installed kernelspec %s in %s\n", *name, target)
-	reportShadows(stdout, stderr, *name, target)
+	reportShadows(stdout, stderr, *name, target, scope == kernel.ScopeSysPrefix)
 	fmt.Fprintf(stdout, "Undo with: agentkernel uninstall --name %s%s\n", *name, scopeFlag(scope, *prefix))
 	return nil
 }
@@ -223,8 +223,10 @@ func checkReplace(dir, name string) error {
 
 // reportShadows says which kernelspecs of the same name the one just
 // installed in target hides from Jupyter, and warns when it is hidden
-// itself or not on Jupyter's search path at all.
-func reportShadows(stdout, stderr io.Writer, name, target string) {
+// itself or not on Jupyter's search path at all. A --sys-prefix install
+// (sysPrefix) is on the search path of the Jupyter that Python runs, which
+// need not be the one this process sees (a venv's).
+func reportShadows(stdout, stderr io.Writer, name, target string, sysPrefix bool) {
 	specs, _ := client.FindSpecs(name)
 	at := -1
 	for i, s := range specs {
@@ -232,6 +234,10 @@ func reportShadows(stdout, stderr io.Writer, name, target string) {
 			at = i
 			break
 		}
+	}
+	if at < 0 && sysPrefix {
+		fmt.Fprintln(stdout, "Jupyter run by the Python of that sys.prefix finds it there")
+		return
 	}
 	if at < 0 {
 		fmt.Fprintf(stderr, "warning: %s is not on Jupyter's search path; add its share/jupyter to JUPYTER_PATH\n",

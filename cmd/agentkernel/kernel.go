@@ -26,6 +26,8 @@ import (
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/eglaunch"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/notebooks"
+	"github.com/agentkernel/agentkernel/store"
 )
 
 func runKernel(args []string, stderr io.Writer) error {
@@ -295,6 +297,13 @@ func agentConfig(model, record string, log hclog.Logger) (bridge.Config, error) 
 		Allow:          fc.Allow,
 		Deny:           fc.Deny,
 		MCPServers:     fc.MCPServers,
+		Notebook: func(w io.Writer, s store.Session, h store.Histories) error {
+			nb, err := sessionNotebook(s, h, nil)
+			if err != nil {
+				return err
+			}
+			return notebooks.Write(w, nb)
+		},
 		OpenModel: func(spec string) (provider.Provider, error) {
 			return models.Open(spec, models.Options{Prices: prices, Record: record})
 		},

@@ -421,9 +421,7 @@ func (c *sessionsCmd) export(ctx context.Context, ref, format, out, kernelName s
 	if err != nil {
 		return err
 	}
-	nb, err := notebooks.FromSession(h.UI, h.API, notebooks.SessionMeta{
-		ID: s.ID, Title: s.Title, Model: s.Model, Provider: s.Provider, Mode: s.Mode, Kernelspec: ks,
-	})
+	nb, err := sessionNotebook(s, h, ks)
 	if err != nil {
 		return err
 	}
@@ -431,6 +429,14 @@ func (c *sessionsCmd) export(ctx context.Context, ref, format, out, kernelName s
 		return notebooks.Write(c.stdout, nb)
 	}
 	return notebooks.WriteFile(out, nb)
+}
+
+// sessionNotebook is a stored session as a notebook (ks, if not nil, is
+// its kernelspec metadata); `%agent export FILE.ipynb` writes it too.
+func sessionNotebook(s store.Session, h store.Histories, ks *notebooks.KernelspecMeta) (*notebooks.Notebook, error) {
+	return notebooks.FromSession(h.UI, h.API, notebooks.SessionMeta{
+		ID: s.ID, Title: s.Title, Model: s.Model, Provider: s.Provider, Mode: s.Mode, Kernelspec: ks,
+	})
 }
 
 // writeAtomic writes path through a temporary file in its directory,

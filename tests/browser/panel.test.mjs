@@ -433,6 +433,87 @@ async function main() {
       await shot(narrow, "08-final-narrow");
       await shot(wide, "08-final-wide");
     });
+
+    await step("the first prompt names the session in the panel header", async () => {
+      assert.equal((await cellDone(await execute("%agent new"))).status, "ok");
+      const sid = await wide.evaluate(() => window.__akPanel.state().sessionId);
+      await enqueue([{ text: ["A plan follows."] }]);
+      assert.equal((await cellDone(await execute("Plan the garden layout"))).status, "ok");
+      for (const p of [narrow, wide]) {
+        await p.waitForFunction(() => document.getElementById("title").textContent === "Plan the garden layout", null, { timeout: TIMEOUT });
+      }
+      assert.equal(await wide.evaluate(() => window.__akPanel.state().sessionId), sid, "the same session");
+      await shot(wide, "09-title-wide");
+    });
+
+    await step("a followup question answered from the panel; the notebook cell continues", async () => {
+      const question = { question: "Which flowers should it have?", suggestions: ["roses", "tulips"] };
+      await enqueue([{ tool: { id: "f1", name: "ask_followup_question", args: JSON.stringify(question) } }],
+        [{ text: ["Tulips it is."] }]);
+      const id = await execute("Pick flowers for me");
+      const w = await cellWaiting(id); // asked on the notebook's stdin too
+      assert.ok(w.prompts[0].includes("Which flowers should it have?"), JSON.stringify(w.prompts));
+      for (const p of [narrow, wide]) await p.waitForSelector("#ask:not([hidden])[data-ask=followup]", { timeout: TIMEOUT });
+      await shot(wide, "10-followup-wide");
+      await wide.click("#askSuggest button.suggestion >> text=tulips");
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("#ask", { state: "hidden", timeout: TIMEOUT });
+        await p.waitForSelector("text=Tulips it is.", { timeout: TIMEOUT });
+      }
+      const c0 = await cell(id);
+      if (c0.waiting) await stdin(id, "ignored: the panel answered first");
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok", JSON.stringify(c));
+      assert.ok(outputsText(c).includes("Tulips it is."), outputsText(c));
+      const reqs = await requests();
+      // JSON of the tool message: "\u003canswer\u003e\ntulips\n\u003c/answer\u003e"
+      assert.match(reqs[reqs.length - 1].all, /answer.{1,14}tulips.{1,14}answer/, "the answer did not reach the model as the tool result");
+    });
+
+    await step("always allow from the panel: the same kind is not asked again", async () => {
+      await enqueue([{ tool: { id: "a1", name: "execute_code", args: JSON.stringify({ code: "print('first run')" }) } }],
+        [{ text: ["Ran once."] }]);
+      const id = await execute("Run the first thing");
+      await cellWaiting(id);
+      for (const p of [narrow, wide]) await p.waitForSelector("#ask:not([hidden])[data-ask=command]", { timeout: TIMEOUT });
+      await narrow.click("#alwaysAllow");
+      for (const p of [narrow, wide]) await p.waitForSelector("#ask", { state: "hidden", timeout: TIMEOUT });
+      const c0 = await cell(id);
+      if (c0.waiting) await stdin(id, "n");
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok", JSON.stringify(c));
+      assert.ok(outputsText(c).includes("first run"), outputsText(c));
+
+      await enqueue([{ tool: { id: "a2", name: "execute_code", args: JSON.stringify({ code: "print('second run')" }) } }],
+        [{ text: ["Ran again without asking."] }]);
+      const id2 = await execute("Run the second thing");
+      const c2 = await cellDone(id2);
+      assert.equal(c2.status, "ok", JSON.stringify(c2));
+      assert.deepEqual(c2.prompts || [], [], "asked again on the notebook's stdin");
+      assert.ok(outputsText(c2).includes("second run") && outputsText(c2).includes("Ran again without asking."), outputsText(c2));
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("text=Ran again without asking.", { timeout: TIMEOUT });
+        assert.equal(await p.evaluate(() => window.__akPanel.state().pendingAsk), null);
+      }
+    });
+
+    await step("a prompt from the panel while a notebook turn streams stops that turn cleanly", async () => {
+      await enqueue([{ text: ["Working on the long answer"] }, { delayMs: 60000 }, { text: [" that never comes."] }],
+        [{ text: ["Switched to the new request."] }]);
+      const id = await execute("Write a long essay");
+      for (const p of [narrow, wide]) await p.waitForSelector("text=Working on the long answer", { timeout: TIMEOUT });
+      await wide.fill("#prompt", "Stop that, just say hi");
+      await wide.press("#prompt", "Enter");
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok", JSON.stringify(c));
+      const out = outputsText(c);
+      assert.ok(out.includes("Working on the long answer") && out.includes("a newer prompt took over"), out);
+      assert.ok(!out.includes("Switched to the new request.") && !out.includes("never comes"), out);
+      for (const p of [narrow, wide]) await p.waitForSelector("text=Switched to the new request.", { timeout: TIMEOUT });
+      const old = await wide.evaluate(() => window.__akPanel.state().messages.find((m) => m.text === "Working on the long answer"));
+      assert.ok(old && old.partial, "the cut message is kept, marked partial: " + JSON.stringify(old));
+      await shot(wide, "11-superseded-wide");
+    });
   } finally {
     await browser.close();
     rmSync(profile, { recursive: true, force: true });

@@ -89,6 +89,7 @@
         break;
       case "settings":
         st.mode = f.mode; st.model = f.model;
+        if (f.title) st.title = f.title;
         break;
       case "mcpServers":
         st.mcpServers = f.servers || [];

@@ -7,6 +7,10 @@
 //	ollama:qwen2.5-coder         OLLAMA_HOST (default http://localhost:11434)
 //	replay:FILE                  a cassette recorded with Options.Record
 //
+// A model the tables and Options.Prices do not give a context window gets
+// it from its server, asked once when first needed: Ollama's /api/show,
+// an OpenAI-compatible server's /models (vLLM's max_model_len).
+//
 // A model string without a provider ("gpt-4.1") is looked up in the price
 // tables. Resolution of which string to use (explicit > session >
 // kernelspec env / config > none) is the caller's; Resolve helps.
@@ -66,6 +70,9 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		}
 		secrets = append(secrets, key)
 		p, err = openai.New(openai.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
+		if err == nil && base != "" {
+			p = withWindow(p, openAIWindow(o.HTTPClient, strings.TrimSuffix(base, "/"), key, model))
+		}
 	case "ollama":
 		host := getenv("OLLAMA_HOST")
 		if host == "" {
@@ -78,8 +85,12 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		if info == nil {
 			info = &free
 		}
-		p, err = openai.New(openai.Config{Name: "ollama", BaseURL: strings.TrimSuffix(host, "/") + "/v1", Model: model,
+		host = strings.TrimSuffix(host, "/")
+		p, err = openai.New(openai.Config{Name: "ollama", BaseURL: host + "/v1", Model: model,
 			HTTPClient: o.HTTPClient, Info: info})
+		if err == nil {
+			p = withWindow(p, ollamaWindow(o.HTTPClient, host, model))
+		}
 	case "anthropic":
 		key := getenv("ANTHROPIC_API_KEY")
 		base := getenv("ANTHROPIC_BASE_URL")

@@ -297,7 +297,11 @@ func (t *Task) Policy() *Policy { return t.perm }
 // followup's answer, feedback to a completion, a reply after a failure);
 // otherwise it starts a turn. A running turn is cancelled first. Submit
 // returns at once; use Wait to follow the turn.
-func (t *Task) Submit(text string) error {
+func (t *Task) Submit(text string) error { return t.SubmitLimited(text, Limits{}) }
+
+// SubmitLimited is Submit with limits on the turn it starts (none on a
+// running turn whose ask the text answers).
+func (t *Task) SubmitLimited(text string, lim Limits) error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -334,13 +338,13 @@ func (t *Task) Submit(text string) error {
 	go func() {
 		defer t.wg.Done()
 		defer close(done)
-		err := t.runTurn(ctx, text, resumeFrom)
+		err := t.runTurn(ctx, text, resumeFrom, lim)
 		cancelTurn()
 		t.mu.Lock()
 		t.state, t.cancel, t.turnDone, t.lastErr = StateIdle, nil, nil, err
 		t.notifyLocked()
 		t.mu.Unlock()
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrMaxTurns) && !errors.Is(err, ErrMaxBudget) {
 			t.log.Warn("turn ended with an error", "error", err)
 		}
 	}()

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import nbformat
@@ -266,6 +267,53 @@ def test_ask_partial_messages_are_deltas(cli, env):
     texts = [b["text"] for e in events if e["type"] == "assistant"
              for b in e["message"]["content"] if b["type"] == "text"]
     assert deltas and "".join(deltas) == "".join(texts), (deltas, texts)
+
+
+def test_ask_stream_json_input(cli, env, model, tmp_path):
+    """User messages from stdin are turns of one session; the agent's code ask is a
+    can_use_tool control_request, answered by a control_response line; EOF ends the run."""
+    from test_prompt_e2e import text, tool
+    e = dict(env, OPENAI_BASE_URL=model.url + "/v1", OPENAI_API_KEY="sk-test-not-real")
+    model.enqueue(tool("c1", "execute_code", {"code": "print(6 * 7)"}), text("It printed 42."), text("Second answer."))
+    p = subprocess.Popen([cli["binary"], "ask", "--model", "openai:gpt-4.1", "--input-format", "stream-json",
+                          "--output-format", "stream-json"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=e, cwd=tmp_path)
+    watchdog = threading.Timer(TIMEOUT, p.kill)
+    watchdog.start()
+    try:
+        def send(obj):
+            p.stdin.write(json.dumps(obj) + "\n")
+            p.stdin.flush()
+
+        def user(content):
+            send({"type": "user", "message": {"role": "user", "content": content}})
+
+        user("Print six times seven in the kernel.")
+        events, results = [], 0
+        for line in p.stdout:
+            ev = json.loads(line)
+            events.append(ev)
+            if ev["type"] == "control_request":
+                req = ev["request"]
+                assert req["subtype"] == "can_use_tool" and req["tool_name"] == "execute_code", req
+                assert req["tool_use_id"] == "c1" and req["input"] == {"code": "print(6 * 7)"}, req
+                send({"type": "control_response", "response": {"subtype": "success", "request_id": ev["request_id"],
+                                                                 "response": {"behavior": "allow"}}})
+            elif ev["type"] == "result":
+                results += 1
+                if results == 1:
+                    user([{"type": "text", "text": "And a second question."}])
+                else:
+                    p.stdin.close()
+        assert p.wait() == 0, p.stderr.read()
+    finally:
+        watchdog.cancel()
+    results = [ev for ev in events if ev["type"] == "result"]
+    assert [r["result"] for r in results] == ["It printed 42.", "Second answer."], results
+    assert len({ev["session_id"] for ev in events if ev["type"] != "control_request"}) == 1
+    printed = [ev["content"]["text"] for ev in events
+               if ev["type"] == "system" and ev["subtype"] == "kernel_output" and ev["msg_type"] == "stream"]
+    assert printed == ["42\n"], printed
 
 
 def test_ask_text_json_and_stdin(cli, env):

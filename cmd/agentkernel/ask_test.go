@@ -233,30 +233,10 @@ func TestAskStreamJSONInput(t *testing.T) {
 		scripted.Reply(scripted.Text("Written.")),
 		scripted.Reply(scripted.Text("Second answer.")),
 	)
-	inR, inW := io.Pipe()
-	stdout := &lineWriter{lines: make(chan string, 100)}
-	done := make(chan error, 1)
-	go func() {
-		var stderr bytes.Buffer
-		done <- runAsk([]string{"--model", askModel, "--input-format", "stream-json", "--output-format", "stream-json"},
-			inR, stdout, &stderr)
-		close(stdout.lines)
-	}()
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(inW, "%s\n", b); err != nil {
-			t.Error(err)
-		}
-	}
-	send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": "Write a.txt"}})
-	var evs []event
+	a := startAsk(t)
+	a.user("Write a.txt")
 	results := 0
-	for line := range stdout.lines {
-		var e event
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("not JSON: %q", line)
-		}
-		evs = append(evs, e)
+	evs, err := a.events(func(e event) {
 		switch e.kind() {
 		case "control_request":
 			req := e["request"].(map[string]any)
@@ -264,19 +244,17 @@ func TestAskStreamJSONInput(t *testing.T) {
 				req["input"].(map[string]any)["content"] != "hi" {
 				t.Errorf("control request %v", req)
 			}
-			send(map[string]any{"type": "control_response", "response": map[string]any{
-				"subtype": "success", "request_id": e["request_id"], "response": map[string]any{"behavior": "allow"}}})
+			a.answer(e, map[string]any{"behavior": "allow"})
 		case "result":
 			results++
 			if results == 1 {
-				send(map[string]any{"type": "user", "message": map[string]any{"role": "user",
-					"content": []any{map[string]any{"type": "text", "text": "And now?"}}}})
+				a.user([]any{map[string]any{"type": "text", "text": "And now?"}})
 			} else {
-				inW.Close()
+				a.in.Close()
 			}
 		}
-	}
-	if err := <-done; err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	var res []event
@@ -390,6 +368,138 @@ func TestAskDenialFails(t *testing.T) {
 	d := res.Denials[0]
 	if d.ToolName != "write_file" || d.ToolUseID != "c1" || d.ToolInput["path"] != "a.txt" || !strings.Contains(d.Reason, "policy:none") {
 		t.Errorf("denial %+v", d)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "a.txt")); !os.IsNotExist(err) {
+		t.Errorf("the denied call ran: %v", err)
+	}
+}
+
+// askSession is ask with --input-format stream-json, run on a pipe.
+type askSession struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	out  *lineWriter
+	done chan error
+}
+
+func startAsk(t *testing.T, args ...string) *askSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	s := &askSession{t: t, in: inW, out: &lineWriter{lines: make(chan string, 100)}, done: make(chan error, 1)}
+	go func() {
+		var stderr bytes.Buffer
+		s.done <- runAsk(append([]string{"--model", askModel, "--input-format", "stream-json", "--output-format", "stream-json"}, args...),
+			inR, s.out, &stderr)
+		close(s.out.lines)
+		inR.Close() // ask stopped reading: a write must not block
+	}()
+	return s
+}
+
+// send writes one line to ask's stdin.
+func (s *askSession) send(v any) {
+	b, _ := json.Marshal(v)
+	if _, err := fmt.Fprintf(s.in, "%s\n", b); err != nil {
+		s.t.Errorf("ask stopped reading: %v", err)
+	}
+}
+
+func (s *askSession) user(content any) {
+	s.send(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": content}})
+}
+
+func (s *askSession) answer(req event, response map[string]any) {
+	s.send(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": req["request_id"], "response": response}})
+}
+
+// events calls f with each output event until ask ends, and returns all
+// of them and ask's error.
+func (s *askSession) events(f func(event)) ([]event, error) {
+	var evs []event
+	for line := range s.out.lines {
+		var e event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			s.t.Fatalf("not JSON: %q", line)
+		}
+		evs = append(evs, e)
+		f(e)
+	}
+	return evs, <-s.done
+}
+
+// TestAskStreamJSONBudgetAcrossPrompts: --max-budget-usd is the run's: a
+// prompt that comes after it is spent is not sent to the model.
+func TestAskStreamJSONBudgetAcrossPrompts(t *testing.T) {
+	srv, _ := askEnv(t)
+	srv.Enqueue(scripted.Reply(scripted.ToolCall("c1", "write_file", `{"path": "a.txt", "content": "hi"}`),
+		scripted.UsageStep(scripted.Usage{Input: 1000, Output: 100})))
+	a := startAsk(t, "--approve", "all", "--max-budget-usd", "0.001")
+	a.user("First")
+	a.user("Second")
+	a.in.Close()
+	evs, err := a.events(func(event) {})
+	if err == nil {
+		t.Fatal("the stopped run exited 0")
+	}
+	var res []event
+	for _, e := range evs {
+		if e.kind() == "result" {
+			res = append(res, e)
+		}
+	}
+	if len(res) != 2 {
+		t.Fatalf("%d results, want one per prompt", len(res))
+	}
+	for i, r := range res {
+		if r.str("subtype") != "error_max_budget_usd" || r["total_cost_usd"].(float64) < 0.001 || r["num_turns"] != float64(1-i) {
+			t.Errorf("result %d: %v", i, r)
+		}
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d model requests, want 1: the second prompt was sent over budget", n)
+	}
+}
+
+// TestAskStreamJSONFollowupAndDenial: a followup question is answered
+// by a control_response's answer, and a can_use_tool denied with a message
+// tells the model the message; the denial fails the run.
+func TestAskStreamJSONFollowupAndDenial(t *testing.T) {
+	srv, ws := askEnv(t)
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("q1", "ask_followup_question", `{"question": "Which file?", "suggestions": ["a.txt", "b.txt"]}`)),
+		scripted.Reply(scripted.ToolCall("c1", "write_file", `{"path": "a.txt", "content": "hi"}`)),
+		scripted.Reply(scripted.Text("I left it.")),
+	)
+	a := startAsk(t)
+	a.user("Write a file")
+	var res event
+	_, err := a.events(func(e event) {
+		switch e.kind() {
+		case "control_request":
+			req := e["request"].(map[string]any)
+			answer := map[string]any{"behavior": "deny", "message": "not that file"}
+			if req["subtype"] == "followup" {
+				if req["question"] != "Which file?" || fmt.Sprint(req["options"]) != "[a.txt b.txt]" {
+					t.Errorf("followup request %v", req)
+				}
+				answer = map[string]any{"answer": "a.txt, please"}
+			}
+			a.answer(e, answer)
+		case "result":
+			res = e
+			a.in.Close()
+		}
+	})
+	if err == nil || !strings.Contains(err.Error(), "denied (write_file)") {
+		t.Fatalf("error %v, want the denial", err)
+	}
+	if d, _ := res["permission_denials"].([]any); len(d) != 1 || res.str("subtype") != "success" {
+		t.Errorf("result %v", res)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 || !strings.Contains(string(reqs[1].Raw), "a.txt, please") || !strings.Contains(string(reqs[2].Raw), "not that file") {
+		t.Errorf("the answers did not reach the model: %d requests", len(reqs))
 	}
 	if _, err := os.Stat(filepath.Join(ws, "a.txt")); !os.IsNotExist(err) {
 		t.Errorf("the denied call ran: %v", err)

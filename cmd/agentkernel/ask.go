@@ -52,8 +52,9 @@ object per line, until EOF. See docs/stream-json.md.
 the run's requests may cost; either stops the run between two requests
 with a result of subtype error_max_turns or error_max_budget_usd.
 
-The exit status is 1 when a result is an error, and also when a tool call
-was denied (the result's permission_denials lists them).`
+The exit status is 1 when a result is an error (a hook that blocks the
+prompt makes one), and also when a tool call was denied (the result's
+permission_denials lists them).`
 
 // askFormat is --output-format.
 type askFormat string
@@ -301,6 +302,9 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			res, askErr = session.Result{SessionID: sid}, agent.ErrMaxBudget
 		} else {
 			res, askErr = host.Submit(ctx, prompt, turn)
+		}
+		if askErr == nil {
+			askErr = tr.promptBlocked()
 		}
 		total += res.Usage.Cost
 		result, d := tr.result(res, modelName, total, askErr)

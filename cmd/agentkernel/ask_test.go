@@ -505,3 +505,29 @@ func TestAskStreamJSONFollowupAndDenial(t *testing.T) {
 		t.Errorf("the denied call ran: %v", err)
 	}
 }
+
+// TestAskBlockedPromptFails: a prompt that a UserPromptSubmit hook blocks
+// never reaches the model, and the run fails with the hook's reason.
+func TestAskBlockedPromptFails(t *testing.T) {
+	srv, _ := askEnv(t)
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	hook := `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo 'not now' >&2; exit 2"}]}]}}`
+	if err := os.WriteFile(cfg, []byte(hook), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AGENTKERNEL_CONFIG", cfg)
+	out, err := ask(t, strings.NewReader(""), "Anything?", "--output-format", "json")
+	if err == nil || !strings.Contains(err.Error(), "hook blocked the prompt: not now") {
+		t.Fatalf("error %v, want the blocked prompt", err)
+	}
+	var res event
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.str("subtype") != "error_during_execution" || res["is_error"] != true {
+		t.Errorf("result %v", res)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("the blocked prompt reached the model (%d requests)", n)
+	}
+}

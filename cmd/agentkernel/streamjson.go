@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
@@ -43,6 +45,7 @@ type transcript struct {
 	denials []denial                // of the running turn
 	apiFrom time.Time               // the running model request's start
 	apiTime time.Duration           // of the running turn
+	blocked string                  // why a hook blocked the running turn's prompt
 }
 
 // openBlock is a text or thinking block whose UI message is streaming.
@@ -104,6 +107,10 @@ func (t *transcript) Event(e agent.Event) {
 		t.updated(*e.Message)
 	case agent.EventAPIMessage:
 		t.apiMessage(*e.API, e.Reply)
+	case agent.EventHookBlocked:
+		if reason, ok := strings.CutPrefix(e.Text, string(hooks.UserPromptSubmit)+": "); ok && e.Tool == "" {
+			t.blocked = reason
+		}
 	case session.EventCheckpoint:
 		var cp session.Checkpoint
 		if json.Unmarshal([]byte(e.Text), &cp) == nil {
@@ -139,6 +146,17 @@ func (t *transcript) created(m messages.UIMessage, toolID string) {
 	case m.Say == messages.SayError:
 		t.system("error", map[string]any{"text": m.Text})
 	}
+}
+
+// promptBlocked returns why a UserPromptSubmit hook blocked the turn's
+// prompt, if one did: the run did not do what was asked.
+func (t *transcript) promptBlocked() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.blocked == "" {
+		return nil
+	}
+	return fmt.Errorf("a UserPromptSubmit hook blocked the prompt: %s", t.blocked)
 }
 
 // requestEnded adds the running model request's time to the turn's.
@@ -305,7 +323,7 @@ func (t *transcript) result(res session.Result, model string, total float64, err
 	t.mu.Lock()
 	t.requestEnded()
 	denials, apiTime := t.denials, t.apiTime
-	t.denials, t.apiTime = nil, 0
+	t.denials, t.apiTime, t.blocked = nil, 0, ""
 	t.mu.Unlock()
 	out := map[string]any{
 		"subtype": resultSubtype(err), "is_error": err != nil, "result": res.Text,

@@ -166,8 +166,9 @@ def test_ask_with_hooks(agentkernel_env, model, tmp_path):
     n1 = len(model.requests())
     proc = subprocess.run([binary, "ask", "Anything?", "--model", MODELS["openai"]],
                           cwd=ws, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "no prompts after hours" in proc.stderr, proc.stderr
+    # The run did not do what was asked: it fails, with the hook's reason.
+    assert proc.returncode == 1, proc.stderr
+    assert "hook blocked the prompt: no prompts after hours" in proc.stderr, proc.stderr
     assert len(model.requests()) == n1, "a blocked prompt reached the model"
 
 

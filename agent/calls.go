@@ -64,7 +64,7 @@ func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes
 	}
 	if err := t.appendAPI(context.WithoutCancel(ctx), messages.APIMessage{
 		Role: messages.RoleUser, Content: results, TS: t.clock.Next(),
-	}); err != nil {
+	}, nil); err != nil {
 		return err
 	}
 	if stopErr != nil && !errors.Is(stopErr, errStop) {
@@ -214,7 +214,7 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 // recordDecision stores an allow or deny decision as a UI message.
 func (t *Task) recordDecision(ctx context.Context, call provider.ToolCall, d Decision) (messages.UIMessage, error) {
 	m := DecisionMessage(t.clock.Next(), call, d)
-	return m, t.create(ctx, m)
+	return m, t.createFor(ctx, m, call.ID)
 }
 
 // maxResponsePreview caps the text of an mcp_server_response message: the

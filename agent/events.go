@@ -3,6 +3,7 @@ package agent
 import (
 	"sync"
 
+	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/messages"
 )
 
@@ -24,10 +25,11 @@ const (
 	EventToolFailed      EventKind = "toolFailed"   // Tool, Text: the error
 	EventSetNextInput    EventKind = "setNextInput" // Text: code for a new cell (propose_cell)
 	EventRewound         EventKind = "messagesRewound"
-	EventToolStarted     EventKind = "toolStarted"  // Tool, ToolID: an allowed call starts running
-	EventToolFinished    EventKind = "toolFinished" // Tool, ToolID, Failed: the call ran
-	EventHookBlocked     EventKind = "hookBlocked"  // Tool (if any), Text: "Event: reason"
-	EventHookFailed      EventKind = "hookFailed"   // Tool (if any), Text: what failed
+	EventToolStarted     EventKind = "toolStarted"        // Tool, ToolID: an allowed call starts running
+	EventToolFinished    EventKind = "toolFinished"       // Tool, ToolID, Failed: the call ran
+	EventHookBlocked     EventKind = "hookBlocked"        // Tool (if any), Text: "Event: reason"
+	EventHookFailed      EventKind = "hookFailed"         // Tool (if any), Text: what failed
+	EventAPIMessage      EventKind = "apiMessageAppended" // API: a message added to the API history; Reply for the model's
 )
 
 // Event is one notification from a Task. Message points at a copy that the
@@ -38,7 +40,8 @@ type Event struct {
 	Usage   Totals
 	Tool    string
 	Text    string
-	// ToolID is the call's id (toolStarted, toolFinished).
+	// ToolID is the call's id (toolStarted, toolFinished, and the
+	// messageCreated of a permission decision on the call).
 	ToolID string
 	// Failed is set on toolFinished when the call failed or its result is
 	// an error (code that raised).
@@ -46,6 +49,20 @@ type Event struct {
 	// ToolUsage is set on taskCompleted: calls and failures per tool in
 	// this task so far.
 	ToolUsage map[string]ToolCount
+	// API is set on apiMessageAppended: a copy of the message, stored
+	// before the event.
+	API *messages.APIMessage
+	// Reply is set on apiMessageAppended when the message is the model's
+	// answer to a request.
+	Reply *Reply
+}
+
+// Reply describes the model request an assistant API message answers.
+type Reply struct {
+	Model string // the model's id, as its API names it
+	Usage provider.Usage
+	Cost  float64 // USD
+	Stop  provider.StopReason
 }
 
 // ToolCount counts one tool's calls.

@@ -16,13 +16,19 @@ func (e *storeError) Unwrap() error { return e.err }
 
 // create stores a new UI message, appends it and tells the listeners.
 func (t *Task) create(ctx context.Context, m messages.UIMessage) error {
+	return t.createFor(ctx, m, "")
+}
+
+// createFor is create for a message about the tool call toolID (a
+// permission decision): its event carries the call's id.
+func (t *Task) createFor(ctx context.Context, m messages.UIMessage, toolID string) error {
 	if err := t.cfg.Store.AppendUI(context.WithoutCancel(ctx), t.cfg.SessionID, m); err != nil {
 		return &storeError{err}
 	}
 	t.mu.Lock()
 	t.ui = append(t.ui, m)
 	t.mu.Unlock()
-	t.lis.Emit(Event{Kind: EventMessageCreated, Message: &m})
+	t.lis.Emit(Event{Kind: EventMessageCreated, Message: &m, ToolID: toolID})
 	return nil
 }
 
@@ -52,14 +58,16 @@ func (t *Task) update(ctx context.Context, m messages.UIMessage) error {
 	return nil
 }
 
-// appendAPI stores and appends an API message.
-func (t *Task) appendAPI(ctx context.Context, m messages.APIMessage) error {
+// appendAPI stores and appends an API message and tells the listeners;
+// reply, for the model's answer, says what its request cost.
+func (t *Task) appendAPI(ctx context.Context, m messages.APIMessage, reply *Reply) error {
 	if err := t.cfg.Store.AppendAPI(context.WithoutCancel(ctx), t.cfg.SessionID, m); err != nil {
 		return &storeError{err}
 	}
 	t.mu.Lock()
 	t.api = append(t.api, m)
 	t.mu.Unlock()
+	t.lis.Emit(Event{Kind: EventAPIMessage, API: &m, Reply: reply})
 	return nil
 }
 

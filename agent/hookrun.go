@@ -136,7 +136,7 @@ func (t *Task) stopFeedback(ctx context.Context, reason string) error {
 	}
 	return t.appendAPI(ctx, messages.APIMessage{
 		Role: messages.RoleUser, Content: []messages.ContentBlock{{Type: messages.BlockText, Text: text}}, TS: m.TS,
-	})
+	}, nil)
 }
 
 func joinNonEmpty(parts ...string) string {

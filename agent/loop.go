@@ -23,12 +23,30 @@ var errStop = errors.New("agent: turn stopped")
 
 const cancelledText = "The user interrupted this operation."
 
+// Limits bound one turn (see SubmitLimited). The zero value adds none.
+type Limits struct {
+	// MaxRequests is how many model requests the turn may make: when the
+	// model still wants to go on after that many, the turn ends with
+	// ErrMaxTurns. 0: Config.MaxSteps, which ends the turn without an error.
+	MaxRequests int
+	// MaxCost (USD): once the turn's requests cost this much, no further
+	// request starts and the turn ends with ErrMaxBudget. 0: no limit.
+	MaxCost float64
+}
+
+// The errors of a turn stopped by its Limits, between two model requests:
+// the histories are complete (every tool_use has its result).
+var (
+	ErrMaxTurns  = errors.New("agent: the turn reached its limit of model requests")
+	ErrMaxBudget = errors.New("agent: the turn reached its cost budget")
+)
+
 // runTurn is one turn: the user's message, then model requests and tool
 // calls until the model ends its turn, completes, or something stops it.
-func (t *Task) runTurn(ctx context.Context, text string, resumeFrom *pendingAsk) error {
+func (t *Task) runTurn(ctx context.Context, text string, resumeFrom *pendingAsk, lim Limits) error {
 	t.lis.Emit(Event{Kind: EventTaskStarted})
 	t.lis.Emit(Event{Kind: EventTaskActive})
-	err := t.turn(ctx, text, resumeFrom)
+	err := t.turn(ctx, text, resumeFrom, lim)
 	switch {
 	case errors.Is(err, errStop):
 		err = nil
@@ -47,7 +65,7 @@ func (t *Task) runTurn(ctx context.Context, text string, resumeFrom *pendingAsk)
 	return err
 }
 
-func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk) error {
+func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk, lim Limits) error {
 	if resumeFrom != nil {
 		if err := t.markAnswered(ctx, resumeFrom.msg); err != nil {
 			return err
@@ -75,7 +93,19 @@ func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk) er
 	}
 	t.stopHookActive = false
 	mistakes := 0
-	for step := 0; step < t.cfg.MaxSteps; step++ {
+	maxSteps := t.cfg.MaxSteps
+	if lim.MaxRequests > 0 {
+		maxSteps = lim.MaxRequests
+	}
+	spentBefore := t.Totals().Cost
+	for step := 0; step < maxSteps; step++ {
+		if spent := t.Totals().Cost - spentBefore; lim.MaxCost > 0 && spent >= lim.MaxCost {
+			msg := fmt.Sprintf("Stopped: this turn's model requests cost $%.4f, its budget is $%.4f.", spent, lim.MaxCost)
+			if _, err := t.say(ctx, messages.SayError, msg, nil); err != nil {
+				return err
+			}
+			return ErrMaxBudget
+		}
 		// The model is read once per request, under the lock: a switch
 		// (SetProvider, from the panel or a magic) takes effect at the next.
 		prov := t.Provider()
@@ -104,9 +134,12 @@ func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk) er
 			return err
 		}
 	}
-	_, err := t.say(ctx, messages.SayError, fmt.Sprintf("Stopped after %d model requests in one turn.", t.cfg.MaxSteps), nil)
+	_, err := t.say(ctx, messages.SayError, fmt.Sprintf("Stopped after %d model requests in one turn.", maxSteps), nil)
 	if err != nil {
 		return err
+	}
+	if lim.MaxRequests > 0 {
+		return ErrMaxTurns
 	}
 	return errStop
 }
@@ -146,7 +179,7 @@ func (t *Task) userMessage(ctx context.Context, text, extra string) error {
 		Role:    messages.RoleUser,
 		Content: []messages.ContentBlock{{Type: messages.BlockText, Text: sent}},
 		TS:      m.TS,
-	})
+	}, nil)
 }
 
 // hasPrompt reports whether ui holds a prompt of the user's: not only
@@ -335,13 +368,14 @@ func (t *Task) finishRequest(ctx context.Context, prov provider.Provider, res st
 		}
 		content = append(content, messages.ContentBlock{Type: messages.BlockToolUse, ID: c.ID, Name: c.Name, Input: input})
 	}
+	info := prov.Model()
+	cost := info.Cost(res.usage)
 	if len(content) > 0 {
-		if err := t.appendAPI(ctx, messages.APIMessage{Role: messages.RoleAssistant, Content: content, TS: t.clock.Next()}); err != nil {
+		reply := &Reply{Model: info.ID, Usage: res.usage, Cost: cost, Stop: res.stop}
+		if err := t.appendAPI(ctx, messages.APIMessage{Role: messages.RoleAssistant, Content: content, TS: t.clock.Next()}, reply); err != nil {
 			return err
 		}
 	}
-	info := prov.Model()
-	cost := info.Cost(res.usage)
 	t.mu.Lock()
 	t.totals.InputTokens += res.usage.InputTokens
 	t.totals.OutputTokens += res.usage.OutputTokens

@@ -300,7 +300,7 @@ func (t *Task) Policy() *Policy { return t.perm }
 // otherwise it starts a turn. A running turn is cancelled first. Submit
 // returns at once; use Wait to follow the turn.
 func (t *Task) Submit(text string) error {
-	_, err := t.SubmitTurn(text)
+	_, err := t.SubmitTurn(text, Limits{})
 	return err
 }
 
@@ -332,10 +332,12 @@ func (r *Running) Err() error {
 	}
 }
 
-// SubmitTurn is Submit, and returns the turn the text went to: the one
-// it started, or the running one whose ask it answered. A follower waits
-// on it to know when its own turn ended, whatever turn runs after it.
-func (t *Task) SubmitTurn(text string) (*Running, error) {
+// SubmitTurn is Submit with limits on the turn it starts (none on a
+// running turn whose ask the text answers), and returns the turn the text
+// went to: the one it started, or the running one whose ask it answered. A
+// follower waits on it to know when its own turn ended, whatever turn runs
+// after it.
+func (t *Task) SubmitTurn(text string, lim Limits) (*Running, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -377,14 +379,14 @@ func (t *Task) SubmitTurn(text string) (*Running, error) {
 	go func() {
 		defer t.wg.Done()
 		defer close(done)
-		err := t.runTurn(ctx, text, resumeFrom)
+		err := t.runTurn(ctx, text, resumeFrom, lim)
 		cancelTurn()
 		run.err = err
 		t.mu.Lock()
 		t.state, t.cancel, t.turnDone, t.running, t.lastErr = StateIdle, nil, nil, nil, err
 		t.notifyLocked()
 		t.mu.Unlock()
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrMaxTurns) && !errors.Is(err, ErrMaxBudget) {
 			t.log.Warn("turn ended with an error", "error", err)
 		}
 	}()

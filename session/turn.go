@@ -26,6 +26,8 @@ type Turn struct {
 	Events func(agent.Event)
 	// OnAsk is told each ask and its answer, before the answer is given.
 	OnAsk func(AnsweredAsk)
+	// Limits bound the turn Submit starts (model requests, cost).
+	Limits agent.Limits
 }
 
 // AnsweredAsk is one ask and the answer it got.
@@ -65,14 +67,15 @@ type Result struct {
 // pending ask (a followup's answer, feedback to a completion, a retry).
 // When ctx ends the turn is cancelled. The Result is filled in also on
 // error, which is then agent.ErrNoProvider, one wrapping
-// agent.ErrAPIFailed, context.Canceled, ….
+// agent.ErrAPIFailed, agent.ErrMaxTurns or agent.ErrMaxBudget (t.Limits),
+// context.Canceled, ….
 func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) {
 	c, err := h.session(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	h.logPrompt(ctx, c, text)
-	return h.follow(ctx, c, t, func() (*agent.Running, error) { return c.task.SubmitTurn(text) })
+	return h.follow(ctx, c, t, func() (*agent.Running, error) { return c.task.SubmitTurn(text, t.Limits) })
 }
 
 // ErrSuperseded is returned by Submit when its turn was stopped by a newer

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,13 +19,12 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/eventlog"
-	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/store"
 )
 
-const askSynopsis = `ask [PROMPT | -] [--output-format text|json|stream-json] [--session ID | --continue] [--approve none|read-only|all] [--model MODEL]
+const askSynopsis = `ask [PROMPT | -] [--output-format text|json|stream-json] [--input-format text|stream-json] [--include-partial-messages] [--max-turns N] [--max-budget-usd X] [--session ID | --continue] [--approve none|read-only|all] [--model MODEL]
 
 Sends one prompt to the agent and prints its answer. The agent works as in
 the kernel: the same tools, the same store (the session can be continued
@@ -33,14 +33,28 @@ its code runs in a backing kernel (python3 by default) started on first use.
 PROMPT "-" (or no PROMPT with a piped stdin) reads the prompt from stdin.
 
 Asks are answered by --approve; without it, interactively when stdin is a
-terminal, else by AGENTKERNEL_APPROVE or the config file (default none).
-Output formats: text prints the final answer; json prints one result
-object; stream-json prints one JSON object per line as things happen:
-{"type":"init"}, {"type":"message","event":"created"|"updated"},
-{"type":"output"} (the backing kernel's outputs), {"type":"ask"},
-{"type":"decision"} and, last, {"type":"result"} with duration_ms,
-num_turns, usage and total_cost_usd. The exit status is 1 when the
-agent failed.`
+terminal, by control_response lines with --input-format stream-json, else
+by AGENTKERNEL_APPROVE or the config file (default none).
+
+Output formats: text prints the final answer; json prints the result
+object; stream-json prints one JSON object per line as things happen, in
+Claude Code's schema: {"type":"system","subtype":"init"} first, then
+{"type":"assistant"} (the model's messages) and {"type":"user"} (tool
+results), agentkernel's own events as {"type":"system"} with their own
+subtype (kernel_output, ask, decision, checkpoint, rewind, error), and a
+{"type":"result"} per prompt. --include-partial-messages adds the streaming
+deltas as {"type":"stream_event"}. --input-format stream-json reads user
+messages ({"type":"user","message":{"role":"user","content":"…"}}, one turn
+each) and answers to {"type":"control_request"} asks from stdin, one JSON
+object per line, until EOF. See docs/stream-json.md.
+
+--max-turns bounds the model requests of each prompt, --max-budget-usd what
+the run's requests may cost; either stops the run between two requests
+with a result of subtype error_max_turns or error_max_budget_usd.
+
+The exit status is 1 when a result is an error (a hook that blocks the
+prompt makes one), and also when a tool call was denied (the result's
+permission_denials lists them).`
 
 // askFormat is --output-format.
 type askFormat string
@@ -55,6 +69,10 @@ const (
 func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("ask", askSynopsis, stderr)
 	formatName := fs.String("output-format", "text", "text, json or stream-json")
+	inputName := fs.String("input-format", "text", "text (the prompt) or stream-json (user messages and answers, one JSON object a line; needs --output-format stream-json)")
+	partial := fs.Bool("include-partial-messages", false, "with stream-json: add the model's streaming deltas as stream_event lines")
+	maxTurns := fs.Int("max-turns", 0, "stop a prompt's turn after `N` model requests (error_max_turns); 0: no limit")
+	maxBudget := fs.Float64("max-budget-usd", 0, "stop the run once its model requests cost `X` USD (error_max_budget_usd); 0: no limit")
 	sessionRef := fs.String("session", "", "continue the session `ID` (or a unique id prefix)")
 	cont := fs.Bool("continue", false, "continue the most recent session")
 	approveName := fs.String("approve", "", "answer the agent's asks: none, read-only or all (default: ask on a terminal, else $AGENTKERNEL_APPROVE)")
@@ -75,6 +93,29 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("ask: --output-format %q: want text, json or stream-json", *formatName)
 	}
+	streamIn := false
+	switch *inputName {
+	case "text":
+	case "stream-json":
+		streamIn = true
+		if format != formatStreamJSON {
+			return errors.New("ask: --input-format stream-json needs --output-format stream-json")
+		}
+		if len(pos) > 0 {
+			return errors.New("ask: with --input-format stream-json the prompts come from stdin: give no PROMPT")
+		}
+	default:
+		return fmt.Errorf("ask: --input-format %q: want text or stream-json", *inputName)
+	}
+	if *partial && format != formatStreamJSON {
+		return errors.New("ask: --include-partial-messages needs --output-format stream-json")
+	}
+	if *maxTurns < 0 {
+		return fmt.Errorf("ask: --max-turns %d: want a positive number (0: no limit)", *maxTurns)
+	}
+	if *maxBudget < 0 || math.IsNaN(*maxBudget) || math.IsInf(*maxBudget, 0) {
+		return fmt.Errorf("ask: --max-budget-usd %v: want a positive amount (0: no limit)", *maxBudget)
+	}
 	if *cont && *sessionRef != "" {
 		return errors.New("ask: --session and --continue exclude each other")
 	}
@@ -87,6 +128,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	tty := isTerminal(stdin)
 	prompt, fromStdin := "", false
 	switch {
+	case streamIn:
 	case len(pos) == 1 && pos[0] != "-":
 		prompt = pos[0]
 	case len(pos) == 1 || !tty:
@@ -96,7 +138,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 		prompt, fromStdin = string(b), true
 	}
-	if strings.TrimSpace(prompt) == "" {
+	if !streamIn && strings.TrimSpace(prompt) == "" {
 		fs.Usage()
 		return errors.New("ask: no prompt given")
 	}
@@ -114,7 +156,6 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("ask: %w", err)
 	}
 	defer cfg.EventLog.Close()
-	var approver agent.Approver
 	policy := string(cfg.Approve)
 	if *approveName != "" {
 		policy = *approveName
@@ -122,13 +163,6 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ap, err := agent.ParseApprovalPolicy(policy)
 	if err != nil {
 		return fmt.Errorf("ask: --approve: %w", err)
-	}
-	if *approveName == "" && tty && !fromStdin {
-		approver = ttyApprover(stdin, stderr)
-		policy = "interactive"
-	} else {
-		approver = ap.Approver()
-		policy = string(ap)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -183,55 +217,55 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	sid := info.ID
 
 	out := &jsonLines{w: stdout}
-	turn := session.Turn{Approve: approver}
+	var emitter *jsonLines
 	if format == formatStreamJSON {
-		out.emit("init", map[string]any{"session_id": sid, "model": modelName, "tools": info.Tools,
-			"cwd": cwd, "approve": policy, "backing": *backingName, "resumed": info.Resumed, "version": versionString()})
-		remove := host.Subscribe(func(e agent.Event) {
-			if e.Kind == session.EventCheckpoint {
-				var cp session.Checkpoint
-				if json.Unmarshal([]byte(e.Text), &cp) == nil {
-					out.emit("checkpoint", map[string]any{"session_id": sid, "anchor": cp.Anchor, "tool": cp.Tool, "files": cp.Files})
-				}
-			}
-		})
-		defer remove()
+		emitter = out
 	}
+	tr := newTranscript(emitter, sid, modelName, *partial)
+	var input *streamInput
+	var approver agent.Approver
+	switch {
+	case *approveName != "":
+		approver = ap.Approver()
+	case streamIn:
+		input = newStreamInput(stdin, func(s string) { fmt.Fprintln(stderr, s) })
+		approver = input.approver(out, tr)
+		policy = "stdin"
+	case tty && !fromStdin:
+		approver = ttyApprover(stdin, stderr)
+		policy = "interactive"
+	default:
+		approver = ap.Approver()
+	}
+	if streamIn && input == nil {
+		input = newStreamInput(stdin, func(s string) { fmt.Fprintln(stderr, s) })
+	}
+	tr.emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": info.Tools, "mcp_servers": []any{},
+		"model": modelName, "permissionMode": host.Mode(), "slash_commands": []any{},
+		"agentkernel_version": versionString(), "backing": *backingName, "approve": policy, "resumed": info.Resumed})
+	defer host.Subscribe(tr.Event)()
+
 	if *rewindTo != "" {
 		ts, err := host.Ref(*rewindTo)
 		if err != nil {
 			return fmt.Errorf("ask: --rewind: %w", err)
 		}
 		rw, err := host.Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: func(context.Context, []session.CodeRun) bool {
-			return ap == agent.ApproveAll && policy != "interactive"
+			return ap == agent.ApproveAll && policy != "interactive" && policy != "stdin"
 		}})
 		if err != nil {
 			return fmt.Errorf("ask: --rewind: %w", err)
 		}
-		switch format {
-		case formatStreamJSON:
-			out.emit("rewind", map[string]any{"session_id": sid, "to": *rewindTo, "removed": rw.Removed,
-				"files": rw.Files, "kernel": rw.Kernel, "kernel_note": rw.KernelNote})
-		case formatText:
+		tr.system("rewind", map[string]any{"to": *rewindTo, "removed": rw.Removed,
+			"files": rw.Files, "kernel": rw.Kernel, "kernel_note": rw.KernelNote})
+		if format == formatText {
 			fmt.Fprintln(stderr, rw.Summary())
 		}
 	}
+	turn := session.Turn{Approve: approver, OnAsk: tr.Ask,
+		Limits: agent.Limits{MaxRequests: *maxTurns}}
 	if format == formatStreamJSON {
-		turn.Output = func(m *wire.Message) {
-			if isOutput(m.Header.MsgType) {
-				out.emit("output", map[string]any{"session_id": sid, "msg_type": m.Header.MsgType, "content": m.Content})
-			}
-		}
-		turn.Events = func(e agent.Event) {
-			switch e.Kind {
-			case agent.EventMessageCreated, agent.EventMessageUpdated:
-				ev := "created"
-				if e.Kind == agent.EventMessageUpdated {
-					ev = "updated"
-				}
-				out.emit("message", map[string]any{"event": ev, "session_id": sid, "message": e.Message})
-			}
-		}
+		turn.Output = tr.Output
 	}
 	if format == formatText {
 		// What the agent reports as an error (a prompt a hook blocked, a
@@ -241,36 +275,79 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stderr, e.Message.Text)
 			}
 		}
-	}
-	turn.OnAsk = func(a session.AnsweredAsk) {
-		if format == formatStreamJSON {
-			out.emit("ask", map[string]any{"session_id": sid, "ts": a.Ask.TS, "ask": a.Ask.Ask, "text": a.Ask.Text})
-			out.emit("decision", map[string]any{"session_id": sid, "ts": a.Ask.TS, "ask": a.Ask.Ask,
-				"decision": a.Response.Kind, "allowed": !a.Denied(), "text": a.Response.Text, "by": a.Response.By})
+		turn.OnAsk = func(a session.AnsweredAsk) {
+			if a.Denied() {
+				fmt.Fprintf(stderr, "denied (%s): %s\n", a.Response.By, describeAsk(a.Ask))
+			}
 		}
-		if a.Denied() && format == formatText {
-			fmt.Fprintf(stderr, "denied (%s): %s\n", a.Response.By, describeAsk(a.Ask))
-		}
-	}
-	res, askErr := host.Submit(ctx, prompt, turn)
-	if cerr := host.Close(); cerr != nil {
-		log.Warn("closing the session", "error", cerr)
 	}
 
-	result := askResult(res, modelName, askErr)
-	switch format {
-	case formatText:
-		if res.Text != "" {
-			fmt.Fprintln(stdout, strings.TrimRight(res.Text, "\n"))
+	// One turn per prompt: the one given, or each user message on stdin.
+	var failed error
+	var denied []denial
+	total := 0.0
+	for n := 0; ; n++ {
+		if streamIn {
+			var ok bool
+			if prompt, ok = input.Next(ctx); !ok || input.Err() != nil {
+				break
+			}
+		} else if n > 0 {
+			break
 		}
-	case formatJSON, formatStreamJSON:
-		out.emit("result", result)
+		turn.Limits.MaxCost = 0
+		if *maxBudget > 0 {
+			turn.Limits.MaxCost = *maxBudget - total
+		}
+		var res session.Result
+		var askErr error
+		if *maxBudget > 0 && turn.Limits.MaxCost <= 0 {
+			// The budget is spent: no request starts.
+			res, askErr = session.Result{SessionID: sid}, agent.ErrMaxBudget
+		} else {
+			res, askErr = host.Submit(ctx, prompt, turn)
+		}
+		if askErr == nil {
+			askErr = tr.promptBlocked()
+		}
+		total += res.Usage.Cost
+		result, d := tr.result(res, modelName, total, askErr)
+		denied = append(denied, d...)
+		switch format {
+		case formatText:
+			if res.Text != "" {
+				fmt.Fprintln(stdout, strings.TrimRight(res.Text, "\n"))
+			}
+		case formatJSON, formatStreamJSON:
+			out.emit("result", result)
+		}
+		if askErr != nil {
+			failed = fmt.Errorf("ask: %s", errorText(askErr))
+			if ctx.Err() != nil || !streamIn {
+				break
+			}
+		}
+	}
+	if cerr := host.Close(); cerr != nil {
+		log.Warn("closing the session", "error", cerr)
 	}
 	if err := out.err; err != nil {
 		return fmt.Errorf("ask: write output: %w", err)
 	}
-	if askErr != nil {
-		return fmt.Errorf("ask: %s", errorText(askErr))
+	if input != nil {
+		if err := input.Err(); err != nil {
+			return fmt.Errorf("ask: %w", err)
+		}
+	}
+	if failed != nil {
+		return failed
+	}
+	if len(denied) > 0 {
+		var names []string
+		for _, d := range denied {
+			names = append(names, d.ToolName)
+		}
+		return fmt.Errorf("ask: %d tool call(s) denied (%s): see permission_denials", len(denied), strings.Join(names, ", "))
 	}
 	return nil
 }
@@ -285,42 +362,6 @@ func isOutput(msgType string) bool {
 	return false
 }
 
-// askResult is the result object of json and stream-json (its type
-// "result" is added by jsonLines.emit).
-func askResult(res session.Result, model string, err error) map[string]any {
-	subtype := "success"
-	if err != nil {
-		subtype = "error"
-	}
-	var denials []map[string]any
-	for _, a := range res.Asks {
-		if a.Denied() {
-			denials = append(denials, map[string]any{"ts": a.Ask.TS, "ask": a.Ask.Ask, "text": a.Ask.Text, "by": a.Response.By})
-		}
-	}
-	out := map[string]any{
-		"subtype": subtype, "is_error": err != nil, "result": res.Text,
-		"completed": res.Completed, "session_id": res.SessionID, "model": model,
-		"duration_ms": res.Duration.Milliseconds(), "num_turns": res.Usage.Requests,
-		"usage": map[string]any{
-			"input_tokens": res.Usage.InputTokens, "output_tokens": res.Usage.OutputTokens,
-			"cache_read_input_tokens": res.Usage.CacheReadTokens, "cache_creation_input_tokens": res.Usage.CacheWriteTokens,
-		},
-		"total_cost_usd":     res.Usage.Cost,
-		"permission_denials": denials,
-	}
-	if denials == nil {
-		out["permission_denials"] = []any{}
-	}
-	if res.Pending != nil {
-		out["pending_ask"] = res.Pending
-	}
-	if err != nil {
-		out["error"] = errorText(err)
-	}
-	return out
-}
-
 // errorText says why a turn failed in words for people.
 func errorText(err error) string {
 	switch {
@@ -328,6 +369,10 @@ func errorText(err error) string {
 		return agent.NoModelHelp
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
+	case errors.Is(err, agent.ErrMaxTurns):
+		return "stopped: the prompt's turn reached --max-turns model requests"
+	case errors.Is(err, agent.ErrMaxBudget):
+		return "stopped: the run's model requests reached --max-budget-usd"
 	case errors.Is(err, agent.ErrAPIFailed):
 		return "the model request failed: " + strings.TrimPrefix(err.Error(), agent.ErrAPIFailed.Error()+": ")
 	}
@@ -349,38 +394,6 @@ func describeAsk(ask messages.UIMessage) string {
 		}
 	}
 	return string(ask.Ask) + ": " + firstLine(ask.Text, 80)
-}
-
-// jsonLines writes one JSON object per line, "type" first; safe for
-// concurrent use (the task's events, the backing kernel's outputs and the
-// asks come from different goroutines). The first error is kept in err.
-type jsonLines struct {
-	mu  sync.Mutex
-	w   io.Writer
-	err error
-}
-
-func (j *jsonLines) emit(typ string, fields map[string]any) {
-	b, err := json.Marshal(fields)
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.err != nil {
-		return
-	}
-	if err != nil {
-		j.err = err
-		return
-	}
-	t, _ := json.Marshal(typ)
-	line := append([]byte(`{"type":`), t...)
-	if len(b) > 2 {
-		line = append(append(line, ','), b[1:]...)
-	} else {
-		line = append(line, '}')
-	}
-	if _, err := j.w.Write(append(line, '\n')); err != nil {
-		j.err = err
-	}
 }
 
 // isTerminal reports whether v (stdin or stdout) is a terminal.

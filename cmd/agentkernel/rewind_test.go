@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,11 +109,12 @@ func TestAskRewind(t *testing.T) {
 		t.Fatalf("ask --rewind: %v\n%s", err, stderr.String())
 	}
 	var sawRewind, sawCheckpoint bool
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
-		sawRewind = sawRewind || strings.HasPrefix(line, `{"type":"rewind"`) && strings.Contains(line, `"removed":`)
+	for _, e := range parseEvents(t, stdout.String()) {
+		sawRewind = sawRewind || e.kind() == "system/rewind" && e["removed"] != nil
 		// plan.md is created anew: the rewind had removed it.
-		sawCheckpoint = sawCheckpoint || strings.HasPrefix(line, `{"type":"checkpoint"`) &&
-			strings.Contains(line, `{"path":"plan.md","change":"created"}`)
+		files, _ := json.Marshal(e["files"])
+		sawCheckpoint = sawCheckpoint || e.kind() == "system/checkpoint" &&
+			strings.Contains(string(files), `{"change":"created","path":"plan.md"}`)
 	}
 	if !sawRewind || !sawCheckpoint {
 		t.Fatalf("stream-json without rewind (%v) or checkpoint (%v) events:\n%s", sawRewind, sawCheckpoint, stdout.String())

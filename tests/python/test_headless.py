@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import nbformat
@@ -222,29 +223,97 @@ def stream_json(cli, env, *extra):
 
 
 def test_ask_stream_json(cli, env):
+    """Claude Code's stream-json: system/init, the model's messages and the tool
+    results from the API history, agentkernel's own events as system events,
+    and the result last."""
     events = stream_json(cli, env)
     init, result = events[0], events[-1]
-    assert init["type"] == "init"
+    assert init["type"] == "system" and init["subtype"] == "init"
     sid = init["session_id"]
     assert re.fullmatch(r"[0-9a-f-]{36}", sid), sid
     assert init["model"] == f"replay:{ASK_CASSETTE}"
     assert "execute_code" in init["tools"] and init["resumed"] is False
+    assert init["permissionMode"] == "default" and init["mcp_servers"] == [] and init["cwd"]
     kinds = {e["type"] for e in events}
-    assert {"init", "message", "output", "result"} <= kinds, kinds
-    for e in events[1:]:
-        assert e["session_id"] == sid, e
-    msgs = [e for e in events if e["type"] == "message"]
-    assert {m["event"] for m in msgs} <= {"created", "updated"}
-    assert msgs[0]["message"]["say"] == "text" and msgs[0]["message"]["text"] == ASK_PROMPT
-    outputs = [e for e in events if e["type"] == "output"]
+    assert kinds == {"system", "assistant", "user", "result"}, kinds
+    for e in events:
+        assert e["session_id"] == sid and e["uuid"], e
+    standard = [e for e in events if e["type"] != "system"]
+    # execute_code and its result, then attempt_completion and its result.
+    assert [e["type"] for e in standard] == ["assistant", "user", "assistant", "user", "result"], standard
+    assert [b["name"] for b in standard[2]["message"]["content"] if b["type"] == "tool_use"] == ["attempt_completion"]
+    call = next(b for b in standard[0]["message"]["content"] if b["type"] == "tool_use")
+    assert call["name"] == "execute_code" and call["input"]["code"] == "6 * 7", call
+    assert standard[0]["message"]["role"] == "assistant" and standard[0]["parent_tool_use_id"] is None
+    (tool_result,) = standard[1]["message"]["content"]
+    assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == call["id"]
+    outputs = [e for e in events if e["type"] == "system" and e["subtype"] == "kernel_output"]
     assert any(o["msg_type"] == "execute_result" and o["content"]["data"]["text/plain"] == "42" for o in outputs)
-    assert result["type"] == "result" and result["subtype"] == "success" and result["is_error"] is False
+    assert result["subtype"] == "success" and result["is_error"] is False
     assert result["result"] == "6 × 7 = 42 (checked in the kernel)." and result["completed"] is True
     assert result["num_turns"] == 2
     assert result["usage"]["input_tokens"] == 1850 and result["usage"]["output_tokens"] == 38
     assert result["total_cost_usd"] == pytest.approx((1850 * 2 + 38 * 8) / 1e6)
     assert isinstance(result["duration_ms"], int) and result["duration_ms"] >= 0
+    assert isinstance(result["duration_api_ms"], int) and result["duration_api_ms"] <= result["duration_ms"]
     assert result["permission_denials"] == []
+
+
+def test_ask_partial_messages_are_deltas(cli, env):
+    events = stream_json(cli, env, "--include-partial-messages")
+    deltas = [e["event"]["delta"]["text"] for e in events
+              if e["type"] == "stream_event" and e["event"]["type"] == "content_block_delta"
+              and e["event"]["delta"]["type"] == "text_delta"]
+    texts = [b["text"] for e in events if e["type"] == "assistant"
+             for b in e["message"]["content"] if b["type"] == "text"]
+    assert deltas and "".join(deltas) == "".join(texts), (deltas, texts)
+
+
+def test_ask_stream_json_input(cli, env, model, tmp_path):
+    """User messages from stdin are turns of one session; the agent's code ask is a
+    can_use_tool control_request, answered by a control_response line; EOF ends the run."""
+    from test_prompt_e2e import text, tool
+    e = dict(env, OPENAI_BASE_URL=model.url + "/v1", OPENAI_API_KEY="sk-test-not-real")
+    model.enqueue(tool("c1", "execute_code", {"code": "print(6 * 7)"}), text("It printed 42."), text("Second answer."))
+    p = subprocess.Popen([cli["binary"], "ask", "--model", "openai:gpt-4.1", "--input-format", "stream-json",
+                          "--output-format", "stream-json"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=e, cwd=tmp_path)
+    watchdog = threading.Timer(TIMEOUT, p.kill)
+    watchdog.start()
+    try:
+        def send(obj):
+            p.stdin.write(json.dumps(obj) + "\n")
+            p.stdin.flush()
+
+        def user(content):
+            send({"type": "user", "message": {"role": "user", "content": content}})
+
+        user("Print six times seven in the kernel.")
+        events, results = [], 0
+        for line in p.stdout:
+            ev = json.loads(line)
+            events.append(ev)
+            if ev["type"] == "control_request":
+                req = ev["request"]
+                assert req["subtype"] == "can_use_tool" and req["tool_name"] == "execute_code", req
+                assert req["tool_use_id"] == "c1" and req["input"] == {"code": "print(6 * 7)"}, req
+                send({"type": "control_response", "response": {"subtype": "success", "request_id": ev["request_id"],
+                                                                 "response": {"behavior": "allow"}}})
+            elif ev["type"] == "result":
+                results += 1
+                if results == 1:
+                    user([{"type": "text", "text": "And a second question."}])
+                else:
+                    p.stdin.close()
+        assert p.wait() == 0, p.stderr.read()
+    finally:
+        watchdog.cancel()
+    results = [ev for ev in events if ev["type"] == "result"]
+    assert [r["result"] for r in results] == ["It printed 42.", "Second answer."], results
+    assert len({ev["session_id"] for ev in events if ev["type"] != "control_request"}) == 1
+    printed = [ev["content"]["text"] for ev in events
+               if ev["type"] == "system" and ev["subtype"] == "kernel_output" and ev["msg_type"] == "stream"]
+    assert printed == ["42\n"], printed
 
 
 def test_ask_text_json_and_stdin(cli, env):
@@ -263,7 +332,8 @@ def test_ask_diverging_and_missing_cassette(cli, env):
                     "--output-format", "json")
     assert p.returncode != 0
     res = json.loads(p.stdout)
-    assert res["is_error"] is True and "diverged" in res["error"], res
+    assert res["is_error"] is True and res["subtype"] == "error_during_execution", res
+    assert "diverged" in res["errors"][0], res
     p = agentkernel(cli, env, "ask", ASK_PROMPT, "--model", "replay:/nonexistent/cassette.jsonl")
     assert p.returncode != 0 and "cassette" in p.stderr and p.stdout == "", p.stderr
     p = agentkernel(cli, env, "ask", ASK_PROMPT)

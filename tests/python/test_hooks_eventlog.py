@@ -143,9 +143,13 @@ def test_ask_with_hooks(agentkernel_env, model, tmp_path):
     prompt = "Call forbidden() in the kernel."
     proc = subprocess.run([binary, "ask", prompt, "--model", MODELS["openai"], "--approve", "all",
                            "--output-format", "json"], cwd=ws, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    # The blocked call is a denied action: the run fails, and says which.
+    assert proc.returncode == 1 and "denied (execute_code)" in proc.stderr, proc.stderr
     result = json.loads(proc.stdout)
     assert result["result"] == "Blocked, as expected.", result
+    (denial,) = result["permission_denials"]
+    assert denial["tool_name"] == "execute_code" and denial["tool_use_id"] == "c1", denial
+    assert denial["tool_input"] == {"code": "forbidden()"} and "PreToolUse hook" in denial["reason"], denial
     reqs = model.requests()[n0:]
     assert len(reqs) == 2
     assert "policy: forbidden() may not run here" in tool_results(reqs[1]["body"])[0]
@@ -162,8 +166,9 @@ def test_ask_with_hooks(agentkernel_env, model, tmp_path):
     n1 = len(model.requests())
     proc = subprocess.run([binary, "ask", "Anything?", "--model", MODELS["openai"]],
                           cwd=ws, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "no prompts after hours" in proc.stderr, proc.stderr
+    # The run did not do what was asked: it fails, with the hook's reason.
+    assert proc.returncode == 1, proc.stderr
+    assert "hook blocked the prompt: no prompts after hours" in proc.stderr, proc.stderr
     assert len(model.requests()) == n1, "a blocked prompt reached the model"
 
 

@@ -78,7 +78,9 @@ func scriptedModels(t *testing.T) (*scripted.Server, ModelOpener) {
 	srv := scripted.New(t)
 	return srv, func(spec string) (provider.Provider, error) {
 		_, name, _ := strings.Cut(spec, ":")
-		info := provider.ModelInfo{ID: name, InputPrice: 2, OutputPrice: 8, ContextWindow: 100000}
+		// A model whose name starts with "vision" takes images.
+		info := provider.ModelInfo{ID: name, InputPrice: 2, OutputPrice: 8, ContextWindow: 100000,
+			Vision: strings.HasPrefix(name, "vision")}
 		return openai.New(openai.Config{APIKey: "k", BaseURL: srv.OpenAIURL(), Model: name, Info: &info})
 	}
 }

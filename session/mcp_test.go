@@ -51,7 +51,7 @@ func TestMCPImageToModel(t *testing.T) {
 		scripted.Reply(scripted.Text("A pixel."), usage(20, 5)),
 	)
 	servers, _ := json.Marshal(map[string]any{"t": map[string]any{"type": "http", "url": mcpEcho(t), "alwaysAllow": []string{"pixel"}}})
-	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", MCPServers: servers})
+	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:vision-m", MCPServers: servers})
 	h.MCPStatus(context.Background(), true)
 	if _, err := h.Submit(context.Background(), "Show the pixel.", Turn{}); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from jupyter_client import KernelManager
 
-from test_prompt_e2e import MODELS, install, text, text_of, tool
+from test_prompt_e2e import MODELS, install_local as install, text, text_of, tool
 
 HOOK = """#!/bin/sh
 input=$(cat)

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from conftest import REPO
-from test_prompt_e2e import install, nbconvert, outputs_of, tool
+from test_prompt_e2e import install_local as install, nbconvert, outputs_of, tool
 
 EVERYTHING = REPO / "tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 

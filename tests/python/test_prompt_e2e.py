@@ -40,6 +40,13 @@ def tool(call_id, name, args, say=None):
     return {"steps": steps}
 
 
+def install_local(env, name, model, approve, mode="prompt"):
+    """install with local backing, for suites that do not run over a gateway."""
+    subprocess.run([str(env["binary"]), "install", "--prefix", str(env["prefix"]), "--name", name, "--mode", mode,
+                    "--model", model, "--approve", approve, "--probe=false"], check=True, capture_output=True)
+    return name
+
+
 def install(env, backing, name, model, approve, mode="prompt"):
     name = backing.spec(name)
     cmd = [str(env["binary"]), "install", "--prefix", str(env["prefix"]), "--name", name, "--mode", mode,

@@ -109,7 +109,7 @@ func pgRetryable(err error) bool {
 		strings.Contains(err.Error(), "conn closed")
 }
 
-// pgRetryBudget is how long a write keeps retrying a broken connection: long
+// pgRetryBudget is how long a write, or a read's BEGIN, keeps retrying a broken connection: long
 // enough for a database server restart.
 const pgRetryBudget = 30 * time.Second
 

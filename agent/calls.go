@@ -141,6 +141,7 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 		return Result{}, ctx.Err()
 	}
 	var feedback string
+	var feedbackImages []Image
 	if d.Verdict == Ask {
 		resp, err := h.approve(ctx, DecisionMessage(0, call, d))
 		if err != nil {
@@ -156,7 +157,7 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 			if a, err := ParseAnswer(resp.Text); err == nil {
 				ans = a
 			} else {
-				feedback = resp.Text // denied, with words for the model
+				feedback, feedbackImages = resp.Text, resp.Images // denied, with words for the model
 			}
 		}
 		d = t.perm.Answer(call, ans)
@@ -173,7 +174,11 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 		if feedback != "" {
 			text += " The user said: " + feedback
 		}
-		return Result{Text: text, IsError: true}, errDenied
+		blocks, note := t.attached(feedbackImages)
+		if note != "" {
+			text += " " + note
+		}
+		return Result{Text: text, IsError: true, Blocks: blocks}, errDenied
 	}
 	t.lis.Emit(Event{Kind: EventTaskActive})
 	if w := t.cfg.World; w != nil && !tool.ReadOnly() {
@@ -207,6 +212,11 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 			answer = "(the user did not answer)"
 		}
 		res.Text = "<answer>\n" + answer + "\n</answer>"
+		blocks, note := t.attached(resp.Images)
+		if note != "" {
+			res.Text += "\n" + note
+		}
+		res.Blocks = append(res.Blocks, blocks...)
 	}
 	return t.postToolHooks(ctx, call, res), nil
 }

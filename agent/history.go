@@ -115,7 +115,11 @@ func (t *Task) ask(ctx context.Context, kind messages.Ask, text string) (Respons
 		return Response{}, err
 	}
 	if resp.Kind == ResponseMessage && resp.Text != "" {
-		if _, err := t.say(ctx, messages.SayUserFeedback, resp.Text, nil); err != nil {
+		var show func(*messages.UIMessage)
+		if urls := shownURLs(resp.Images); len(urls) > 0 {
+			show = func(m *messages.UIMessage) { m.Images = urls }
+		}
+		if _, err := t.say(ctx, messages.SayUserFeedback, resp.Text, show); err != nil {
 			return Response{}, err
 		}
 	}

@@ -43,10 +43,10 @@ var (
 
 // runTurn is one turn: the user's message, then model requests and tool
 // calls until the model ends its turn, completes, or something stops it.
-func (t *Task) runTurn(ctx context.Context, text string, resumeFrom *pendingAsk, lim Limits) error {
+func (t *Task) runTurn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim Limits) error {
 	t.lis.Emit(Event{Kind: EventTaskStarted})
 	t.lis.Emit(Event{Kind: EventTaskActive})
-	err := t.turn(ctx, text, resumeFrom, lim)
+	err := t.turn(ctx, p, resumeFrom, lim)
 	switch {
 	case errors.Is(err, errStop):
 		err = nil
@@ -65,7 +65,8 @@ func (t *Task) runTurn(ctx context.Context, text string, resumeFrom *pendingAsk,
 	return err
 }
 
-func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk, lim Limits) error {
+func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim Limits) error {
+	text := p.Text
 	if resumeFrom != nil {
 		if err := t.markAnswered(ctx, resumeFrom.msg); err != nil {
 			return err
@@ -78,7 +79,7 @@ func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk, li
 		}
 		return ErrNoProvider
 	}
-	retryOnly := resumeFrom != nil && resumeFrom.msg.Ask == messages.AskAPIReqFailed && strings.TrimSpace(text) == ""
+	retryOnly := resumeFrom != nil && resumeFrom.msg.Ask == messages.AskAPIReqFailed && strings.TrimSpace(text) == "" && len(p.Images) == 0
 	if !retryOnly {
 		extra, blocked, err := t.promptHooks(ctx, text)
 		if err != nil {
@@ -87,7 +88,7 @@ func (t *Task) turn(ctx context.Context, text string, resumeFrom *pendingAsk, li
 		if blocked {
 			return errStop
 		}
-		if err := t.userMessage(ctx, text, extra); err != nil {
+		if err := t.userMessage(ctx, p, extra); err != nil {
 			return err
 		}
 	}
@@ -151,7 +152,8 @@ const NoModelHelp = "No model is configured. Set AGENTKERNEL_MODEL (for example 
 
 // userMessage records the user's text in both histories under one ts;
 // extra (the hooks' context), if any, goes to the model before it.
-func (t *Task) userMessage(ctx context.Context, text, extra string) error {
+func (t *Task) userMessage(ctx context.Context, p Prompt, extra string) error {
+	text := p.Text
 	t.mu.Lock()
 	first := !hasPrompt(t.ui)
 	t.mu.Unlock()
@@ -171,13 +173,21 @@ func (t *Task) userMessage(ctx context.Context, text, extra string) error {
 	if extra != "" {
 		sent = extra + "\n\n" + sent
 	}
-	m, err := t.say(ctx, kind, text, nil)
+	images, note := t.attached(p.Images)
+	if note != "" {
+		sent += "\n\n" + note
+	}
+	var show func(*messages.UIMessage)
+	if urls := shownURLs(p.Images); len(urls) > 0 {
+		show = func(m *messages.UIMessage) { m.Images = urls }
+	}
+	m, err := t.say(ctx, kind, text, show)
 	if err != nil {
 		return err
 	}
 	return t.appendAPI(ctx, messages.APIMessage{
 		Role:    messages.RoleUser,
-		Content: []messages.ContentBlock{{Type: messages.BlockText, Text: sent}},
+		Content: append([]messages.ContentBlock{{Type: messages.BlockText, Text: sent}}, images...),
 		TS:      m.TS,
 	}, nil)
 }

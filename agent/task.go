@@ -153,6 +153,9 @@ type Response struct {
 	Text string       `json:"text,omitempty"`
 	// By names who answered ("stdin", "webview", "policy"); recorded.
 	By string `json:"by,omitempty"`
+	// Images attached to a message answer (the web panel); they go to the
+	// model with the answer, as a prompt's do.
+	Images []Image `json:"-"`
 }
 
 // Task is one agent session: its histories, its running turn, its pending
@@ -338,15 +341,21 @@ func (r *Running) Err() error {
 // follower waits on it to know when its own turn ended, whatever turn runs
 // after it.
 func (t *Task) SubmitTurn(text string, lim Limits) (*Running, error) {
+	return t.SubmitPrompt(Prompt{Text: text}, lim)
+}
+
+// SubmitPrompt is SubmitTurn with images attached to the text.
+func (t *Task) SubmitPrompt(p Prompt, lim Limits) (*Running, error) {
+	text := p.Text
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if p := t.pending; p != nil && !p.idle && t.turnDone != nil {
+	if pa := t.pending; pa != nil && !pa.idle && t.turnDone != nil {
 		run := t.running
 		t.mu.Unlock()
-		return run, t.Respond(p.msg.TS, Response{Kind: ResponseMessage, Text: text, By: "prompt"})
+		return run, t.Respond(pa.msg.TS, Response{Kind: ResponseMessage, Text: text, By: "prompt", Images: p.Images})
 	}
 	running := t.turnDone
 	cancel := t.cancel
@@ -379,7 +388,7 @@ func (t *Task) SubmitTurn(text string, lim Limits) (*Running, error) {
 	go func() {
 		defer t.wg.Done()
 		defer close(done)
-		err := t.runTurn(ctx, text, resumeFrom, lim)
+		err := t.runTurn(ctx, p, resumeFrom, lim)
 		cancelTurn()
 		run.err = err
 		t.mu.Lock()
@@ -433,7 +442,8 @@ func (t *Task) Respond(ts int64, a Response) error {
 		if a.Kind == ResponseNo {
 			return t.closeIdleAsk(ts, a)
 		}
-		return t.Submit(a.Text)
+		_, err := t.SubmitPrompt(Prompt{Text: a.Text, Images: a.Images}, Limits{})
+		return err
 	}
 	select {
 	case p.answer <- a:

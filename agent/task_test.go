@@ -902,3 +902,118 @@ func TestImagesToVisionModels(t *testing.T) {
 		})
 	}
 }
+
+// pixelURL is a 1x1 PNG as a data: URL.
+const pixelURL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+func runPrompt(t *testing.T, e *env, p agent.Prompt) {
+	t.Helper()
+	if _, err := e.task.SubmitPrompt(p, agent.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		if st, _ := e.task.Wait(ctx); st != agent.StateWaiting || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPromptImages: images attached to a prompt reach a vision model as
+// image blocks of the user's message; another model is told, in the text,
+// that they were attached. The UI history shows them either way.
+func TestPromptImages(t *testing.T) {
+	im, err := agent.ImageFromDataURL(pixelURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vision := range []bool{true, false} {
+		t.Run(fmt.Sprintf("vision=%v", vision), func(t *testing.T) {
+			e := newEnv(t, setup{vision: vision, turns: []turn{say("A dot.")}})
+			runPrompt(t, e, agent.Prompt{Text: "What is this?", Images: []agent.Image{im, im}})
+			msgs := e.model.reqs()[0].Messages
+			user := msgs[len(msgs)-1]
+			var images int
+			for _, b := range user.Content[1:] {
+				if b.Type == messages.BlockImage && b.Source.MediaType == "image/png" && b.Source.Data == im.Data {
+					images++
+				}
+			}
+			text := user.Content[0].Text
+			if vision && (images != 2 || len(user.Content) != 3 || strings.Contains(text, "attached")) {
+				t.Fatalf("vision model got %+v", user.Content)
+			}
+			if !vision && (len(user.Content) != 1 || !strings.Contains(text, "attached 2 images") || !strings.Contains(text, "[image/png 1x1")) {
+				t.Fatalf("text model got %+v", user.Content)
+			}
+			ui := e.task.UI()
+			if ui[0].Say != messages.SayText || len(ui[0].Images) != 2 || ui[0].Images[0] != pixelURL {
+				t.Fatalf("the prompt's UI message %+v", ui[0])
+			}
+			e.checkStored()
+		})
+	}
+}
+
+// TestFollowupImages: an answer to a followup question may carry images;
+// a vision model gets them in the tool result.
+func TestFollowupImages(t *testing.T) {
+	im, err := agent.ImageFromDataURL(pixelURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, setup{
+		vision: true,
+		turns: []turn{
+			{events: []provider.Event{call("c1", "ask_followup_question", map[string]any{"question": "Show me?"}), done(provider.StopToolUse)}},
+			say("I see it."),
+		},
+		answer: func(e *env, m messages.UIMessage) {
+			e.task.Respond(m.TS, agent.Response{Kind: agent.ResponseMessage, Text: "this one", Images: []agent.Image{im}})
+		},
+	})
+	e.run("look")
+	res := e.model.reqs()[1].Messages
+	tr := res[len(res)-1].Content[0]
+	if len(tr.Content) != 2 || tr.Content[1].Type != messages.BlockImage || !strings.Contains(tr.Content[0].Text, "this one") {
+		t.Fatalf("followup result %+v", tr)
+	}
+	var shown bool
+	for _, m := range e.task.UI() {
+		if m.Say == messages.SayUserFeedback && len(m.Images) == 1 {
+			shown = true
+		}
+	}
+	if !shown {
+		t.Fatalf("the answer's image is not in the UI history: %s", kinds(e.task.UI()))
+	}
+	e.checkStored()
+}
+
+func TestImageFromDataURL(t *testing.T) {
+	im, err := agent.ImageFromDataURL(pixelURL)
+	if err != nil || im.MIME != "image/png" || im.Width != 1 || im.Height != 1 || im.Bytes != 70 {
+		t.Fatalf("ImageFromDataURL = %+v, %v", im, err)
+	}
+	big := "data:image/png;base64," + strings.Repeat("A", (agent.MaxAttachedImageBytes+3)/3*4+8)
+	webp := "data:image/webp;base64,UklGRiQAAABXRUJQVlA4IBgAAAAwAQCdASoBAAEAAwA0JaQAA3AA/vuUAAA="
+	if im, err := agent.ImageFromDataURL(webp); err != nil || im.MIME != "image/webp" {
+		t.Errorf("WebP: %+v, %v", im, err)
+	}
+	for name, u := range map[string]string{
+		"not data":   "https://example.com/a.png",
+		"no comma":   "data:image/png;base64",
+		"not base64": "data:image/png,abc",
+		"svg":        "data:image/svg+xml;base64,PHN2Zy8+",
+		"broken":     "data:image/png;base64,!!!!",
+		"not a png":  "data:image/png;base64,R0lGODlhAQABAAAAACw=",
+		"not a webp": "data:image/webp;base64,iVBORw0KGgoAAAANSUhEUg==",
+		"too large":  big,
+	} {
+		if _, err := agent.ImageFromDataURL(u); !errors.Is(err, agent.ErrBadImage) {
+			t.Errorf("%s: err = %v, want ErrBadImage", name, err)
+		}
+	}
+}

@@ -217,8 +217,26 @@ func (p panelAgent) Snapshot(ctx context.Context) (webview.State, error) {
 }
 
 // NewTask implements webview.Agent.
-func (p panelAgent) NewTask(ctx context.Context, text string) error {
-	return p.h.Start(panelCtx(ctx), text)
+func (p panelAgent) NewTask(ctx context.Context, text string, images []string) error {
+	ims, err := attachedImages(images)
+	if err != nil {
+		return err
+	}
+	return p.h.StartPrompt(panelCtx(ctx), agent.Prompt{Text: text, Images: ims})
+}
+
+// attachedImages reads the panel's attached images; the first bad one is
+// the error, naming it.
+func attachedImages(urls []string) ([]agent.Image, error) {
+	var ims []agent.Image
+	for i, u := range urls {
+		im, err := agent.ImageFromDataURL(u)
+		if err != nil {
+			return nil, fmt.Errorf("image %d: %w", i+1, err)
+		}
+		ims = append(ims, im)
+	}
+	return ims, nil
 }
 
 // Respond implements webview.Agent.
@@ -230,7 +248,11 @@ func (p panelAgent) Respond(ctx context.Context, ts int64, r webview.Response) e
 	if kind == "" {
 		return fmt.Errorf("unknown response %q", r.Kind)
 	}
-	return p.h.Respond(panelCtx(ctx), ts, agent.Response{Kind: kind, Text: r.Text, By: "webview"})
+	ims, err := attachedImages(r.Images)
+	if err != nil {
+		return err
+	}
+	return p.h.Respond(panelCtx(ctx), ts, agent.Response{Kind: kind, Text: r.Text, By: "webview", Images: ims})
 }
 
 // Cancel implements webview.Agent.

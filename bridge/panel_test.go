@@ -68,6 +68,24 @@ func TestPanelFollowsMagics(t *testing.T) {
 		t.Fatal(err)
 	}
 	read(func(f map[string]any) bool { return f["type"] == "settings" && f["mode"] == "acceptEdits" })
+	// An attached image that is not what its URL says is refused, naming
+	// it; nothing is submitted and the panel goes on.
+	bad := `{"type":"newTask","id":"img","text":"look","images":["data:image/png;base64,R0lGODlhAQABAAAAACw="]}`
+	if err := ws.Write(ctx, websocket.MessageText, []byte(bad)); err != nil {
+		t.Fatal(err)
+	}
+	read(func(f map[string]any) bool {
+		if f["type"] != "error" {
+			return false
+		}
+		if f["id"] != "img" || f["code"] != "failed" || !strings.Contains(f["text"].(string), "image 1") || !strings.Contains(f["text"].(string), "not a PNG") {
+			t.Fatalf("bad image: %v", f)
+		}
+		return true
+	})
+	if ui := h.b.host.History(); len(ui) != 0 {
+		t.Fatalf("a refused prompt reached the history: %+v", ui)
+	}
 
 	elog.Flush()
 	files, err := eventlog.Files(elog.Dir())

@@ -86,12 +86,19 @@ var ErrSuperseded = errors.New("session: a newer prompt stopped this turn")
 // Start sends text to the current session without following the turn:
 // its asks wait for Respond (the web panel answers them).
 func (h *Host) Start(ctx context.Context, text string) error {
+	return h.StartPrompt(ctx, agent.Prompt{Text: text})
+}
+
+// StartPrompt is Start with images attached to the text (the web panel's
+// paste and file picker).
+func (h *Host) StartPrompt(ctx context.Context, p agent.Prompt) error {
 	c, err := h.session(ctx)
 	if err != nil {
 		return err
 	}
-	h.logPrompt(ctx, c, text)
-	return c.task.Submit(text)
+	h.logPrompt(ctx, c, p.Text)
+	_, err = c.task.SubmitPrompt(p, agent.Limits{})
+	return err
 }
 
 // StartEdit is Edit without following the turn: its asks wait for

@@ -20,8 +20,9 @@ type Agent interface {
 	// back into the Agent.
 	Subscribe(f func(Event)) (remove func())
 
-	// NewTask submits text: it starts a turn, or answers the pending ask.
-	NewTask(ctx context.Context, text string) error
+	// NewTask submits text, with the images attached to it (data: URLs,
+	// possibly none): it starts a turn, or answers the pending ask.
+	NewTask(ctx context.Context, text string, images []string) error
 	// Respond answers the ask stamped ts. The first answer wins; a late
 	// one returns an error.
 	Respond(ctx context.Context, ts int64, r Response) error
@@ -139,6 +140,8 @@ const (
 type Response struct {
 	Kind ResponseKind
 	Text string
+	// Images are data: URLs attached to a messageResponse.
+	Images []string
 }
 
 // RewindChoice is what a rewind turns back besides the conversation. The

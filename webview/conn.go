@@ -129,9 +129,9 @@ func (s *Server) run(ctx context.Context, c *conn, in Inbound) {
 	var err error
 	switch in.Type {
 	case TypeNewTask:
-		err = a.NewTask(ctx, in.Text)
+		err = a.NewTask(ctx, in.Text, in.Images)
 	case TypeAskResponse:
-		err = a.Respond(ctx, in.TS, Response{Kind: ResponseKind(in.Response), Text: in.Text})
+		err = a.Respond(ctx, in.TS, Response{Kind: ResponseKind(in.Response), Text: in.Text, Images: in.Images})
 	case TypeCancelTask:
 		err = a.Cancel(ctx)
 	case TypeDeleteMessage, TypeForkSession, TypeEditMessage:

@@ -141,9 +141,12 @@ func (f *fakeAgent) Subscribe(fn func(Event)) func() {
 	}
 }
 
-func (f *fakeAgent) NewTask(ctx context.Context, text string) error {
+func (f *fakeAgent) NewTask(ctx context.Context, text string, images []string) error {
+	if len(images) > 0 {
+		text += fmt.Sprintf(" (+%d images)", len(images))
+	}
 	f.record("newTask:" + text)
-	f.create(messages.UIMessage{TS: f.nextTS(), Type: messages.TypeSay, Say: messages.SayText, Text: text})
+	f.create(messages.UIMessage{TS: f.nextTS(), Type: messages.TypeSay, Say: messages.SayText, Text: text, Images: images})
 	return nil
 }
 
@@ -189,7 +192,7 @@ func (f *fakeAgent) Edit(ctx context.Context, ts int64, text string, choice Rewi
 	if err != nil {
 		return rep, err
 	}
-	return rep, f.NewTask(ctx, text)
+	return rep, f.NewTask(ctx, text, nil)
 }
 
 func (f *fakeAgent) SetMode(ctx context.Context, mode string) error {

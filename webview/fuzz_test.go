@@ -3,6 +3,7 @@ package webview
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -44,7 +45,7 @@ func FuzzInbound(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted %q but not its re-encoding %s: %v", data, b, err)
 		}
-		if again != in {
+		if !reflect.DeepEqual(again, in) {
 			t.Fatalf("round trip changed %+v to %+v", in, again)
 		}
 	})

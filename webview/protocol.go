@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agentkernel/agentkernel/messages"
@@ -22,6 +23,11 @@ const (
 	maxIDBytes   = 128
 	maxQuery     = 1024
 	maxLimit     = 500
+	// MaxImages caps the images attached to a newTask or a message
+	// answer, and MaxImageURLBytes each one's data: URL (a 1 MiB image in
+	// base64, and its header). The agent checks the images themselves.
+	MaxImages        = 4
+	MaxImageURLBytes = (1<<20+2)/3*4 + 64
 )
 
 // The client → server frame types.
@@ -66,6 +72,8 @@ type Inbound struct {
 	Query     string `json:"query,omitempty"`
 	Limit     int    `json:"limit,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`
+	// Images are data: URLs attached to a newTask or a messageResponse.
+	Images []string `json:"images,omitempty"`
 	// Rewind chooses what deleteMessage (a rewind), forkSession and
 	// editMessage turn back besides the conversation; absent: everything.
 	Rewind *RewindChoice `json:"rewind,omitempty"`
@@ -133,6 +141,24 @@ func (in *Inbound) validate() *FrameError {
 			return bad("%s needs a positive ts", in.Type)
 		}
 		return nil
+	}
+	if len(in.Images) == 0 {
+		in.Images = nil // "images": [] is none
+	} else {
+		if in.Type != TypeNewTask && !(in.Type == TypeAskResponse && in.Response == string(ResponseMessage)) {
+			return bad("only newTask and a messageResponse take images")
+		}
+		if len(in.Images) > MaxImages {
+			return frameErr(CodeTooLarge, "", "%d images attached, at most %d are taken", len(in.Images), MaxImages)
+		}
+		for i, u := range in.Images {
+			if len(u) > MaxImageURLBytes {
+				return frameErr(CodeTooLarge, "", "image %d is larger than 1 MiB", i+1)
+			}
+			if !strings.HasPrefix(u, "data:image/") {
+				return bad("image %d is not a data:image/ URL", i+1)
+			}
+		}
 	}
 	switch in.Type {
 	case TypeNewTask:

@@ -40,8 +40,9 @@ type Options struct {
 	// whose queue is full is dropped.
 	SendBuffer int
 	// MaxFrameBytes is the largest inbound frame answered normally; a
-	// larger one gets a too_large error frame. Default 1 MiB. Frames over
-	// 16 times that close the connection (the socket's read limit).
+	// larger one gets a too_large error frame. Default 8 MiB: a prompt
+	// with its four attached images fits. Frames over 4 times that close
+	// the connection (the socket's read limit).
 	MaxFrameBytes int64
 	// WriteTimeout bounds one frame's write; default 10s.
 	WriteTimeout time.Duration
@@ -74,7 +75,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.SendBuffer = 1024
 	}
 	if o.MaxFrameBytes <= 0 {
-		o.MaxFrameBytes = 1 << 20
+		o.MaxFrameBytes = 8 << 20
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
@@ -337,7 +338,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("web panel connection refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "error", err)
 		return // Accept has written the response
 	}
-	ws.SetReadLimit(16 * s.opts.MaxFrameBytes)
+	ws.SetReadLimit(4 * s.opts.MaxFrameBytes)
 	c := &conn{id: newConnID(s.nextID.Add(1)), ws: ws, send: make(chan []byte, s.opts.SendBuffer),
 		done: make(chan struct{})}
 	s.hub.add(c)

@@ -107,6 +107,11 @@ func TestInboundErrors(t *testing.T) {
 		{"askResponse unknown answer", `{"type":"askResponse","ts":5,"response":"maybe"}`, CodeBadFrame},
 		{"messageResponse without text", `{"type":"askResponse","ts":5,"response":"messageResponse"}`, CodeBadFrame},
 		{"newTask without text", `{"type":"newTask"}`, CodeBadFrame},
+		{"images on a yes", `{"type":"askResponse","ts":5,"response":"yesButtonClicked","images":["data:image/png;base64,AA=="]}`, CodeBadFrame},
+		{"images on cancelTask", `{"type":"cancelTask","images":["data:image/png;base64,AA=="]}`, CodeBadFrame},
+		{"an image that is no data URL", `{"type":"newTask","text":"see","images":["https://example.com/a.png"]}`, CodeBadFrame},
+		{"images of the wrong type", `{"type":"newTask","text":"see","images":[1]}`, CodeBadFrame},
+		{"too many images", `{"type":"newTask","text":"see","images":["data:image/png;base64,AA==","data:image/png;base64,AA==","data:image/png;base64,AA==","data:image/png;base64,AA==","data:image/png;base64,AA=="]}`, CodeTooLarge},
 		{"ts of the wrong type", `{"type":"deleteMessage","ts":"5"}`, CodeBadFrame},
 		{"trailing data", `{"type":"cancelTask"}{}`, CodeBadJSON},
 		{"oversized", `{"type":"newTask","text":"` + strings.Repeat("a", 5000) + `"}`, CodeTooLarge},
@@ -149,6 +154,16 @@ func TestCommands(t *testing.T) {
 	if a := c.until("ack"); a["id"] != "1" {
 		t.Fatalf("ack %v", a)
 	}
+	// Attached images reach the agent, which shows them.
+	const pixel = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	c.send(map[string]any{"type": "newTask", "id": "1b", "text": "this", "images": []string{pixel, pixel}})
+	c.until("ack")
+	c.waitFor(func() bool {
+		m := c.st.Messages[len(c.st.Messages)-1]
+		return m.Text == "this (+2 images)" && len(m.Images) == 2 && m.Images[1] == pixel
+	})
+	c.send(map[string]any{"type": "deleteMessage", "ts": c.st.Messages[len(c.st.Messages)-1].TS, "id": "1c"})
+	c.until("rewindReport")
 	ask := messages.UIMessage{TS: f.nextTS(), Type: messages.TypeAsk, Ask: messages.AskTool, Text: `{"tool":"write_file"}`}
 	f.create(ask)
 	c.until("messageCreated") // the ask (after hello's)
@@ -203,9 +218,9 @@ func TestCommands(t *testing.T) {
 	}
 	other.until("state")
 	waitSame(t, s, other)
-	want := []string{"newTask:hello", "respond:" + itoa(ask.TS) + ":yesButtonClicked:", "respond:" + itoa(ask.TS) + ":noButtonClicked:",
+	want := []string{"newTask:hello", "newTask:this (+2 images)", "rewind:" + itoa(ask.TS-1) + ":{ConversationOnly:false NoFiles:false NoKernel:false Force:false}", "respond:" + itoa(ask.TS) + ":yesButtonClicked:", "respond:" + itoa(ask.TS) + ":noButtonClicked:",
 		"mode:plan", "model:openai:gpt-4.1", "list:fi", "search:plot", "cancel", "rewind:" + itoa(ask.TS) + ":{ConversationOnly:false NoFiles:false NoKernel:true Force:false}",
-		"fork:" + itoa(ask.TS-1), "rewind:" + itoa(ask.TS-1) + ":{ConversationOnly:false NoFiles:false NoKernel:false Force:false}", "newTask:hi again", "load:s2"}
+		"fork:" + itoa(ask.TS-2), "rewind:" + itoa(ask.TS-2) + ":{ConversationOnly:false NoFiles:false NoKernel:false Force:false}", "newTask:hi again", "load:s2"}
 	if got := f.Calls(); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("calls\n got %q\nwant %q", got, want)
 	}

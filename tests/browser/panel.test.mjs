@@ -435,7 +435,10 @@ async function main() {
     });
 
     await step("the first prompt names the session in the panel header", async () => {
+      const sid0 = await wide.evaluate(() => window.__akPanel.state().sessionId);
       assert.equal((await cellDone(await execute("%agent new"))).status, "ok");
+      // The new session reaches the panel as a state frame, maybe after the cell's reply.
+      await wide.waitForFunction((old) => window.__akPanel.state().sessionId !== old, sid0, { timeout: TIMEOUT });
       const sid = await wide.evaluate(() => window.__akPanel.state().sessionId);
       await enqueue([{ text: ["A plan follows."] }]);
       assert.equal((await cellDone(await execute("Plan the garden layout"))).status, "ok");
@@ -513,6 +516,67 @@ async function main() {
       const old = await wide.evaluate(() => window.__akPanel.state().messages.find((m) => m.text === "Working on the long answer"));
       assert.ok(old && old.partial, "the cut message is kept, marked partial: " + JSON.stringify(old));
       await shot(wide, "11-superseded-wide");
+    });
+
+    await step("images pasted and picked in the panel go to the model with the prompt", async () => {
+      await enqueue([{ text: ["I see noise and a dot."] }]);
+      // A picked screenshot too large to send as it is (noise: PNG cannot
+      // shrink it) is scaled down by the panel; a pasted pixel goes as it is.
+      const big = await wide.evaluate(() => {
+        const c = document.createElement("canvas");
+        c.width = 2400; c.height = 1500;
+        const g = c.getContext("2d");
+        const d = g.createImageData(c.width, c.height);
+        for (let i = 0; i < d.data.length; i++) d.data[i] = (i % 4 === 3) ? 255 : Math.floor(Math.random() * 256);
+        g.putImageData(d, 0, 0);
+        return c.toDataURL("image/png").split(",")[1];
+      });
+      assert.ok(big.length * 3 / 4 > (1 << 20), "the picked image starts over the limit");
+      await wide.setInputFiles("#attachFile", { name: "screen.png", mimeType: "image/png", buffer: Buffer.from(big, "base64") });
+      await wide.evaluate(() => {
+        const b64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+        const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+        const dt = new DataTransfer();
+        dt.items.add(new File([bytes], "pixel.png", { type: "image/png" }));
+        document.getElementById("prompt").dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+      });
+      await wide.waitForFunction(() => window.__akPanel.attachments().length === 2, null, { timeout: TIMEOUT });
+      await wide.waitForSelector("#attachments .attachment >> nth=1", { timeout: TIMEOUT });
+      // Something that is not an image is refused with a message.
+      await wide.setInputFiles("#attachFile", { name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("hi") });
+      await wide.waitForSelector("#banner:not([hidden]) >> text=Only PNG, JPEG, GIF and WebP", { timeout: TIMEOUT });
+      assert.equal((await wide.evaluate(() => window.__akPanel.attachments())).length, 2);
+      await shot(wide, "12-attachments-wide");
+      const sent = await wide.evaluate(() => window.__akPanel.attachments());
+      await wide.fill("#prompt", "What is in these images?");
+      await wide.press("#prompt", "Enter");
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("text=I see noise and a dot.", { timeout: TIMEOUT });
+        await p.waitForFunction(() => {
+          const m = window.__akPanel.state().messages.find((m) => m.text === "What is in these images?");
+          return m && m.images && m.images.length === 2;
+        }, null, { timeout: TIMEOUT });
+      }
+      assert.equal((await wide.evaluate(() => window.__akPanel.attachments())).length, 0, "the tray empties on send");
+      // Both images are shown in the conversation; the big one was scaled
+      // to a long edge of at most 1568 px and 1 MiB.
+      const dims = await narrow.evaluate(async () => {
+        const imgs = [...document.querySelectorAll("article.msg.user img.image")].slice(-2);
+        await Promise.all(imgs.map((i) => i.decode()));
+        return imgs.map((i) => [i.naturalWidth, i.naturalHeight, i.alt]);
+      });
+      assert.deepEqual(dims[1], [1, 1, "attached image"]);
+      assert.ok(dims[0][0] <= 1568 && dims[0][0] >= 100 && dims[0][2] === "attached image", JSON.stringify(dims));
+      assert.ok((sent[0].length - sent[0].indexOf(",") - 1) * 3 / 4 <= (1 << 20), "the scaled image is within 1 MiB");
+      await shot(narrow, "12-attached-images-narrow");
+      // The model got both as image content of the user's message.
+      const reqs = await requests();
+      const last = reqs[reqs.length - 1].messages.map((m) => JSON.parse(m));
+      const user = last.filter((m) => m.role === "user").pop();
+      assert.ok(Array.isArray(user.content), JSON.stringify(user).slice(0, 400));
+      const urls = user.content.filter((c) => c.type === "image_url").map((c) => c.image_url.url);
+      assert.deepEqual(urls, sent, "the model gets exactly the attached images");
+      assert.ok(user.content.some((c) => c.type === "text" && c.text.includes("What is in these images?")));
     });
   } finally {
     await browser.close();

@@ -288,7 +288,7 @@
     (m.images || []).forEach(function (src) {
       if (!SAFE_IMG.test(src)) return;
       var img = el("img", "image");
-      img.alt = "output image";
+      img.alt = kind === "text" || kind === "user_feedback" ? "attached image" : "output image";
       img.src = src;
       body.appendChild(img);
     });
@@ -475,11 +475,12 @@
     }
   }
 
-  function respond(kind, text) {
+  function respond(kind, text, images) {
     var p = st.pendingAsk;
     if (!p) return;
     var f = { type: "askResponse", ts: p.ts, response: kind };
     if (text) f.text = text;
+    if (images && images.length) f.images = images;
     send(f);
   }
 
@@ -543,18 +544,169 @@
     if (show) send({ type: "listSessions", search: $("sessionQuery").value.trim() });
   }
 
+  // ---- attached images ----
+  // Pasted, dropped or picked images go with the next prompt as data: URLs.
+  // One over the server's limits (1 MiB, and a long edge the models take)
+  // is scaled down here first, so a screenshot just works.
+
+  var MAX_IMAGES = 4, MAX_IMAGE_BYTES = 1 << 20, MAX_EDGE = 1568;
+  var IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+  // The attached images in the order they were added: a slot's url is
+  // null while its image is read and scaled.
+  var attachments = [];
+  function readyImages() { return attachments.filter(function (a) { return a.url; }).map(function (a) { return a.url; }); }
+  window.__akPanel.attachments = readyImages;
+
+  function urlBytes(u) { return Math.floor((u.length - u.indexOf(",") - 1) * 3 / 4); }
+
+  function readFile(file) {
+    return new Promise(function (resolve, reject) {
+      var r = new FileReader();
+      r.onload = function () { resolve(r.result); };
+      r.onerror = function () { reject(new Error("could not read " + file.name)); };
+      r.readAsDataURL(file);
+    });
+  }
+
+  function loadImage(url) {
+    return new Promise(function (resolve, reject) {
+      var img = new Image();
+      img.onload = function () { resolve(img); };
+      img.onerror = function () { reject(new Error("not an image the browser can read")); };
+      img.src = url;
+    });
+  }
+
+  // fit returns url, or a scaled-down re-encoding within the limits.
+  function fit(url) {
+    return loadImage(url).then(function (img) {
+      var w = img.naturalWidth, h = img.naturalHeight;
+      if (urlBytes(url) <= MAX_IMAGE_BYTES && Math.max(w, h) <= MAX_EDGE && SAFE_IMG.test(url)) return url;
+      var scale = Math.min(1, MAX_EDGE / Math.max(w, h));
+      for (var tries = 0; tries < 6; tries++, scale *= 0.7) {
+        var c = document.createElement("canvas");
+        c.width = Math.max(1, Math.round(w * scale));
+        c.height = Math.max(1, Math.round(h * scale));
+        var g = c.getContext("2d");
+        g.fillStyle = "#fff"; // JPEG has no transparency
+        g.fillRect(0, 0, c.width, c.height);
+        g.drawImage(img, 0, 0, c.width, c.height);
+        var out = /^data:image\/png/.test(url) ? c.toDataURL("image/png") : "";
+        if (!out || urlBytes(out) > MAX_IMAGE_BYTES) out = c.toDataURL("image/jpeg", 0.85);
+        if (urlBytes(out) <= MAX_IMAGE_BYTES) return out;
+      }
+      throw new Error("too large even when scaled down");
+    });
+  }
+
+  function addImages(files) {
+    files = Array.prototype.slice.call(files || []);
+    files.forEach(function (file) {
+      if (IMAGE_TYPES.indexOf(file.type) < 0) {
+        showBanner("Only PNG, JPEG, GIF and WebP images can be attached (" + (file.name || file.type || "file") + ").", "error");
+        return;
+      }
+      if (attachments.length >= MAX_IMAGES) {
+        showBanner("Image " + (file.name || "") + " not attached: at most " + MAX_IMAGES + " images go with one message.", "error");
+        return;
+      }
+      var slot = { url: null };
+      attachments.push(slot);
+      readFile(file).then(fit).then(function (url) {
+        slot.url = url;
+        renderAttachments();
+      }).catch(function (err) {
+        var i = attachments.indexOf(slot);
+        if (i >= 0) attachments.splice(i, 1);
+        showBanner("Image " + (file.name || "") + " not attached: " + err.message + ".", "error");
+      });
+    });
+  }
+
+  function renderAttachments() {
+    var box = $("attachments");
+    box.textContent = "";
+    attachments.forEach(function (slot, i) {
+      var url = slot.url;
+      if (!url) return;
+      var a = el("div", "attachment");
+      var img = el("img");
+      img.alt = "attached image " + (i + 1);
+      img.src = url;
+      a.appendChild(img);
+      var x = el("button", "", "×");
+      x.type = "button";
+      x.title = "Remove this image";
+      x.setAttribute("aria-label", "remove attached image " + (i + 1));
+      x.addEventListener("click", function () { attachments.splice(attachments.indexOf(slot), 1); renderAttachments(); });
+      a.appendChild(x);
+      box.appendChild(a);
+    });
+    box.hidden = readyImages().length === 0;
+  }
+
+  function clipboardImages(dt) {
+    var files = [];
+    if (!dt) return files;
+    Array.prototype.forEach.call(dt.items || [], function (it) {
+      if (it.kind === "file" && IMAGE_TYPES.indexOf(it.type) >= 0) {
+        var f = it.getAsFile();
+        if (f) files.push(f);
+      }
+    });
+    return files;
+  }
+
   // ---- wiring ----
 
   function submitPrompt() {
     var text = $("prompt").value.trim();
-    if (!text) return;
-    if (editingTS) send({ type: "editMessage", ts: editingTS, text: text });
-    else if (st.pendingAsk && (st.pendingAsk.ask === "command" || st.pendingAsk.ask === "tool" || st.pendingAsk.ask === "followup"))
-      respond("messageResponse", text);
-    else send({ type: "newTask", text: text });
+    var images = readyImages();
+    if (images.length < attachments.length) {
+      showBanner("An image is still being prepared: send again in a moment.", "error");
+      return;
+    }
+    if (!text) {
+      if (images.length) showBanner("Add a few words to go with the image.", "error");
+      return;
+    }
+    if (editingTS) {
+      if (images.length) { showBanner("An edit cannot carry images: send them with a new message.", "error"); return; }
+      send({ type: "editMessage", ts: editingTS, text: text });
+    } else if (st.pendingAsk && (st.pendingAsk.ask === "command" || st.pendingAsk.ask === "tool" || st.pendingAsk.ask === "followup"))
+      respond("messageResponse", text, images);
+    else {
+      var f = { type: "newTask", text: text };
+      if (images.length) f.images = images;
+      send(f);
+    }
     $("prompt").value = "";
+    attachments = [];
+    renderAttachments();
     stopEdit();
   }
+
+  $("attach").addEventListener("click", function () { $("attachFile").click(); });
+  $("attachFile").addEventListener("change", function (e) { addImages(e.target.files); e.target.value = ""; });
+  $("prompt").addEventListener("paste", function (e) {
+    var files = clipboardImages(e.clipboardData);
+    if (!files.length) return;
+    if (!e.clipboardData.getData("text/plain")) e.preventDefault();
+    addImages(files);
+  });
+  $("composer").addEventListener("dragover", function (e) {
+    if (e.dataTransfer && Array.prototype.indexOf.call(e.dataTransfer.types || [], "Files") >= 0) {
+      e.preventDefault();
+      $("composer").classList.add("dropping");
+    }
+  });
+  $("composer").addEventListener("dragleave", function () { $("composer").classList.remove("dropping"); });
+  $("composer").addEventListener("drop", function (e) {
+    $("composer").classList.remove("dropping");
+    if (!e.dataTransfer || !e.dataTransfer.files.length) return;
+    e.preventDefault();
+    addImages(e.dataTransfer.files);
+  });
 
   $("composer").addEventListener("submit", function (e) { e.preventDefault(); submitPrompt(); });
   $("prompt").addEventListener("keydown", function (e) {

@@ -177,7 +177,12 @@ func (l *Local) launch() (*client.Kernel, error) {
 		Args:    l.opts.Args,
 	})
 	if err != nil {
-		l.log.Error("backing kernel failed to start", "kernel", l.opts.Kernel, "error", err)
+		if l.ctx.Err() != nil {
+			// Shut down while the kernel started (a kernel closed early).
+			l.log.Debug("backing kernel start stopped by shutdown", "kernel", l.opts.Kernel)
+		} else {
+			l.log.Error("backing kernel failed to start", "kernel", l.opts.Kernel, "error", err)
+		}
 		return nil, fmt.Errorf("start backing kernel %q: %w", l.opts.Kernel, err)
 	}
 	l.log.Info("backing kernel ready", "kernel", l.opts.Kernel, "pid", k.Pid(), "elapsed", time.Since(start))

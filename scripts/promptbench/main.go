@@ -140,6 +140,7 @@ func run() error {
 		}
 	}})
 	elapsed := time.Since(t1)
+	replied := time.Now()
 	cpu := cpuTime(k.Pid()) - cpu0
 	if err != nil {
 		return err
@@ -169,6 +170,11 @@ func run() error {
 	fmt.Printf("kernel CPU        %s = %.1f µs per token, %.2f ms per display message\n", cpu.Round(time.Millisecond),
 		float64(cpu.Microseconds())/float64(*tokens), float64(cpu.Microseconds())/1000/float64(max(n, 1)))
 	fmt.Printf("added wall time   %.2f ms per display message\n", float64((elapsed-direct).Microseconds())/1000/float64(max(n, 1)))
+	if len(stamps) > 0 {
+		// The kernel's clock and ours are the same machine's.
+		fmt.Printf("phases            first display %s after the request, reply %s after the last update\n",
+			stamps[0].Sub(t1).Round(100*time.Microsecond), replied.Sub(stamps[len(stamps)-1]).Round(100*time.Microsecond))
+	}
 	if last != want {
 		return fmt.Errorf("the last update lost tokens: %d of %d bytes", len(last), len(want))
 	}

@@ -10,15 +10,18 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/mattn/go-isatty"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/eventlog"
+	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/store"
@@ -240,7 +243,8 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if streamIn && input == nil {
 		input = newStreamInput(stdin, func(s string) { fmt.Fprintln(stderr, s) })
 	}
-	tr.emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": info.Tools, "mcp_servers": []any{},
+	tools, servers := initMCP(ctx, host, info.Tools, tr.out != nil)
+	tr.emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": tools, "mcp_servers": servers,
 		"model": modelName, "permissionMode": host.Mode(), "slash_commands": []any{},
 		"agentkernel_version": versionString(), "backing": *backingName, "approve": policy, "resumed": info.Resumed})
 	defer host.Subscribe(tr.Event)()
@@ -463,4 +467,39 @@ func ttyApprover(stdin io.Reader, stderr io.Writer) agent.Approver {
 			prompt = "Please answer y (yes), a (always) or n (no): "
 		}
 	}
+}
+
+// mcpStartWait bounds how long the stream-json init waits for the MCP
+// servers to start, so that it can report them as Claude Code does.
+const mcpStartWait = 15 * time.Second
+
+// initMCP returns the init event's tools (with each ready MCP server's, as
+// mcp__server__tool) and mcp_servers ({name, status}: connected, failed,
+// pending or disabled, Claude Code's words). With stream-json output it
+// waits for the servers to start (at most mcpStartWait); otherwise it
+// reports what it knows now.
+func initMCP(ctx context.Context, host *session.Host, builtin []string, wait bool) ([]string, []map[string]string) {
+	tools := slices.Clone(builtin)
+	servers := []map[string]string{}
+	if wait {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, mcpStartWait)
+		defer cancel()
+	}
+	for _, s := range host.MCPStatus(ctx, wait) {
+		status := "pending"
+		switch s.State {
+		case mcp.StateReady:
+			status = "connected"
+			for _, t := range s.Tools {
+				tools = append(tools, t.Tool)
+			}
+		case mcp.StateFailed, mcp.StateExited, mcp.StateInvalid:
+			status = "failed"
+		case mcp.StateDisabled:
+			status = "disabled"
+		}
+		servers = append(servers, map[string]string{"name": s.Name, "status": status})
+	}
+	return tools, servers
 }

@@ -8,10 +8,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 )
 
 // TestMCPList: agentkernel mcp list reads the directory's .mcp.json and the
@@ -63,5 +67,45 @@ func TestMCPList(t *testing.T) {
 	}
 	if err := run([]string{"mcp", "bogus"}, &out, &errOut); err == nil {
 		t.Error("mcp bogus: no error")
+	}
+}
+
+// TestAskStreamJSONInitMCP: stream-json's init names the MCP servers with
+// Claude Code's statuses, and lists a ready server's tools among the tools.
+func TestAskStreamJSONInitMCP(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "hello", Description: "Says hello."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{}, nil, nil
+		})
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	defer hs.Close()
+	model, ws := askEnv(t)
+	mcpJSON, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"web":  map[string]any{"type": "http", "url": hs.URL},
+		"gone": map[string]any{"command": "no-such-mcp-command"},
+		"off":  map[string]any{"command": "true", "disabled": true},
+	}})
+	if err := os.WriteFile(filepath.Join(ws, ".mcp.json"), mcpJSON, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	model.Enqueue(scripted.Reply(scripted.Text("Hi.")))
+	out, err := ask(t, strings.NewReader(""), "Say hi", "--output-format", "stream-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := parseEvents(t, out)[0]
+	got := map[string]string{}
+	servers, _ := init["mcp_servers"].([]any)
+	for _, s := range servers {
+		m, _ := s.(map[string]any)
+		got[m["name"].(string)], _ = m["status"].(string)
+	}
+	if want := map[string]string{"web": "connected", "gone": "failed", "off": "disabled"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("mcp_servers %v, want %v", got, want)
+	}
+	tools, _ := init["tools"].([]any)
+	if !slices.Contains(tools, any("mcp__web__hello")) || !slices.Contains(tools, any("execute_code")) {
+		t.Errorf("tools %v", tools)
 	}
 }

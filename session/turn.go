@@ -28,6 +28,9 @@ type Turn struct {
 	OnAsk func(AnsweredAsk)
 	// Limits bound the turn Submit starts (model requests, cost).
 	Limits agent.Limits
+	// Images are attached to Submit's text (stream-json input's image
+	// blocks).
+	Images []agent.Image
 }
 
 // AnsweredAsk is one ask and the answer it got.
@@ -75,7 +78,7 @@ func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) 
 		return Result{}, err
 	}
 	h.logPrompt(ctx, c, text)
-	return h.follow(ctx, c, t, func() (*agent.Running, error) { return c.task.SubmitTurn(text, t.Limits) })
+	return h.follow(ctx, c, t, func() (*agent.Running, error) { return c.task.SubmitPrompt(agent.Prompt{Text: text, Images: t.Images}, t.Limits) })
 }
 
 // ErrSuperseded is returned by Submit when its turn was stopped by a newer

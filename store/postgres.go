@@ -106,7 +106,7 @@ func pgRetryable(err error) bool {
 	var ne net.Error
 	return pgconn.SafeToRetry(err) || errors.Is(err, driver.ErrBadConn) || errors.As(err, &ce) ||
 		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		strings.Contains(err.Error(), "conn closed")
+		errors.Is(err, pgconn.ErrConnClosed)
 }
 
 // pgRetryBudget is how long a write, or a read's BEGIN, keeps retrying a broken connection: long

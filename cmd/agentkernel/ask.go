@@ -292,10 +292,11 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	total := 0.0
 	for n := 0; ; n++ {
 		if streamIn {
-			var ok bool
-			if prompt, ok = input.Next(ctx); !ok || input.Err() != nil {
+			p, ok := input.Next(ctx)
+			if !ok || input.Err() != nil {
 				break
 			}
+			prompt, turn.Images = p.Text, p.Images
 		} else if n > 0 {
 			break
 		}

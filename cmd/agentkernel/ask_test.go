@@ -282,7 +282,9 @@ func TestAskStreamJSONInputBadLine(t *testing.T) {
 	askEnv(t)
 	for _, tc := range []struct{ in, want string }{
 		{"not json\n", "stdin line 1: not a JSON object"},
-		{`{"type":"user","message":{"role":"user","content":[{"type":"image"}]}}` + "\n", `"image" blocks are not supported`},
+		{`{"type":"user","message":{"role":"user","content":[{"type":"image"}]}}` + "\n", `an image block needs "source"`},
+		{`{"type":"user","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"R0lGODlhAQABAAAAACw="}}]}}` + "\n", "not a PNG image"},
+		{`{"type":"user","message":{"role":"user","content":[{"type":"document"}]}}` + "\n", `"document" blocks are not supported`},
 		{"\n" + `{"type":"interrupt"}` + "\n", `stdin line 2: type "interrupt"`},
 	} {
 		_, err := ask(t, strings.NewReader(tc.in), "--input-format", "stream-json", "--output-format", "stream-json")
@@ -529,5 +531,27 @@ func TestAskBlockedPromptFails(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("the blocked prompt reached the model (%d requests)", n)
+	}
+}
+
+// TestAskStreamJSONInputImage: an image block of a stream-json user message
+// goes to a vision model as image content, with the text.
+func TestAskStreamJSONInputImage(t *testing.T) {
+	srv, _ := askEnv(t)
+	srv.Enqueue(scripted.Reply(scripted.Text("A dot.")))
+	const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	in := `{"type":"user","message":{"role":"user","content":[{"type":"text","text":"What is this?"},` +
+		`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + pixel + `"}}]}}` + "\n"
+	out, err := ask(t, strings.NewReader(in), "--input-format", "stream-json", "--output-format", "stream-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs := parseEvents(t, out); evs[len(evs)-1].kind() != "result" || evs[len(evs)-1]["is_error"] != false {
+		t.Fatalf("result: %v", evs[len(evs)-1])
+	}
+	last, _ := srv.Last()
+	raw := string(last.Raw)
+	if !strings.Contains(raw, `"image_url"`) || !strings.Contains(raw, "data:image/png;base64,"+pixel) || !strings.Contains(raw, "What is this?") {
+		t.Errorf("the model did not get the image with the text: %s", raw)
 	}
 }

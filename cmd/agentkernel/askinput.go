@@ -25,7 +25,7 @@ type streamInput struct {
 	warn func(string)
 
 	mu      sync.Mutex
-	prompts []string                      // user messages not yet taken
+	prompts []agent.Prompt                // user messages not yet taken
 	waiting map[string]chan controlAnswer // by request_id
 	done    bool                          // no more lines
 	err     error
@@ -85,7 +85,7 @@ func (in *streamInput) signal() {
 // ctx did) and every message was taken. Messages that arrive while a turn
 // runs wait their turn; reading goes on meanwhile, so that the running
 // turn's asks can be answered.
-func (in *streamInput) Next(ctx context.Context) (string, bool) {
+func (in *streamInput) Next(ctx context.Context) (agent.Prompt, bool) {
 	for {
 		in.mu.Lock()
 		if len(in.prompts) > 0 {
@@ -97,12 +97,12 @@ func (in *streamInput) Next(ctx context.Context) (string, bool) {
 		done := in.done
 		in.mu.Unlock()
 		if done {
-			return "", false
+			return agent.Prompt{}, false
 		}
 		select {
 		case <-in.more:
 		case <-ctx.Done():
-			return "", false
+			return agent.Prompt{}, false
 		}
 	}
 }
@@ -140,12 +140,12 @@ func (in *streamInput) line(b []byte) error {
 		if l.Message.Role != "" && l.Message.Role != "user" {
 			return fmt.Errorf("message.role %q: want \"user\"", l.Message.Role)
 		}
-		text, err := userText(l.Message.Content)
+		p, err := userPrompt(l.Message.Content)
 		if err != nil {
 			return err
 		}
 		in.mu.Lock()
-		in.prompts = append(in.prompts, text)
+		in.prompts = append(in.prompts, p)
 		in.mu.Unlock()
 		in.signal()
 	case "control_response":
@@ -173,35 +173,56 @@ func (in *streamInput) line(b []byte) error {
 	return nil
 }
 
-// userText is the text of a user message's content: a string, or text
-// blocks (joined by blank lines).
-func userText(raw json.RawMessage) (string, error) {
+// userPrompt is a user message's content: a string, or text blocks (joined
+// by blank lines) and image blocks (base64 sources, as Anthropic's API and
+// Claude Code take them).
+func userPrompt(raw json.RawMessage) (agent.Prompt, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		if strings.TrimSpace(s) == "" {
-			return "", errors.New("message.content is empty")
+			return agent.Prompt{}, errors.New("message.content is empty")
 		}
-		return s, nil
+		return agent.Prompt{Text: s}, nil
 	}
 	var blocks []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type   string `json:"type"`
+		Text   string `json:"text"`
+		Source *struct {
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+		} `json:"source"`
 	}
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", errors.New("message.content: want a string or an array of text blocks")
+		return agent.Prompt{}, errors.New("message.content: want a string or an array of text and image blocks")
 	}
+	var p agent.Prompt
 	var parts []string
 	for i, b := range blocks {
-		if b.Type != "text" {
-			return "", fmt.Errorf("message.content[%d]: %q blocks are not supported (only text)", i, b.Type)
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "image":
+			if b.Source == nil || b.Source.Type != "base64" {
+				return agent.Prompt{}, fmt.Errorf(`message.content[%d]: an image block needs "source": {"type": "base64", "media_type", "data"}`, i)
+			}
+			if len(p.Images) == agent.MaxAttachedImages {
+				return agent.Prompt{}, fmt.Errorf("message.content[%d]: at most %d images go with one message", i, agent.MaxAttachedImages)
+			}
+			im, err := agent.ImageFromDataURL("data:" + b.Source.MediaType + ";base64," + b.Source.Data)
+			if err != nil {
+				return agent.Prompt{}, fmt.Errorf("message.content[%d]: %w", i, err)
+			}
+			p.Images = append(p.Images, im)
+		default:
+			return agent.Prompt{}, fmt.Errorf("message.content[%d]: %q blocks are not supported (only text and image)", i, b.Type)
 		}
-		parts = append(parts, b.Text)
 	}
-	text := strings.Join(parts, "\n\n")
-	if strings.TrimSpace(text) == "" {
-		return "", errors.New("message.content is empty")
+	p.Text = strings.Join(parts, "\n\n")
+	if strings.TrimSpace(p.Text) == "" && len(p.Images) == 0 {
+		return agent.Prompt{}, errors.New("message.content is empty")
 	}
-	return text, nil
+	return p, nil
 }
 
 // request registers a control request id; the channel gets its answer,

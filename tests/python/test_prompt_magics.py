@@ -16,6 +16,8 @@ import nbformat
 import pytest
 from jupyter_client import KernelManager
 
+from test_prompt_e2e import text_of
+
 OPENAI = "openai:gpt-4.1"
 
 
@@ -60,19 +62,6 @@ class Kernel:
             self.kc.stop_channels()
         finally:
             self.km.shutdown_kernel(now=False)
-
-
-def text_of(outputs):
-    parts = []
-    for m in outputs:
-        c = m["content"]
-        if m["msg_type"] == "stream":
-            parts.append(c["text"])
-        elif m["msg_type"] in ("display_data", "update_display_data", "execute_result"):
-            parts.append(c["data"].get("text/plain", ""))
-        elif m["msg_type"] == "error":
-            parts.append(c["ename"] + ": " + c["evalue"])
-    return "\n".join(parts)
 
 
 def body(request):

@@ -85,16 +85,8 @@ func (t *Task) attached(ims []Image) (blocks []messages.ContentBlock, note strin
 	if len(ims) == 0 {
 		return nil, ""
 	}
-	vision := false
-	if p := t.Provider(); p != nil {
-		vision = p.Model().Vision
-	}
-	if vision {
-		for _, im := range ims {
-			blocks = append(blocks, messages.ContentBlock{Type: messages.BlockImage,
-				Source: &messages.ImageSource{Type: "base64", MediaType: im.MIME, Data: im.Data}})
-		}
-		return blocks, ""
+	if t.vision() {
+		return imageBlocks(ims), ""
 	}
 	names := make([]string, len(ims))
 	for i, im := range ims {
@@ -112,4 +104,20 @@ func shownURLs(ims []Image) []string {
 		}
 	}
 	return out
+}
+
+// vision reports whether the task's model takes images.
+func (t *Task) vision() bool {
+	p := t.Provider()
+	return p != nil && p.Model().Vision
+}
+
+// imageBlocks are ims as image content blocks.
+func imageBlocks(ims []Image) []messages.ContentBlock {
+	blocks := make([]messages.ContentBlock, len(ims))
+	for i, im := range ims {
+		blocks[i] = messages.ContentBlock{Type: messages.BlockImage,
+			Source: &messages.ImageSource{Type: "base64", MediaType: im.MIME, Data: im.Data}}
+	}
+	return blocks
 }

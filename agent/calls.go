@@ -107,10 +107,7 @@ func (t *Task) forModel(blocks []messages.ContentBlock) []messages.ContentBlock 
 	if len(blocks) == 0 {
 		return nil
 	}
-	vision := false
-	if p := t.Provider(); p != nil {
-		vision = p.Model().Vision
-	}
+	vision := t.vision()
 	var out []messages.ContentBlock
 	images := 0
 	for _, b := range blocks {

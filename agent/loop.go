@@ -165,10 +165,13 @@ func (t *Task) userMessage(ctx context.Context, p Prompt, extra string) error {
 		t.cfg.World.BeforePrompt(ctx, t.clock.Next())
 	}
 	sent := text
+	var cellImages []Image
 	if t.cfg.Context != nil {
-		if c := t.cfg.Context(); c != "" {
+		c, ims := t.cfg.Context()
+		if c != "" {
 			sent = c + "\n\n" + text
 		}
+		cellImages = ims
 	}
 	if extra != "" {
 		sent = extra + "\n\n" + sent
@@ -185,11 +188,14 @@ func (t *Task) userMessage(ctx context.Context, p Prompt, extra string) error {
 	if err != nil {
 		return err
 	}
-	return t.appendAPI(ctx, messages.APIMessage{
-		Role:    messages.RoleUser,
-		Content: append([]messages.ContentBlock{{Type: messages.BlockText, Text: sent}}, images...),
-		TS:      m.TS,
-	}, nil)
+	content := append([]messages.ContentBlock{{Type: messages.BlockText, Text: sent}}, images...)
+	if len(cellImages) > 0 && t.vision() {
+		// The text names each image in its cell's output already.
+		content = append(content, messages.ContentBlock{Type: messages.BlockText,
+			Text: fmt.Sprintf("The last %d image%s the cells above displayed:", len(cellImages), plural(len(cellImages)))})
+		content = append(content, imageBlocks(cellImages)...)
+	}
+	return t.appendAPI(ctx, messages.APIMessage{Role: messages.RoleUser, Content: content, TS: m.TS}, nil)
 }
 
 // hasPrompt reports whether ui holds a prompt of the user's: not only

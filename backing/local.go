@@ -156,7 +156,10 @@ func isDone(k *client.Kernel) bool {
 	case <-k.Done():
 		return true
 	default:
-		return false
+		// A death is recorded, and the requests failed, just before Done
+		// closes: a request answered with the death must not be followed
+		// by one sent to the same kernel.
+		return k.Err() != nil
 	}
 }
 

@@ -105,7 +105,7 @@ type Host struct {
 	logMark   map[string]int64 // per session: the last entry it has seen
 	providers map[string]provider.Provider
 	mcp       *mcp.Manager // made at the first session
-	cells     []string     // code mode's cells run before any session: the first one's context
+	cells     []cell       // code mode's cells run before any session: the first one's context
 	closed    bool
 
 	outMu  sync.Mutex // guards output
@@ -126,7 +126,7 @@ type current struct {
 	replayPending atomic.Bool
 
 	mu    sync.Mutex
-	cells []string // %%code cells since the last prompt, for the model
+	cells []cell   // %%code cells since the last prompt, for the model
 	notes []string // what the model must be told at the next prompt
 	turn  turnLog  // for the event log
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -476,5 +477,38 @@ func TestUserCodeContext(t *testing.T) {
 		if m.Say == messages.SayCellExecuted {
 			t.Fatalf("a code-mode cell was stored as a message: %+v", m)
 		}
+	}
+}
+
+// TestUserCodeImages: the plots of the user's own cells go to a model that
+// takes images with the next prompt (the newest two); another model gets
+// the text that names them.
+func TestUserCodeImages(t *testing.T) {
+	const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	plot := backing.Result{Text: "<Figure>", Status: "ok",
+		Images: []backing.Image{{MIME: "image/png", Width: 1, Height: 1, Bytes: 70, Data: pixel}}}
+	for _, model := range []string{"openai:vision-m", "openai:m"} {
+		t.Run(model, func(t *testing.T) {
+			srv, open := scriptedModels(t)
+			srv.Enqueue(scripted.Reply(scripted.Text("A dot.")))
+			h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: model, Kind: "code"})
+			ctx := context.Background()
+			for i := 0; i < 3; i++ {
+				h.UserCode(ctx, fmt.Sprintf("plot(%d)", i), plot)
+			}
+			if _, err := h.Submit(ctx, "Why is my plot one dot?", Turn{}); err != nil {
+				t.Fatal(err)
+			}
+			last, _ := srv.Last()
+			msgs := last.Messages()
+			user, _ := json.Marshal(msgs[len(msgs)-1])
+			images := strings.Count(string(user), `"type":"image_url"`)
+			if !strings.Contains(string(user), "plot(2)") || !strings.Contains(string(user), "[image/png 1x1") {
+				t.Fatalf("the cells did not reach the model: %s", user)
+			}
+			if want := map[string]int{"openai:vision-m": 2, "openai:m": 0}[model]; images != want {
+				t.Fatalf("%d images sent to %s, want %d: %s", images, model, want, user)
+			}
+		})
 	}
 }

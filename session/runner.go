@@ -104,7 +104,7 @@ func (h *Host) RecordCell(ctx context.Context, code string, res backing.Result) 
 		return
 	}
 	output := cellOutput(res)
-	c.addCell(cellEntry(code, output))
+	c.addCell(newCell(code, output, res))
 	h.recordCode(ctx, c, 0, "cell", code, res.Status)
 	rec, _ := json.Marshal(map[string]string{"code": code, "output": capText(output, 20000), "status": res.Status})
 	if _, err := c.task.Record(ctx, messages.SayCellExecuted, string(rec)); err != nil && !errors.Is(err, agent.ErrBusy) {
@@ -119,7 +119,7 @@ func (h *Host) RecordCell(ctx context.Context, code string, res backing.Result) 
 // as a message, and no session is opened for it: cells run before the
 // first prompt wait on the host for the session that prompt opens.
 func (h *Host) UserCode(ctx context.Context, code string, res backing.Result) {
-	entry := cellEntry(code, cellOutput(res))
+	entry := newCell(code, cellOutput(res), res)
 	h.mu.Lock()
 	c := h.cur
 	if c == nil {
@@ -136,6 +136,9 @@ func (h *Host) UserCode(ctx context.Context, code string, res backing.Result) {
 // image summaries, the error.
 func cellOutput(res backing.Result) string {
 	output := res.Stdout + res.Stderr + res.Text
+	if output != "" && !strings.HasSuffix(output, "\n") {
+		output += "\n"
+	}
 	for _, im := range codeResult(res).Images {
 		output += im.Summary() + "\n"
 	}
@@ -145,17 +148,34 @@ func cellOutput(res backing.Result) string {
 	return output
 }
 
-// cellEntry is one cell as the model is given it.
-func cellEntry(code, output string) string {
+// cell is one cell the user ran, as the model is given it: its code and
+// output as text, and the images it displayed (which a model that takes
+// images is shown).
+type cell struct {
+	text   string
+	images []agent.Image
+}
+
+// maxCellImages is how many of the cells' images (the newest) go to a
+// model that takes images with the next prompt.
+const maxCellImages = 2
+
+func newCell(code, output string, res backing.Result) cell {
 	entry := "```\n" + strings.TrimSpace(code) + "\n```"
 	if out := strings.TrimSpace(output); out != "" {
 		entry += "\nOutput:\n```\n" + capText(out, 2000) + "\n```"
 	}
-	return entry
+	c := cell{text: entry}
+	for _, im := range codeResult(res).Images {
+		if im.DataURL() != "" { // a raster image small enough to show
+			c.images = append(c.images, im)
+		}
+	}
+	return c
 }
 
 // appendCell appends entry, keeping the last maxCells.
-func appendCell(cells []string, entry string) []string {
+func appendCell(cells []cell, entry cell) []cell {
 	cells = append(cells, entry)
 	if len(cells) > maxCells {
 		cells = cells[len(cells)-maxCells:]
@@ -164,24 +184,34 @@ func appendCell(cells []string, entry string) []string {
 }
 
 // addCell queues a cell for the model's next prompt.
-func (c *current) addCell(entry string) {
+func (c *current) addCell(entry cell) {
 	c.mu.Lock()
 	c.cells = appendCell(c.cells, entry)
 	c.mu.Unlock()
 }
 
-// takeCells returns (and forgets) the cells run since the last prompt.
-func (c *current) takeCells() string {
+// takeCells returns (and forgets) the cells run since the last prompt:
+// their text, and the newest maxCellImages of the images they displayed.
+func (c *current) takeCells() (string, []agent.Image) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var parts []string
 	parts = append(parts, c.notes...)
+	var images []agent.Image
 	if len(c.cells) > 0 {
+		texts := make([]string, len(c.cells))
+		for i, cl := range c.cells {
+			texts[i] = cl.text
+			images = append(images, cl.images...)
+		}
 		parts = append(parts, capText("The user ran these cells in the notebook's kernel since the last message:\n\n"+
-			strings.Join(c.cells, "\n\n"), 20000))
+			strings.Join(texts, "\n\n"), 20000))
+	}
+	if len(images) > maxCellImages {
+		images = images[len(images)-maxCellImages:]
 	}
 	c.notes, c.cells = nil, nil
-	return strings.Join(parts, "\n\n")
+	return strings.Join(parts, "\n\n"), images
 }
 
 // capText keeps the head and tail of s within n bytes.

@@ -78,7 +78,9 @@ func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) 
 		return Result{}, err
 	}
 	h.logPrompt(ctx, c, text)
-	return h.follow(ctx, c, t, func() (*agent.Running, error) { return c.task.SubmitPrompt(agent.Prompt{Text: text, Images: t.Images}, t.Limits) })
+	return h.follow(ctx, c, t, func() (*agent.Running, error) {
+		return c.task.SubmitPrompt(agent.Prompt{Text: text, Images: t.Images}, t.Limits)
+	})
 }
 
 // ErrSuperseded is returned by Submit when its turn was stopped by a newer

@@ -42,7 +42,7 @@ const (
 // The events of an entry. Inputs: EventPrompt, EventAnswer, EventCommand;
 // the rest are outputs.
 const (
-	EventPrompt          = "prompt"           // Text: the user's prompt
+	EventPrompt          = "prompt"           // Text: the user's prompt; Images: how many it has
 	EventAnswer          = "answer"           // Kind: the response; By: who; TS: the ask
 	EventCommand         = "command"          // Kind: cancel, rewind, fork, edit, mode, model, new, resume; Text: its argument
 	EventMessageCreated  = "message_created"  // Kind: say:… or ask:…; TS; Text unless it is still streaming
@@ -68,7 +68,10 @@ type Entry struct {
 	By        string    `json:"by,omitempty"`
 	Text      string    `json:"text,omitempty"`
 	// Truncated is set when Text was cut to the log's limit.
-	Truncated bool     `json:"truncated,omitempty"`
+	Truncated bool `json:"truncated,omitempty"`
+	// Images counts the images attached to a prompt or an answer; the
+	// images themselves are not logged.
+	Images    int      `json:"images,omitempty"`
 	CostUSD   *float64 `json:"cost_usd,omitempty"`
 	TokensIn  int      `json:"tokens_in,omitempty"`
 	TokensOut int      `json:"tokens_out,omitempty"`

@@ -52,11 +52,11 @@ func (h *Host) logInput(ctx context.Context, c *current, e eventlog.Entry) {
 }
 
 // logPrompt writes a prompt; the turn it starts has its source.
-func (h *Host) logPrompt(ctx context.Context, c *current, text string) {
+func (h *Host) logPrompt(ctx context.Context, c *current, p agent.Prompt) {
 	c.mu.Lock()
 	c.turn.source = h.sourceOf(ctx)
 	c.mu.Unlock()
-	h.logInput(ctx, c, eventlog.Entry{Event: eventlog.EventPrompt, Text: text})
+	h.logInput(ctx, c, eventlog.Entry{Event: eventlog.EventPrompt, Text: p.Text, Images: len(p.Images)})
 }
 
 // logCommand writes a command (cancel, rewind, mode, …) with its argument.
@@ -66,7 +66,8 @@ func (h *Host) logCommand(ctx context.Context, c *current, name, arg string) {
 
 // logAnswer writes the answer to the ask stamped ts.
 func (h *Host) logAnswer(ctx context.Context, c *current, ts int64, r agent.Response) {
-	h.logInput(ctx, c, eventlog.Entry{Event: eventlog.EventAnswer, Kind: string(r.Kind), By: r.By, TS: ts, Text: r.Text})
+	h.logInput(ctx, c, eventlog.Entry{Event: eventlog.EventAnswer, Kind: string(r.Kind), By: r.By, TS: ts, Text: r.Text,
+		Images: len(r.Images)})
 }
 
 // logEvent writes what session c's task emitted. A streamed (partial)

@@ -103,7 +103,11 @@ func TestHooksAndEventLogThroughTheHost(t *testing.T) {
 	// The panel starts a turn and cancels; its inputs are the panel's.
 	pctx := WithSource(ctx, eventlog.SourcePanel)
 	srv.Enqueue(scripted.Reply(scripted.Text("Sure."), usage(10, 2)))
-	if err := h.Start(pctx, "And 7*8?"); err != nil {
+	pixel, err := agent.ImageFromDataURL("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.StartPrompt(pctx, agent.Prompt{Text: "And 7*8?", Images: []agent.Image{pixel}}); err != nil {
 		t.Fatal(err)
 	}
 	waitIdle(t, h)
@@ -115,8 +119,13 @@ func TestHooksAndEventLogThroughTheHost(t *testing.T) {
 	log := readLog(t, l)
 	prompts := find(log, eventlog.EventPrompt, "")
 	if len(prompts) != 2 || prompts[0].Source != eventlog.SourceAsk || prompts[1].Source != eventlog.SourcePanel ||
-		prompts[0].SessionID != res.SessionID || prompts[1].Text != "And 7*8?" {
+		prompts[0].SessionID != res.SessionID || prompts[1].Text != "And 7*8?" || prompts[0].Images != 0 || prompts[1].Images != 1 {
 		t.Fatalf("prompts %+v", prompts)
+	}
+	for _, e := range log {
+		if strings.Contains(e.Text, "iVBORw0KGgo") {
+			t.Errorf("an image's data reached the log: %+v", e)
+		}
 	}
 	if strings.Contains(prompts[0].Text, "sk-abcdefghijklmnopqrst") {
 		t.Errorf("a key reached the log: %q", prompts[0].Text)

@@ -77,7 +77,7 @@ func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	h.logPrompt(ctx, c, text)
+	h.logPrompt(ctx, c, agent.Prompt{Text: text, Images: t.Images})
 	return h.follow(ctx, c, t, func() (*agent.Running, error) {
 		return c.task.SubmitPrompt(agent.Prompt{Text: text, Images: t.Images}, t.Limits)
 	})
@@ -101,7 +101,7 @@ func (h *Host) StartPrompt(ctx context.Context, p agent.Prompt) error {
 	if err != nil {
 		return err
 	}
-	h.logPrompt(ctx, c, p.Text)
+	h.logPrompt(ctx, c, p)
 	_, err = c.task.SubmitPrompt(p, agent.Limits{})
 	return err
 }

@@ -162,6 +162,9 @@ type Bridge struct {
 
 	pmu   sync.Mutex // guards panel; never held across a call out
 	panel *panel     // the web panel, once %agent webview started it
+
+	attachMu sync.Mutex
+	attached []attachment // %agent attach: images for the next prompt
 }
 
 // New returns a Bridge with its backing runner and session host. It

@@ -27,13 +27,15 @@ const magicHelp = `%agent new              start a new session
 %agent mode [NAME]      show or set the permission mode (default, acceptEdits, bypassPermissions, plan)
 %agent cost             tokens and cost of this session
 %agent export FILE      write this session: FILE.ipynb as a notebook, else both histories as JSONL
+%agent attach [FILE ...|clear]
+                        images (PNG, JPEG, GIF, WebP) to send with your next prompt; list or drop them
 %agent webview [stop]   show the live web panel (link and IFrame); stop it
 %agent mcp [restart [NAME]]
                         the MCP servers: status, transport, tools, errors; restart one or all
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "mode", "cost", "export", "webview", "mcp", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -111,6 +113,8 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		return b.webviewMagic(ctx, args)
 	case "mcp":
 		return b.mcpMagic(ctx, args)
+	case "attach":
+		return b.attachMagic(args)
 	}
 	if _, err := h.Current(ctx); err != nil {
 		return "", err

@@ -241,7 +241,11 @@ func (c *cellOut) relayCode(m *wire.Message) {
 
 // prompt runs text as a request to the agent in cell r.
 func (b *Bridge) prompt(ctx context.Context, r *kernel.Request, text string, count int) {
-	b.follow(r, count, func(t session.Turn) (session.Result, error) { return b.host.Submit(ctx, text, t) })
+	images := b.takeAttached()
+	b.follow(r, count, func(t session.Turn) (session.Result, error) {
+		t.Images = images
+		return b.host.Submit(ctx, text, t)
+	})
 }
 
 // follow runs one turn of the agent for cell r (a prompt, or an edit):

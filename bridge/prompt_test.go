@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -362,5 +364,50 @@ func TestCodeModeAgentCells(t *testing.T) {
 	rep, _ = h.cell("secret_number")
 	if rep["status"] != "ok" {
 		t.Fatalf("code after the agent: %v", rep)
+	}
+}
+
+// TestAttachMagic: %agent attach queues images from files for the next
+// prompt only; a file that is no image, or too many, is refused and
+// queues nothing.
+func TestAttachMagic(t *testing.T) {
+	h, srv := promptKernel(t, "openai", "", agent.ApproveAll)
+	ws := h.b.host.Workspace()
+	png, _ := base64.StdEncoding.DecodeString(tinyPNG)
+	if err := os.WriteFile(filepath.Join(ws, "dot.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("not an image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := h.cell("%agent attach dot.png notes.txt"); rep["status"] != "error" || !strings.Contains(fmt.Sprint(rep["evalue"]), "notes.txt") {
+		t.Fatalf("a text file was attached: %v", rep)
+	}
+	if rep, _ := h.cell("%agent attach dot.png dot.png dot.png dot.png dot.png"); rep["status"] != "error" || !strings.Contains(fmt.Sprint(rep["evalue"]), "at most 4") {
+		t.Fatalf("five images were attached: %v", rep)
+	}
+	rep, o := h.cell("%agent attach dot.png")
+	if rep["status"] != "ok" || !strings.Contains(strings.Join(texts(o, "stream", ""), ""), "dot.png [image/png 1x1") {
+		t.Fatalf("attach: %v %q", rep, texts(o, "stream", ""))
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("A dot.")), scripted.Reply(scripted.Text("Still a dot.")))
+	if rep, _ := h.cell("What is in the picture?"); rep["status"] != "ok" {
+		t.Fatalf("prompt: %v", rep)
+	}
+	last, _ := srv.Last()
+	if n := strings.Count(string(last.Raw), "data:image/png;base64,"+tinyPNG); n != 1 {
+		t.Fatalf("the model got the image %d times: %s", n, last.Raw)
+	}
+	if rep, _ := h.cell("And now?"); rep["status"] != "ok" {
+		t.Fatalf("prompt: %v", rep)
+	}
+	last, _ = srv.Last()
+	msgs := last.Messages()
+	lastUser, _ := json.Marshal(msgs[len(msgs)-1])
+	if strings.Contains(string(lastUser), "image_url") {
+		t.Fatalf("the image went with the second prompt too: %s", lastUser)
+	}
+	if _, o := h.cell("%agent attach"); !strings.Contains(strings.Join(texts(o, "stream", ""), ""), "No images attached") {
+		t.Fatalf("the queue was not emptied: %q", texts(o, "stream", ""))
 	}
 }

@@ -157,7 +157,7 @@ def test_followup_question_answered_on_stdin(kernel, model):
 def test_new_model_cost_help(kernel, model):
     out = kernel.ok("%agent help")
     for sub in ("new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "mode", "cost",
-                "export", "webview", "help"):
+                "export", "attach", "webview", "mcp", "help"):
         assert f"%agent {sub}" in out, (sub, out)
     reply, out = kernel.cell("%agent frobnicate")
     assert reply["status"] == "error" and "unknown subcommand" in text_of(out)

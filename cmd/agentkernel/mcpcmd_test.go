@@ -18,16 +18,22 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 )
 
-// TestMCPList: agentkernel mcp list reads the directory's .mcp.json and the
-// config file's mcpServers, starts the servers and shows them.
-func TestMCPList(t *testing.T) {
+// helloServer is an MCP server over streamable HTTP with one tool, hello.
+func helloServer(t *testing.T) *httptest.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
 	sdk.AddTool(srv, &sdk.Tool{Name: "hello", Description: "Says hello."},
 		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{}, nil, nil
 		})
 	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
-	defer hs.Close()
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// TestMCPList: agentkernel mcp list reads the directory's .mcp.json and the
+// config file's mcpServers, starts the servers and shows them.
+func TestMCPList(t *testing.T) {
+	hs := helloServer(t)
 
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.json")
@@ -73,13 +79,7 @@ func TestMCPList(t *testing.T) {
 // TestAskStreamJSONInitMCP: stream-json's init names the MCP servers with
 // Claude Code's statuses, and lists a ready server's tools among the tools.
 func TestAskStreamJSONInitMCP(t *testing.T) {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
-	sdk.AddTool(srv, &sdk.Tool{Name: "hello", Description: "Says hello."},
-		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
-			return &sdk.CallToolResult{}, nil, nil
-		})
-	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
-	defer hs.Close()
+	hs := helloServer(t)
 	model, ws := askEnv(t)
 	mcpJSON, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"web":  map[string]any{"type": "http", "url": hs.URL},

@@ -17,6 +17,23 @@ from jupyter_client import KernelManager
 TIMEOUT = 20
 
 
+def run_cell(kc, code, timeout=TIMEOUT):
+    """Execute code on a jupyter_client client; return the reply's status and
+    the cell's own iopub messages, up to its idle status."""
+    msg_id = kc.execute(code)
+    msgs = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+        msgs.append(msg)
+    reply = kc.get_shell_msg(timeout=timeout)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    return reply["content"]["status"], msgs
+
+
 def summary(msg):
     """One line per message: type, and the content field that matters most."""
     t = msg["header"]["msg_type"]

@@ -12,6 +12,8 @@ import nbformat
 import pytest
 from jupyter_client import KernelManager
 
+from kclient import run_cell
+
 TIMEOUT = 120
 BROKEN = '{\n  "model": "openai:gpt-4.1",\n  "approve": "all"\n  "mode": "default"\n}\n'  # no comma: line 4
 
@@ -24,20 +26,9 @@ def broken_config(tmp_path):
 
 
 def _run_cell(kc, code):
-    msg_id = kc.execute(code)
-    texts = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=TIMEOUT)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        c = msg["content"]
-        if msg["msg_type"] == "stream":
-            texts.append((c["name"], c["text"]))
-        elif msg["msg_type"] == "status" and c["execution_state"] == "idle":
-            break
-    reply = kc.get_shell_msg(timeout=TIMEOUT)
-    assert reply["parent_header"]["msg_id"] == msg_id
-    return reply["content"]["status"], texts
+    """The cell's status and its streams, as (name, text)."""
+    status, msgs = run_cell(kc, code, TIMEOUT)
+    return status, [(m["content"]["name"], m["content"]["text"]) for m in msgs if m["msg_type"] == "stream"]
 
 
 def test_kernel_starts_and_says_what_is_wrong(agentkernel_env, broken_config):

@@ -22,6 +22,9 @@ import uuid
 import pytest
 from jupyter_client import KernelManager
 
+from kclient import run_cell
+from test_prompt_e2e import text_of
+
 TIMEOUT = 120
 
 
@@ -181,23 +184,8 @@ def test_unreachable_store_is_a_clear_error_and_the_kernel_answers(agentkernel_e
         kc.wait_for_ready(timeout=TIMEOUT)
 
         def run(code):
-            msg_id = kc.execute(code)
-            texts = []
-            while True:
-                msg = kc.get_iopub_msg(timeout=TIMEOUT)
-                if msg["parent_header"].get("msg_id") != msg_id:
-                    continue
-                c = msg["content"]
-                if msg["msg_type"] == "stream":
-                    texts.append(c["text"])
-                elif msg["msg_type"] in ("display_data", "execute_result", "update_display_data"):
-                    texts.append(c["data"].get("text/plain", ""))
-                elif msg["msg_type"] == "error":
-                    texts.append(c["ename"] + ": " + c["evalue"])
-                elif msg["msg_type"] == "status" and c["execution_state"] == "idle":
-                    break
-            reply = kc.get_shell_msg(timeout=TIMEOUT)
-            return reply["content"]["status"], "\n".join(texts)
+            status, msgs = run_cell(kc, code, TIMEOUT)
+            return status, text_of(msgs)
 
         status, out = run("Hello?")
         assert status == "error", out

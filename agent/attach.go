@@ -47,11 +47,6 @@ func ImageFromDataURL(u string) (Image, error) {
 	if !ok {
 		return Image{}, fmt.Errorf("%w: the data must be base64", ErrBadImage)
 	}
-	switch mime {
-	case "image/png", "image/jpeg", "image/gif", "image/webp":
-	default:
-		return Image{}, fmt.Errorf("%w: %q is not an image type the models take (PNG, JPEG, GIF or WebP)", ErrBadImage, truncateRunes(mime, 40))
-	}
 	if base64.StdEncoding.DecodedLen(len(data)) > MaxAttachedImageBytes+2 {
 		return Image{}, fmt.Errorf("%w: larger than %s", ErrBadImage, humanBytes(MaxAttachedImageBytes))
 	}
@@ -59,8 +54,29 @@ func ImageFromDataURL(u string) (Image, error) {
 	if err != nil {
 		return Image{}, fmt.Errorf("%w: the base64 data is broken: %v", ErrBadImage, err)
 	}
+	return checkImage(mime, raw, data)
+}
+
+// ImageFromBytes reads an attached image given as its bytes (a file's),
+// of the media type mime, with the checks of ImageFromDataURL.
+func ImageFromBytes(mime string, raw []byte) (Image, error) {
+	return checkImage(mime, raw, "")
+}
+
+// checkImage checks that raw is an image of type mime that the models
+// take, within MaxAttachedImageBytes, and describes it. data is raw in
+// base64 when the caller has it ("": made here, once raw passed).
+func checkImage(mime string, raw []byte, data string) (Image, error) {
+	switch mime {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		return Image{}, fmt.Errorf("%w: %q is not an image type the models take (PNG, JPEG, GIF or WebP)", ErrBadImage, truncateRunes(mime, 40))
+	}
 	if len(raw) > MaxAttachedImageBytes {
 		return Image{}, fmt.Errorf("%w: %s, larger than %s", ErrBadImage, humanBytes(len(raw)), humanBytes(MaxAttachedImageBytes))
+	}
+	if data == "" {
+		data = base64.StdEncoding.EncodeToString(raw)
 	}
 	im := Image{MIME: mime, Bytes: len(raw), Data: data}
 	if mime == "image/webp" {
@@ -95,15 +111,19 @@ func (t *Task) attached(ims []Image) (blocks []messages.ContentBlock, note strin
 	return nil, fmt.Sprintf("(The user attached %d image%s", len(ims), plural(len(ims))) + " that this model cannot be shown: " + strings.Join(names, ", ") + ".)"
 }
 
-// shownURLs are the data: URLs of ims for the UI history.
-func shownURLs(ims []Image) []string {
-	var out []string
+// showImages sets a UI message's images to ims as data: URLs; nil when
+// there are none to show.
+func showImages(ims []Image) func(*messages.UIMessage) {
+	var urls []string
 	for _, im := range ims {
 		if u := im.DataURL(); u != "" {
-			out = append(out, u)
+			urls = append(urls, u)
 		}
 	}
-	return out
+	if len(urls) == 0 {
+		return nil
+	}
+	return func(m *messages.UIMessage) { m.Images = urls }
 }
 
 // vision reports whether the task's model takes images.

@@ -115,11 +115,7 @@ func (t *Task) ask(ctx context.Context, kind messages.Ask, text string) (Respons
 		return Response{}, err
 	}
 	if resp.Kind == ResponseMessage && resp.Text != "" {
-		var show func(*messages.UIMessage)
-		if urls := shownURLs(resp.Images); len(urls) > 0 {
-			show = func(m *messages.UIMessage) { m.Images = urls }
-		}
-		if _, err := t.say(ctx, messages.SayUserFeedback, resp.Text, show); err != nil {
+		if _, err := t.say(ctx, messages.SayUserFeedback, resp.Text, showImages(resp.Images)); err != nil {
 			return Response{}, err
 		}
 	}

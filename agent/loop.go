@@ -180,11 +180,7 @@ func (t *Task) userMessage(ctx context.Context, p Prompt, extra string) error {
 	if note != "" {
 		sent += "\n\n" + note
 	}
-	var show func(*messages.UIMessage)
-	if urls := shownURLs(p.Images); len(urls) > 0 {
-		show = func(m *messages.UIMessage) { m.Images = urls }
-	}
-	m, err := t.say(ctx, kind, text, show)
+	m, err := t.say(ctx, kind, text, showImages(p.Images))
 	if err != nil {
 		return err
 	}

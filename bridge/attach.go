@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -92,8 +91,7 @@ func readImage(dir, name string) (agent.Image, error) {
 	if err != nil {
 		return agent.Image{}, fmt.Errorf("attach %s: %w", name, err)
 	}
-	mime := http.DetectContentType(data)
-	im, err := agent.ImageFromDataURL("data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data))
+	im, err := agent.ImageFromBytes(http.DetectContentType(data), data)
 	if err != nil {
 		return agent.Image{}, fmt.Errorf("attach %s: %w", name, err)
 	}

@@ -103,8 +103,9 @@ func (h *Host) RecordCell(ctx context.Context, code string, res backing.Result) 
 		h.log.Warn("record cell", "error", err)
 		return
 	}
-	output := cellOutput(res)
-	c.addCell(newCell(code, output, res))
+	ims := codeResult(res).Images
+	output := cellOutput(res, ims)
+	c.addCell(newCell(code, output, ims))
 	h.recordCode(ctx, c, 0, "cell", code, res.Status)
 	rec, _ := json.Marshal(map[string]string{"code": code, "output": capText(output, 20000), "status": res.Status})
 	if _, err := c.task.Record(ctx, messages.SayCellExecuted, string(rec)); err != nil && !errors.Is(err, agent.ErrBusy) {
@@ -119,7 +120,8 @@ func (h *Host) RecordCell(ctx context.Context, code string, res backing.Result) 
 // as a message, and no session is opened for it: cells run before the
 // first prompt wait on the host for the session that prompt opens.
 func (h *Host) UserCode(ctx context.Context, code string, res backing.Result) {
-	entry := newCell(code, cellOutput(res), res)
+	ims := codeResult(res).Images
+	entry := newCell(code, cellOutput(res, ims), ims)
 	h.mu.Lock()
 	c := h.cur
 	if c == nil {
@@ -133,13 +135,13 @@ func (h *Host) UserCode(ctx context.Context, code string, res backing.Result) {
 }
 
 // cellOutput is what a cell printed, for the model: streams, results,
-// image summaries, the error.
-func cellOutput(res backing.Result) string {
+// the summaries of its images (ims, as codeResult gives them), the error.
+func cellOutput(res backing.Result, ims []agent.Image) string {
 	output := res.Stdout + res.Stderr + res.Text
 	if output != "" && !strings.HasSuffix(output, "\n") {
 		output += "\n"
 	}
-	for _, im := range codeResult(res).Images {
+	for _, im := range ims {
 		output += im.Summary() + "\n"
 	}
 	if res.Error != nil {
@@ -160,13 +162,13 @@ type cell struct {
 // model that takes images with the next prompt.
 const maxCellImages = 2
 
-func newCell(code, output string, res backing.Result) cell {
+func newCell(code, output string, ims []agent.Image) cell {
 	entry := "```\n" + strings.TrimSpace(code) + "\n```"
 	if out := strings.TrimSpace(output); out != "" {
 		entry += "\nOutput:\n```\n" + capText(out, 2000) + "\n```"
 	}
 	c := cell{text: entry}
-	for _, im := range codeResult(res).Images {
+	for _, im := range ims {
 		if im.DataURL() != "" { // a raster image small enough to show
 			c.images = append(c.images, im)
 		}

@@ -28,8 +28,8 @@ type Turn struct {
 	OnAsk func(AnsweredAsk)
 	// Limits bound the turn Submit starts (model requests, cost).
 	Limits agent.Limits
-	// Images are attached to Submit's text (stream-json input's image
-	// blocks).
+	// Images are attached to Submit's text (%agent attach, stream-json
+	// input's image blocks).
 	Images []agent.Image
 }
 
@@ -77,10 +77,9 @@ func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	h.logPrompt(ctx, c, agent.Prompt{Text: text, Images: t.Images})
-	return h.follow(ctx, c, t, func() (*agent.Running, error) {
-		return c.task.SubmitPrompt(agent.Prompt{Text: text, Images: t.Images}, t.Limits)
-	})
+	p := agent.Prompt{Text: text, Images: t.Images}
+	h.logPrompt(ctx, c, p)
+	return h.follow(ctx, c, t, func() (*agent.Running, error) { return c.task.SubmitPrompt(p, t.Limits) })
 }
 
 // ErrSuperseded is returned by Submit when its turn was stopped by a newer

@@ -161,9 +161,6 @@ func (t *Task) userMessage(ctx context.Context, p Prompt, extra string) error {
 	if first {
 		kind = messages.SayText
 	}
-	if t.cfg.World != nil {
-		t.cfg.World.BeforePrompt(ctx, t.clock.Next())
-	}
 	sent := text
 	var cellImages []Image
 	if t.cfg.Context != nil {

@@ -85,8 +85,6 @@ type Config struct {
 // anchored before a message's ts happened before that message. Errors are
 // the World's to report; a step is never stopped by them.
 type World interface {
-	// BeforePrompt is called before the user's message is recorded.
-	BeforePrompt(ctx context.Context, anchor int64)
 	// BeforeTool is called before an allowed tool call that is not
 	// read-only runs; after is called once it has run.
 	BeforeTool(ctx context.Context, anchor int64, call provider.ToolCall) (after func())

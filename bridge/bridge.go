@@ -201,8 +201,14 @@ func New(cfg Config) (*Bridge, error) {
 	return b, nil
 }
 
-// Start launches the backing kernel in the background.
-func (b *Bridge) Start() { b.runner.Start() }
+// Start launches the backing kernel in the background and, in prompt
+// mode, the learning of the workspace that rewinds restore files from.
+func (b *Bridge) Start() {
+	b.runner.Start()
+	if b.cfg.Mode == ModePrompt {
+		b.host.StartTracking()
+	}
+}
 
 // KernelInfo implements kernel.Handler: the backing kernel's
 // language_info (cached, or waited for up to InfoWait while it starts).

@@ -8,12 +8,36 @@ import (
 
 // statAt stats name in the open directory dir (fstatat: no path walk in
 // the kernel for each file).
-func statAt(dir *os.File, _ string, name string) (size, mtime int64, err error) {
+func statAt(dir *os.File, _ string, name string) (fileStat, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return 0, 0, err
+		return fileStat{}, err
 	}
-	return st.Size, st.Mtim.Nano(), nil
+	return fromSys(&st), nil
+}
+
+// lstat stats the file at abs without following a final symbolic link;
+// regular says whether it is a regular file, dir a directory.
+func lstat(abs string) (s fileStat, regular, dir bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(abs, &st); err != nil {
+		return fileStat{}, false, false, err
+	}
+	mode := st.Mode & unix.S_IFMT
+	return fromSys(&st), mode == unix.S_IFREG, mode == unix.S_IFDIR, nil
+}
+
+// fstat stats an open file.
+func fstat(f *os.File) (fileStat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fileStat{}, err
+	}
+	return fromSys(&st), nil
+}
+
+func fromSys(st *unix.Stat_t) fileStat {
+	return fileStat{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: int64(st.Ino)}
 }
 
 // openDir opens a directory for listing without registering it with the

@@ -8,12 +8,35 @@ import (
 )
 
 // statAt stats name in the directory at abs.
-func statAt(_ *os.File, abs, name string) (size, mtime int64, err error) {
+func statAt(_ *os.File, abs, name string) (fileStat, error) {
 	fi, err := os.Lstat(filepath.Join(abs, name))
 	if err != nil {
-		return 0, 0, err
+		return fileStat{}, err
 	}
-	return fi.Size(), fi.ModTime().UnixNano(), nil
+	return fromInfo(fi), nil
+}
+
+// lstat stats the file at abs without following a final symbolic link.
+func lstat(abs string) (s fileStat, regular, dir bool, err error) {
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return fileStat{}, false, false, err
+	}
+	return fromInfo(fi), fi.Mode().IsRegular(), fi.IsDir(), nil
+}
+
+// fstat stats an open file.
+func fstat(f *os.File) (fileStat, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return fileStat{}, err
+	}
+	return fromInfo(fi), nil
+}
+
+// fromInfo has no change time or inode here: size and time decide.
+func fromInfo(fi os.FileInfo) fileStat {
+	return fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 }
 
 // openDir opens a directory for listing.

@@ -1,30 +1,53 @@
 // Package checkpoint keeps what a rewind needs to put a workspace's files
-// back: a Tracker scans the workspace (by size and modification time, so a
-// scan of an unchanged workspace reads no file), keeps the content of every
-// file it has seen in a content-addressed blob store (a file that did not
-// change costs nothing more), and reports what changed between two scans.
-// The session host scans around every step that may change the workspace
-// (a file tool, the code the agent runs) and records the changes; Restore
-// turns recorded changes back, refusing files changed by someone else since
-// (conflicts) unless forced.
+// back: a Tracker learns the workspace once (its baseline), keeps the
+// content of every file it has seen in a content-addressed blob store (a
+// file that did not change costs nothing more), and reports what changed
+// between two scans. The session host scans around every step that may
+// change the workspace (the code the agent runs) and records the changes;
+// the agent's file tools record the files they write with Track, before
+// and after the write. Restore turns recorded changes back, refusing files
+// changed by someone else since (conflicts) unless forced.
+//
+// What makes it cheap in a workspace of gigabytes:
+//   - the baseline runs off the prompt's path (the host starts it in the
+//     background when the kernel starts) and a scan waits for it only when
+//     it must compare with it;
+//   - an index like git's, kept in the store (Index), holds each file's
+//     size, modification and change times, inode and content hash: a later
+//     process reads only the files that changed since;
+//   - on Linux, inotify says which paths changed between two scans, so a
+//     scan stats those rather than every file (it walks everything again
+//     when events were lost);
+//   - a file over MaxFileSize is never read: it gets its stat only, and a
+//     rewind names it among the files it could not restore. Memory is
+//     bounded by MaxFileSize, whatever the files' sizes.
+//
+// A file written in the same clock tick as it was read could look
+// unchanged by its stat afterwards; such entries are marked racy (as git
+// does) and read again by the next scan.
 //
 // Limits, all in Options: files larger than MaxFileSize and files past
-// MaxFiles are tracked by size and time only (a rewind reports them as not
-// restorable); .git, node_modules, caches and virtual environments, and
-// what the workspace's top-level .gitignore names are not tracked at all;
-// symbolic links are neither followed nor restored.
+// MaxFiles are tracked by their stat only; .git, node_modules, caches and
+// virtual environments, and what the workspace's top-level .gitignore names
+// are not scanned (a file tool's write to one is still recorded); symbolic
+// links are neither followed nor restored.
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Blobs stores file contents by hash (the session store does).
@@ -33,21 +56,45 @@ type Blobs interface {
 	Blob(ctx context.Context, hash string) ([]byte, error)
 }
 
+// Index keeps a tracker's index between processes (the session store
+// does), per workspace root. Optional: Blobs that implement it are used.
+type Index interface {
+	LoadIndex(ctx context.Context, root string) ([]IndexEntry, error)
+	// SaveIndex writes put and removes del, in one transaction.
+	SaveIndex(ctx context.Context, root string, put []IndexEntry, del []string) error
+}
+
+// IndexEntry is what the index knows of one file. A Size of -1 means that
+// the file must be read again (its entry was racy).
+type IndexEntry struct {
+	Path                      string
+	Size, MTime, CTime, Inode int64
+	Hash                      string
+}
+
 // Options configure a Tracker. The zero value of each field has the
 // default documented there.
 type Options struct {
-	// MaxFileSize is the largest file whose content is kept. Default 50 MiB.
+	// MaxFileSize is the largest file whose content is kept; larger files
+	// are never read. Default 8 MiB.
 	MaxFileSize int64
 	// MaxFiles is how many files are tracked with their content; the rest
-	// by size and time only. Default 20,000.
+	// by their stat only. Default 20,000.
 	MaxFiles int
 	// Ignore lists more patterns to leave out, as .gitignore lines.
 	Ignore []string
+	// NoWatch makes every scan walk the workspace instead of following
+	// inotify's events: for file systems changed by other machines (NFS),
+	// whose changes inotify does not see.
+	NoWatch bool
 }
+
+// DefaultMaxFileSize is MaxFileSize's default.
+const DefaultMaxFileSize = 8 << 20
 
 func (o Options) withDefaults() Options {
 	if o.MaxFileSize <= 0 {
-		o.MaxFileSize = 50 << 20
+		o.MaxFileSize = DefaultMaxFileSize
 	}
 	if o.MaxFiles <= 0 {
 		o.MaxFiles = 20000
@@ -81,21 +128,39 @@ func (c Change) Kind() string {
 	return "changed"
 }
 
-// entry is what the index knows of a file.
+// entry is what the tracker knows of a file.
 type entry struct {
-	size  int64
-	mtime int64 // ns
-	hash  string
+	fileStat
+	hash string
+	// racy: read in the clock tick of its last write; read again by the
+	// next scan, however its stat looks.
+	racy bool
+	// tracked: learnt by Track while the baseline ran, which must not
+	// replace it; extra: outside what scans see (ignored), kept by Track.
+	tracked, extra bool
 }
 
-// Tracker follows one workspace. It is not safe for concurrent use: the
-// host calls it from one turn at a time.
+// racyWindow is how close to the moment a file is read its last write may
+// be for a later write to leave its stat unchanged: file times come from a
+// coarse clock (a scheduler tick, at most 10 ms), and may lag.
+const racyWindow = 50 * time.Millisecond
+
+// Tracker follows one workspace. It is safe for concurrent use: scans
+// (the baseline, Sync, Restore) run one at a time; Track runs beside them.
 type Tracker struct {
 	root   string
 	opts   Options
 	blobs  Blobs
+	index  Index // nil: not kept between processes
 	ignore []pattern
-	index  map[string]entry // nil until the first Sync
+	watch  *watcher // nil: every scan walks
+
+	scan    sync.Mutex // one scan at a time
+	learned bool       // the baseline is done (guarded by scan)
+	buf     bytes.Buffer
+
+	mu    sync.Mutex // guards files
+	files map[string]entry
 }
 
 // New returns a Tracker of the workspace at root. It reads nothing yet.
@@ -108,7 +173,8 @@ func New(root string, blobs Blobs, opts Options) (*Tracker, error) {
 		return nil, fmt.Errorf("checkpoint: workspace: %w", err)
 	}
 	opts = opts.withDefaults()
-	t := &Tracker{root: abs, opts: opts, blobs: blobs}
+	t := &Tracker{root: abs, opts: opts, blobs: blobs, files: map[string]entry{}}
+	t.index, _ = blobs.(Index)
 	lines := append(append([]string(nil), defaultIgnore...), opts.Ignore...)
 	if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
 		lines = append(lines, strings.Split(string(b), "\n")...)
@@ -118,7 +184,17 @@ func New(root string, blobs Blobs, opts Options) (*Tracker, error) {
 			t.ignore = append(t.ignore, p)
 		}
 	}
+	if !opts.NoWatch {
+		t.watch = newWatcher()
+	}
 	return t, nil
+}
+
+// Close stops watching the workspace.
+func (t *Tracker) Close() {
+	if t.watch != nil {
+		t.watch.close()
+	}
 }
 
 // Root returns the workspace's absolute path.
@@ -132,59 +208,409 @@ type Report struct {
 	Unkept []string
 }
 
+// Baseline learns the workspace, if no scan has yet: the files the index
+// does not know as they are now are read and their content kept. In the
+// background it walks on one goroutine and yields between files, so that
+// what the process is serving waits for it as little as possible.
+// Cancelled, it keeps what it learnt in the index for the next time.
+func (t *Tracker) Baseline(ctx context.Context, background bool) (Report, error) {
+	t.scan.Lock()
+	defer t.scan.Unlock()
+	if t.learned {
+		return Report{}, nil
+	}
+	return t.learn(ctx, background)
+}
+
+// Learned reports whether the baseline is done.
+func (t *Tracker) Learned() bool {
+	if !t.scan.TryLock() {
+		return false
+	}
+	defer t.scan.Unlock()
+	return t.learned
+}
+
 // Sync scans the workspace, keeps the content of files that are new or
-// changed since the last scan, and returns the changes. The first Sync
-// returns none: it only learns the workspace.
+// changed since the last scan, and returns the changes. The first scan
+// (the baseline, unless Baseline ran) returns none: it only learns the
+// workspace.
 func (t *Tracker) Sync(ctx context.Context) ([]Change, Report, error) {
+	t.scan.Lock()
+	defer t.scan.Unlock()
+	if !t.learned {
+		rep, err := t.learn(ctx, false)
+		return nil, rep, err
+	}
+	return t.sync(ctx)
+}
+
+// learn is the baseline: a walk of the whole workspace compared with the
+// index kept in the store.
+func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 	var rep Report
-	files, unreadable, err := t.walk(ctx)
+	prev := map[string]IndexEntry{}
+	if t.index != nil {
+		rows, err := t.index.LoadIndex(ctx, t.root)
+		if err != nil {
+			return rep, fmt.Errorf("checkpoint: read the index: %w", err)
+		}
+		for _, r := range rows {
+			prev[r.Path] = r
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if background {
+		workers = 1
+	}
+	files, unreadable, err := t.walk(ctx, "", workers)
 	if err != nil {
-		return nil, rep, fmt.Errorf("checkpoint: scan %s: %w", t.root, err)
+		return rep, fmt.Errorf("checkpoint: scan %s: %w", t.root, err)
 	}
 	rep.Unreadable = unreadable
-	seen := make(map[string]entry, len(files))
+	var put []IndexEntry
+	save := func() error {
+		if t.index == nil || len(put) == 0 {
+			return nil
+		}
+		err := t.index.SaveIndex(context.WithoutCancel(ctx), t.root, put, nil)
+		put = put[:0]
+		return err
+	}
 	kept := 0
+	seen := make(map[string]bool, len(files))
 	for _, f := range files {
-		e := entry{size: f.size, mtime: f.mtime}
-		if old, ok := t.index[f.rel]; ok && old.size == e.size && old.mtime == e.mtime {
-			e.hash = old.hash // unchanged by size and time: not read again
-		} else if e.size > t.opts.MaxFileSize || kept >= t.opts.MaxFiles {
-			e.hash = Unkept
+		if background {
+			runtime.Gosched()
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, errors.Join(err, save())
+		}
+		seen[f.rel] = true
+		var e entry
+		if p, ok := prev[f.rel]; ok && p.Size == f.size && p.MTime == f.mtime && p.CTime == f.ctime && p.Inode == f.ino {
+			e = entry{fileStat: f.fileStat, hash: p.Hash} // as the index knows it: not read
 		} else {
-			data, err := os.ReadFile(filepath.Join(t.root, filepath.FromSlash(f.rel)))
+			e, err = t.read(ctx, f.rel, f.fileStat, kept >= t.opts.MaxFiles, &t.buf)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed since the walk
+			}
 			if err != nil {
+				if errors.Is(err, errKeep) {
+					return rep, err
+				}
 				rep.Unreadable = append(rep.Unreadable, f.rel)
 				continue
 			}
-			if e.hash, err = t.blobs.PutBlob(ctx, data); err != nil {
-				return nil, rep, fmt.Errorf("checkpoint: keep %s: %w", f.rel, err)
-			}
+			put = append(put, e.indexEntry(f.rel))
 		}
 		if e.hash == Unkept {
 			rep.Unkept = append(rep.Unkept, f.rel)
 		} else {
 			kept++
 		}
-		seen[f.rel] = e
+		t.mu.Lock()
+		if old, ok := t.files[f.rel]; !ok || !old.tracked {
+			t.files[f.rel] = e
+		}
+		t.mu.Unlock()
+		if len(put) >= 256 {
+			if err := save(); err != nil {
+				return rep, fmt.Errorf("checkpoint: write the index: %w", err)
+			}
+		}
+	}
+	var del []string
+	for p := range prev {
+		if !seen[p] {
+			del = append(del, p)
+		}
+	}
+	if t.index != nil && len(put)+len(del) > 0 {
+		if err := t.index.SaveIndex(context.WithoutCancel(ctx), t.root, put, del); err != nil {
+			return rep, fmt.Errorf("checkpoint: write the index: %w", err)
+		}
+	}
+	t.mu.Lock()
+	for p, e := range t.files {
+		e.tracked = false
+		t.files[p] = e
+	}
+	t.mu.Unlock()
+	t.learned = true
+	return rep, nil
+}
+
+// errKeep marks a failure of the blob store (not of the file).
+var errKeep = errors.New("checkpoint: keep content")
+
+// read stats and reads the file rel, keeps its content and returns its
+// entry; a file over the limits (or when unkept) gets its stat only. The
+// stat is taken on the open file before and after the read: a file that
+// changed meanwhile is marked racy, to be read again by the next scan.
+func (t *Tracker) read(ctx context.Context, rel string, st fileStat, unkept bool, buf *bytes.Buffer) (entry, error) {
+	if unkept || st.size > t.opts.MaxFileSize {
+		return entry{fileStat: st, hash: Unkept}, nil
+	}
+	f, err := os.Open(filepath.Join(t.root, filepath.FromSlash(rel)))
+	if err != nil {
+		return entry{}, err
+	}
+	defer f.Close()
+	now := time.Now().Add(-racyWindow).UnixNano()
+	before, err := fstat(f)
+	if err != nil {
+		return entry{}, err
+	}
+	if before.size > t.opts.MaxFileSize {
+		return entry{fileStat: before, hash: Unkept}, nil
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(io.LimitReader(f, t.opts.MaxFileSize+1)); err != nil {
+		return entry{}, err
+	}
+	defer shrink(buf)
+	after, err := fstat(f)
+	if err != nil {
+		return entry{}, err
+	}
+	if int64(buf.Len()) > t.opts.MaxFileSize {
+		return entry{fileStat: after, hash: Unkept}, nil
+	}
+	hash, err := t.blobs.PutBlob(ctx, buf.Bytes())
+	if err != nil {
+		return entry{}, fmt.Errorf("%w %s: %w", errKeep, rel, err)
+	}
+	racy := after != before || after.mtime >= now || after.ctime >= now
+	return entry{fileStat: after, hash: hash, racy: racy}, nil
+}
+
+// shrink lets a buffer that held a big file go.
+func shrink(buf *bytes.Buffer) {
+	if buf.Cap() > 1<<20 {
+		*buf = bytes.Buffer{}
+	}
+}
+
+func (e entry) indexEntry(rel string) IndexEntry {
+	ie := IndexEntry{Path: rel, Size: e.size, MTime: e.mtime, CTime: e.ctime, Inode: e.ino, Hash: e.hash}
+	if e.racy {
+		ie.Size = -1
+	}
+	return ie
+}
+
+// sync is a scan after the baseline: of the paths inotify named (and the
+// racy ones), or of everything when it cannot tell.
+func (t *Tracker) sync(ctx context.Context) ([]Change, Report, error) {
+	var rep Report
+	cand := map[string]*fileStat{} // nil: stat it
+	var ev changed
+	watched := false
+	if t.watch != nil {
+		ev, watched = t.watch.drain()
+	}
+	if !watched {
+		files, unreadable, err := t.walk(ctx, "", runtime.GOMAXPROCS(0))
+		if err != nil {
+			return nil, rep, fmt.Errorf("checkpoint: scan %s: %w", t.root, err)
+		}
+		rep.Unreadable = unreadable
+		for i := range files {
+			cand[files[i].rel] = &files[i].fileStat
+		}
+		t.mu.Lock()
+		for p, e := range t.files {
+			if _, ok := cand[p]; !ok && !e.extra {
+				cand[p] = nil // gone, or unreadable now
+			}
+		}
+		t.mu.Unlock()
+	} else {
+		for p := range ev.files {
+			if !t.ignored(p, false) {
+				cand[p] = nil
+			}
+		}
+		for _, d := range ev.newDirs {
+			if t.ignored(d, true) {
+				continue
+			}
+			files, unreadable, err := t.walk(ctx, d, 1)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				rep.Unreadable = append(rep.Unreadable, d)
+			}
+			rep.Unreadable = append(rep.Unreadable, unreadable...)
+			for i := range files {
+				cand[files[i].rel] = &files[i].fileStat
+			}
+		}
+		t.mu.Lock()
+		for p, e := range t.files {
+			if e.racy {
+				cand[p] = nil
+			}
+			for _, d := range ev.oldDirs {
+				if strings.HasPrefix(p, d+"/") && !e.extra {
+					cand[p] = nil
+				}
+			}
+		}
+		t.mu.Unlock()
+	}
+	unreadable := map[string]bool{}
+	for _, p := range rep.Unreadable {
+		unreadable[p] = true
 	}
 	var changes []Change
-	if t.index != nil {
-		for p, e := range seen {
-			if old, ok := t.index[p]; !ok {
-				changes = append(changes, Change{Path: p, After: e.hash})
-			} else if old.hash != e.hash || old.hash == Unkept && (old.size != e.size || old.mtime != e.mtime) {
-				changes = append(changes, Change{Path: p, Before: old.hash, After: e.hash})
+	var put []IndexEntry
+	var del []string
+	for p, st := range cand {
+		if st == nil {
+			s, regular, _, err := lstat(filepath.Join(t.root, filepath.FromSlash(p)))
+			switch {
+			case err == nil && regular:
+				st = &s
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
+				rep.Unreadable = append(rep.Unreadable, p)
+				continue
 			}
 		}
-		for p, old := range t.index {
-			if _, ok := seen[p]; !ok {
+		t.mu.Lock()
+		old, known := t.files[p]
+		t.mu.Unlock()
+		if st == nil { // gone (or no longer a regular file)
+			if known && !unreadable[p] {
+				if old.hash != "" {
+					changes = append(changes, Change{Path: p, Before: old.hash})
+				}
+				t.forget(p)
+				del = append(del, p)
+			}
+			continue
+		}
+		if known && old.fileStat == *st && !old.racy {
+			continue
+		}
+		e, err := t.read(ctx, p, *st, !known && t.keptCount() >= t.opts.MaxFiles, &t.buf)
+		if errors.Is(err, fs.ErrNotExist) {
+			if known && old.hash != "" {
+				changes = append(changes, Change{Path: p, Before: old.hash})
+				t.forget(p)
+				del = append(del, p)
+			}
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, errKeep) {
+				return nil, rep, err
+			}
+			rep.Unreadable = append(rep.Unreadable, p)
+			continue
+		}
+		e.extra = known && old.extra
+		t.mu.Lock()
+		t.files[p] = e
+		t.mu.Unlock()
+		if !e.extra {
+			put = append(put, e.indexEntry(p))
+		}
+		if e.hash == Unkept {
+			rep.Unkept = append(rep.Unkept, p)
+		}
+		switch {
+		case !known:
+			changes = append(changes, Change{Path: p, After: e.hash})
+		case old.hash != e.hash || old.hash == Unkept && old.fileStat != e.fileStat:
+			changes = append(changes, Change{Path: p, Before: old.hash, After: e.hash})
+		}
+	}
+	if t.index != nil && len(put)+len(del) > 0 {
+		if err := t.index.SaveIndex(context.WithoutCancel(ctx), t.root, put, del); err != nil {
+			return nil, rep, fmt.Errorf("checkpoint: write the index: %w", err)
+		}
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
+	sort.Strings(rep.Unkept)
+	return changes, rep, nil
+}
+
+func (t *Tracker) forget(p string) {
+	t.mu.Lock()
+	delete(t.files, p)
+	t.mu.Unlock()
+}
+
+func (t *Tracker) keptCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, e := range t.files {
+		if e.hash != Unkept && e.hash != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Track reads the named files (workspace-relative, slash-separated) now
+// and returns how they changed since the tracker last knew them; a file
+// it did not know is learnt, with no change. The agent's file tools call
+// it before and after they write: the write is recorded even when no scan
+// has run (it does not wait for the baseline), and for files the scans
+// leave out.
+func (t *Tracker) Track(ctx context.Context, paths ...string) ([]Change, error) {
+	var changes []Change
+	var put []IndexEntry
+	var buf bytes.Buffer
+	for _, p := range paths {
+		if _, err := t.abs(p); err != nil {
+			return nil, fmt.Errorf("checkpoint: %s: %w", p, err)
+		}
+		t.mu.Lock()
+		old, known := t.files[p]
+		t.mu.Unlock()
+		s, regular, _, err := lstat(filepath.Join(t.root, filepath.FromSlash(p)))
+		var e entry
+		exists := err == nil && regular
+		switch {
+		case exists:
+			if e, err = t.read(ctx, p, s, false, &buf); errors.Is(err, fs.ErrNotExist) {
+				exists = false
+			} else if err != nil {
+				return nil, fmt.Errorf("checkpoint: %s: %w", p, err)
+			}
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("checkpoint: %s: %w", p, err)
+		}
+		if !exists {
+			if known && old.hash != "" {
 				changes = append(changes, Change{Path: p, Before: old.hash})
 			}
+			// A file that does not exist is known not to: its creation is a
+			// change. Kept as an entry with no hash until the next scan.
+			t.mu.Lock()
+			t.files[p] = entry{hash: "", tracked: true, extra: t.ignored(p, false), fileStat: fileStat{size: -1}}
+			t.mu.Unlock()
+			continue
 		}
-		sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
+		e.tracked, e.extra = true, t.ignored(p, false)
+		t.mu.Lock()
+		t.files[p] = e
+		t.mu.Unlock()
+		if !e.extra {
+			put = append(put, e.indexEntry(p))
+		}
+		if known && old.hash != e.hash {
+			changes = append(changes, Change{Path: p, Before: old.hash, After: e.hash})
+		}
 	}
-	t.index = seen
-	return changes, rep, nil
+	if t.index != nil && len(put) > 0 {
+		if err := t.index.SaveIndex(context.WithoutCancel(ctx), t.root, put, nil); err != nil {
+			return nil, fmt.Errorf("checkpoint: write the index: %w", err)
+		}
+	}
+	return changes, nil
 }
 
 // RestoreReport says what Restore did.
@@ -257,6 +683,12 @@ func (t *Tracker) Restore(ctx context.Context, changes []Change, force bool) (Re
 			}
 			rep.Restored = append(rep.Restored, p)
 		}
+	}
+	// What the restore wrote is what the tracker knows now, the files the
+	// scans leave out included; the scan finds nothing more of it.
+	done := append(append([]string(nil), rep.Restored...), rep.Removed...)
+	if _, err := t.Track(ctx, done...); err != nil {
+		return rep, err
 	}
 	_, _, err := t.Sync(ctx)
 	return rep, err

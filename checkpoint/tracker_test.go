@@ -211,7 +211,7 @@ func TestUnchangedBigFileStoredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := openStore(t)
-	tr, err := New(root, st, Options{})
+	tr, err := New(root, st, Options{MaxFileSize: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

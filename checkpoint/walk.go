@@ -10,19 +10,28 @@ import (
 	"sync"
 )
 
-// stat is what a scan learns of one regular file.
-type stat struct {
-	rel         string
-	size, mtime int64
+// fileStat is what a stat says of a file: enough to tell that it changed
+// without reading it (as git's index does). The change time and the inode
+// catch a rewrite that kept the size and set the modification time back.
+type fileStat struct {
+	size, mtime, ctime, ino int64
 }
 
-// walk lists the workspace's regular files that are not ignored, with
-// their size and modification time, reading directories on several
-// goroutines: a scan is mostly system calls (one stat per file), and on a
-// machine with several CPUs they run side by side. Paths it could not read
-// are returned in unreadable.
-func (t *Tracker) walk(ctx context.Context) (files []stat, unreadable []string, err error) {
-	workers := min(runtime.GOMAXPROCS(0), 4)
+// stat is what a scan learns of one regular file.
+type stat struct {
+	rel string
+	fileStat
+}
+
+// walk lists the regular files that are not ignored under the workspace
+// directory from ("" for all of it), with their stat, reading directories
+// on up to workers goroutines: a scan is mostly system calls (one stat per
+// file), and on a machine with several CPUs they run side by side. Each
+// directory is watched (when the tracker watches) before it is listed, so
+// that nothing created after its listing goes unseen. Paths it could not
+// read are returned in unreadable.
+func (t *Tracker) walk(ctx context.Context, from string, workers int) (files []stat, unreadable []string, err error) {
+	workers = max(1, min(workers, runtime.GOMAXPROCS(0), 4))
 	type job struct{ abs, rel string }
 	jobs := make(chan job, 64)
 	var (
@@ -56,6 +65,7 @@ func (t *Tracker) walk(ctx context.Context) (files []stat, unreadable []string, 
 		if ctx.Err() != nil {
 			return
 		}
+		t.watchDir(j.abs, j.rel)
 		f, err := openDir(j.abs)
 		if err != nil {
 			mu.Lock()
@@ -83,12 +93,12 @@ func (t *Tracker) walk(ctx context.Context) (files []stat, unreadable []string, 
 				if t.ignored(rel, false) {
 					continue
 				}
-				size, mtime, err := statAt(f, j.abs, e.Name())
+				st, err := statAt(f, j.abs, e.Name())
 				if err != nil {
 					bad = append(bad, rel)
 					continue
 				}
-				local = append(local, stat{rel: rel, size: size, mtime: mtime})
+				local = append(local, stat{rel: rel, fileStat: st})
 			}
 		}
 		mu.Lock()
@@ -112,13 +122,14 @@ func (t *Tracker) walk(ctx context.Context) (files []stat, unreadable []string, 
 			}
 		}()
 	}
-	// The root's own listing must work: an unreadable workspace is an error.
-	if _, err := os.ReadDir(t.root); err != nil {
+	// The start's own listing must work: an unreadable workspace is an error.
+	start := filepath.Join(t.root, filepath.FromSlash(from))
+	if _, err := os.ReadDir(start); err != nil {
 		close(jobs)
 		wg.Wait()
 		return nil, nil, err
 	}
-	push(job{t.root, ""})
+	push(job{start, from})
 	pending.Wait()
 	close(jobs)
 	wg.Wait()
@@ -127,4 +138,11 @@ func (t *Tracker) walk(ctx context.Context) (files []stat, unreadable []string, 
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
 	return files, unreadable, nil
+}
+
+// watchDir watches a directory the walk is about to list.
+func (t *Tracker) watchDir(abs, rel string) {
+	if t.watch != nil {
+		t.watch.add(abs, rel)
+	}
 }

@@ -100,6 +100,7 @@ type Host struct {
 	cur       *current
 	explicit  string // the model set with SetModel: wins over a resumed session's
 	track     *checkpoint.Tracker
+	baseline  *baseline        // the tracker's, in the background
 	kernelLog []logged         // what the backing kernel has run since it started
 	logSeq    int64            // the last entry's seq
 	logMark   map[string]int64 // per session: the last entry it has seen
@@ -296,6 +297,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		}
 		id = s.ID
 	}
+	h.StartTracking()
 	c := &current{id: id, model: model, resumed: resume != ""}
 	c.replayPending.Store(pending)
 	ws, err := agent.NewWorkspace(h.cfg.Workspace)
@@ -407,6 +409,7 @@ func (h *Host) Close() error {
 	if c != nil {
 		c.close()
 	}
+	h.stopTracking()
 	if servers != nil {
 		errs = append(errs, servers.Close())
 	}

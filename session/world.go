@@ -3,9 +3,11 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"runtime"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
@@ -33,11 +35,14 @@ func (h *Host) tracker() (*checkpoint.Tracker, error) {
 	if h.track != nil {
 		return h.track, nil
 	}
+	if h.closed {
+		return nil, ErrClosed
+	}
 	st, err := h.storeLocked()
 	if err != nil {
 		return nil, err
 	}
-	t, err := checkpoint.New(h.cfg.Workspace, st, h.cfg.Checkpoints)
+	t, err := checkpoint.New(h.cfg.Workspace, trackerStore{st}, h.cfg.Checkpoints)
 	if err != nil {
 		return nil, err
 	}
@@ -45,16 +50,86 @@ func (h *Host) tracker() (*checkpoint.Tracker, error) {
 	return t, nil
 }
 
+// trackerStore is the store as the tracker's blobs and index.
+type trackerStore struct{ *store.Store }
+
+func (s trackerStore) LoadIndex(ctx context.Context, root string) ([]checkpoint.IndexEntry, error) {
+	rows, err := s.Store.LoadIndex(ctx, root)
+	out := make([]checkpoint.IndexEntry, len(rows))
+	for i, r := range rows {
+		out[i] = checkpoint.IndexEntry(r)
+	}
+	return out, err
+}
+
+func (s trackerStore) SaveIndex(ctx context.Context, root string, put []checkpoint.IndexEntry, del []string) error {
+	rows := make([]store.FileStat, len(put))
+	for i, r := range put {
+		rows[i] = store.FileStat(r)
+	}
+	return s.Store.SaveIndex(ctx, root, rows, del)
+}
+
+// StartTracking starts learning the workspace (the tracker's baseline) in
+// the background, once: when the kernel starts or a session opens, so that
+// the first step that may change files finds it done. Close stops it.
+func (h *Host) StartTracking() {
+	h.mu.Lock()
+	if h.closed || h.baseline != nil {
+		h.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &baseline{cancel: cancel, done: make(chan struct{})}
+	h.baseline = b
+	h.mu.Unlock()
+	go func() { // owned by the host: Close cancels it and waits
+		defer close(b.done)
+		t, err := h.tracker()
+		if err != nil {
+			if !errors.Is(err, ErrClosed) {
+				h.log.Warn("workspace tracking", "error", err)
+			}
+			return
+		}
+		start := time.Now()
+		rep, err := t.Baseline(ctx, true)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			h.log.Warn("workspace baseline", "error", err)
+		default:
+			h.log.Debug("workspace baseline", "took", time.Since(start), "unkept", len(rep.Unkept), "unreadable", len(rep.Unreadable))
+		}
+	}()
+}
+
+// baseline is the background learning of the workspace.
+type baseline struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// stopTracking stops the baseline and the tracker (Close).
+func (h *Host) stopTracking() {
+	h.mu.Lock()
+	b, t := h.baseline, h.track
+	h.mu.Unlock()
+	if b != nil {
+		b.cancel()
+		<-b.done
+	}
+	if t != nil {
+		t.Close()
+	}
+}
+
 // scan brings the tracker up to date and returns what changed since its
-// last scan. A scan is a stat per file; the kernel runs on one processor
-// (it relays messages), so for the scan it may use them all.
+// last scan (the first waits for the baseline).
 func (h *Host) scan(ctx context.Context) ([]checkpoint.Change, error) {
 	t, err := h.tracker()
 	if err != nil {
 		return nil, err
-	}
-	if n := runtime.NumCPU(); runtime.GOMAXPROCS(0) < n {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
 	ch, rep, err := t.Sync(ctx)
 	if len(rep.Unreadable) > 0 {
@@ -63,50 +138,84 @@ func (h *Host) scan(ctx context.Context) ([]checkpoint.Change, error) {
 	return ch, err
 }
 
-// BeforePrompt implements agent.World: what changed since the last step
-// is the user's doing, learnt and not recorded.
-func (w world) BeforePrompt(ctx context.Context, anchor int64) {
-	if _, err := w.h.scan(ctx); err != nil {
-		w.h.log.Warn("checkpoint before the prompt", "error", err)
-	}
-}
-
-// BeforeTool implements agent.World: the scans around the call find what
-// it changed (a file tool, or the code it ran), recorded at anchor.
+// BeforeTool implements agent.World. A file tool's file is read before
+// and after the call (the write is recorded without waiting for the
+// baseline); around any other call (code, an MCP tool) the scans find what
+// it changed. Changes are recorded at anchor.
 func (w world) BeforeTool(ctx context.Context, anchor int64, call provider.ToolCall) func() {
-	if _, err := w.h.scan(ctx); err != nil {
+	t, err := w.h.tracker()
+	if err != nil {
+		w.h.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
+		return func() {}
+	}
+	check := func(ctx context.Context) ([]checkpoint.Change, error) { return w.h.scan(ctx) }
+	if rel, ok := w.toolFile(t, call); ok {
+		check = func(ctx context.Context) ([]checkpoint.Change, error) { return t.Track(ctx, rel) }
+	}
+	if _, err := check(ctx); err != nil {
 		w.h.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
 		return func() {}
 	}
 	return func() {
 		ctx := context.WithoutCancel(ctx)
-		changes, err := w.h.scan(ctx)
+		changes, err := check(ctx)
 		if err != nil {
 			w.h.log.Warn("checkpoint after a tool", "tool", call.Name, "error", err)
 			return
 		}
-		cp := Checkpoint{Anchor: anchor, Tool: call.Name, Files: []FileChange{}}
-		for _, c := range changes {
-			cp.Files = append(cp.Files, FileChange{Path: c.Path, Change: c.Kind()})
-		}
-		defer func() {
-			b, _ := json.Marshal(cp)
-			w.h.lis.Emit(agent.Event{Kind: EventCheckpoint, Text: string(b)})
-		}()
-		if len(changes) == 0 {
-			return
-		}
-		rec := make([]store.FileChange, len(changes))
-		for i, c := range changes {
-			rec[i] = store.FileChange{Anchor: anchor, Path: c.Path, Before: c.Before, After: c.After}
-		}
-		st, err := w.h.Store()
-		if err == nil {
-			err = st.AddFileChanges(ctx, w.c.id, rec)
-		}
-		if err != nil {
-			w.h.log.Warn("record file changes", "tool", call.Name, "error", err)
-		}
+		w.record(ctx, anchor, call.Name, changes)
+	}
+}
+
+// toolFile is the workspace path a file tool writes, if call is one.
+func (w world) toolFile(t *checkpoint.Tracker, call provider.ToolCall) (string, bool) {
+	if call.Name != agent.ToolWriteFile && call.Name != agent.ToolEditFile {
+		return "", false
+	}
+	var in struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal([]byte(call.Input), &in) != nil || in.Path == "" {
+		return "", false
+	}
+	ws, err := agent.NewWorkspace(t.Root())
+	if err != nil {
+		return "", false
+	}
+	abs, err := ws.Resolve(in.Path)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(t.Root(), abs)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// record stores what a step changed and tells the listeners.
+func (w world) record(ctx context.Context, anchor int64, tool string, changes []checkpoint.Change) {
+	cp := Checkpoint{Anchor: anchor, Tool: tool, Files: []FileChange{}}
+	for _, c := range changes {
+		cp.Files = append(cp.Files, FileChange{Path: c.Path, Change: c.Kind()})
+	}
+	defer func() {
+		b, _ := json.Marshal(cp)
+		w.h.lis.Emit(agent.Event{Kind: EventCheckpoint, Text: string(b)})
+	}()
+	if len(changes) == 0 {
+		return
+	}
+	rec := make([]store.FileChange, len(changes))
+	for i, c := range changes {
+		rec[i] = store.FileChange{Anchor: anchor, Path: c.Path, Before: c.Before, After: c.After}
+	}
+	st, err := w.h.Store()
+	if err == nil {
+		err = st.AddFileChanges(ctx, w.c.id, rec)
+	}
+	if err != nil {
+		w.h.log.Warn("record file changes", "tool", tool, "error", err)
 	}
 }
 

@@ -250,6 +250,19 @@ CREATE TABLE file_changes (
 );
 CREATE INDEX file_changes_session ON file_changes(session_pk, anchor);
 `,
+	// 2: SQLite schema 3, the workspace trackers' index.
+	`
+CREATE TABLE file_index (
+	workspace TEXT   NOT NULL,
+	path      TEXT   NOT NULL,
+	size      BIGINT NOT NULL,
+	mtime     BIGINT NOT NULL,
+	ctime     BIGINT NOT NULL,
+	inode     BIGINT NOT NULL,
+	hash      TEXT   NOT NULL,
+	PRIMARY KEY (workspace, path)
+);
+`,
 }
 
 // pgLockKey is the advisory lock that serialises migrations between

@@ -114,6 +114,21 @@ ALTER TABLE sessions ADD COLUMN parent_id      TEXT    NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN fork_ts        INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN replay_pending INTEGER NOT NULL DEFAULT 0;
 `,
+	// 3: the workspace trackers' index (like git's): what each file's stat
+	// was when its content was last read, so that a later process reads
+	// only what changed.
+	`
+CREATE TABLE file_index (
+	workspace TEXT    NOT NULL,        -- the workspace root, absolute
+	path      TEXT    NOT NULL,        -- workspace-relative, slash-separated
+	size      INTEGER NOT NULL,        -- -1: read it again (racy)
+	mtime     INTEGER NOT NULL,        -- ns
+	ctime     INTEGER NOT NULL,        -- ns
+	inode     INTEGER NOT NULL,
+	hash      TEXT    NOT NULL,        -- blob hash, or "-": not kept (over the limits)
+	PRIMARY KEY (workspace, path)
+) WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the user_version this build writes.

@@ -97,3 +97,24 @@ func TestWorldRewindAndFork(t *testing.T) {
 		t.Fatal("the listing does not show the fork's parent")
 	}
 }
+
+// TestFileIndex: a workspace's index rows are written, updated, removed
+// and read back per workspace.
+func TestFileIndex(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	a := []FileStat{{Path: "a.txt", Size: 3, MTime: 10, CTime: 11, Inode: 7, Hash: "h1"},
+		{Path: "d/b.bin", Size: 1 << 40, MTime: 20, CTime: 21, Inode: 8, Hash: "-"}}
+	must(t, st.SaveIndex(ctx, "/ws/one", a, nil))
+	must(t, st.SaveIndex(ctx, "/ws/two", []FileStat{{Path: "a.txt", Size: 1, Hash: "h9"}}, nil))
+	must(t, st.SaveIndex(ctx, "/ws/one", []FileStat{{Path: "a.txt", Size: -1, MTime: 12, CTime: 13, Inode: 7, Hash: "h2"}}, []string{"d/b.bin", "absent"}))
+	got, err := st.LoadIndex(ctx, "/ws/one")
+	must(t, err)
+	want := []FileStat{{Path: "a.txt", Size: -1, MTime: 12, CTime: 13, Inode: 7, Hash: "h2"}}
+	if len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("index %+v, want %+v", got, want)
+	}
+	if got, err := st.LoadIndex(ctx, "/ws/two"); err != nil || len(got) != 1 || got[0].Hash != "h9" {
+		t.Fatalf("the other workspace's index: %+v %v", got, err)
+	}
+}

@@ -52,6 +52,7 @@ tests/mcp/node_modules/.package-lock.json: tests/mcp/package.json tests/mcp/pack
 bench: build
 	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway
 	$(GO) run ./scripts/promptbench -agentkernel $(BIN)
+	$(GO) run ./scripts/ckptbench -agentkernel $(BIN)
 
 clean:
 	rm -rf bin

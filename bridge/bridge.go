@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/checkpoint"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/kernel"
@@ -98,6 +99,8 @@ type Config struct {
 	Allow, Deny    []string
 	// Hooks are the user's hooks; the workspace's settings add theirs.
 	Hooks hooks.Config
+	// Checkpoints set the limits of the workspace tracking.
+	Checkpoints checkpoint.Options
 	// EventLog receives the sessions' inputs and outputs; nil: none. The
 	// caller owns it.
 	EventLog *eventlog.Log
@@ -195,7 +198,7 @@ func New(cfg Config) (*Bridge, error) {
 		DataDir: cfg.DataDir, StoreURL: cfg.Store, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
 		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,
 		Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, Notebook: cfg.Notebook, Logger: b.log,
-		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: cfg.Source,
+		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: cfg.Source, Checkpoints: cfg.Checkpoints,
 	})
 	b.recent.init(256)
 	return b, nil

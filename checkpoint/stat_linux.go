@@ -50,3 +50,12 @@ func openDir(abs string) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), abs), nil
 }
+
+// lowerPriority gives the calling thread the lowest CPU priority (nice 19)
+// and the idle I/O class. Best effort: a failure leaves it as it was.
+func lowerPriority() {
+	tid := unix.Gettid()
+	unix.Setpriority(unix.PRIO_PROCESS, tid, 19)
+	const ioprioWhoProcess, ioprioClassIdle, ioprioClassShift = 1, 3, 13
+	unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(tid), ioprioClassIdle<<ioprioClassShift)
+}

@@ -41,3 +41,6 @@ func fromInfo(fi os.FileInfo) fileStat {
 
 // openDir opens a directory for listing.
 func openDir(abs string) (*os.File, error) { return os.Open(abs) }
+
+// lowerPriority is Linux's; elsewhere the thread keeps its priority.
+func lowerPriority() {}

@@ -219,7 +219,29 @@ func (t *Tracker) Baseline(ctx context.Context, background bool) (Report, error)
 	if t.learned {
 		return Report{}, nil
 	}
-	return t.learn(ctx, background)
+	if !background {
+		return t.learn(ctx, false)
+	}
+	// On a thread of its own at the lowest CPU and I/O priority, with a
+	// processor of its own when the process has fewer than the machine (a
+	// kernel runs on one): what the process serves keeps its own.
+	if n := runtime.GOMAXPROCS(0); n < runtime.NumCPU() {
+		runtime.GOMAXPROCS(n + 1)
+		defer runtime.GOMAXPROCS(n)
+	}
+	var (
+		rep  Report
+		err  error
+		done = make(chan struct{})
+	)
+	go func() { // owned by Baseline, which waits for it
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		lowerPriority()
+		rep, err = t.learn(ctx, true)
+	}()
+	<-done
+	return rep, err
 }
 
 // Learned reports whether the baseline is done.

@@ -106,6 +106,31 @@ func (t *Tracker) walk(ctx context.Context, from string, workers int) (files []s
 		unreadable = append(unreadable, bad...)
 		mu.Unlock()
 	}
+	// The start's own listing must work: an unreadable workspace is an error.
+	start := filepath.Join(t.root, filepath.FromSlash(from))
+	if _, err := os.ReadDir(start); err != nil {
+		return nil, nil, err
+	}
+	if workers == 1 {
+		// On the caller's goroutine (the baseline's, on its own thread at
+		// a low priority): nothing else adds jobs, so it ends when none
+		// is left.
+		push(job{start, from})
+		for {
+			select {
+			case j := <-jobs:
+				visit(j)
+				continue
+			default:
+			}
+			q, ok := next()
+			if !ok {
+				break
+			}
+			visit(q)
+		}
+		return t.walked(ctx, files, unreadable)
+	}
 	for range workers {
 		wg.Add(1)
 		go func() { // owned by walk: ends when jobs closes, waited for below
@@ -122,17 +147,15 @@ func (t *Tracker) walk(ctx context.Context, from string, workers int) (files []s
 			}
 		}()
 	}
-	// The start's own listing must work: an unreadable workspace is an error.
-	start := filepath.Join(t.root, filepath.FromSlash(from))
-	if _, err := os.ReadDir(start); err != nil {
-		close(jobs)
-		wg.Wait()
-		return nil, nil, err
-	}
 	push(job{start, from})
 	pending.Wait()
 	close(jobs)
 	wg.Wait()
+	return t.walked(ctx, files, unreadable)
+}
+
+// walked finishes a walk: in path order, or the context's error.
+func (t *Tracker) walked(ctx context.Context, files []stat, unreadable []string) ([]stat, []string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}

@@ -21,6 +21,9 @@ type Checkpoint struct {
 	Anchor int64        `json:"anchor"`
 	Tool   string       `json:"tool"`
 	Files  []FileChange `json:"files"`
+	// TookMS is the time the scans around the step took, in milliseconds:
+	// what checkpointing added to it.
+	TookMS float64 `json:"took_ms"`
 }
 
 // FileChange is one file a step changed: created, changed or removed.

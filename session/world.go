@@ -152,18 +152,21 @@ func (w world) BeforeTool(ctx context.Context, anchor int64, call provider.ToolC
 	if rel, ok := w.toolFile(t, call); ok {
 		check = func(ctx context.Context) ([]checkpoint.Change, error) { return t.Track(ctx, rel) }
 	}
+	start := time.Now()
 	if _, err := check(ctx); err != nil {
 		w.h.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
 		return func() {}
 	}
+	took := time.Since(start)
 	return func() {
 		ctx := context.WithoutCancel(ctx)
+		start := time.Now()
 		changes, err := check(ctx)
 		if err != nil {
 			w.h.log.Warn("checkpoint after a tool", "tool", call.Name, "error", err)
 			return
 		}
-		w.record(ctx, anchor, call.Name, changes)
+		w.record(ctx, anchor, call.Name, changes, took+time.Since(start))
 	}
 }
 
@@ -194,8 +197,8 @@ func (w world) toolFile(t *checkpoint.Tracker, call provider.ToolCall) (string, 
 }
 
 // record stores what a step changed and tells the listeners.
-func (w world) record(ctx context.Context, anchor int64, tool string, changes []checkpoint.Change) {
-	cp := Checkpoint{Anchor: anchor, Tool: tool, Files: []FileChange{}}
+func (w world) record(ctx context.Context, anchor int64, tool string, changes []checkpoint.Change, took time.Duration) {
+	cp := Checkpoint{Anchor: anchor, Tool: tool, Files: []FileChange{}, TookMS: float64(took.Microseconds()) / 1000}
 	for _, c := range changes {
 		cp.Files = append(cp.Files, FileChange{Path: c.Path, Change: c.Kind()})
 	}

@@ -192,7 +192,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	host := session.New(session.Config{
 		Store: st, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: runner, Workspace: cwd, Kind: "ask",
 		PermissionMode: cfg.PermissionMode, Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, Logger: log,
-		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: eventlog.SourceAsk,
+		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: eventlog.SourceAsk, Checkpoints: cfg.Checkpoints,
 	})
 	defer host.Close()
 	var info session.Info

@@ -17,6 +17,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/anthropic"
 	"github.com/agentkernel/agentkernel/agent/provider/openai"
+	"github.com/agentkernel/agentkernel/checkpoint"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/store"
@@ -52,6 +53,21 @@ type fileConfig struct {
 	// MCPServers are the user's MCP servers, in .mcp.json's format (the
 	// workspace's .mcp.json wins for a name in both); read by package mcp.
 	MCPServers json.RawMessage `json:"mcpServers"`
+	// Checkpoints set the limits of the workspace tracking that rewinds
+	// restore files from.
+	Checkpoints checkpointConfig `json:"checkpoints"`
+}
+
+// checkpointConfig is the config file's "checkpoints" object.
+type checkpointConfig struct {
+	MaxFileSize int64    `json:"maxFileSize"` // bytes; default 8 MiB
+	MaxFiles    int      `json:"maxFiles"`    // default 20,000
+	Ignore      []string `json:"ignore"`      // more .gitignore lines
+	NoWatch     bool     `json:"noWatch"`     // scan instead of inotify (NFS)
+}
+
+func (c checkpointConfig) options() checkpoint.Options {
+	return checkpoint.Options{MaxFileSize: c.MaxFileSize, MaxFiles: c.MaxFiles, Ignore: c.Ignore, NoWatch: c.NoWatch}
 }
 
 func configPath() string {

@@ -289,6 +289,7 @@ func agentConfig(model, record string, log hclog.Logger) (bridge.Config, error) 
 		DataDir:        dataDir,
 		Store:          storeURL("", fc),
 		Hooks:          fc.Hooks,
+		Checkpoints:    fc.Checkpoints.options(),
 		EventLog:       fc.eventLog(dataDir, log),
 		Source:         eventlog.Source(os.Getenv(envEventSource)),
 		Model:          models.Resolve(model, os.Getenv("AGENTKERNEL_MODEL"), fc.Model),

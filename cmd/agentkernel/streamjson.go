@@ -114,7 +114,7 @@ func (t *transcript) Event(e agent.Event) {
 	case session.EventCheckpoint:
 		var cp session.Checkpoint
 		if json.Unmarshal([]byte(e.Text), &cp) == nil {
-			t.system("checkpoint", map[string]any{"anchor": cp.Anchor, "tool": cp.Tool, "files": cp.Files})
+			t.system("checkpoint", map[string]any{"anchor": cp.Anchor, "tool": cp.Tool, "files": cp.Files, "took_ms": cp.TookMS})
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,15 +18,23 @@ import (
 type indexed struct {
 	*store.Store
 	puts atomic.Int64
-	gate func(n int64) // called before each PutBlob with its count
+	gate func() // called before each PutBlob or PutBlobs
 }
 
 func (s *indexed) PutBlob(ctx context.Context, data []byte) (string, error) {
-	n := s.puts.Add(1)
+	s.puts.Add(1)
 	if s.gate != nil {
-		s.gate(n)
+		s.gate()
 	}
 	return s.Store.PutBlob(ctx, data)
+}
+
+func (s *indexed) PutBlobs(ctx context.Context, data [][]byte) ([]string, error) {
+	s.puts.Add(int64(len(data)))
+	if s.gate != nil {
+		s.gate()
+	}
+	return s.Store.PutBlobs(ctx, data)
 }
 
 func (s *indexed) LoadIndex(ctx context.Context, root string) ([]IndexEntry, error) {
@@ -217,10 +224,12 @@ func TestUserChangeDuringBaselineRestored(t *testing.T) {
 			t.Fatal(err)
 		}
 		held, release := make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		st := &indexed{Store: openStore(t), gate: func(n int64) {
-			if n == 2 { // a.txt is kept; the baseline waits at the next file
-				once.Do(func() { close(held) })
+		var first atomic.Bool
+		// The baseline waits when it first keeps contents: it has read
+		// a.txt, and the rest.
+		st := &indexed{Store: openStore(t), gate: func() {
+			if first.CompareAndSwap(false, true) {
+				close(held)
 				<-release
 			}
 		}}
@@ -273,4 +282,20 @@ func TestUserChangeDuringBaselineRestored(t *testing.T) {
 			t.Fatalf("a.txt restored to %q, want the user's %q", s, "v1 by user!")
 		}
 	})
+}
+
+// BenchmarkBaselineNewStore is the first baseline of 2,000 small files:
+// each read and kept.
+func BenchmarkBaselineNewStore(b *testing.B) {
+	root := b.TempDir()
+	for i := range 2000 {
+		write(b, root, fmt.Sprintf("src/pkg%02d/m%04d.py", i/50, i), fmt.Sprintf("def f%d(x):\n    return x * %d\n", i, i))
+	}
+	for b.Loop() {
+		st := &indexed{Store: openStore(b)}
+		tr := newTracker(b, root, st, Options{})
+		if _, err := tr.Baseline(context.Background(), false); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

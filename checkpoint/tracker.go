@@ -56,6 +56,12 @@ type Blobs interface {
 	Blob(ctx context.Context, hash string) ([]byte, error)
 }
 
+// BatchBlobs are Blobs that store many contents in one transaction (the
+// session store does); the baseline uses it when its Blobs implement it.
+type BatchBlobs interface {
+	PutBlobs(ctx context.Context, data [][]byte) ([]string, error)
+}
+
 // Index keeps a tracker's index between processes (the session store
 // does), per workspace root. Optional: Blobs that implement it are used.
 type Index interface {
@@ -300,48 +306,92 @@ func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 		return err
 	}
 	kept := 0
+	learnt := func(rel string, e entry) {
+		if e.hash == Unkept {
+			rep.Unkept = append(rep.Unkept, rel)
+		}
+		t.mu.Lock()
+		if old, ok := t.files[rel]; !ok || !old.tracked {
+			t.files[rel] = e
+		}
+		t.mu.Unlock()
+	}
+	// Contents are kept in batches: one transaction for many small files.
+	type read struct {
+		rel  string
+		e    entry
+		data []byte
+	}
+	var (
+		batch []read
+		size  int
+	)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		data := make([][]byte, len(batch))
+		for i, r := range batch {
+			data[i] = r.data
+		}
+		hashes, err := t.keep(ctx, data)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errKeep, err)
+		}
+		for i, r := range batch {
+			r.e.hash = hashes[i]
+			learnt(r.rel, r.e)
+			put = append(put, r.e.indexEntry(r.rel))
+		}
+		batch, size = batch[:0], 0
+		if len(put) >= 256 {
+			if err := save(); err != nil {
+				return fmt.Errorf("checkpoint: write the index: %w", err)
+			}
+		}
+		return nil
+	}
 	seen := make(map[string]bool, len(files))
 	for _, f := range files {
 		if background {
 			runtime.Gosched()
 		}
 		if err := ctx.Err(); err != nil {
-			return rep, errors.Join(err, save())
+			return rep, errors.Join(err, flush(), save())
 		}
 		seen[f.rel] = true
-		var e entry
 		if p, ok := prev[f.rel]; ok && p.Size == f.size && p.MTime == f.mtime && p.CTime == f.ctime && p.Inode == f.ino {
-			e = entry{fileStat: f.fileStat, hash: p.Hash} // as the index knows it: not read
-		} else {
-			e, err = t.read(ctx, f.rel, f.fileStat, kept >= t.opts.MaxFiles, &t.buf)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // removed since the walk
+			learnt(f.rel, entry{fileStat: f.fileStat, hash: p.Hash}) // as the index knows it: not read
+			if p.Hash != Unkept {
+				kept++
 			}
-			if err != nil {
-				if errors.Is(err, errKeep) {
-					return rep, err
-				}
-				rep.Unreadable = append(rep.Unreadable, f.rel)
-				continue
-			}
+			continue
+		}
+		e, data, err := t.load(f.rel, f.fileStat, kept >= t.opts.MaxFiles, &t.buf)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // removed since the walk
+		case err != nil:
+			rep.Unreadable = append(rep.Unreadable, f.rel)
+			continue
+		case e.hash == Unkept:
+			learnt(f.rel, e)
 			put = append(put, e.indexEntry(f.rel))
+			continue
 		}
-		if e.hash == Unkept {
-			rep.Unkept = append(rep.Unkept, f.rel)
-		} else {
-			kept++
-		}
-		t.mu.Lock()
-		if old, ok := t.files[f.rel]; !ok || !old.tracked {
-			t.files[f.rel] = e
-		}
-		t.mu.Unlock()
-		if len(put) >= 256 {
-			if err := save(); err != nil {
-				return rep, fmt.Errorf("checkpoint: write the index: %w", err)
+		kept++
+		batch = append(batch, read{rel: f.rel, e: e, data: bytes.Clone(data)})
+		size += len(data)
+		if size >= 4<<20 || len(batch) >= 256 {
+			if err := flush(); err != nil {
+				return rep, err
 			}
 		}
 	}
+	if err := flush(); err != nil {
+		return rep, err
+	}
+	shrink(&t.buf)
 	var del []string
 	for p := range prev {
 		if !seen[p] {
@@ -366,45 +416,70 @@ func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 // errKeep marks a failure of the blob store (not of the file).
 var errKeep = errors.New("checkpoint: keep content")
 
-// read stats and reads the file rel, keeps its content and returns its
-// entry; a file over the limits (or when unkept) gets its stat only. The
-// stat is taken on the open file before and after the read: a file that
-// changed meanwhile is marked racy, to be read again by the next scan.
-func (t *Tracker) read(ctx context.Context, rel string, st fileStat, unkept bool, buf *bytes.Buffer) (entry, error) {
+// load stats and reads the file rel into buf, returning its entry (its
+// hash Unkept when it is over the limits, or when unkept, else still to be
+// set) and its content (buf's, valid until its next use). The stat is
+// taken on the open file before and after the read: a file that changed
+// meanwhile is marked racy, to be read again by the next scan.
+func (t *Tracker) load(rel string, st fileStat, unkept bool, buf *bytes.Buffer) (entry, []byte, error) {
 	if unkept || st.size > t.opts.MaxFileSize {
-		return entry{fileStat: st, hash: Unkept}, nil
+		return entry{fileStat: st, hash: Unkept}, nil, nil
 	}
 	f, err := os.Open(filepath.Join(t.root, filepath.FromSlash(rel)))
 	if err != nil {
-		return entry{}, err
+		return entry{}, nil, err
 	}
 	defer f.Close()
 	now := time.Now().Add(-racyWindow).UnixNano()
 	before, err := fstat(f)
 	if err != nil {
-		return entry{}, err
+		return entry{}, nil, err
 	}
 	if before.size > t.opts.MaxFileSize {
-		return entry{fileStat: before, hash: Unkept}, nil
+		return entry{fileStat: before, hash: Unkept}, nil, nil
 	}
 	buf.Reset()
 	if _, err := buf.ReadFrom(io.LimitReader(f, t.opts.MaxFileSize+1)); err != nil {
-		return entry{}, err
+		return entry{}, nil, err
 	}
-	defer shrink(buf)
 	after, err := fstat(f)
 	if err != nil {
-		return entry{}, err
+		return entry{}, nil, err
 	}
 	if int64(buf.Len()) > t.opts.MaxFileSize {
-		return entry{fileStat: after, hash: Unkept}, nil
-	}
-	hash, err := t.blobs.PutBlob(ctx, buf.Bytes())
-	if err != nil {
-		return entry{}, fmt.Errorf("%w %s: %w", errKeep, rel, err)
+		return entry{fileStat: after, hash: Unkept}, nil, nil
 	}
 	racy := after != before || after.mtime >= now || after.ctime >= now
-	return entry{fileStat: after, hash: hash, racy: racy}, nil
+	return entry{fileStat: after, racy: racy}, buf.Bytes(), nil
+}
+
+// read loads the file rel and keeps its content: its entry.
+func (t *Tracker) read(ctx context.Context, rel string, st fileStat, unkept bool, buf *bytes.Buffer) (entry, error) {
+	e, data, err := t.load(rel, st, unkept, buf)
+	if err != nil || e.hash == Unkept {
+		return e, err
+	}
+	defer shrink(buf)
+	if e.hash, err = t.blobs.PutBlob(ctx, data); err != nil {
+		return entry{}, fmt.Errorf("%w %s: %w", errKeep, rel, err)
+	}
+	return e, nil
+}
+
+// keep stores contents, in one transaction where the store can.
+func (t *Tracker) keep(ctx context.Context, data [][]byte) ([]string, error) {
+	if b, ok := t.blobs.(BatchBlobs); ok {
+		return b.PutBlobs(ctx, data)
+	}
+	hashes := make([]string, len(data))
+	for i, d := range data {
+		h, err := t.blobs.PutBlob(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		hashes[i] = h
+	}
+	return hashes, nil
 }
 
 // shrink lets a buffer that held a big file go.

@@ -58,6 +58,30 @@ func (s *Store) PutBlob(ctx context.Context, data []byte) (string, error) {
 	return hash, err
 }
 
+// PutBlobs stores each content as PutBlob does, in one transaction, and
+// returns their hashes in order.
+func (s *Store) PutBlobs(ctx context.Context, data [][]byte) ([]string, error) {
+	hashes := make([]string, len(data))
+	for i, d := range data {
+		sum := sha256.Sum256(d)
+		hashes[i] = hex.EncodeToString(sum[:])
+	}
+	err := s.writeTx(ctx, "put blobs", func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, "INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING")
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for i, d := range data {
+			if _, err := st.ExecContext(ctx, hashes[i], len(d), d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return hashes, err
+}
+
 // HasBlob reports whether the blob is stored.
 func (s *Store) HasBlob(ctx context.Context, hash string) (bool, error) {
 	var n int

@@ -205,11 +205,12 @@ func New(cfg Config) (*Bridge, error) {
 }
 
 // Start launches the backing kernel in the background and, in prompt
-// mode, the learning of the workspace that rewinds restore files from.
+// mode, the learning of the workspace that rewinds restore files from,
+// once the backing kernel is up (the agent's code cannot run before).
 func (b *Bridge) Start() {
 	b.runner.Start()
 	if b.cfg.Mode == ModePrompt {
-		b.host.StartTracking()
+		b.host.StartTracking(b.runner.Ready)
 	}
 }
 

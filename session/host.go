@@ -297,7 +297,6 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		}
 		id = s.ID
 	}
-	h.StartTracking()
 	c := &current{id: id, model: model, resumed: resume != ""}
 	c.replayPending.Store(pending)
 	ws, err := agent.NewWorkspace(h.cfg.Workspace)

@@ -71,9 +71,14 @@ func (s trackerStore) SaveIndex(ctx context.Context, root string, put []checkpoi
 }
 
 // StartTracking starts learning the workspace (the tracker's baseline) in
-// the background, once: when the kernel starts or a session opens, so that
-// the first step that may change files finds it done. Close stops it.
-func (h *Host) StartTracking() {
+// the background, once, so that the first step that may change files
+// finds it done; the kernel does when it starts. When wait is given (the
+// backing kernel's Ready) the baseline begins once it returns: code cannot
+// run before, and the kernel's start-up and first prompt are left alone.
+// Without it (a one-shot ask), the first code run learns the workspace
+// while its kernel starts, and a run that changes no file never does.
+// Close stops it.
+func (h *Host) StartTracking(wait func(context.Context) error) {
 	h.mu.Lock()
 	if h.closed || h.baseline != nil {
 		h.mu.Unlock()
@@ -85,6 +90,12 @@ func (h *Host) StartTracking() {
 	h.mu.Unlock()
 	go func() { // owned by the host: Close cancels it and waits
 		defer close(b.done)
+		if wait != nil {
+			wait(ctx) // a kernel that does not start leaves files to track
+			if ctx.Err() != nil {
+				return
+			}
+		}
 		t, err := h.tracker()
 		if err != nil {
 			if !errors.Is(err, ErrClosed) {
@@ -151,6 +162,9 @@ func (w world) BeforeTool(ctx context.Context, anchor int64, call provider.ToolC
 	check := func(ctx context.Context) ([]checkpoint.Change, error) { return w.h.scan(ctx) }
 	if rel, ok := w.toolFile(t, call); ok {
 		check = func(ctx context.Context) ([]checkpoint.Change, error) { return t.Track(ctx, rel) }
+	} else if r := w.h.cfg.Runner; call.Name == agent.ToolExecuteCode && r != nil {
+		// The kernel starts while the first scan learns the workspace.
+		r.Start()
 	}
 	start := time.Now()
 	if _, err := check(ctx); err != nil {

@@ -102,12 +102,9 @@ func run() error {
 			return err
 		}
 	}
-	var res [2]figures
-	for i, dir := range []string{empty, ws} {
-		fmt.Fprintf(os.Stderr, "measuring in %s…\n", []string{"the empty directory", "the workspace"}[i])
-		if res[i], err = b.measure(dir, fmt.Sprint(i)); err != nil {
-			return err
-		}
+	res, err := b.measure([2]string{empty, ws})
+	if err != nil {
+		return err
 	}
 	e, w := res[0], res[1]
 	fmt.Printf("workspace: %s\n\n", name)
@@ -134,46 +131,52 @@ func median(ds []time.Duration) time.Duration {
 	return ds[len(ds)/2]
 }
 
-// measure takes one directory's figures, each with a data directory of
-// its own.
-func (b *bench) measure(dir, tag string) (figures, error) {
-	var f figures
-	var err error
-	env := b.env(filepath.Join(b.tmp, "kernel-data-"+tag))
-	if err := b.install(env); err != nil {
-		return f, err
-	}
-	if f.firstCold, err = b.firstOutput(dir, env); err != nil {
-		return f, err
-	}
-	var warm []time.Duration
-	for range b.runs {
-		d, err := b.firstOutput(dir, env)
-		if err != nil {
+// measure takes both directories' figures, each directory with data
+// directories of its own. Repeated measurements alternate between the two,
+// so that the machine's drift weighs on both alike.
+func (b *bench) measure(dirs [2]string) ([2]figures, error) {
+	var f [2]figures
+	var kenv, aenv [2][]string
+	for i, dir := range dirs {
+		kenv[i] = b.env(filepath.Join(b.tmp, fmt.Sprint("kernel-data-", i)))
+		aenv[i] = b.env(filepath.Join(b.tmp, fmt.Sprint("ask-data-", i)))
+		if err := b.install(kenv[i]); err != nil {
 			return f, err
 		}
-		warm = append(warm, d)
-	}
-	f.firstWarm = median(warm)
-
-	if f.stepFirst, f.stepLater, err = b.steps(dir, b.env(filepath.Join(b.tmp, "steps-data-"+tag))); err != nil {
-		return f, err
-	}
-
-	askEnv := b.env(filepath.Join(b.tmp, "ask-data-"+tag))
-	if f.askCold, f.rssCold, err = b.ask(dir, askEnv); err != nil {
-		return f, err
-	}
-	var asks []time.Duration
-	for range b.runs {
-		d, rss, err := b.ask(dir, askEnv)
-		if err != nil {
+		var err error
+		fmt.Fprintf(os.Stderr, "first prompt, new store, in %s…\n", dir)
+		if f[i].firstCold, err = b.firstOutput(dir, kenv[i]); err != nil {
 			return f, err
 		}
-		asks = append(asks, d)
-		f.rssWarm = max(f.rssWarm, rss)
+		fmt.Fprintf(os.Stderr, "checkpoints around steps in %s…\n", dir)
+		if f[i].stepFirst, f[i].stepLater, err = b.steps(dir, b.env(filepath.Join(b.tmp, fmt.Sprint("steps-data-", i)))); err != nil {
+			return f, err
+		}
+		fmt.Fprintf(os.Stderr, "first ask, new store, in %s…\n", dir)
+		if f[i].askCold, f[i].rssCold, err = b.ask(dir, aenv[i]); err != nil {
+			return f, err
+		}
 	}
-	f.askWarm = median(asks)
+	fmt.Fprintf(os.Stderr, "%d first prompts and asks in each, alternating…\n", b.runs)
+	var first, asks [2][]time.Duration
+	for range b.runs {
+		for i, dir := range dirs {
+			d, err := b.firstOutput(dir, kenv[i])
+			if err != nil {
+				return f, err
+			}
+			first[i] = append(first[i], d)
+			d, rss, err := b.ask(dir, aenv[i])
+			if err != nil {
+				return f, err
+			}
+			asks[i] = append(asks[i], d)
+			f[i].rssWarm = max(f[i].rssWarm, rss)
+		}
+	}
+	for i := range dirs {
+		f[i].firstWarm, f[i].askWarm = median(first[i]), median(asks[i])
+	}
 	return f, nil
 }
 

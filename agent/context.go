@@ -48,7 +48,7 @@ func (t *Task) manageContext(ctx context.Context, prov provider.Provider) error 
 	api := t.api
 	eff := messages.Effective(api)
 	t.mu.Unlock()
-	tools := t.cfg.Toolbox.Tools()
+	tools := t.cfg.Toolbox.Tools(ctx)
 	est := EstimateTokens(t.cfg.System, tools, eff)
 	if float64(est) <= t.cfg.ContextThreshold*float64(window) {
 		return nil
@@ -99,7 +99,7 @@ func (t *Task) condense(ctx context.Context, prov provider.Provider, api, eff []
 	if err != nil {
 		return err
 	}
-	after := EstimateTokens(t.cfg.System, t.cfg.Toolbox.Tools(), messages.Effective(newAPI))
+	after := EstimateTokens(t.cfg.System, t.cfg.Toolbox.Tools(ctx), messages.Effective(newAPI))
 	ui := messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeSay, Say: messages.SayCondenseContext,
 		ContextCondense: &messages.ContextCondense{CondenseID: id, Summary: summary, PrevContextTokens: prev, NewContextTokens: after}}
 	return t.replaceAPI(ctx, api, newAPI, ui)

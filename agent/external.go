@@ -23,8 +23,9 @@ const ExternalPrefix = "mcp__"
 // use.
 type ToolSource interface {
 	// Tools returns the tools offered now, each named ExternalPrefix +
-	// server + "__" + tool. It must not wait for servers that are still
-	// starting: their tools are offered from a later request on.
+	// server + "__" + tool. It waits for a server's first start (bounded
+	// by its start timeout and ctx), so that the first request sees every
+	// configured server; a server that restarts later is not waited for.
 	Tools(ctx context.Context) []SourceTool
 	// Lookup returns the tool called name, waiting while its server is
 	// still starting (bounded by ctx and the server's start timeout).

@@ -214,7 +214,7 @@ type streamed struct {
 // records the answer. It returns the tool calls to run.
 func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.ToolCall, error) {
 	for attempt := 0; ; attempt++ {
-		tools := t.cfg.Toolbox.Tools() // outside the lock: it asks the tool source
+		tools := t.cfg.Toolbox.Tools(ctx) // outside the lock: it asks the tool source
 		t.mu.Lock()
 		req := provider.Request{
 			System:   t.cfg.System,

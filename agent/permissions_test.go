@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -647,7 +648,7 @@ func FuzzValidate(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, input string) {
-		for _, spec := range tb.Tools() {
+		for _, spec := range tb.Tools(context.Background()) {
 			tool, _ := tb.Lookup(spec.Name)
 			if _, err := tool.Validate(json.RawMessage(input)); err != nil {
 				if _, ok := err.(*InputError); !ok {

@@ -266,14 +266,15 @@ func NewToolbox(opts ToolboxOptions) (*Toolbox, error) {
 func (tb *Toolbox) Workspace() *Workspace { return tb.ws }
 
 // Tools returns the tools as offered to the model: the toolbox's own in a
-// fixed order, then the Source's that are ready now.
-func (tb *Toolbox) Tools() []provider.Tool {
+// fixed order, then the Source's (which waits, within ctx, for servers on
+// their first start; a done ctx takes those that are ready now).
+func (tb *Toolbox) Tools(ctx context.Context) []provider.Tool {
 	out := make([]provider.Tool, len(tb.tools))
 	for i, t := range tb.tools {
 		out[i] = t.Spec()
 	}
 	if tb.opts.Source != nil {
-		for _, st := range tb.opts.Source.Tools(context.Background()) {
+		for _, st := range tb.opts.Source.Tools(ctx) {
 			out = append(out, st.Spec)
 		}
 	}

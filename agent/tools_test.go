@@ -80,7 +80,7 @@ func TestToolsRegistry(t *testing.T) {
 	want := []string{ToolExecuteCode, ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile,
 		ToolEditFile, ToolAskFollowupQuestion, ToolAttemptCompletion, ToolProposeCell}
 	var got []string
-	for _, spec := range tb.Tools() {
+	for _, spec := range tb.Tools(context.Background()) {
 		got = append(got, spec.Name)
 		if spec.Description == "" {
 			t.Errorf("%s: no description", spec.Name)

@@ -17,6 +17,7 @@ import (
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/kernel"
+	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/session"
 )
 
@@ -110,6 +111,9 @@ type Config struct {
 	// MCPServers is the config file's mcpServers (user scope); the
 	// workspace's .mcp.json is read beside it (see session.Config).
 	MCPServers json.RawMessage
+	// MCPUserDir is the config file's directory: a relative cwd of a
+	// server in MCPServers is relative to it.
+	MCPUserDir string
 	// Notebook writes `%agent export FILE.ipynb`; nil: JSONL only.
 	Notebook session.NotebookWriter
 }
@@ -197,7 +201,7 @@ func New(cfg Config) (*Bridge, error) {
 	b.host = session.New(session.Config{
 		DataDir: cfg.DataDir, StoreURL: cfg.Store, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
 		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,
-		Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, Notebook: cfg.Notebook, Logger: b.log,
+		Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, MCP: mcp.Options{UserDir: cfg.MCPUserDir}, Notebook: cfg.Notebook, Logger: b.log,
 		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: cfg.Source, Checkpoints: cfg.Checkpoints,
 	})
 	b.recent.init(256)

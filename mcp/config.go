@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -43,12 +44,67 @@ type ServerConfig struct {
 	AlwaysAllow []string          `json:"alwaysAllow,omitempty"`
 	Timeout     float64           `json:"timeout,omitempty"`
 	Disabled    bool              `json:"disabled,omitempty"`
+	// Cwd is a stdio server's working directory; a relative one is
+	// relative to the directory of the file it is configured in. Default:
+	// the workspace.
+	Cwd string `json:"cwd,omitempty"`
 
 	// Name is the server's key in mcpServers; Scope is where it was
 	// configured: "project" (the workspace's .mcp.json) or "user" (the
-	// config file). Not read from JSON.
-	Name  string `json:"-"`
-	Scope string `json:"-"`
+	// config file); Base is that file's directory. Warnings name what the
+	// entry holds that is not understood (ignored). Not read from JSON.
+	Name     string   `json:"-"`
+	Scope    string   `json:"-"`
+	Base     string   `json:"-"`
+	Warnings []string `json:"-"`
+}
+
+// known are the fields of an entry: others are warned about and ignored.
+var known = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeFor[ServerConfig]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			m[name] = true
+		}
+	}
+	return m
+}()
+
+// unknownFields names the keys of entry that ServerConfig does not have.
+func unknownFields(entry json.RawMessage) []string {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(entry, &keys) != nil {
+		return nil // the decode reports it
+	}
+	var out []string
+	for k := range keys {
+		if !known[k] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// workDir is the directory a stdio server runs in: its cwd (relative to
+// Base), else def.
+func (c ServerConfig) workDir(def string) (string, error) {
+	if c.Cwd == "" {
+		return def, nil
+	}
+	dir := c.Cwd
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(c.Base, dir)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("cwd %s: %w", c.Cwd, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("cwd %s: not a directory", c.Cwd)
+	}
+	return dir, nil
 }
 
 // Transport returns the server's transport: "stdio" or "http".
@@ -133,13 +189,14 @@ type Problem struct {
 }
 
 // Load reads the workspace's .mcp.json (project scope) and user, the
-// config file's mcpServers object (user scope; nil for none). A server
-// named in both is the project's. A file that does not parse is a
-// Problem, never a panic or a stop.
-func Load(workspace string, user json.RawMessage) Config {
+// config file's mcpServers object (user scope; nil for none), from a file
+// in userDir. A server named in both is the project's. A file that does
+// not parse is a Problem, never a panic or a stop; a field of an entry
+// that is not understood is a warning of that server, which still runs.
+func Load(workspace string, user json.RawMessage, userDir string) Config {
 	var cfg Config
 	byName := map[string]int{}
-	add := func(scope string, servers map[string]json.RawMessage) {
+	add := func(scope, base string, servers map[string]json.RawMessage) {
 		names := make([]string, 0, len(servers))
 		for n := range servers {
 			names = append(names, n)
@@ -150,12 +207,16 @@ func Load(workspace string, user json.RawMessage) Config {
 				continue // the project's entry wins
 			}
 			sc := ServerConfig{Name: name, Scope: scope}
-			dec := json.NewDecoder(bytes.NewReader(servers[name]))
-			dec.DisallowUnknownFields()
-			err := dec.Decode(&sc)
-			sc.Name, sc.Scope = name, scope
+			err := json.Unmarshal(servers[name], &sc)
+			sc.Name, sc.Scope, sc.Base = name, scope, base
+			for _, f := range unknownFields(servers[name]) {
+				sc.Warnings = append(sc.Warnings, fmt.Sprintf("unknown field %q ignored", f))
+			}
 			if err == nil {
 				err = sc.check()
+			}
+			if err != nil && len(sc.Warnings) > 0 {
+				err = fmt.Errorf("%w; %s", err, strings.Join(sc.Warnings, "; "))
 			}
 			if err != nil {
 				cfg.Problems = append(cfg.Problems, Problem{Name: name, Scope: scope, Err: err})
@@ -178,7 +239,7 @@ func Load(workspace string, user json.RawMessage) Config {
 			if err := json.Unmarshal(b, &f); err != nil {
 				cfg.Problems = append(cfg.Problems, Problem{Scope: "project", Err: fmt.Errorf("%s: %w", ProjectFile, err)})
 			} else {
-				add("project", f.MCPServers)
+				add("project", workspace, f.MCPServers)
 			}
 		}
 	}
@@ -187,7 +248,7 @@ func Load(workspace string, user json.RawMessage) Config {
 		if err := json.Unmarshal(user, &servers); err != nil {
 			cfg.Problems = append(cfg.Problems, Problem{Scope: "user", Err: fmt.Errorf("config file: mcpServers: %w", err)})
 		} else {
-			add("user", servers)
+			add("user", userDir, servers)
 		}
 	}
 	return cfg
@@ -235,6 +296,7 @@ func (c ServerConfig) expanded(lookup func(string) (string, bool)) (ServerConfig
 	out := c
 	out.Command = x("command", c.Command)
 	out.URL = x("url", c.URL)
+	out.Cwd = x("cwd", c.Cwd)
 	out.Args = make([]string, len(c.Args))
 	for i, a := range c.Args {
 		out.Args[i] = x(fmt.Sprintf("args[%d]", i), a)

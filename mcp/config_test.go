@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,7 +53,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	user := json.RawMessage(`{"shared": {"command": "user-cmd"}, "mine": {"command": "mine", "timeout": 5}}`)
-	cfg := Load(ws, user)
+	cfg := Load(ws, user, "")
 
 	got := map[string]ServerConfig{}
 	for _, s := range cfg.Servers {
@@ -71,7 +72,7 @@ func TestLoad(t *testing.T) {
 	for _, p := range cfg.Problems {
 		problems[p.Name] = p.Err.Error()
 	}
-	for name, want := range map[string]string{"old": "SSE transport is not supported", "typo": "unknown field", "bad name!": "server name"} {
+	for name, want := range map[string]string{"old": "SSE transport is not supported", "typo": `no command (a stdio server needs "command"; an HTTP server "type": "http" and "url"); unknown field "comand" ignored`, "bad name!": "server name"} {
 		if !strings.Contains(problems[name], want) {
 			t.Errorf("problem of %q = %q, want %q", name, problems[name], want)
 		}
@@ -86,14 +87,14 @@ func TestLoadBrokenFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, ProjectFile), []byte(`{"mcpServers": [`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Load(ws, json.RawMessage(`{"ok": {"command": "x"}}`))
+	cfg := Load(ws, json.RawMessage(`{"ok": {"command": "x"}}`), "")
 	if len(cfg.Servers) != 1 || cfg.Servers[0].Name != "ok" {
 		t.Errorf("servers %+v: the user's must still load", cfg.Servers)
 	}
 	if len(cfg.Problems) != 1 || !strings.Contains(cfg.Problems[0].Err.Error(), ProjectFile) {
 		t.Errorf("problems %+v, want one naming %s", cfg.Problems, ProjectFile)
 	}
-	if cfg := Load(t.TempDir(), json.RawMessage(`"nope"`)); len(cfg.Problems) != 1 || len(cfg.Servers) != 0 {
+	if cfg := Load(t.TempDir(), json.RawMessage(`"nope"`), ""); len(cfg.Problems) != 1 || len(cfg.Servers) != 0 {
 		t.Errorf("a broken mcpServers: %+v", cfg)
 	}
 }
@@ -115,5 +116,41 @@ func TestExpandedServer(t *testing.T) {
 	delete(env, "TOKEN")
 	if _, err := sc.expanded(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err == nil || !strings.Contains(err.Error(), "headers.X") {
 		t.Errorf("missing variable: %v, want an error naming headers.X", err)
+	}
+}
+
+// TestLoadCwdAndUnknownFields: Claude Code's "cwd" is read, relative to the
+// file it is in; a field not understood is a warning, and the server is
+// kept.
+func TestLoadCwdAndUnknownFields(t *testing.T) {
+	ws, home := t.TempDir(), t.TempDir()
+	project := `{"mcpServers": {"tools": {"command": "srv", "cwd": "tools/bin", "autoApprove": [], "x-note": 1}}}`
+	if err := os.WriteFile(filepath.Join(ws, ProjectFile), []byte(project), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Load(ws, json.RawMessage(`{"mine": {"command": "m", "cwd": "servers"}}`), home)
+	if len(cfg.Problems) != 0 || len(cfg.Servers) != 2 {
+		t.Fatalf("servers %+v, problems %+v: both entries must load", cfg.Servers, cfg.Problems)
+	}
+	got := map[string]ServerConfig{}
+	for _, s := range cfg.Servers {
+		got[s.Name] = s
+	}
+	tools := got["tools"]
+	want := []string{`unknown field "autoApprove" ignored`, `unknown field "x-note" ignored`}
+	if tools.Cwd != "tools/bin" || tools.Base != ws || !slices.Equal(tools.Warnings, want) {
+		t.Errorf("tools = %+v, want cwd tools/bin from %s and warnings %q", tools, ws, want)
+	}
+	if mine := got["mine"]; mine.Base != home || len(mine.Warnings) != 0 {
+		t.Errorf("mine = %+v, want its base the config file's directory", mine)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "tools", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if dir, err := tools.workDir(ws); err != nil || dir != filepath.Join(ws, "tools", "bin") {
+		t.Errorf("workDir = %q, %v", dir, err)
+	}
+	if _, err := got["mine"].workDir(ws); err == nil || !strings.Contains(err.Error(), "cwd servers") {
+		t.Errorf("a missing cwd: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,8 +30,12 @@ type Options struct {
 	// Dir is the working directory of stdio servers: the workspace.
 	// Default: the current directory.
 	Dir string
-	// StartTimeout bounds a server's start (launch, initialize, tools/list).
-	// Default 30s.
+	// UserDir is the directory of the config file whose mcpServers are the
+	// user's servers: a relative cwd of theirs is relative to it.
+	UserDir string
+	// StartTimeout bounds a server's start (launch, initialize, tools/list),
+	// which a session's first model request waits for. Default: $MCP_TIMEOUT
+	// milliseconds (Claude Code's variable), else 30s.
 	StartTimeout time.Duration
 	// CallTimeout bounds a tool call when the server's entry sets no
 	// timeout. Default 60s.
@@ -57,6 +62,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 30 * time.Second
+		if ms, err := strconv.Atoi(os.Getenv("MCP_TIMEOUT")); err == nil && ms > 0 {
+			o.StartTimeout = time.Duration(ms) * time.Millisecond
+		}
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 60 * time.Second
@@ -125,6 +133,9 @@ func NewManager(opts Options) *Manager {
 	})
 	for _, sc := range opts.Config.Servers {
 		s := &server{m: m, cfg: sc, state: StateIdle, log: m.log.Named(sc.Name)}
+		for _, w := range sc.Warnings {
+			s.log.Warn("configuration: "+w, "scope", sc.Scope)
+		}
 		if sc.Disabled {
 			s.state = StateDisabled
 		}
@@ -179,10 +190,22 @@ func (m *Manager) Restart(ctx context.Context, name string) error {
 // Tools returns the tools of the servers that are ready (see
 // agent.ToolSource). It starts the servers on first use and does not wait
 // for them.
-func (m *Manager) Tools(context.Context) []agent.SourceTool {
+func (m *Manager) Tools(ctx context.Context) []agent.SourceTool {
 	var out []agent.SourceTool
 	for _, s := range m.servers {
-		s.start(false)
+		done := s.start(false)
+		s.mu.Lock()
+		first := !s.started
+		s.mu.Unlock()
+		if first {
+			// The first request waits for the server's first start (bounded
+			// by the start timeout), as Claude Code waits before its first
+			// query: a user's first prompt sees the servers they configured.
+			select {
+			case <-done:
+			case <-ctx.Done():
+			}
+		}
 		s.mu.Lock()
 		if s.state == StateReady || s.state == StateExited {
 			out = append(out, s.tools...)
@@ -314,6 +337,7 @@ type ServerStatus struct {
 	Where     string     `json:"where"`     // the command line, or the URL without query
 	State     State      `json:"state"`
 	Error     string     `json:"error,omitempty"`
+	Warnings  []string   `json:"warnings,omitempty"` // of its entry: ignored fields
 	Tools     []ToolInfo `json:"tools,omitempty"`
 }
 
@@ -332,7 +356,7 @@ func (m *Manager) Status() []ServerStatus {
 	for _, s := range m.servers {
 		s.mu.Lock()
 		st := ServerStatus{Name: s.cfg.Name, Scope: s.cfg.Scope, Transport: s.cfg.Transport(),
-			Where: s.cfg.Where(), State: s.state}
+			Where: s.cfg.Where(), State: s.state, Warnings: s.cfg.Warnings}
 		if s.err != nil {
 			st.Error = s.err.Error()
 		}
@@ -364,6 +388,7 @@ type server struct {
 	url     string            // the expanded URL: never shown (see redact)
 	tools   []agent.SourceTool
 	starter chan struct{} // closed when the current start ends
+	started bool          // a start has ended (ready or not)
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -414,6 +439,7 @@ func (s *server) connect() {
 		}
 	}
 	s.mu.Lock()
+	s.started = true
 	if err != nil || s.m.ctx.Err() != nil {
 		s.state, s.err = StateFailed, err
 		if err == nil {
@@ -473,7 +499,9 @@ func (s *server) dial(ctx context.Context) (*sdk.ClientSession, *commandTranspor
 			return nil, nil, nil, fmt.Errorf("command not found: %w", err)
 		}
 		cmd := exec.Command(path, cfg.Args...)
-		cmd.Dir = s.m.opts.Dir
+		if cmd.Dir, err = cfg.workDir(s.m.opts.Dir); err != nil {
+			return nil, nil, nil, err
+		}
 		cmd.Env = os.Environ()
 		for k, v := range cfg.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)

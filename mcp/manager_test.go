@@ -3,7 +3,10 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -239,5 +242,49 @@ func TestToolName(t *testing.T) {
 		if got := ToolName(in[0], in[1]); got != want {
 			t.Errorf("ToolName(%q, %q) = %q, want %q", in[0], in[1], got, want)
 		}
+	}
+}
+
+// TestStdioServerCwd: a stdio server runs in its entry's cwd, relative to
+// the file it is configured in; a cwd that does not exist fails that
+// server with an error naming it.
+func TestStdioServerCwd(t *testing.T) {
+	base := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(base, "srv"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := stdioServer(t, "in")
+	in.Cwd, in.Base = "srv", base
+	lost := stdioServer(t, "lost")
+	lost.Cwd, lost.Base = "nowhere", base
+	m := newManager(t, Options{Dir: t.TempDir()}, in, lost)
+	m.WaitStarted(context.Background())
+	res, err := call(t, m, "mcp__in__cwd", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.EvalSymlinks(filepath.Join(base, "srv"))
+	if res.Text != "cwd="+want {
+		t.Errorf("the server ran in %q, want %q", res.Text, want)
+	}
+	if s := statusOf(m, "lost"); s.State != StateFailed || !strings.Contains(s.Error, "cwd nowhere") {
+		t.Errorf("lost: %+v, want failed naming its cwd", s)
+	}
+}
+
+// TestFirstToolsWaitForStart: the first listing of tools waits for a
+// server still on its first start (the first prompt sees its tools); a
+// later one does not wait for a restart.
+func TestFirstToolsWaitForStart(t *testing.T) {
+	slow := stdioServer(t, "slow")
+	slow.Env["AK_MCP_TEST_DELAY"] = "500ms"
+	m := newManager(t, Options{}, slow)
+	m.Start()
+	var names []string
+	for _, st := range m.Tools(context.Background()) {
+		names = append(names, st.Spec.Name)
+	}
+	if !slices.Contains(names, "mcp__slow__echo") {
+		t.Fatalf("the first listing offered %v: it did not wait for the server's start", names)
 	}
 }

@@ -18,6 +18,9 @@ import (
 // that can crash, hang and flood.
 func TestMain(m *testing.M) {
 	if os.Getenv("AK_MCP_TEST_SERVER") != "" {
+		if d, err := time.ParseDuration(os.Getenv("AK_MCP_TEST_DELAY")); err == nil {
+			time.Sleep(d) // a server slow to start
+		}
 		if err := testServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			os.Exit(3)
 		}
@@ -49,6 +52,14 @@ func testServer() *sdk.Server {
 	sdk.AddTool(s, &sdk.Tool{Name: "env", Description: "Returns AK_MCP_VAR."},
 		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "AK_MCP_VAR=" + os.Getenv("AK_MCP_VAR")}}}, nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "cwd", Description: "Returns the working directory."},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			wd, err := os.Getwd()
+			if err != nil {
+				return nil, nil, err
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "cwd=" + wd}}}, nil, nil
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "fail", Description: "Reports a tool error."},
 		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {

@@ -29,6 +29,9 @@ func FormatStatus(w io.Writer, servers []ServerStatus) {
 		if s.Error != "" {
 			fmt.Fprintf(w, "  error: %s\n", strings.ReplaceAll(s.Error, "\n", "\n  "))
 		}
+		for _, warn := range s.Warnings {
+			fmt.Fprintf(w, "  warning: %s\n", warn)
+		}
 		if len(s.Tools) > 0 {
 			fmt.Fprintf(w, "  %d tool%s:\n", len(s.Tools), plural(len(s.Tools)))
 		}

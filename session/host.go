@@ -307,7 +307,11 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	for _, t := range tb.Tools() {
+	// The tools ready now: opening a session waits for no MCP server (the
+	// first model request does).
+	now, stop := context.WithCancel(ctx)
+	stop()
+	for _, t := range tb.Tools(now) {
 		c.tools = append(c.tools, t.Name)
 	}
 	if c.policy, err = agent.NewPolicy(tb, agent.PolicyOptions{Mode: h.cfg.PermissionMode, Allow: h.cfg.Allow, Deny: h.cfg.Deny}); err != nil {

@@ -14,7 +14,7 @@ func (h *Host) mcpServers() *mcp.Manager {
 	defer h.mu.Unlock()
 	if h.mcp == nil && !h.closed {
 		opts := h.cfg.MCP
-		opts.Config = mcp.Load(h.cfg.Workspace, h.cfg.MCPServers)
+		opts.Config = mcp.Load(h.cfg.Workspace, h.cfg.MCPServers, opts.UserDir)
 		opts.Dir = h.cfg.Workspace
 		opts.Logger = h.cfg.Logger
 		opts.OnChange = func() { h.lis.Emit(agent.Event{Kind: EventMCPChanged}) }
@@ -24,9 +24,9 @@ func (h *Host) mcpServers() *mcp.Manager {
 }
 
 // mcpSource is the tool source of a new session's toolbox: the MCP
-// servers, which begin to start now, in the background, so that their
-// tools are ready by the time the model is asked (the first request does
-// not wait for them). Nil when none is configured.
+// servers, which begin to start now, in the background; the first model
+// request waits for their first start (bounded by the start timeout), so
+// that a first prompt sees their tools. Nil when none is configured.
 func (h *Host) mcpSource() agent.ToolSource {
 	m := h.mcpServers()
 	if m == nil || len(m.Status()) == 0 {

@@ -3,11 +3,13 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -22,7 +24,11 @@ import (
 
 // mcpEcho serves a go-sdk MCP server with an echo tool over streamable
 // HTTP on loopback.
-func mcpEcho(t *testing.T) string {
+func mcpEcho(t testing.TB) string { return mcpEchoSlow(t, 0) }
+
+// mcpEchoSlow is mcpEcho taking delay to answer each POST (a server that
+// is slow to start).
+func mcpEchoSlow(t testing.TB, delay time.Duration) string {
 	t.Helper()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "echo", Version: "1"}, nil)
 	type in struct {
@@ -36,7 +42,13 @@ func mcpEcho(t *testing.T) string {
 		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{MIMEType: "image/png", Data: []byte("\x89PNG fake")}}}, nil, nil
 		})
-	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			time.Sleep(delay)
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hs.Close)
 	return hs.URL
 }
@@ -145,15 +157,15 @@ func TestMCPToolCall(t *testing.T) {
 
 // BenchmarkFirstAnswerMCP measures a new session's first answer (a text
 // reply from the scripted model, no tool) with no MCP server configured,
-// and with one that never finishes starting (a process that does not speak
-// MCP, with a 30 s start timeout): start-up must not delay the answer.
+// and with a go-sdk server over streamable HTTP on loopback, whose start
+// (initialize, tools/list) the first request waits for.
 func BenchmarkFirstAnswerMCP(b *testing.B) {
 	for _, tt := range []struct {
 		name    string
 		servers string
 	}{
 		{"none", ""},
-		{"stuck-server", `{"stuck": {"command": "sleep", "args": ["60"]}}`},
+		{"http-server", fmt.Sprintf(`{"echo": {"type": "http", "url": %q}}`, mcpEcho(b))},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			srv := scripted.New(b)
@@ -178,5 +190,24 @@ func BenchmarkFirstAnswerMCP(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// TestFirstPromptSeesMCPTools: a session's first prompt, sent at once
+// while its MCP server is still starting (slow to answer), is offered the
+// server's tools: the first model request waits for the server's first
+// start, as Claude Code does before its first query.
+func TestFirstPromptSeesMCPTools(t *testing.T) {
+	url := mcpEchoSlow(t, 300*time.Millisecond) // initialize, initialized, tools/list: about a second
+	srv, open := scriptedModels(t)
+	srv.Enqueue(scripted.Reply(scripted.Text("Ready."), usage(10, 5)))
+	servers, _ := json.Marshal(map[string]any{"slow": map[string]any{"type": "http", "url": url}})
+	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", MCPServers: servers})
+	if _, err := h.Submit(context.Background(), "Use the echo tool.", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || !strings.Contains(string(reqs[0].Raw), `"mcp__slow__echo"`) {
+		t.Fatalf("the first request was not offered mcp__slow__echo: %.800s", reqs[0].Raw)
 	}
 }

@@ -191,7 +191,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer runner.Close()
 	host := session.New(session.Config{
 		Store: st, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: runner, Workspace: cwd, Kind: "ask",
-		PermissionMode: cfg.PermissionMode, Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, Logger: log,
+		PermissionMode: cfg.PermissionMode, Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, MCP: mcp.Options{UserDir: cfg.MCPUserDir}, Logger: log,
 		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: eventlog.SourceAsk, Checkpoints: cfg.Checkpoints,
 	})
 	defer host.Close()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -298,6 +299,7 @@ func agentConfig(model, record string, log hclog.Logger) (bridge.Config, error) 
 		Allow:          fc.Allow,
 		Deny:           fc.Deny,
 		MCPServers:     fc.MCPServers,
+		MCPUserDir:     filepath.Dir(configPath()),
 		Notebook: func(w io.Writer, s store.Session, h store.Histories) error {
 			nb, err := sessionNotebook(s, h, nil)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/agentkernel/agentkernel/mcp"
@@ -35,7 +36,7 @@ func runMCP(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := mcp.NewManager(mcp.Options{Config: mcp.Load(*dir, fc.MCPServers), Dir: *dir, Logger: log})
+	m := mcp.NewManager(mcp.Options{Config: mcp.Load(*dir, fc.MCPServers, filepath.Dir(configPath())), Dir: *dir, Logger: log})
 	defer m.Close()
 	m.WaitStarted(ctx)
 	status := m.Status()

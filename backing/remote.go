@@ -35,6 +35,10 @@ type RemoteOptions struct {
 	// InterruptGrace is how long Execute waits for the kernel's reply
 	// after interrupting it when its ctx ends. Default 10s.
 	InterruptGrace time.Duration
+	// Reaper is the command line of the reaper (see reaper.go): started
+	// with the first kernel, it deletes the kernels from the server if
+	// this process dies without doing so. Nil: no reaper.
+	Reaper []string
 	// Logger; default a null logger.
 	Logger hclog.Logger
 }
@@ -56,9 +60,10 @@ type Remote struct {
 
 	kernels *starter[*wsKernel]
 
-	mu   sync.Mutex
-	spec *client.Spec // the server's kernelspec, once checked
-	info *infoCache
+	mu     sync.Mutex
+	spec   *client.Spec // the server's kernelspec, once checked
+	info   *infoCache
+	reaper *reaper // started with the first kernel
 }
 
 var _ Runner = (*Remote)(nil)
@@ -205,6 +210,9 @@ func (r *Remote) launch() (*wsKernel, error) {
 	if model.ID == "" {
 		return nil, fmt.Errorf("%w: %s started a kernel without an id", ErrGateway, r.opts.Gateway.URL)
 	}
+	if rp := r.reaperOf(); rp != nil {
+		rp.started(model.ID)
+	}
 	k := newWSKernel(r.opts.Gateway, model.ID, r.httpc, r.log.With("kernel", model.ID), r.opts.OnIOPub)
 	k.probe = func(ctx context.Context) error {
 		err := r.api(ctx, http.MethodGet, "/api/kernels/"+model.ID, nil, nil)
@@ -239,12 +247,40 @@ func (r *Remote) discard(k *wsKernel) {
 	r.deleteKernel(k.id)
 }
 
-func (r *Remote) deleteKernel(id string) {
+// deleteKernel deletes the kernel from the server; false when it could
+// not (the reaper still lists it).
+func (r *Remote) deleteKernel(id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Gateway.RequestTimeout)
 	defer cancel()
 	if err := r.api(ctx, http.MethodDelete, "/api/kernels/"+id, nil, nil); err != nil && !errors.Is(err, errNotFound) {
 		r.log.Warn("delete the server kernel", "kernel", id, "error", err)
+		return false
 	}
+	r.mu.Lock()
+	rp := r.reaper
+	r.mu.Unlock()
+	if rp != nil {
+		rp.deleted(id)
+	}
+	return true
+}
+
+// reaperOf returns the reaper, starting it on first use (nil when there is
+// none, or it could not start: logged).
+func (r *Remote) reaperOf() *reaper {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reaper != nil || len(r.opts.Reaper) == 0 {
+		return r.reaper
+	}
+	rp, err := startReaper(r.opts.Reaper, r.opts.Gateway)
+	if err != nil {
+		r.log.Warn("the server's kernels will not be deleted if this process is killed", "error", err)
+		r.opts.Reaper = nil
+		return nil
+	}
+	r.reaper = rp
+	return rp
 }
 
 // Start implements Runner.
@@ -362,11 +398,20 @@ func (r *Remote) Close() error {
 	if !ok {
 		return net.ErrClosed
 	}
+	deleted := true
 	if k != nil {
 		k.close()
-		r.deleteKernel(k.id)
+		deleted = r.deleteKernel(k.id)
 	}
 	r.cancel()
 	r.wg.Wait()
+	r.mu.Lock()
+	rp := r.reaper
+	r.mu.Unlock()
+	if rp != nil {
+		// A kernel that could not be deleted is left to the reaper, which
+		// keeps trying for ReapWindow.
+		rp.close(deleted)
+	}
 	return nil
 }

@@ -111,6 +111,9 @@ type Config struct {
 	// MCPServers is the config file's mcpServers (user scope); the
 	// workspace's .mcp.json is read beside it (see session.Config).
 	MCPServers json.RawMessage
+	// Reaper is the command line of the process that deletes the gateway
+	// backing's kernel if this one is killed (backing.RemoteOptions.Reaper).
+	Reaper []string
 	// MCPUserDir is the config file's directory: a relative cwd of a
 	// server in MCPServers is relative to it.
 	MCPUserDir string
@@ -184,7 +187,7 @@ func New(cfg Config) (*Bridge, error) {
 	switch {
 	case cfg.Gateway != nil && cfg.Refuse == nil:
 		r, err := backing.NewRemote(backing.RemoteOptions{Gateway: *cfg.Gateway, Kernel: cfg.Backing, Owner: cfg.Name,
-			OnIOPub: b.unsolicited, Logger: b.log})
+			OnIOPub: b.unsolicited, Reaper: cfg.Reaper, Logger: b.log})
 		if err != nil {
 			return nil, err
 		}

@@ -182,7 +182,8 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	var runner backing.Runner
 	if gw != nil {
-		if runner, err = backing.NewRemote(backing.RemoteOptions{Gateway: *gw, Kernel: *backingName, Owner: "ask", Logger: log}); err != nil {
+		if runner, err = backing.NewRemote(backing.RemoteOptions{Gateway: *gw, Kernel: *backingName, Owner: "ask",
+			Reaper: reaper(), Logger: log}); err != nil {
 			return fmt.Errorf("ask: %w", err)
 		}
 	} else {

@@ -300,6 +300,7 @@ func agentConfig(model, record string, log hclog.Logger) (bridge.Config, error) 
 		Deny:           fc.Deny,
 		MCPServers:     fc.MCPServers,
 		MCPUserDir:     filepath.Dir(configPath()),
+		Reaper:         reaper(),
 		Notebook: func(w io.Writer, s store.Session, h store.Histories) error {
 			nb, err := sessionNotebook(s, h, nil)
 			if err != nil {

@@ -16,7 +16,22 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/backing"
 )
+
+// reaperCommand is the hidden subcommand of the gateway reaper.
+const reaperCommand = "gateway-reaper"
+
+// reaper is the command line of the gateway reaper: this executable (nil
+// when it cannot be found: no reaper).
+func reaper() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, reaperCommand}
+}
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -102,6 +117,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runLogs(rest, stdout, stderr)
 	case "mcp":
 		return runMCP(rest, stdout, stderr)
+	case reaperCommand: // hidden: started by a gateway backing (backing/reaper.go)
+		os.Exit(backing.RunReaper(os.Stdin, stderr))
+		return nil
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "agentkernel", versionString())
 		return nil

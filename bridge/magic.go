@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -15,7 +16,8 @@ import (
 
 // magicHelp lists the %agent subcommands.
 const magicHelp = `%agent new              start a new session
-%agent sessions [TEXT]  list sessions (optionally matching TEXT)
+%agent sessions [--all] [TEXT]
+                        this directory's sessions (--all: every directory's), matching TEXT
 %agent resume ID        continue a stored session (an id prefix is enough)
 %agent history          show this session's messages with their #N and ts
 %agent rewind TS|#N [--conversation-only|--no-files|--no-kernel] [--force]
@@ -106,9 +108,16 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Resumed session %s (%d messages, model %s).", info.ID, info.Messages, orNone(info.Model)), nil
+		out := fmt.Sprintf("Resumed session %s (%d messages, model %s).", info.ID, info.Messages, orNone(info.Model))
+		if info.Elsewhere != "" {
+			out += fmt.Sprintf("\nIt was started in %s; this kernel works in %s. Its rewinds here restore the "+
+				"conversation and the kernel, never files: rewind it from its own directory for those.", info.Elsewhere, h.Workspace())
+		}
+		return out, nil
 	case "sessions":
-		return b.listSessions(ctx, strings.Join(args, " "))
+		all := slices.Contains(args, "--all")
+		args = slices.DeleteFunc(args, func(a string) bool { return a == "--all" })
+		return b.listSessions(ctx, strings.Join(args, " "), all)
 	case "webview":
 		return b.webviewMagic(ctx, args)
 	case "mcp":
@@ -181,22 +190,39 @@ func shortID(id string) string {
 	return id
 }
 
-func (b *Bridge) listSessions(ctx context.Context, search string) (string, error) {
-	list, err := b.host.Sessions(ctx, search, 50)
+// listSessions is %agent sessions [--all] [TEXT]: this workspace's
+// sessions, or with all every one's, with where each was started.
+func (b *Bridge) listSessions(ctx context.Context, search string, all bool) (string, error) {
+	list, err := b.host.Sessions(ctx, search, 50, all)
 	if err != nil {
 		return "", err
 	}
 	if len(list) == 0 {
-		return "No sessions.", nil
+		if all {
+			return "No sessions.", nil
+		}
+		return fmt.Sprintf("No sessions in %s (%%agent sessions --all lists every directory's).", b.host.Workspace()), nil
 	}
 	var sb strings.Builder
 	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tUPDATED\tMESSAGES\tMODEL\tTITLE")
+	head := "ID\tUPDATED\tMESSAGES\tMODEL\tTITLE"
+	if all {
+		head += "\tWORKSPACE"
+	}
+	fmt.Fprintln(w, head)
 	for _, s := range list {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.MessageCount, s.Model, s.Title)
+		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.MessageCount, s.Model, s.Title)
+		if all {
+			line += "\t" + orNone(s.Workspace)
+		}
+		fmt.Fprintln(w, line)
 	}
 	w.Flush()
-	return strings.TrimRight(sb.String(), "\n"), nil
+	out := strings.TrimRight(sb.String(), "\n")
+	if !all {
+		out += fmt.Sprintf("\n(sessions of %s; --all for every directory's)", b.host.Workspace())
+	}
+	return out, nil
 }
 
 // formatHistory lists the UI history with #N and ts for rewind and edit.

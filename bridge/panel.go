@@ -310,7 +310,7 @@ func (p panelAgent) SetModel(ctx context.Context, model string) error {
 
 // ListSessions implements webview.Agent.
 func (p panelAgent) ListSessions(ctx context.Context, search string, limit int) ([]webview.SessionInfo, error) {
-	list, err := p.h.Sessions(ctx, search, limit)
+	list, err := p.h.Sessions(ctx, search, limit, false)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +325,7 @@ func (p panelAgent) ListSessions(ctx context.Context, search string, limit int) 
 
 // SearchMessages implements webview.Agent.
 func (p panelAgent) SearchMessages(ctx context.Context, query string, limit int) ([]webview.SearchHit, error) {
-	hits, err := p.h.Search(ctx, query, limit)
+	hits, err := p.h.Search(ctx, query, limit, false)
 	if err != nil {
 		return nil, err
 	}

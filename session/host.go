@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,13 +116,16 @@ type Host struct {
 
 // current is the session the host drives.
 type current struct {
-	id       string
-	task     *agent.Task
-	policy   *agent.Policy
-	model    string
-	resumed  bool
-	tools    []string
-	unlisten func()
+	id      string
+	task    *agent.Task
+	policy  *agent.Policy
+	model   string
+	resumed bool
+	tools   []string
+	// elsewhere is the workspace the session was started in, when not the
+	// host's: its file changes were made there, and are not restored here.
+	elsewhere string
+	unlisten  func()
 
 	// replayPending: the kernel state must be rebuilt before code runs.
 	replayPending atomic.Bool
@@ -151,6 +155,7 @@ func New(cfg Config) *Host {
 			cfg.Workspace = "."
 		}
 	}
+	cfg.Workspace = CanonicalWorkspace(cfg.Workspace)
 	if cfg.Source == "" {
 		cfg.Source = eventlog.SourceNotebook
 	}
@@ -191,6 +196,9 @@ type Info struct {
 	ID      string
 	Model   string
 	Resumed bool
+	// Elsewhere is the workspace a resumed session was started in, when it
+	// is not the host's: its rewinds leave files alone (see Elsewhere).
+	Elsewhere string
 	// Messages is the number of UI messages.
 	Messages int
 	// Tools are the names of the tools the model is offered.
@@ -198,7 +206,7 @@ type Info struct {
 }
 
 func (c *current) info() Info {
-	return Info{ID: c.id, Model: c.model, Resumed: c.resumed, Messages: len(c.task.UI()), Tools: c.tools}
+	return Info{ID: c.id, Model: c.model, Resumed: c.resumed, Elsewhere: c.elsewhere, Messages: len(c.task.UI()), Tools: c.tools}
 }
 
 // Current returns the current session, creating a new one on first use.
@@ -245,13 +253,27 @@ func (h *Host) Resume(ctx context.Context, ref string) (Info, error) {
 	return c.info(), nil
 }
 
-// Continue resumes the most recently updated live session.
+// CanonicalWorkspace is the form of a workspace directory that sessions
+// record and are selected by: absolute, symbolic links resolved.
+func CanonicalWorkspace(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
+}
+
+// Continue resumes the most recently updated live session of the host's
+// workspace.
 func (h *Host) Continue(ctx context.Context) (Info, error) {
 	st, err := h.Store()
 	if err != nil {
 		return Info{}, err
 	}
-	s, err := st.LatestSession(ctx)
+	s, err := st.LatestSession(ctx, h.cfg.Workspace)
 	if err != nil {
 		return Info{}, err
 	}
@@ -269,9 +291,10 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	model := firstNonEmpty(h.explicit, h.cfg.Model)
 	h.mu.Unlock()
 	var (
-		id      string
-		hist    store.Histories
-		pending bool
+		id        string
+		hist      store.Histories
+		pending   bool
+		elsewhere string
 	)
 	if resume != "" {
 		s, err := st.FindSession(ctx, resume)
@@ -285,6 +308,9 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 			return nil, fmt.Errorf("session: load %s: %w", s.ID, err)
 		}
 		id, pending = s.ID, s.ReplayPending
+		if s.Workspace != "" && s.Workspace != h.cfg.Workspace {
+			elsewhere = s.Workspace
+		}
 		h.mu.Lock()
 		model = firstNonEmpty(h.explicit, s.Model, h.cfg.Model)
 		h.mu.Unlock()
@@ -297,7 +323,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		}
 		id = s.ID
 	}
-	c := &current{id: id, model: model, resumed: resume != ""}
+	c := &current{id: id, model: model, resumed: resume != "", elsewhere: elsewhere}
 	c.replayPending.Store(pending)
 	ws, err := agent.NewWorkspace(h.cfg.Workspace)
 	if err != nil {

@@ -208,23 +208,33 @@ func (h *Host) Export(ctx context.Context, path string) (string, error) {
 	return path, nil
 }
 
-// Sessions lists the stored live sessions whose title or id contains
-// search, newest first.
-func (h *Host) Sessions(ctx context.Context, search string, limit int) ([]store.Session, error) {
+// Sessions lists the stored live sessions of the host's workspace (with
+// all, of every workspace) whose title or id contains search, newest
+// first.
+func (h *Host) Sessions(ctx context.Context, search string, limit int, all bool) ([]store.Session, error) {
 	st, err := h.Store()
 	if err != nil {
 		return nil, err
 	}
-	return st.ListSessions(ctx, store.ListOptions{Search: search, Limit: limit})
+	o := store.ListOptions{Search: search, Limit: limit, Workspace: h.cfg.Workspace}
+	if all {
+		o.Workspace = ""
+	}
+	return st.ListSessions(ctx, o)
 }
 
-// Search runs a full-text search over every session's messages.
-func (h *Host) Search(ctx context.Context, query string, limit int) ([]store.SearchHit, error) {
+// Search runs a full-text search over the messages of the sessions of the
+// host's workspace (with all, of every session).
+func (h *Host) Search(ctx context.Context, query string, limit int, all bool) ([]store.SearchHit, error) {
 	st, err := h.Store()
 	if err != nil {
 		return nil, err
 	}
-	return st.Search(ctx, query, store.SearchOptions{Limit: limit})
+	o := store.SearchOptions{Limit: limit, Workspace: h.cfg.Workspace}
+	if all {
+		o.Workspace = ""
+	}
+	return st.Search(ctx, query, o)
 }
 
 // Title returns the current session's title ("" without a session).

@@ -338,8 +338,10 @@ type Rewound struct {
 	// model.
 	UI, API int
 	// Files says what happened to the workspace's files (nil when they
-	// were left alone).
-	Files *checkpoint.RestoreReport
+	// were left alone); FilesNote why they were left alone, if it was not
+	// asked for.
+	Files     *checkpoint.RestoreReport
+	FilesNote string
 	// Kernel says what happened to the kernel's state: "" when it was left
 	// alone, else a line per replayed cell and how it ended.
 	Kernel []string
@@ -360,6 +362,9 @@ func (r Rewound) Summary() string {
 		if len(f.Unrestorable) > 0 {
 			fmt.Fprintf(&b, "\nNot restored: %s", strings.Join(f.Unrestorable, "; "))
 		}
+	}
+	if r.FilesNote != "" {
+		b.WriteString("\nFiles: " + r.FilesNote)
 	}
 	if len(r.Kernel) > 0 {
 		fmt.Fprintf(&b, "\nKernel: restarted; replayed %d cells:", len(r.Kernel))
@@ -446,6 +451,12 @@ func (h *Host) worldAfter(ctx context.Context, ts int64) (*current, pastWorld, e
 // turnBack restores the files and the kernel of session c to ts, as opts
 // allow, and says what it did in out.
 func (h *Host) turnBack(ctx context.Context, c *current, ts int64, p pastWorld, opts RewindOptions, out *Rewound) {
+	if !opts.NoFiles && len(p.changes) > 0 && c.elsewhere != "" {
+		// Its files are in another directory; this one's are not its.
+		out.FilesNote = fmt.Sprintf("left alone: the session was started in %s, and this kernel works in %s "+
+			"(rewind it from there to restore its files)", c.elsewhere, h.cfg.Workspace)
+		opts.NoFiles = true
+	}
 	if !opts.NoFiles && len(p.changes) > 0 {
 		var err error
 		if out.Files, err = h.restoreFiles(ctx, p.changes, opts.Force); err != nil {

@@ -64,14 +64,18 @@ func (e lookupError) Error() string {
 
 func (e lookupError) Unwrap() error { return e.err }
 
-// LatestSession returns the most recently updated live session. The error
-// wraps ErrNotFound when there is none.
-func (s *Store) LatestSession(ctx context.Context) (Session, error) {
-	list, err := s.ListSessions(ctx, ListOptions{Limit: 1})
+// LatestSession returns the most recently updated live session of the
+// workspace ("" for any). The error wraps ErrNotFound when there is none.
+func (s *Store) LatestSession(ctx context.Context, workspace string) (Session, error) {
+	list, err := s.ListSessions(ctx, ListOptions{Limit: 1, Workspace: workspace})
 	if err != nil {
 		return Session{}, err
 	}
 	if len(list) == 0 {
+		if workspace != "" {
+			return Session{}, fmt.Errorf("store: no session was started in %s (agentkernel sessions list --all lists every directory's): %w",
+				workspace, ErrNotFound)
+		}
 		return Session{}, fmt.Errorf("store: the store holds no session to continue: %w", ErrNotFound)
 	}
 	return s.GetSession(ctx, list[0].ID)

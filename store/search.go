@@ -13,7 +13,10 @@ import (
 type SearchOptions struct {
 	SessionID       string // "" = all sessions
 	IncludeArchived bool
-	Limit           int // default 20
+	// Workspace, when set (and SessionID is not), keeps the sessions of
+	// that workspace.
+	Workspace string
+	Limit     int // default 20
 	// Raw passes the query to FTS5 as is (its own syntax: OR, NEAR, "phrase",
 	// prefix*). By default every word must appear, as a whole token.
 	Raw bool
@@ -70,6 +73,10 @@ func (s *Store) Search(ctx context.Context, query string, o SearchOptions) ([]Se
 				WHERE ui_fts MATCH ?`
 			if !o.IncludeArchived {
 				q += " AND s.archived_at IS NULL"
+			}
+			if o.Workspace != "" {
+				q += " AND s.workspace = ?"
+				args = append(args, o.Workspace)
 			}
 			q += " ORDER BY ui_fts.rowid DESC LIMIT ?"
 			args = append(args, o.Limit)
@@ -150,10 +157,16 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 	if o.SessionID == "" && !o.IncludeArchived {
 		q += " AND s.archived_at IS NULL"
 	}
-	if o.SessionID != "" {
-		q += " AND m.session_pk = ?4"
-	}
 	newest := q + " AND m.seq > (SELECT coalesce(max(seq), 0) FROM ui_messages) - ?4"
+	var ws []any // the workspace: ?4 in q, ?5 in newest
+	switch {
+	case o.SessionID != "":
+		q += " AND m.session_pk = ?4"
+	case o.Workspace != "":
+		q += " AND s.workspace = ?4"
+		newest += " AND s.workspace = ?5"
+		ws = []any{o.Workspace}
+	}
 	tail := " ORDER BY m.seq DESC LIMIT ?3) h ORDER BY h.seq DESC"
 	q, newest = q+tail, newest+tail
 	var hits []SearchHit
@@ -184,13 +197,13 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 		// how rare a word is, would walk the whole table for one that is
 		// nowhere).
 		var err error
-		if hits, err = pgHits(ctx, tx, newest, o, append(args, pgSearchWindow)...); err != nil || len(hits) == o.Limit {
+		if hits, err = pgHits(ctx, tx, newest, o, append(append(args, pgSearchWindow), ws...)...); err != nil || len(hits) == o.Limit {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_indexscan = off"); err != nil {
 			return err
 		}
-		hits, err = pgHits(ctx, tx, q, o, args...)
+		hits, err = pgHits(ctx, tx, q, o, append(args, ws...)...)
 		return err
 	})
 	return hits, err

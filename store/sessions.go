@@ -364,6 +364,9 @@ type ListOptions struct {
 	Offset int
 	// Archived selects by archive state (default LiveOnly).
 	Archived ArchiveFilter
+	// Workspace, when set, keeps the sessions of that workspace (the
+	// directory recorded when each was created); "" lists every one.
+	Workspace string
 	// PreviewChars cuts each LastMessage (default 120 characters).
 	PreviewChars int
 }
@@ -385,6 +388,10 @@ func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, err
 	case ArchivedOnly:
 		where = append(where, "archived_at IS NOT NULL")
 	}
+	if o.Workspace != "" {
+		where = append(where, "workspace = ?")
+		args = append(args, o.Workspace)
+	}
 	if q := strings.TrimSpace(o.Search); q != "" {
 		pat := "%" + likeEscape(q) + "%"
 		// lower() on both sides: LIKE ignores ASCII case in SQLite, and
@@ -400,6 +407,7 @@ func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, err
 		cols = pgListCols
 	}
 	query := "SELECT " + cols + " FROM sessions"
+	whereArgs := args
 	args = append([]any{o.PreviewChars + 1}, args...)
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
@@ -420,7 +428,7 @@ func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, err
 				count += " WHERE " + strings.Join(where, " AND ")
 			}
 			var n int
-			if err := tx.QueryRowContext(ctx, count).Scan(&n); err != nil {
+			if err := tx.QueryRowContext(ctx, count, whereArgs...).Scan(&n); err != nil {
 				return err
 			}
 			out = make([]Session, 0, max(min(int64(n-max(o.Offset, 0)), int64(o.Limit)), 0))

@@ -605,7 +605,7 @@ func TestFindSession(t *testing.T) {
 			t.Errorf("FindSession(%q) = %q, %v; want %q, %v", tt.ref, s.ID, err, tt.want, tt.err)
 		}
 	}
-	latest, err := st.LatestSession(ctx)
+	latest, err := st.LatestSession(ctx, "")
 	if err != nil || latest.Archived() {
 		t.Fatalf("LatestSession = %+v, %v; want a live session", latest, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/agentkernel/agentkernel/messages"
@@ -116,5 +118,46 @@ func TestFileIndex(t *testing.T) {
 	}
 	if got, err := st.LoadIndex(ctx, "/ws/two"); err != nil || len(got) != 1 || got[0].Hash != "h9" {
 		t.Fatalf("the other workspace's index: %+v %v", got, err)
+	}
+}
+
+// TestSessionsByWorkspace: listing, continuing and searching keep to a
+// workspace when one is given, and see every one when not.
+func TestSessionsByWorkspace(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	ids := map[string]string{}
+	for i, ws := range []string{"/work/a", "/work/b", "/work/a"} {
+		s, err := st.CreateSession(ctx, NewSession{Model: "m", Workspace: ws})
+		must(t, err)
+		must(t, st.AppendUI(ctx, s.ID, say(int64(10+i), messages.SayText, "plot the measurements")))
+		ids[fmt.Sprint(i)] = s.ID
+	}
+	list, err := st.ListSessions(ctx, ListOptions{Workspace: "/work/a"})
+	must(t, err)
+	if len(list) != 2 || list[0].ID != ids["2"] || list[1].ID != ids["0"] {
+		t.Fatalf("sessions of /work/a: %+v", list)
+	}
+	if list, err := st.ListSessions(ctx, ListOptions{Workspace: "/work/a", Limit: 1000}); err != nil || len(list) != 2 {
+		t.Fatalf("a long listing of /work/a: %d sessions, %v", len(list), err)
+	}
+	if list, err := st.ListSessions(ctx, ListOptions{}); err != nil || len(list) != 3 {
+		t.Fatalf("every workspace: %d sessions, %v", len(list), err)
+	}
+	latest, err := st.LatestSession(ctx, "/work/b")
+	must(t, err)
+	if latest.ID != ids["1"] {
+		t.Fatalf("the latest of /work/b is %s, want %s", latest.ID, ids["1"])
+	}
+	if _, err := st.LatestSession(ctx, "/work/c"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the latest of a directory without sessions: %v", err)
+	}
+	hits, err := st.Search(ctx, "measurements", SearchOptions{Workspace: "/work/b"})
+	must(t, err)
+	if len(hits) != 1 || hits[0].SessionID != ids["1"] {
+		t.Fatalf("search in /work/b: %+v", hits)
+	}
+	if hits, err := st.Search(ctx, "measurements", SearchOptions{}); err != nil || len(hits) != 3 {
+		t.Fatalf("search everywhere: %d hits, %v", len(hits), err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -208,6 +209,10 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
+	if info.Elsewhere != "" {
+		fmt.Fprintf(stderr, "agentkernel: session %s was started in %s, not here (%s): its rewinds here restore the "+
+			"conversation and the kernel, never files.\n", shortID(info.ID), info.Elsewhere, host.Workspace())
+	}
 	if m := strings.TrimSpace(*model); m != "" {
 		if err := host.SetModel(ctx, m); err != nil {
 			return fmt.Errorf("ask: model %s: %w", m, err)
@@ -247,7 +252,8 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	tools, servers := initMCP(ctx, host, info.Tools, tr.out != nil)
 	tr.emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": tools, "mcp_servers": servers,
 		"model": modelName, "permissionMode": host.Mode(), "slash_commands": []any{},
-		"agentkernel_version": versionString(), "backing": *backingName, "approve": policy, "resumed": info.Resumed})
+		"agentkernel_version": versionString(), "backing": *backingName, "approve": policy, "resumed": info.Resumed,
+		"session_workspace": cmp.Or(info.Elsewhere, host.Workspace())})
 	defer host.Subscribe(tr.Event)()
 
 	if *rewindTo != "" {

@@ -24,9 +24,12 @@ import (
 const sessionsUsage = `Usage: agentkernel sessions SUBCOMMAND [flags]
 
 Subcommands:
-  list [--all | --archived] [--search TEXT] [--limit N]   the sessions, newest first
+  list [--all | --archived] [--search TEXT] [--limit N] [--dir DIR]
+                                                          this directory's sessions (--all: every
+                                                          directory's, archived included), newest first
   show ID                                                 a session's details and history
-  search TEXT [--session ID] [--all] [--limit N]          full-text search of the histories
+  search TEXT [--session ID] [--all] [--limit N] [--dir DIR]
+                                                          full-text search of this directory's histories
   export ID [--format jsonl|ipynb] [-o FILE] [--kernel K] a session as JSONL (import format) or a notebook
   import FILE | -                                         a session exported as JSONL
   rm ID [--purge]                                         archive a session (restorable), or delete it for good
@@ -65,17 +68,20 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	var (
 		all, archived, purge  *bool
 		search, format, out   *string
+		dir                   *string
 		kernelName, inSession *string
 		limit                 *int
 	)
 	switch sub {
 	case "list", "ls":
-		all = fs.Bool("all", false, "include archived sessions")
+		all = fs.Bool("all", false, "every directory's sessions, archived ones included")
 		archived = fs.Bool("archived", false, "only archived sessions")
 		search = fs.String("search", "", "only sessions whose title, first message or id contains `TEXT`")
 		limit = fs.Int("limit", 50, "at most `N` sessions (0: all)")
+		dir = fs.String("dir", ".", "the sessions started in `DIR`")
 	case "search":
-		all = fs.Bool("all", false, "include archived sessions")
+		all = fs.Bool("all", false, "search every directory's sessions, archived ones included")
+		dir = fs.String("dir", ".", "search the sessions started in `DIR`")
 		inSession = fs.String("session", "", "search only the session `ID`")
 		limit = fs.Int("limit", 20, "at most `N` hits")
 	case "export":
@@ -135,11 +141,19 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 		if *archived {
 			filter = store.ArchivedOnly
 		}
-		err = c.list(ctx, store.ListOptions{Search: *search, Limit: limitOrAll(*limit), Archived: filter})
+		o := store.ListOptions{Search: *search, Limit: limitOrAll(*limit), Archived: filter}
+		if !*all {
+			o.Workspace = session.CanonicalWorkspace(*dir)
+		}
+		err = c.list(ctx, o)
 	case "show":
 		err = c.show(ctx, pos[0])
 	case "search":
-		err = c.search(ctx, pos[0], *inSession, *all, *limit)
+		ws := ""
+		if !*all {
+			ws = session.CanonicalWorkspace(*dir)
+		}
+		err = c.search(ctx, pos[0], *inSession, ws, *all, *limit)
 	case "export":
 		err = c.export(ctx, pos[0], *format, *out, *kernelName)
 	case "import":
@@ -242,11 +256,19 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 		return c.printJSON(out)
 	}
 	if len(list) == 0 {
+		if o.Workspace != "" {
+			fmt.Fprintf(c.stdout, "No sessions in %s (--all lists every directory's).\n", o.Workspace)
+			return nil
+		}
 		fmt.Fprintln(c.stdout, "No sessions.")
 		return nil
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tUPDATED\tMSGS\tCOST\tMODEL\tTITLE")
+	head := "ID\tUPDATED\tMSGS\tCOST\tMODEL\tTITLE"
+	if o.Workspace == "" {
+		head += "\tWORKSPACE"
+	}
+	fmt.Fprintln(w, head)
 	for _, s := range list {
 		title := s.Title
 		if s.Archived() {
@@ -255,8 +277,12 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 		if s.ParentID != "" {
 			title = "↳ fork of " + shortID(s.ParentID) + ": " + title
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t$%.4f\t%s\t%s\n", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
+		line := fmt.Sprintf("%s\t%s\t%d\t$%.4f\t%s\t%s", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
 			s.MessageCount, s.Usage.Cost, orDash(s.Model), firstLine(title, 60))
+		if o.Workspace == "" {
+			line += "\t" + orDash(s.Workspace)
+		}
+		fmt.Fprintln(w, line)
 	}
 	return w.Flush()
 }
@@ -345,8 +371,8 @@ func transcriptLine(m messages.UIMessage) string {
 	return fmt.Sprintf("%s  [%s] %s", when, m.Say, indent(text))
 }
 
-func (c *sessionsCmd) search(ctx context.Context, query, session string, all bool, limit int) error {
-	o := store.SearchOptions{IncludeArchived: all, Limit: limit}
+func (c *sessionsCmd) search(ctx context.Context, query, session, workspace string, all bool, limit int) error {
+	o := store.SearchOptions{IncludeArchived: all, Limit: limit, Workspace: workspace}
 	if session != "" {
 		s, err := c.find(ctx, session)
 		if err != nil {

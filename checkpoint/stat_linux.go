@@ -52,10 +52,23 @@ func openDir(abs string) (*os.File, error) {
 }
 
 // lowerPriority gives the calling thread the lowest CPU priority (nice 19)
-// and the idle I/O class. Best effort: a failure leaves it as it was.
-func lowerPriority() {
+// and the idle I/O class; restore puts back what it had, so that the
+// thread can return to the runtime's pool. Best effort: a failure leaves
+// it as it was. (The thread must not end instead: a child started from it
+// with Pdeathsig, as MCP servers are, would be signalled.)
+func lowerPriority() (restore func()) {
 	tid := unix.Gettid()
-	unix.Setpriority(unix.PRIO_PROCESS, tid, 19)
 	const ioprioWhoProcess, ioprioClassIdle, ioprioClassShift = 1, 3, 13
+	raw, err := unix.Getpriority(unix.PRIO_PROCESS, tid) // 20 - nice on Linux
+	io, _, errno := unix.Syscall(unix.SYS_IOPRIO_GET, ioprioWhoProcess, uintptr(tid), 0)
+	unix.Setpriority(unix.PRIO_PROCESS, tid, 19)
 	unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(tid), ioprioClassIdle<<ioprioClassShift)
+	return func() {
+		if err == nil {
+			unix.Setpriority(unix.PRIO_PROCESS, tid, 20-raw)
+		}
+		if errno == 0 {
+			unix.Syscall(unix.SYS_IOPRIO_SET, ioprioWhoProcess, uintptr(tid), io)
+		}
+	}
 }

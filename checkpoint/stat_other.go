@@ -43,4 +43,4 @@ func fromInfo(fi os.FileInfo) fileStat {
 func openDir(abs string) (*os.File, error) { return os.Open(abs) }
 
 // lowerPriority is Linux's; elsewhere the thread keeps its priority.
-func lowerPriority() {}
+func lowerPriority() (restore func()) { return func() {} }

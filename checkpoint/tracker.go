@@ -242,8 +242,9 @@ func (t *Tracker) Baseline(ctx context.Context, background bool) (Report, error)
 	)
 	go func() { // owned by Baseline, which waits for it
 		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		lowerPriority()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer lowerPriority()()
 		rep, err = t.learn(ctx, true)
 	}()
 	<-done

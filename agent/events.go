@@ -2,6 +2,7 @@ package agent
 
 import (
 	"sync"
+	"time"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/messages"
@@ -55,6 +56,26 @@ type Event struct {
 	// Reply is set on apiMessageAppended when the message is the model's
 	// answer to a request.
 	Reply *Reply
+	// Checkpoint is set on the session host's checkpoint event: what a
+	// step did to the workspace's files.
+	Checkpoint *Checkpoint
+}
+
+// Checkpoint is what a step that may change the workspace did to its
+// files, as the World recorded it.
+type Checkpoint struct {
+	Anchor int64        `json:"anchor"`
+	Tool   string       `json:"tool"`
+	Files  []FileChange `json:"files"`
+	// Took is the time the scans around the step took: what
+	// checkpointing added to it.
+	Took time.Duration `json:"-"`
+}
+
+// FileChange is one file a step changed: created, changed or removed.
+type FileChange struct {
+	Path   string `json:"path"`
+	Change string `json:"change"`
 }
 
 // Reply describes the model request an assistant API message answers.

@@ -184,23 +184,13 @@ type Bridge struct {
 func New(cfg Config) (*Bridge, error) {
 	cfg = cfg.withDefaults()
 	b := &Bridge{cfg: cfg, log: cfg.Logger.Named("bridge")}
-	switch {
-	case cfg.Gateway != nil && cfg.Refuse == nil:
-		r, err := backing.NewRemote(backing.RemoteOptions{Gateway: *cfg.Gateway, Kernel: cfg.Backing, Owner: cfg.Name,
-			OnIOPub: b.unsolicited, Reaper: cfg.Reaper, Logger: b.log})
-		if err != nil {
-			return nil, err
-		}
-		if len(cfg.BackingArgs) > 0 {
-			b.log.Warn("a kernel on a server takes no command-line arguments; ignored", "args", cfg.BackingArgs)
-		}
-		b.runner = r
-	default:
-		b.runner = backing.NewLocal(backing.LocalOptions{
-			Kernel: cfg.Backing, Args: cfg.BackingArgs, Dir: cfg.Dir, Owner: cfg.Name, Refuse: cfg.Refuse,
-			OnIOPub: b.unsolicited, StartTimeout: cfg.StartTimeout, Logger: b.log,
-		})
+	r, err := backing.Open(backing.Options{Kernel: cfg.Backing, Args: cfg.BackingArgs, Dir: cfg.Dir, Owner: cfg.Name,
+		Gateway: cfg.Gateway, Reaper: cfg.Reaper, Refuse: cfg.Refuse, OnIOPub: b.unsolicited,
+		StartTimeout: cfg.StartTimeout, Logger: b.log})
+	if err != nil {
+		return nil, err
 	}
+	b.runner = r
 	b.host = session.New(session.Config{
 		DataDir: cfg.DataDir, StoreURL: cfg.Store, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
 		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,

@@ -10,27 +10,11 @@ const (
 	// EventSettingsChanged: the model or the permission mode changed.
 	EventSettingsChanged agent.EventKind = "settingsChanged"
 	// EventCheckpoint: a step that may change the workspace has run and
-	// what it did is recorded; Text is a Checkpoint as JSON.
+	// what it did is recorded (Event.Checkpoint).
 	EventCheckpoint agent.EventKind = "checkpoint"
 	// EventMCPChanged: an MCP server's state changed (see MCPStatus).
 	EventMCPChanged agent.EventKind = "mcpChanged"
 )
-
-// Checkpoint is what EventCheckpoint carries.
-type Checkpoint struct {
-	Anchor int64        `json:"anchor"`
-	Tool   string       `json:"tool"`
-	Files  []FileChange `json:"files"`
-	// TookMS is the time the scans around the step took, in milliseconds:
-	// what checkpointing added to it.
-	TookMS float64 `json:"took_ms"`
-}
-
-// FileChange is one file a step changed: created, changed or removed.
-type FileChange struct {
-	Path   string `json:"path"`
-	Change string `json:"change"`
-}
 
 // Subscribe registers f for the events of the current session, whichever
 // it is, and the host's own (EventSessionChanged, EventSettingsChanged).

@@ -212,14 +212,11 @@ func (w world) toolFile(t *checkpoint.Tracker, call provider.ToolCall) (string, 
 
 // record stores what a step changed and tells the listeners.
 func (w world) record(ctx context.Context, anchor int64, tool string, changes []checkpoint.Change, took time.Duration) {
-	cp := Checkpoint{Anchor: anchor, Tool: tool, Files: []FileChange{}, TookMS: float64(took.Microseconds()) / 1000}
+	cp := &agent.Checkpoint{Anchor: anchor, Tool: tool, Files: []agent.FileChange{}, Took: took}
 	for _, c := range changes {
-		cp.Files = append(cp.Files, FileChange{Path: c.Path, Change: c.Kind()})
+		cp.Files = append(cp.Files, agent.FileChange{Path: c.Path, Change: c.Kind()})
 	}
-	defer func() {
-		b, _ := json.Marshal(cp)
-		w.h.lis.Emit(agent.Event{Kind: EventCheckpoint, Text: string(b)})
-	}()
+	defer w.h.lis.Emit(agent.Event{Kind: EventCheckpoint, Checkpoint: cp})
 	if len(changes) == 0 {
 		return
 	}

@@ -181,14 +181,10 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
-	var runner backing.Runner
-	if gw != nil {
-		if runner, err = backing.NewRemote(backing.RemoteOptions{Gateway: *gw, Kernel: *backingName, Owner: "ask",
-			Reaper: reaper(), Logger: log}); err != nil {
-			return fmt.Errorf("ask: %w", err)
-		}
-	} else {
-		runner = backing.NewLocal(backing.LocalOptions{Kernel: *backingName, Dir: cwd, Owner: "ask", Logger: log})
+	runner, err := backing.Open(backing.Options{Kernel: *backingName, Dir: cwd, Owner: "ask", Gateway: gw,
+		Reaper: reaper(), Logger: log})
+	if err != nil {
+		return fmt.Errorf("ask: %w", err)
 	}
 	defer runner.Close()
 	host := session.New(session.Config{

@@ -112,9 +112,9 @@ func (t *transcript) Event(e agent.Event) {
 			t.blocked = reason
 		}
 	case session.EventCheckpoint:
-		var cp session.Checkpoint
-		if json.Unmarshal([]byte(e.Text), &cp) == nil {
-			t.system("checkpoint", map[string]any{"anchor": cp.Anchor, "tool": cp.Tool, "files": cp.Files, "took_ms": cp.TookMS})
+		if cp := e.Checkpoint; cp != nil {
+			t.system("checkpoint", map[string]any{"anchor": cp.Anchor, "tool": cp.Tool, "files": cp.Files,
+				"took_ms": float64(cp.Took.Microseconds()) / 1000})
 		}
 	}
 }

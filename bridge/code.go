@@ -82,7 +82,7 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 	_ = r.Msg.DecodeContent(&c)
 	b.showProblems(r)
 	if b.cfg.Refuse != nil {
-		b.fail(r, "execute_reply", "NestedKernelError", b.cfg.Refuse.Error())
+		b.fail(r, wire.MsgExecuteReply, "NestedKernelError", b.cfg.Refuse.Error())
 		return
 	}
 	body, isCode := cutCellMagic(c.Code, "%%code")
@@ -221,7 +221,7 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 			return
 		}
 		replied = true
-		if replyType == "execute_reply" {
+		if replyType == wire.MsgExecuteReply {
 			var cnt struct {
 				N int `json:"execution_count"`
 			}

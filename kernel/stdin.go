@@ -36,7 +36,7 @@ func (s *Server) input(ctx context.Context, parent *wire.Message, prompt string,
 	}
 	req := &wire.Message{
 		Identities:   parent.Identities,
-		Header:       wire.NewHeader(s.session, username(parent), "input_request"),
+		Header:       wire.NewHeader(s.session, username(parent), wire.MsgInputRequest),
 		ParentHeader: parent.RawHeader(),
 		Content:      content,
 	}

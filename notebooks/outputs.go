@@ -78,16 +78,16 @@ func (r *recorder) handle(m *wire.Message) {
 	}
 	cell := r.nb.Cells[r.cell]
 	did := c.Transient.DisplayID
-	if did != "" && (typ == "execute_result" || typ == "display_data" || typ == "update_display_data") {
+	if did != "" && (typ == wire.MsgExecuteResult || typ == wire.MsgDisplayData || typ == wire.MsgUpdateDisplayData) {
 		r.updateDisplay(did, &c)
 	}
 	if c.ExecutionCount != nil {
 		cell.ExecutionCount = cloneInt(c.ExecutionCount)
 	}
 	switch typ {
-	case "status", "execute_input", "update_display_data":
+	case wire.MsgStatus, wire.MsgExecuteInput, wire.MsgUpdateDisplayData:
 		return
-	case "clear_output":
+	case wire.MsgClearOutput:
 		if c.Wait {
 			r.clearPending = true
 			return
@@ -95,7 +95,7 @@ func (r *recorder) handle(m *wire.Message) {
 		cell.Outputs = []*Output{}
 		r.forgetDisplays()
 		return
-	case "comm_open", "comm_msg":
+	case wire.MsgCommOpen, wire.MsgCommMsg:
 		r.comm(m, &c)
 		return
 	}
@@ -131,16 +131,16 @@ func (r *recorder) handle(m *wire.Message) {
 // outputFromMsg is nbformat's output_from_msg; nil for other messages.
 func outputFromMsg(typ string, c *iopubContent) *Output {
 	switch typ {
-	case "stream":
+	case wire.MsgStream:
 		text, _ := multilineValue(c.Text)
 		return &Output{OutputType: Stream, Name: c.Name, Text: text}
-	case "display_data", "execute_result":
+	case wire.MsgDisplayData, wire.MsgExecuteResult:
 		o := &Output{OutputType: OutputType(typ), Data: bundleFromMsg(c.Data), Metadata: metadataFromMsg(c.Metadata)}
-		if typ == "execute_result" {
+		if typ == wire.MsgExecuteResult {
 			o.ExecutionCount = cloneInt(c.ExecutionCount)
 		}
 		return o
-	case "error":
+	case wire.MsgError:
 		tb := c.Traceback
 		if tb == nil {
 			tb = []string{}

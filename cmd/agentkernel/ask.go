@@ -22,6 +22,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/eventlog"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
@@ -364,7 +365,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 // (what stream-json reports as "output").
 func isOutput(msgType string) bool {
 	switch msgType {
-	case "stream", "display_data", "update_display_data", "execute_result", "error", "clear_output":
+	case wire.MsgStream, wire.MsgDisplayData, wire.MsgUpdateDisplayData, wire.MsgExecuteResult, wire.MsgError, wire.MsgClearOutput:
 		return true
 	}
 	return false

@@ -373,7 +373,7 @@ func (c *Client) answerInput(ctx context.Context, l *link, m *wire.Message, h Ha
 }
 
 func (c *Client) sendInputReply(ctx context.Context, l *link, parent *wire.Message, value string) error {
-	r, err := wire.Reply(parent, c.session, "input_reply", map[string]string{"value": value})
+	r, err := wire.Reply(parent, c.session, wire.MsgInputReply, map[string]string{"value": value})
 	if err != nil {
 		return fmt.Errorf("client: input_reply: %w", err)
 	}

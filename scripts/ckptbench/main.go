@@ -223,7 +223,7 @@ func (b *bench) firstOutput(dir string, env []string) (time.Duration, error) {
 	start := time.Now()
 	_, err = k.Client().Execute(ctx, "Say hello.", client.ExecuteOptions{}, client.Handlers{IOPub: func(m *wire.Message) {
 		switch m.Header.MsgType {
-		case "stream", "display_data", "update_display_data", "execute_result":
+		case wire.MsgStream, wire.MsgDisplayData, wire.MsgUpdateDisplayData, wire.MsgExecuteResult:
 			if first == 0 {
 				first = time.Since(start)
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 // jupyterServer is Debian's Notebook server, started for the benchmark on
@@ -172,9 +173,9 @@ func (w *wsClient) execute(ctx context.Context, code string) error {
 			continue
 		}
 		switch {
-		case m.MsgType == "execute_reply":
+		case m.MsgType == wire.MsgExecuteReply:
 			replied = true
-		case m.MsgType == "status" && m.Content.ExecutionState == "idle":
+		case m.MsgType == wire.MsgStatus && m.Content.ExecutionState == "idle":
 			idle = true
 		}
 	}

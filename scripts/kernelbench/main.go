@@ -299,7 +299,7 @@ func coldStart(spec *client.Spec) (time.Duration, error) {
 	if err := sock.Dial(conn.Addr(conn.ShellPort)); err != nil {
 		return 0, err
 	}
-	m := &wire.Message{Header: wire.NewHeader("bench", "bench", "kernel_info_request")}
+	m := &wire.Message{Header: wire.NewHeader("bench", "bench", wire.MsgKernelInfoRequest)}
 	frames, _ := signer.Encode(m)
 	if err := sock.SendMulti(zmq4.NewMsgFrom(frames...)); err != nil {
 		return 0, err
@@ -310,7 +310,7 @@ func coldStart(spec *client.Spec) (time.Duration, error) {
 			return 0, err
 		}
 		rep, err := signer.Decode(msg.Frames)
-		if err == nil && rep.Header.MsgType == "kernel_info_reply" {
+		if err == nil && rep.Header.MsgType == wire.MsgKernelInfoReply {
 			return time.Since(start), nil
 		}
 		if ctx.Err() != nil {
@@ -413,7 +413,7 @@ func roundTrips(conn *wire.ConnectionInfo, n int) ([]time.Duration, error) {
 	d := make([]time.Duration, 0, n)
 	const warm = 5
 	for i := range n + warm {
-		m := &wire.Message{Header: wire.NewHeader("bench", "bench", "kernel_info_request")}
+		m := &wire.Message{Header: wire.NewHeader("bench", "bench", wire.MsgKernelInfoRequest)}
 		frames, _ := signer.Encode(m)
 		t := time.Now()
 		if err := sock.SendMulti(zmq4.NewMsgFrom(frames...)); err != nil {
@@ -425,7 +425,7 @@ func roundTrips(conn *wire.ConnectionInfo, n int) ([]time.Duration, error) {
 				return nil, err
 			}
 			rep, err := signer.Decode(msg.Frames)
-			if err == nil && rep.Header.MsgType == "kernel_info_reply" {
+			if err == nil && rep.Header.MsgType == wire.MsgKernelInfoReply {
 				if p, _ := rep.Parent(); p.MsgID == m.Header.MsgID {
 					break
 				}

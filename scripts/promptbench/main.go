@@ -119,7 +119,7 @@ func run() error {
 	t1 := time.Now()
 	rep, err := k.Client().Execute(ctx, "stream please", client.ExecuteOptions{}, client.Handlers{IOPub: func(m *wire.Message) {
 		switch m.Header.MsgType {
-		case "display_data", "update_display_data":
+		case wire.MsgDisplayData, wire.MsgUpdateDisplayData:
 			var c struct {
 				Data map[string]string `json:"data"`
 			}
@@ -131,7 +131,7 @@ func run() error {
 				if os.Getenv("PROMPTBENCH_TRACE") != "" {
 					fmt.Fprintln(os.Stderr, m.Header.Date, m.Header.MsgType, len(last))
 				}
-				if m.Header.MsgType == "display_data" {
+				if m.Header.MsgType == wire.MsgDisplayData {
 					creates++
 				} else {
 					updates++

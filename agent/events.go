@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/messages"
 )
 
@@ -28,7 +29,7 @@ const (
 	EventRewound         EventKind = "messagesRewound"
 	EventToolStarted     EventKind = "toolStarted"        // Tool, ToolID: an allowed call starts running
 	EventToolFinished    EventKind = "toolFinished"       // Tool, ToolID, Failed: the call ran
-	EventHookBlocked     EventKind = "hookBlocked"        // Tool (if any), Text: "Event: reason"
+	EventHookBlocked     EventKind = "hookBlocked"        // Tool (if any), Hook, Text: "Event: reason"
 	EventHookFailed      EventKind = "hookFailed"         // Tool (if any), Text: what failed
 	EventAPIMessage      EventKind = "apiMessageAppended" // API: a message added to the API history; Reply for the model's
 )
@@ -59,6 +60,14 @@ type Event struct {
 	// Checkpoint is set on the session host's checkpoint event: what a
 	// step did to the workspace's files.
 	Checkpoint *Checkpoint
+	// Hook is set on hookBlocked: the hook event that blocked, and why.
+	Hook *HookBlock
+}
+
+// HookBlock is a hook's block: the event it ran at and its reason.
+type HookBlock struct {
+	Event  hooks.Event
+	Reason string
 }
 
 // Checkpoint is what a step that may change the workspace did to its

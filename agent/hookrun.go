@@ -46,7 +46,8 @@ func (t *Task) runHooks(ctx context.Context, in hooks.Input) hooks.Outcome {
 		}
 	}
 	if out.Decision == hooks.Block {
-		t.lis.Emit(Event{Kind: EventHookBlocked, Tool: in.ToolName, Text: string(in.Event) + ": " + out.Reason})
+		t.lis.Emit(Event{Kind: EventHookBlocked, Tool: in.ToolName, Text: string(in.Event) + ": " + out.Reason,
+			Hook: &HookBlock{Event: in.Event, Reason: out.Reason}})
 	}
 	return out
 }

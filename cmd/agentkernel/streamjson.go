@@ -108,8 +108,8 @@ func (t *transcript) Event(e agent.Event) {
 	case agent.EventAPIMessage:
 		t.apiMessage(*e.API, e.Reply)
 	case agent.EventHookBlocked:
-		if reason, ok := strings.CutPrefix(e.Text, string(hooks.UserPromptSubmit)+": "); ok && e.Tool == "" {
-			t.blocked = reason
+		if h := e.Hook; h != nil && h.Event == hooks.UserPromptSubmit && e.Tool == "" {
+			t.blocked = h.Reason
 		}
 	case session.EventCheckpoint:
 		if cp := e.Checkpoint; cp != nil {

@@ -1,11 +1,13 @@
-// Package store is agentkernel's embedded database: sessions, the two
+// Package store is agentkernel's session database, in SQLite (embedded,
+// the default) or PostgreSQL (Options.URL, for a team): sessions, the two
 // histories of every session (UI messages the user sees, API messages the
 // model is sent), full-text search, derived titles, previews, archive on
 // delete, JSONL export/import and rewinds applied as one transaction.
 //
 // Start with Open, which creates (or migrates) the SQLite database
-// agentkernel.db in the data directory (see DataDir and Options.Dir), and
-// call Close when done. CreateSession makes a session; AppendUI/AppendAPI
+// agentkernel.db in the data directory (see DataDir and Options.Dir), or
+// the schema in the PostgreSQL database of Options.URL, and call Close
+// when done. CreateSession makes a session; AppendUI/AppendAPI
 // add completed messages; AppendUI with a partial message followed by
 // UpdateUI streams one message with debounced writes; Flush writes pending
 // streaming updates now (call it on SIGTERM and before shutdown).
@@ -28,9 +30,14 @@
 // computes it with package rewind on the stored histories (Rewind).
 //
 // Files: store.go (Open, Close, connections), options.go, errors.go,
-// schema.go (migrations), sessions.go (sessions, listing, titles, archive),
-// classify.go (derived kind/role/text columns),
-// append.go and stream.go (writes and debounced streaming updates), query.go
-// (paged loads, recent, counts, pairs), search.go (FTS5), preview.go and
-// summary.go (previews and tool summaries), rewind.go, export.go (JSONL).
+// schema.go (SQLite migrations), postgres.go (PostgreSQL: its schema,
+// migrations, integrity check) and pgconn.go (its connections; SQL rebound
+// for it), sessions.go (sessions, listing, titles, archive), find.go
+// (lookup by id prefix, the latest session of a workspace), classify.go
+// (derived kind/role/text columns), append.go and stream.go (writes and
+// debounced streaming updates), query.go (paged loads, recent, counts,
+// pairs), search.go (FTS5; tsvector on PostgreSQL), preview.go and
+// summary.go (previews and tool summaries), rewind.go and rewrite.go,
+// export.go (JSONL), world.go (file blobs, code runs, file changes,
+// forks) and fileindex.go (the workspace trackers' index).
 package store

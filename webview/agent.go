@@ -7,7 +7,7 @@ import (
 )
 
 // Agent is what the panel needs from the agent session it mirrors. The
-// bridge implements it over agent.Task and the store. All methods may be
+// bridge implements it over the session host (session.Host). All methods may be
 // called concurrently; they are called from connection goroutines, never
 // from inside a Subscribe callback.
 type Agent interface {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestLayers keeps the package direction of DESIGN.md honest: lower never
+// TestLayers keeps the package direction of docs/architecture.md honest: lower never
 // imports higher. For each package, the module packages it must not reach
 // (directly or not).
 func TestLayers(t *testing.T) {
@@ -71,7 +71,7 @@ func TestLayers(t *testing.T) {
 		for _, d := range p.Deps {
 			for _, b := range bad {
 				if d == mod+b {
-					t.Errorf("%s imports %s: lower never imports higher (DESIGN.md)", rel, b)
+					t.Errorf("%s imports %s: lower never imports higher (docs/architecture.md)", rel, b)
 				}
 			}
 		}

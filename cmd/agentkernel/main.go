@@ -2,8 +2,18 @@
 // agent, backed by a real kernel (ipykernel by default).
 //
 //	agentkernel install [--user | --sys-prefix | --prefix DIR] [--name NAME] ...
+//	agentkernel uninstall --name NAME
 //	agentkernel kernel -f CONNECTION_FILE     (what Jupyter launches)
+//	agentkernel run NOTEBOOK                  (headless, prompt cells through the agent)
+//	agentkernel ask [PROMPT | -]              (one-shot agent: text, json, stream-json)
+//	agentkernel sessions SUBCOMMAND           (list, show, search, export, import, rm, restore, rewind, fork)
+//	agentkernel webview list
+//	agentkernel logs [--follow]
+//	agentkernel mcp list
 //	agentkernel version
+//
+// The usage text (usage, below) says what each does; gateway-reaper is
+// hidden: a gateway backing starts it (backing/reaper.go).
 package main
 
 import (

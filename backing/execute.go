@@ -23,7 +23,7 @@ func runCell(ctx, life context.Context, grace time.Duration, log hclog.Logger, e
 	var col Collector
 	h := client.Handlers{Input: e.Input, IOPub: func(m *wire.Message) {
 		if e.Output != nil {
-			e.Output(m)
+			e.Output(outputOf(m))
 		}
 		col.Add(m)
 	}}

@@ -32,9 +32,9 @@ func TestLocal(t *testing.T) {
 	needPython(t)
 	var mu sync.Mutex
 	var seen []string
-	output := func(m *wire.Message) {
+	output := func(o Output) {
 		mu.Lock()
-		seen = append(seen, m.Header.MsgType)
+		seen = append(seen, o.Type)
 		mu.Unlock()
 	}
 	r := NewLocal(LocalOptions{})

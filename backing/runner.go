@@ -61,10 +61,10 @@ type Runner interface {
 // Exec is code to run with Runner.Execute.
 type Exec struct {
 	Code string
-	// Output receives every iopub message of the code as it arrives, with
-	// its content unchanged (status included). It runs on the kernel
-	// client's goroutine: it must be quick.
-	Output func(*wire.Message)
+	// Output receives every output of the code (each iopub message, status
+	// included) as it arrives, with its content unchanged. It runs on the
+	// kernel client's goroutine: it must be quick.
+	Output func(Output)
 	// Input answers input(); nil runs the code with stdin disabled.
 	Input func(prompt string, password bool) (string, error)
 }

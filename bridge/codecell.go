@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,13 +24,13 @@ func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, c
 		defer cancelInput()
 		input = func(prompt string, password bool) (string, error) { return r.Input(inputCtx, prompt, password) }
 	}
-	res, err := b.host.RunCell(ctx, backing.Exec{Code: code, Input: input, Output: func(m *wire.Message) {
-		switch m.Header.MsgType {
+	res, err := b.host.RunCell(ctx, backing.Exec{Code: code, Input: input, Output: func(o backing.Output) {
+		switch o.Type {
 		case wire.MsgStatus, wire.MsgExecuteInput:
 			return
 		case wire.MsgExecuteResult:
 			var content wire.DisplayData
-			if m.DecodeContent(&content) == nil {
+			if json.Unmarshal(o.Content, &content) == nil {
 				content.ExecutionCount = count
 				if err := r.Publish(wire.MsgExecuteResult, content); err != nil {
 					b.log.Debug("relay execute_result", "error", err)
@@ -37,7 +38,7 @@ func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, c
 				return
 			}
 		}
-		if err := r.PublishRaw(m.Header.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
+		if err := r.PublishRaw(o.Type, o.Content, o.Metadata, o.Buffers); err != nil {
 			b.log.Debug("relay", "error", err)
 		}
 	}})

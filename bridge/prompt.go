@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
@@ -229,12 +230,12 @@ func stripTags(s string) string {
 // relayCode forwards the backing kernel's outputs of the agent's code to
 // the cell. Status and execute_input are the backing kernel's bookkeeping
 // and stay there.
-func (c *cellOut) relayCode(m *wire.Message) {
-	switch m.Header.MsgType {
+func (c *cellOut) relayCode(o backing.Output) {
+	switch o.Type {
 	case wire.MsgStatus, wire.MsgExecuteInput:
 		return
 	}
-	if err := c.r.PublishRaw(m.Header.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
+	if err := c.r.PublishRaw(o.Type, o.Content, o.Metadata, o.Buffers); err != nil {
 		c.b.log.Debug("relay agent output", "error", err)
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/agentkernel/agentkernel/checkpoint"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
-	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/store"
 )
@@ -111,7 +110,7 @@ type Host struct {
 	closed    bool
 
 	outMu  sync.Mutex // guards output
-	output func(*wire.Message)
+	output func(backing.Output)
 }
 
 // current is the session the host drives.

@@ -34,7 +34,7 @@ func (f *fakeRunner) Execute(_ context.Context, e backing.Exec) (backing.Result,
 	f.code = append(f.code, e.Code)
 	f.mu.Unlock()
 	if e.Output != nil {
-		e.Output(&wire.Message{Header: wire.Header{MsgType: "execute_result"},
+		e.Output(backing.Output{Type: wire.MsgExecuteResult,
 			Content: json.RawMessage(`{"data":{"text/plain":"42"},"metadata":{},"execution_count":1}`)})
 	}
 	return backing.Result{Text: "42\n", Status: "ok"}, nil
@@ -158,7 +158,7 @@ func TestSubmit(t *testing.T) {
 			var outputs int
 			res, err := h.Submit(context.Background(), "What is 6 times 7?", Turn{
 				Approve: tt.approve, OnAsk: func(a AnsweredAsk) { asked = append(asked, a) },
-				Output: func(*wire.Message) { outputs++ },
+				Output: func(backing.Output) { outputs++ },
 			})
 			if err != nil {
 				t.Fatalf("Submit: %v", err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
-	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
 )
 
@@ -38,7 +37,7 @@ func (cr *codeRunner) Run(ctx context.Context, code string) (agent.CodeResult, e
 
 // setOutput makes out the sink of the agent's code outputs until the
 // returned func is called.
-func (h *Host) setOutput(out func(*wire.Message)) (restore func()) {
+func (h *Host) setOutput(out func(backing.Output)) (restore func()) {
 	h.outMu.Lock()
 	prev := h.output
 	h.output = out
@@ -51,7 +50,7 @@ func (h *Host) setOutput(out func(*wire.Message)) (restore func()) {
 }
 
 // turnOutput returns the sink of the running turn's code outputs, or nil.
-func (h *Host) turnOutput() func(*wire.Message) {
+func (h *Host) turnOutput() func(backing.Output) {
 	h.outMu.Lock()
 	defer h.outMu.Unlock()
 	return h.output

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/messages"
 )
 
@@ -19,9 +19,9 @@ type Turn struct {
 	// Nil: every ask is left pending (someone else answers, through
 	// Respond).
 	Approve agent.Approver
-	// Output receives the iopub messages of the code the agent runs in
-	// this turn, unchanged (a notebook relays them to the cell).
-	Output func(*wire.Message)
+	// Output receives the outputs of the code the agent runs in this turn,
+	// unchanged (a notebook relays them to the cell).
+	Output func(backing.Output)
 	// Events receives the current session's events during the turn.
 	Events func(agent.Event)
 	// OnAsk is told each ask and its answer, before the answer is given.

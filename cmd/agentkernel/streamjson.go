@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/hooks"
-	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 )
@@ -281,9 +281,9 @@ func anthropicUsage(u provider.Usage) map[string]any {
 }
 
 // Output takes an iopub message of the code the agent runs (Turn.Output).
-func (t *transcript) Output(m *wire.Message) {
-	if isOutput(m.Header.MsgType) {
-		t.system("kernel_output", map[string]any{"msg_type": m.Header.MsgType, "content": m.Content})
+func (t *transcript) Output(o backing.Output) {
+	if isOutput(o.Type) {
+		t.system("kernel_output", map[string]any{"msg_type": o.Type, "content": o.Content})
 	}
 }
 

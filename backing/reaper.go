@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -99,7 +100,8 @@ func (rp *reaper) close(clean bool) {
 
 // RunReaper is the reaper process: it reads the runner's pipe from in
 // until it ends, then deletes the kernels still listed (unless told "q").
-// Logs go to errw. It returns the process's exit code.
+// Logs go to errw. It returns the process's exit code. The process should
+// ignore SIGTERM, SIGINT, SIGHUP and SIGPIPE first (IgnoreStopSignals).
 func RunReaper(in io.Reader, errw io.Writer) int {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(nil, 1<<20)
@@ -163,4 +165,12 @@ func reap(ctx context.Context, httpc *http.Client, gw Gateway, id string) error 
 		case <-time.After(wait):
 		}
 	}
+}
+
+// IgnoreStopSignals makes the reaper process deaf to what stops processes
+// wholesale: a "stop everything" SIGTERM (or a hangup, an interrupt) must
+// not end it before the process it watches, and a closed stderr must not
+// kill it mid-delete. It ends when the pipe says so, or by SIGKILL.
+func IgnoreStopSignals() {
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
 }

@@ -128,6 +128,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "mcp":
 		return runMCP(rest, stdout, stderr)
 	case reaperCommand: // hidden: started by a gateway backing (backing/reaper.go)
+		backing.IgnoreStopSignals()
 		os.Exit(backing.RunReaper(os.Stdin, stderr))
 		return nil
 	case "version", "--version", "-version":

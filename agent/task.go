@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -505,12 +506,12 @@ func (t *Task) isClosed() bool {
 }
 
 // Close cancels the running turn and waits for it; a message that was
-// streaming stays marked partial. It is idempotent.
+// streaming stays marked partial. A second call returns net.ErrClosed.
 func (t *Task) Close() error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		return nil
+		return net.ErrClosed
 	}
 	t.closed = true
 	t.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -273,13 +274,13 @@ func (b *Bridge) Interrupt(ctx context.Context) error {
 func (b *Bridge) Shutdown(ctx context.Context, restart bool) error { return b.Close() }
 
 // Close stops the web panel, closes the agent session (a running turn is
-// cancelled and stored) and shuts the backing kernel down. It is
-// idempotent.
+// cancelled and stored) and shuts the backing kernel down. A second call
+// returns net.ErrClosed.
 func (b *Bridge) Close() error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil
+		return net.ErrClosed
 	}
 	b.closed = true
 	b.mu.Unlock()

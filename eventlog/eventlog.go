@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -272,7 +273,8 @@ func (l *Log) prune(today string) {
 }
 
 // Close writes what is queued, closes the day's file and stops the
-// writer. Writes after Close are dropped.
+// writer. Writes after Close are dropped. A second call returns
+// net.ErrClosed (a nil Log's, nil).
 func (l *Log) Close() error {
 	if l == nil {
 		return nil
@@ -280,7 +282,7 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return nil
+		return net.ErrClosed
 	}
 	l.closed = true
 	close(l.queue)

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -105,14 +106,17 @@ func (w *ParentWatcher) Pid() int { return w.pid }
 // Gone is closed when the watched process has exited.
 func (w *ParentWatcher) Gone() <-chan struct{} { return w.gone }
 
-// Close stops watching and waits for the watch to end.
+// Close stops watching and waits for the watch to end. A second call
+// returns net.ErrClosed.
 func (w *ParentWatcher) Close() error {
+	err := net.ErrClosed
 	w.once.Do(func() {
+		err = nil
 		close(w.stop)
 		if w.close != nil {
 			w.close()
 		}
 	})
 	w.wg.Wait()
-	return nil
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -315,17 +316,19 @@ func (m *Manager) onProgress(_ context.Context, req *sdk.ProgressNotificationCli
 	f(text)
 }
 
-// Close stops every server and waits for the Manager's goroutines. It is
-// idempotent.
+// Close stops every server and waits for the Manager's goroutines. A
+// second call returns net.ErrClosed.
 func (m *Manager) Close() error {
+	err := net.ErrClosed
 	m.closeOnce.Do(func() {
+		err = nil
 		m.cancel()
 		for _, s := range m.servers {
 			s.stop()
 		}
 		m.wg.Wait()
 	})
-	return nil
+	return err
 }
 
 // ServerStatus is what %agent mcp and agentkernel mcp list show of a

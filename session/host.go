@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -422,12 +423,12 @@ func (h *Host) provider(model string) (provider.Provider, error) {
 
 // Close closes the current session (a running turn is cancelled; what it
 // streamed stays marked partial), the providers, and the store if the host
-// opened it. It is idempotent.
+// opened it. A second call returns net.ErrClosed.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil
+		return net.ErrClosed
 	}
 	h.closed = true
 	c, st, own, provs, servers := h.cur, h.st, h.ownStore, h.providers, h.mcp

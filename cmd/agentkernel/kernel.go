@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -142,7 +143,7 @@ func runKernel(args []string, stderr io.Writer) error {
 		b.Start()
 	}
 	defer func() {
-		if err := b.Close(); err != nil {
+		if err := b.Close(); err != nil && !errors.Is(err, net.ErrClosed) { // shutdown may have closed it
 			log.Warn("closing the bridge", "error", err)
 		}
 	}()
@@ -197,7 +198,7 @@ func runKernel(args []string, stderr io.Writer) error {
 	// marked partial; the cell gets its reply), then the backing kernel
 	// and the panel go, then the server.
 	shutdown := func() {
-		if err := b.Close(); err != nil {
+		if err := b.Close(); err != nil && !errors.Is(err, net.ErrClosed) { // shutdown may have closed it
 			log.Warn("closing the bridge", "error", err)
 		}
 		cancelServe()

@@ -144,7 +144,7 @@ type setup struct {
 func newEnv(t *testing.T, s setup) *env {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(store.Options{Dir: filepath.Join(dir, ".data")})
+	st, err := store.Open(context.Background(), store.Options{Dir: filepath.Join(dir, ".data")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 
 func openStore(t testing.TB) *store.Store {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // restore included. It reports the p50 in ms.
 func BenchmarkRewindWorld10k(b *testing.B) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: b.TempDir()})
+	st, err := store.Open(context.Background(), store.Options{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func BenchmarkKernelRestore(b *testing.B) {
 		original += time.Since(t0)
 		code = append(code, CodeRun{Code: c, Origin: "agent"})
 	}
-	st, err := store.Open(store.Options{Dir: b.TempDir()})
+	st, err := store.Open(context.Background(), store.Options{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

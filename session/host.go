@@ -183,7 +183,7 @@ func (h *Host) storeLocked() (*store.Store, error) {
 	if h.st != nil {
 		return h.st, nil
 	}
-	st, err := store.Open(store.Options{Dir: h.cfg.DataDir, URL: h.cfg.StoreURL, Logger: h.cfg.Logger.Named("store")})
+	st, err := store.Open(context.Background(), store.Options{Dir: h.cfg.DataDir, URL: h.cfg.StoreURL, Logger: h.cfg.Logger.Named("store")})
 	if err != nil {
 		return nil, fmt.Errorf("session: open the session store: %w", err)
 	}

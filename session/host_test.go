@@ -64,7 +64,7 @@ func (f *fakeRunner) Do(context.Context, client.Request, client.Handlers) (*wire
 
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,7 +173,7 @@ func BenchmarkFirstAnswerMCP(b *testing.B) {
 				info := provider.ModelInfo{ID: "m", ContextWindow: 100000}
 				return openai.New(openai.Config{APIKey: "k", BaseURL: srv.OpenAIURL(), Model: "m", Info: &info})
 			}
-			st, err := store.Open(store.Options{Dir: b.TempDir()})
+			st, err := store.Open(context.Background(), store.Options{Dir: b.TempDir()})
 			if err != nil {
 				b.Fatal(err)
 			}

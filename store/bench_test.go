@@ -59,7 +59,7 @@ func BenchmarkAppendConcurrent20(b *testing.B) {
 	o := reopen(first)
 	stores := []*Store{first}
 	for len(stores) < writers {
-		s, err := Open(o)
+		s, err := Open(context.Background(), o)
 		must(b, err)
 		b.Cleanup(func() { s.Close() })
 		stores = append(stores, s)
@@ -251,7 +251,7 @@ func searchFixture(b *testing.B) (*Store, []string) {
 				os.Remove(path + suffix)
 			}
 		}
-		s, err := Open(o)
+		s, err := Open(context.Background(), o)
 		must(b, err)
 		rng := rand.New(rand.NewPCG(5, 6))
 		t0 := time.Now()
@@ -281,7 +281,7 @@ func searchFixture(b *testing.B) (*Store, []string) {
 		}
 		b.Logf("built %d-message fixture in %v", sessions*perSession, time.Since(t0))
 	}
-	s, err := Open(o)
+	s, err := Open(context.Background(), o)
 	must(b, err)
 	b.Cleanup(func() { s.Close() })
 	ids := []string{"00000000-0000-4000-8000-000000000999", "00000000-0000-4000-8000-000000000001"}

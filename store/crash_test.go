@@ -31,7 +31,7 @@ func crashChild() int {
 	if IsPostgresURL(o.Path) {
 		o.URL, o.Path = o.Path, ""
 	}
-	s, err := Open(o)
+	s, err := Open(context.Background(), o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -157,7 +157,7 @@ func TestCrashSIGKILL(t *testing.T) {
 			t.Fatalf("round %d: child ended without being killed: %v\n%s", round, err, stderr.String())
 		}
 
-		s, err := Open(o)
+		s, err := Open(context.Background(), o)
 		must(t, err)
 		must(t, s.IntegrityCheck(ctx))
 		ui, err := s.LoadUI(ctx, crashSession, Page{})

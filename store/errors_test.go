@@ -18,9 +18,9 @@ func TestCorruptFileNamed(t *testing.T) {
 	onlySQLite(t, "a file that is not a database")
 	path := t.TempDir() + "/agentkernel.db"
 	must(t, os.WriteFile(path, []byte(strings.Repeat("this is not a database ", 400)), 0o600))
-	_, err := Open(Options{Path: path})
+	_, err := Open(context.Background(), Options{Path: path})
 	if err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
-		t.Fatalf("Open(garbage) = %v; want ErrCorrupt naming %s", err, path)
+		t.Fatalf("Open(context.Background(), garbage) = %v; want ErrCorrupt naming %s", err, path)
 	}
 	t.Log(err)
 }
@@ -45,7 +45,7 @@ func TestCorruptPagesNamed(t *testing.T) {
 	_, err = f.WriteAt([]byte(strings.Repeat("\xff", 8192)), st.Size()/2)
 	must(t, err)
 	must(t, f.Close())
-	s2, err := Open(Options{Path: path})
+	s2, err := Open(context.Background(), Options{Path: path})
 	if err == nil {
 		defer s2.Close()
 		_, err = s2.LoadUI(ctx, id, Page{})
@@ -72,9 +72,9 @@ func TestLockedFileNamed(t *testing.T) {
 	_, err = other.Exec("BEGIN EXCLUSIVE; INSERT INTO sessions(id, created_at, updated_at) VALUES ('x', 0, 0)")
 	must(t, err)
 	defer other.Exec("ROLLBACK")
-	_, err = Open(Options{Path: path, BusyTimeout: 50 * time.Millisecond})
+	_, err = Open(context.Background(), Options{Path: path, BusyTimeout: 50 * time.Millisecond})
 	if err == nil || !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), path) {
-		t.Fatalf("Open(locked) = %v; want ErrLocked naming %s", err, path)
+		t.Fatalf("Open(context.Background(), locked) = %v; want ErrLocked naming %s", err, path)
 	}
 	t.Log(err)
 }

@@ -104,7 +104,7 @@ func newStore(t testing.TB, opts ...func(*Options)) *Store {
 	for _, f := range opts {
 		f(&o)
 	}
-	s, err := Open(o)
+	s, err := Open(context.Background(), o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -45,7 +45,7 @@ func RedactURL(u string) string {
 // migrates its schema. The same pool serves reads and writes: PostgreSQL
 // runs writers concurrently, and a session's rows are serialised by a lock
 // on its sessions row (see lockSession).
-func (s *Store) openPostgres() error {
+func (s *Store) openPostgres(ctx context.Context) error {
 	cfg, err := pgxpool.ParseConfig(s.opts.URL)
 	if err != nil {
 		// pgx's parse errors can quote the URL, password included.
@@ -61,7 +61,7 @@ func (s *Store) openPostgres() error {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "agentkernel"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.BusyTimeout+time.Second)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.BusyTimeout+time.Second)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -41,17 +41,17 @@ func TestPostgresBadURLs(t *testing.T) {
 		{"postgres://ak:s3cret@127.0.0.1:1/db?password=s3cret", "cannot reach the database"},
 		{"postgres://ak:s3cret@[::1/db", "bad PostgreSQL URL"},
 	} {
-		_, err := Open(Options{URL: tc.url, BusyTimeout: time.Second})
+		_, err := Open(context.Background(), Options{URL: tc.url, BusyTimeout: time.Second})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("Open(%s) = %v; want %q, without the password", tc.url, err, tc.want)
+			t.Errorf("Open(context.Background(), %s) = %v; want %q, without the password", tc.url, err, tc.want)
 		}
 	}
-	if err := (func() error { _, err := Open(Options{URL: "mysql://x"}); return err })(); err == nil ||
+	if err := (func() error { _, err := Open(context.Background(), Options{URL: "mysql://x"}); return err })(); err == nil ||
 		!strings.Contains(err.Error(), "not a postgres:// URL") {
-		t.Errorf("Open(mysql://) = %v", err)
+		t.Errorf("Open(context.Background(), mysql://) = %v", err)
 	}
 	t.Setenv(EnvStore, "postgres://ak:s3cret@127.0.0.1:1/db")
-	if _, err := Open(Options{Dir: t.TempDir(), BusyTimeout: time.Second}); err == nil ||
+	if _, err := Open(context.Background(), Options{Dir: t.TempDir(), BusyTimeout: time.Second}); err == nil ||
 		!strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("Open with %s = %v; want the PostgreSQL error", EnvStore, err)
 	}
@@ -124,7 +124,7 @@ const (
 func writerChild() int {
 	f := strings.Fields(os.Getenv(writerChildEnv))
 	ctx := context.Background()
-	s, err := Open(Options{URL: f[0]})
+	s, err := Open(context.Background(), Options{URL: f[0]})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -279,7 +279,7 @@ func TestPostgresConcurrentWritersOneSession(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for w := range 8 {
-		other, err := Open(reopen(s))
+		other, err := Open(context.Background(), reopen(s))
 		must(t, err)
 		t.Cleanup(func() { other.Close() })
 		wg.Go(func() {

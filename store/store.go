@@ -43,7 +43,7 @@ type Store struct {
 // Open opens (creating and migrating when needed) the database named by
 // opts. Errors name the file and the cause; a file that is not a database
 // matches ErrCorrupt, one held by another process matches ErrLocked.
-func Open(opts Options) (*Store, error) {
+func Open(ctx context.Context, opts Options) (*Store, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{path: o.Path, opts: o, log: o.Logger.Named("store"), done: make(chan struct{}), smallSession: smallSession}
 	if o.URL != "" {
 		s.pg, s.path = true, RedactURL(o.URL)
-		if err := s.openPostgres(); err != nil {
+		if err := s.openPostgres(ctx); err != nil {
 			return nil, err
 		}
 		s.start()
@@ -70,7 +70,7 @@ func Open(opts Options) (*Store, error) {
 	} else if !errors.Is(err, os.ErrExist) {
 		return nil, s.wrap("open", err)
 	}
-	if err := s.openPools(); err != nil {
+	if err := s.openPools(ctx); err != nil {
 		return nil, err
 	}
 	s.start()
@@ -107,8 +107,7 @@ func (s *Store) dsn(readOnly bool) string {
 	return s.path + "?" + q.Encode()
 }
 
-func (s *Store) openPools() error {
-	ctx := context.Background()
+func (s *Store) openPools(ctx context.Context) error {
 	w, err := sql.Open("sqlite", s.dsn(false))
 	if err != nil {
 		return s.wrap("open", err)

@@ -39,7 +39,7 @@ func TestDataDir(t *testing.T) {
 func TestOpenUsesEnvDirAndReopens(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nested", "data")
 	t.Setenv(EnvDataDir, dir)
-	s, err := Open(Options{})
+	s, err := Open(context.Background(), Options{})
 	must(t, err)
 	if want := filepath.Join(dir, FileName); s.Path() != want {
 		t.Fatalf("Path() = %q, want %q", s.Path(), want)
@@ -51,7 +51,7 @@ func TestOpenUsesEnvDirAndReopens(t *testing.T) {
 	if err := s.Close(); err == nil {
 		t.Fatal("second Close returned nil")
 	}
-	s2, err := Open(Options{})
+	s2, err := Open(context.Background(), Options{})
 	must(t, err)
 	defer s2.Close()
 	var v int
@@ -103,7 +103,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	path := s.Path()
 	o := reopen(s)
 	must(t, s.Close())
-	_, err = Open(o)
+	_, err = Open(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), "newer") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open = %v, want a 'newer schema' error naming %s", err, path)
 	}
@@ -353,7 +353,7 @@ func TestStreamingDebouncedWrite(t *testing.T) {
 	must(t, s.UpdateUI(ctx, id, m))
 	o := reopen(s)
 	must(t, s.Close())
-	s2, err := Open(o)
+	s2, err := Open(context.Background(), o)
 	must(t, err)
 	defer s2.Close()
 	got, err := s2.LoadUI(ctx, id, Page{})

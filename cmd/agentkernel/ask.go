@@ -172,7 +172,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	st, err := store.Open(store.Options{Dir: cfg.DataDir, URL: firstNonEmpty(*storeArg, cfg.Store), Logger: log.Named("store")})
+	st, err := store.Open(ctx, store.Options{Dir: cfg.DataDir, URL: firstNonEmpty(*storeArg, cfg.Store), Logger: log.Named("store")})
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}

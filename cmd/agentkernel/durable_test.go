@@ -47,7 +47,7 @@ func TestAskPromptSurvivesKill(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(c.data, store.FileName)); err != nil {
 			return false
 		}
-		st, err := store.Open(store.Options{Dir: c.data})
+		st, err := store.Open(context.Background(), store.Options{Dir: c.data})
 		if err != nil {
 			return false
 		}

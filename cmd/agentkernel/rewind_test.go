@@ -32,7 +32,7 @@ func TestSessionsRewindRestoresFiles(t *testing.T) {
 		scripted.Reply(scripted.ToolCall("c2", "write_file", `{"path": "extra.txt", "content": "new"}`)),
 		scripted.Reply(scripted.Text("Done.")),
 	)
-	st, err := store.Open(store.Options{Dir: data})
+	st, err := store.Open(context.Background(), store.Options{Dir: data})
 	if err != nil {
 		t.Fatal(err)
 	}

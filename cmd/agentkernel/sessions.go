@@ -125,13 +125,13 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
-	st, err := store.Open(store.Options{URL: storeURL(*storeArg, fc), Logger: log.Named("store")})
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{URL: storeURL(*storeArg, fc), Logger: log.Named("store")})
 	if err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	defer st.Close()
 	c.st = st
-	ctx := context.Background()
 	switch sub {
 	case "list", "ls":
 		filter := store.LiveOnly

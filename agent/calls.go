@@ -199,8 +199,7 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 		return res, err
 	}
 	if f := res.Followup; f != nil {
-		b, _ := json.Marshal(map[string]any{"question": f.Question, "suggest": f.Suggestions})
-		resp, err := t.ask(ctx, messages.AskFollowup, string(b))
+		resp, err := t.ask(ctx, messages.AskFollowup, messages.FollowupAsk{Question: f.Question, Suggest: f.Suggestions}.Text())
 		if err != nil {
 			return Result{}, err
 		}

@@ -561,11 +561,7 @@ func DecisionMessage(ts int64, call provider.ToolCall, d Decision) messages.UIMe
 		if !json.Valid(input) {
 			input = json.RawMessage("null")
 		}
-		b, _ := json.Marshal(struct {
-			Tool   string          `json:"tool"`
-			Input  json.RawMessage `json:"input"`
-			Reason string          `json:"reason,omitempty"`
-		}{call.Name, input, d.Reason})
+		b, _ := json.Marshal(messages.ToolAsk{Tool: call.Name, Input: input, Reason: d.Reason})
 		m.Text = string(b)
 	case Allow:
 		m.Type, m.Say = messages.TypeSay, messages.SayText

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -325,24 +324,14 @@ func askPrompt(ask messages.UIMessage) string {
 		}
 		return ask.Text + "\nAllow? [y]es / [a]lways / [n]o: "
 	case messages.AskFollowup:
-		var q struct {
-			Question string   `json:"question"`
-			Suggest  []string `json:"suggest"`
-		}
-		if json.Unmarshal([]byte(ask.Text), &q) != nil || q.Question == "" {
-			return ask.Text + "\n> "
-		}
+		q, _ := messages.ParseFollowup(ask)
 		p := q.Question
 		for i, s := range q.Suggest {
 			p += fmt.Sprintf("\n  %d. %s", i+1, s)
 		}
 		return p + "\n> "
 	default:
-		var t struct {
-			Tool  string          `json:"tool"`
-			Input json.RawMessage `json:"input"`
-		}
-		_ = json.Unmarshal([]byte(ask.Text), &t)
+		t, _ := messages.ParseToolAsk(ask)
 		return fmt.Sprintf("The agent wants to use %s with %s\nAllow? [y]es / [a]lways / [n]o: ", t.Tool, t.Input)
 	}
 }

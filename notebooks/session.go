@@ -385,13 +385,8 @@ func markdownOutput(text string) *Output {
 // followupText is the question of an ask followup, whose Text may be JSON
 // {"question": ..., "suggest": [...]}.
 func followupText(text string) string {
-	var f struct {
-		Question string `json:"question"`
-	}
-	if strings.HasPrefix(strings.TrimSpace(text), "{") && json.Unmarshal([]byte(text), &f) == nil && f.Question != "" {
-		return f.Question
-	}
-	return text
+	f, _ := messages.ParseFollowup(messages.UIMessage{Ask: messages.AskFollowup, Text: text})
+	return f.Question
 }
 
 // dataURLRe matches a base64 data URL.

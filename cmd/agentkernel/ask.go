@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -394,11 +393,7 @@ func describeAsk(ask messages.UIMessage) string {
 	case messages.AskCommand:
 		return "execute_code: " + firstLine(ask.Text, 80)
 	case messages.AskTool:
-		var t struct {
-			Tool  string          `json:"tool"`
-			Input json.RawMessage `json:"input"`
-		}
-		if json.Unmarshal([]byte(ask.Text), &t) == nil && t.Tool != "" {
+		if t, ok := messages.ParseToolAsk(ask); ok {
 			return t.Tool + " " + firstLine(string(t.Input), 80)
 		}
 	}
@@ -439,16 +434,10 @@ func ttyApprover(stdin io.Reader, stderr io.Writer) agent.Approver {
 	}
 	return func(ctx context.Context, ask messages.UIMessage) (agent.Response, bool) {
 		if ask.Ask == messages.AskFollowup {
-			var q struct {
-				Question string   `json:"question"`
-				Suggest  []string `json:"suggest"`
-			}
-			p := ask.Text
-			if json.Unmarshal([]byte(ask.Text), &q) == nil && q.Question != "" {
-				p = q.Question
-				for i, s := range q.Suggest {
-					p += fmt.Sprintf("\n  %d. %s", i+1, s)
-				}
+			q, _ := messages.ParseFollowup(ask)
+			p := q.Question
+			for i, s := range q.Suggest {
+				p += fmt.Sprintf("\n  %d. %s", i+1, s)
 			}
 			in, ok := read(ctx, "\n"+p+"\n> ")
 			if !ok {

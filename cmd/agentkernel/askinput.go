@@ -260,13 +260,7 @@ func (in *streamInput) approver(out *jsonLines, tr *transcript) agent.Approver {
 				req["tool_name"], req["tool_use_id"], req["input"] = c.Name, c.ID, c.Input
 			}
 		case messages.AskFollowup:
-			var q struct {
-				Question string   `json:"question"`
-				Suggest  []string `json:"suggest"`
-			}
-			if json.Unmarshal([]byte(ask.Text), &q) != nil || q.Question == "" {
-				q.Question = ask.Text
-			}
+			q, _ := messages.ParseFollowup(ask)
 			req = map[string]any{"subtype": "followup", "question": q.Question, "options": q.Suggest}
 		default:
 			return deny, true

@@ -299,10 +299,8 @@ func (t *transcript) Ask(a session.AnsweredAsk) {
 func (t *transcript) call(ask messages.UIMessage) (messages.ContentBlock, bool) {
 	name := agent.ToolExecuteCode
 	if ask.Ask == messages.AskTool {
-		var a struct {
-			Tool string `json:"tool"`
-		}
-		if json.Unmarshal([]byte(ask.Text), &a) != nil {
+		a, ok := messages.ParseToolAsk(ask)
+		if !ok {
 			return messages.ContentBlock{}, false
 		}
 		name = a.Tool

@@ -1,0 +1,49 @@
+package messages
+
+import "encoding/json"
+
+// The texts of some asks are JSON; these are their shapes, and the one
+// place they are written and read.
+
+// ToolAsk is the text of an ask "tool" (a call of a tool that is neither
+// execute_code nor an MCP server's), decoded.
+type ToolAsk struct {
+	Tool   string          `json:"tool"`
+	Input  json.RawMessage `json:"input"`
+	Reason string          `json:"reason,omitempty"`
+}
+
+// ParseToolAsk decodes the text of an ask "tool".
+func ParseToolAsk(m UIMessage) (ToolAsk, bool) {
+	var a ToolAsk
+	if m.Ask != AskTool || json.Unmarshal([]byte(m.Text), &a) != nil || a.Tool == "" {
+		return a, false
+	}
+	return a, true
+}
+
+// FollowupAsk is the text of an ask "followup": the question and the
+// answers the agent suggests.
+type FollowupAsk struct {
+	Question string   `json:"question"`
+	Suggest  []string `json:"suggest,omitempty"`
+}
+
+// Text is the ask's text.
+func (f FollowupAsk) Text() string {
+	b, _ := json.Marshal(f)
+	return string(b)
+}
+
+// ParseFollowup decodes the text of an ask "followup". A text that is not
+// the JSON form is the question itself.
+func ParseFollowup(m UIMessage) (FollowupAsk, bool) {
+	if m.Ask != AskFollowup {
+		return FollowupAsk{}, false
+	}
+	var a FollowupAsk
+	if json.Unmarshal([]byte(m.Text), &a) != nil || a.Question == "" {
+		return FollowupAsk{Question: m.Text}, true
+	}
+	return a, true
+}

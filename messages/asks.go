@@ -1,6 +1,9 @@
 package messages
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // The texts of some asks are JSON; these are their shapes, and the one
 // place they are written and read.
@@ -46,4 +49,18 @@ func ParseFollowup(m UIMessage) (FollowupAsk, bool) {
 		return FollowupAsk{Question: m.Text}, true
 	}
 	return a, true
+}
+
+// FirstLine is s's first non-blank line cut to n runes (an ellipsis marks
+// the cut): an ask, a message or a title in one line for people.
+func FirstLine(s string, n int) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if r := []rune(l); len(r) > n {
+				return string(r[:n-1]) + "…"
+			}
+			return l
+		}
+	}
+	return ""
 }

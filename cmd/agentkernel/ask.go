@@ -21,11 +21,11 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/eventlog"
-	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/streamjson"
 )
 
 const askSynopsis = `ask [PROMPT | -] [--output-format text|json|stream-json] [--input-format text|stream-json] [--include-partial-messages] [--max-turns N] [--max-budget-usd X] [--session ID | --continue] [--approve none|read-only|all] [--model MODEL]
@@ -221,20 +221,20 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	sid := info.ID
 
-	out := &jsonLines{w: stdout}
-	var emitter *jsonLines
+	out := streamjson.NewWriter(stdout)
+	var emitter *streamjson.Writer
 	if format == formatStreamJSON {
 		emitter = out
 	}
-	tr := newTranscript(emitter, sid, modelName, *partial)
-	var input *streamInput
+	tr := streamjson.NewTranscript(emitter, sid, modelName, *partial)
+	var input *streamjson.Input
 	var approver agent.Approver
 	switch {
 	case *approveName != "":
 		approver = ap.Approver()
 	case streamIn:
-		input = newStreamInput(stdin, func(s string) { fmt.Fprintln(stderr, s) })
-		approver = input.approver(out, tr)
+		input = streamjson.NewInput(stdin, func(s string) { fmt.Fprintln(stderr, s) })
+		approver = input.Approver(out, tr)
 		policy = "stdin"
 	case tty && !fromStdin:
 		approver = ttyApprover(stdin, stderr)
@@ -243,10 +243,10 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		approver = ap.Approver()
 	}
 	if streamIn && input == nil {
-		input = newStreamInput(stdin, func(s string) { fmt.Fprintln(stderr, s) })
+		input = streamjson.NewInput(stdin, func(s string) { fmt.Fprintln(stderr, s) })
 	}
-	tools, servers := initMCP(ctx, host, info.Tools, tr.out != nil)
-	tr.emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": tools, "mcp_servers": servers,
+	tools, servers := initMCP(ctx, host, info.Tools, tr.Enabled())
+	tr.Emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": tools, "mcp_servers": servers,
 		"model": modelName, "permissionMode": host.Mode(), "slash_commands": []any{},
 		"agentkernel_version": versionString(), "backing": *backingName, "approve": policy, "resumed": info.Resumed,
 		"session_workspace": cmp.Or(info.Elsewhere, host.Workspace())})
@@ -263,7 +263,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("ask: --rewind: %w", err)
 		}
-		tr.system("rewind", map[string]any{"to": *rewindTo, "removed": rw.Removed,
+		tr.System("rewind", map[string]any{"to": *rewindTo, "removed": rw.Removed,
 			"files": rw.Files, "kernel": rw.Kernel, "kernel_note": rw.KernelNote})
 		if format == formatText {
 			fmt.Fprintln(stderr, rw.Summary())
@@ -284,14 +284,14 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 		turn.OnAsk = func(a session.AnsweredAsk) {
 			if a.Denied() {
-				fmt.Fprintf(stderr, "denied (%s): %s\n", a.Response.By, describeAsk(a.Ask))
+				fmt.Fprintf(stderr, "denied (%s): %s\n", a.Response.By, streamjson.DescribeAsk(a.Ask))
 			}
 		}
 	}
 
 	// One turn per prompt: the one given, or each user message on stdin.
 	var failed error
-	var denied []denial
+	var denied []streamjson.Denial
 	total := 0.0
 	for n := 0; ; n++ {
 		if streamIn {
@@ -316,10 +316,10 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			res, askErr = host.Submit(ctx, prompt, turn)
 		}
 		if askErr == nil {
-			askErr = tr.promptBlocked()
+			askErr = tr.PromptBlocked()
 		}
 		total += res.Usage.Cost
-		result, d := tr.result(res, modelName, total, askErr)
+		result, d := tr.Result(res, modelName, total, askErr)
 		denied = append(denied, d...)
 		switch format {
 		case formatText:
@@ -327,10 +327,10 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stdout, strings.TrimRight(res.Text, "\n"))
 			}
 		case formatJSON, formatStreamJSON:
-			out.emit("result", result)
+			out.Emit("result", result)
 		}
 		if askErr != nil {
-			failed = fmt.Errorf("ask: %s", errorText(askErr))
+			failed = fmt.Errorf("ask: %s", streamjson.ErrorText(askErr))
 			if ctx.Err() != nil || !streamIn {
 				break
 			}
@@ -339,7 +339,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if cerr := host.Close(); cerr != nil {
 		log.Warn("closing the session", "error", cerr)
 	}
-	if err := out.err; err != nil {
+	if err := out.Err(); err != nil {
 		return fmt.Errorf("ask: write output: %w", err)
 	}
 	if input != nil {
@@ -358,46 +358,6 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("ask: %d tool call(s) denied (%s): see permission_denials", len(denied), strings.Join(names, ", "))
 	}
 	return nil
-}
-
-// isOutput reports whether an iopub message is an output of the code
-// (what stream-json reports as "output").
-func isOutput(msgType string) bool {
-	switch msgType {
-	case wire.MsgStream, wire.MsgDisplayData, wire.MsgUpdateDisplayData, wire.MsgExecuteResult, wire.MsgError, wire.MsgClearOutput:
-		return true
-	}
-	return false
-}
-
-// errorText says why a turn failed in words for people.
-func errorText(err error) string {
-	switch {
-	case errors.Is(err, agent.ErrNoProvider):
-		return agent.NoModelHelp
-	case errors.Is(err, context.Canceled):
-		return "interrupted"
-	case errors.Is(err, agent.ErrMaxTurns):
-		return "stopped: the prompt's turn reached --max-turns model requests"
-	case errors.Is(err, agent.ErrMaxBudget):
-		return "stopped: the run's model requests reached --max-budget-usd"
-	case errors.Is(err, agent.ErrAPIFailed):
-		return "the model request failed: " + strings.TrimPrefix(err.Error(), agent.ErrAPIFailed.Error()+": ")
-	}
-	return err.Error()
-}
-
-// describeAsk is an ask in one line.
-func describeAsk(ask messages.UIMessage) string {
-	switch ask.Ask {
-	case messages.AskCommand:
-		return "execute_code: " + firstLine(ask.Text, 80)
-	case messages.AskTool:
-		if t, ok := messages.ParseToolAsk(ask); ok {
-			return t.Tool + " " + firstLine(string(t.Input), 80)
-		}
-	}
-	return string(ask.Ask) + ": " + firstLine(ask.Text, 80)
 }
 
 // isTerminal reports whether v (stdin or stdout) is a terminal.
@@ -445,7 +405,7 @@ func ttyApprover(stdin io.Reader, stderr io.Writer) agent.Approver {
 			}
 			return agent.Response{Kind: agent.ResponseMessage, Text: in, By: "stdin"}, true
 		}
-		prompt := "\nThe agent wants to run " + describeAsk(ask)
+		prompt := "\nThe agent wants to run " + streamjson.DescribeAsk(ask)
 		if ask.Ask == messages.AskCommand {
 			prompt = "\nThe agent wants to run this code:\n\n" + ask.Text + "\n"
 		}

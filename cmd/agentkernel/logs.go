@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/eventlog"
+	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -190,7 +191,7 @@ func formatEntry(e eventlog.Entry) string {
 		fmt.Fprintf(&b, " $%.4f (%d in, %d out)", *e.CostUSD, e.TokensIn, e.TokensOut)
 	}
 	if e.Text != "" {
-		b.WriteString(": " + firstLine(e.Text, 160))
+		b.WriteString(": " + messages.FirstLine(e.Text, 160))
 	}
 	return b.String()
 }

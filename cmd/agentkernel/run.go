@@ -18,6 +18,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider/replay"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/notebooks"
 	"github.com/agentkernel/agentkernel/store"
 	"github.com/hashicorp/go-hclog"
@@ -338,7 +339,7 @@ func (p *progress) event(ev notebooks.ProgressEvent) {
 		p.cur, p.running, p.began = ev, true, time.Now()
 		src := ""
 		if ev.Index >= 0 && ev.Index < len(p.nb.Cells) {
-			src = firstLine(p.nb.Cells[ev.Index].Source, 60)
+			src = messages.FirstLine(p.nb.Cells[ev.Index].Source, 60)
 		}
 		fmt.Fprintf(p.w, "[%d/%d] cell %d: %s\n", ev.N, ev.Total, ev.Index, src)
 		return
@@ -353,19 +354,6 @@ func (p *progress) stop() {
 		close(p.done)
 		p.wg.Wait()
 	})
-}
-
-// firstLine is s's first non-blank line cut to n runes.
-func firstLine(s string, n int) string {
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			if r := []rune(l); len(r) > n {
-				return string(r[:n-1]) + "…"
-			}
-			return l
-		}
-	}
-	return ""
 }
 
 func roundDuration(d time.Duration) time.Duration {

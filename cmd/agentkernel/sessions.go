@@ -278,7 +278,7 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 			title = "↳ fork of " + shortID(s.ParentID) + ": " + title
 		}
 		line := fmt.Sprintf("%s\t%s\t%d\t$%.4f\t%s\t%s", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
-			s.MessageCount, s.Usage.Cost, orDash(s.Model), firstLine(title, 60))
+			s.MessageCount, s.Usage.Cost, orDash(s.Model), messages.FirstLine(title, 60))
 		if o.Workspace == "" {
 			line += "\t" + orDash(s.Workspace)
 		}

@@ -1,6 +1,13 @@
-package main
+// Package streamjson speaks Claude Code's stream-json (docs/stream-json.md)
+// for a session host: a Transcript turns the host's events, the code's
+// outputs and the asks into its events, an Input reads user messages and
+// control_response answers from its input, and a Writer writes the lines.
+// `agentkernel ask --output-format stream-json [--input-format
+// stream-json]` is its surface.
+package streamjson
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,11 +22,12 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/hooks"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 )
 
-// transcript follows one ask run and turns the session's events into the
+// Transcript follows one ask run and turns the session's events into the
 // event schema of Claude Code's stream-json (docs/stream-json.md): the
 // model's answers and the tool results as "assistant" and "user" events
 // taken from the API history, with --include-partial-messages the
@@ -30,9 +38,9 @@ import (
 //
 // Its methods are safe for concurrent use: the task's events, the backing
 // kernel's outputs and the asks come from different goroutines.
-type transcript struct {
-	out     *jsonLines // nil: keep count, emit nothing
-	partial bool       // --include-partial-messages
+type Transcript struct {
+	out     *Writer // nil: keep count, emit nothing
+	partial bool    // --include-partial-messages
 	sid     string
 	modelID string // the model as its API names it, until a reply says
 
@@ -42,7 +50,7 @@ type transcript struct {
 	open    map[int64]*openBlock    // streaming UI messages by ts
 	calls   []messages.ContentBlock // tool_use blocks of the model's last message
 	decided map[string]bool         // tool_use ids with a permission decision
-	denials []denial                // of the running turn
+	denials []Denial                // of the running turn
 	apiFrom time.Time               // the running model request's start
 	apiTime time.Duration           // of the running turn
 	blocked string                  // why a hook blocked the running turn's prompt
@@ -54,10 +62,10 @@ type openBlock struct {
 	sent  int // bytes of its text given as deltas so far
 }
 
-// denial is one entry of the result's permission_denials: a tool call
+// Denial is one entry of the result's permission_denials: a tool call
 // that did not run because it was refused (by the person, --approve, a
 // deny rule, the permission mode, a hook, or a hard refusal).
-type denial struct {
+type Denial struct {
 	ToolName  string          `json:"tool_name"`
 	ToolUseID string          `json:"tool_use_id"`
 	ToolInput json.RawMessage `json:"tool_input"`
@@ -65,39 +73,39 @@ type denial struct {
 	Reason string `json:"reason"`
 }
 
-func newTranscript(out *jsonLines, sid, model string, partial bool) *transcript {
+func NewTranscript(out *Writer, sid, model string, partial bool) *Transcript {
 	_, id, ok := strings.Cut(model, ":")
 	if !ok {
 		id = model
 	}
-	return &transcript{out: out, sid: sid, modelID: id, partial: partial, open: map[int64]*openBlock{}, decided: map[string]bool{}}
+	return &Transcript{out: out, sid: sid, modelID: id, partial: partial, open: map[int64]*openBlock{}, decided: map[string]bool{}}
 }
 
 // emit writes one event with the fields every event has.
-func (t *transcript) emit(typ string, fields map[string]any) {
+func (t *Transcript) Emit(typ string, fields map[string]any) {
 	if t.out == nil {
 		return
 	}
 	fields["session_id"] = t.sid
 	fields["uuid"] = uuid.NewString()
-	t.out.emit(typ, fields)
+	t.out.Emit(typ, fields)
 }
 
 // system emits an agentkernel event: {"type":"system","subtype":…}.
-func (t *transcript) system(subtype string, fields map[string]any) {
+func (t *Transcript) System(subtype string, fields map[string]any) {
 	fields["subtype"] = subtype
-	t.emit("system", fields)
+	t.Emit("system", fields)
 }
 
 // streamEvent emits one of Anthropic's raw stream events.
-func (t *transcript) streamEvent(event map[string]any) {
+func (t *Transcript) streamEvent(event map[string]any) {
 	if t.partial {
-		t.emit("stream_event", map[string]any{"event": event, "parent_tool_use_id": nil})
+		t.Emit("stream_event", map[string]any{"event": event, "parent_tool_use_id": nil})
 	}
 }
 
 // Event takes one event of the session (Turn.Events).
-func (t *transcript) Event(e agent.Event) {
+func (t *Transcript) Event(e agent.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch e.Kind {
@@ -113,13 +121,13 @@ func (t *transcript) Event(e agent.Event) {
 		}
 	case session.EventCheckpoint:
 		if cp := e.Checkpoint; cp != nil {
-			t.system("checkpoint", map[string]any{"anchor": cp.Anchor, "tool": cp.Tool, "files": cp.Files,
+			t.System("checkpoint", map[string]any{"anchor": cp.Anchor, "tool": cp.Tool, "files": cp.Files,
 				"took_ms": float64(cp.Took.Microseconds()) / 1000})
 		}
 	}
 }
 
-func (t *transcript) created(m messages.UIMessage, toolID string) {
+func (t *Transcript) created(m messages.UIMessage, toolID string) {
 	switch {
 	case m.Say == messages.SayAPIReqStarted:
 		t.apiFrom = time.Now()
@@ -144,13 +152,13 @@ func (t *transcript) created(m messages.UIMessage, toolID string) {
 		t.streamEvent(map[string]any{"type": "content_block_start", "index": b.index, "content_block": start})
 		t.updated(m)
 	case m.Say == messages.SayError:
-		t.system("error", map[string]any{"text": m.Text})
+		t.System("error", map[string]any{"text": m.Text})
 	}
 }
 
 // promptBlocked returns why a UserPromptSubmit hook blocked the turn's
 // prompt, if one did: the run did not do what was asked.
-func (t *transcript) promptBlocked() error {
+func (t *Transcript) PromptBlocked() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.blocked == "" {
@@ -160,7 +168,7 @@ func (t *transcript) promptBlocked() error {
 }
 
 // requestEnded adds the running model request's time to the turn's.
-func (t *transcript) requestEnded() {
+func (t *Transcript) requestEnded() {
 	if !t.apiFrom.IsZero() {
 		t.apiTime += time.Since(t.apiFrom)
 		t.apiFrom = time.Time{}
@@ -169,7 +177,7 @@ func (t *transcript) requestEnded() {
 
 // updated gives the new end of a streaming message's text as a delta: the
 // UI message carries the whole text so far.
-func (t *transcript) updated(m messages.UIMessage) {
+func (t *Transcript) updated(m messages.UIMessage) {
 	b, ok := t.open[m.TS]
 	if !ok {
 		return
@@ -188,9 +196,9 @@ func (t *transcript) updated(m messages.UIMessage) {
 	}
 }
 
-// decision records a permission decision on a tool call: a denial for the
+// decision records a permission decision on a tool call: a Denial for the
 // result, and a system event unless it was routine (a read needs no one).
-func (t *transcript) decision(m messages.UIMessage, toolID string) {
+func (t *Transcript) decision(m messages.UIMessage, toolID string) {
 	t.decided[toolID] = true
 	d := m.Decision
 	if !d.Allowed {
@@ -200,17 +208,17 @@ func (t *transcript) decision(m messages.UIMessage, toolID string) {
 				in = c.Input
 			}
 		}
-		t.denials = append(t.denials, denial{ToolName: d.Tool, ToolUseID: toolID, ToolInput: in, Reason: m.Text})
+		t.denials = append(t.denials, Denial{ToolName: d.Tool, ToolUseID: toolID, ToolInput: in, Reason: m.Text})
 	}
 	if !d.Routine {
-		t.system("decision", map[string]any{"tool_name": d.Tool, "tool_use_id": toolID, "allowed": d.Allowed, "text": m.Text})
+		t.System("decision", map[string]any{"tool_name": d.Tool, "tool_use_id": toolID, "allowed": d.Allowed, "text": m.Text})
 	}
 }
 
 // apiMessage emits a message added to the API history: the model's answer
 // as "assistant" (after the stream events that end it), tool results as
 // "user". The user's own prompts are not echoed, as in Claude Code.
-func (t *transcript) apiMessage(m messages.APIMessage, reply *agent.Reply) {
+func (t *Transcript) apiMessage(m messages.APIMessage, reply *agent.Reply) {
 	switch m.Role {
 	case messages.RoleAssistant:
 		t.calls = t.calls[:0]
@@ -243,7 +251,7 @@ func (t *transcript) apiMessage(m messages.APIMessage, reply *agent.Reply) {
 			id = "msg_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:24]
 		}
 		t.msgID = ""
-		t.emit("assistant", map[string]any{"parent_tool_use_id": nil, "message": map[string]any{
+		t.Emit("assistant", map[string]any{"parent_tool_use_id": nil, "message": map[string]any{
 			"id": id, "type": "message", "role": "assistant", "model": t.modelID, "content": m.Content,
 			"stop_reason": stop, "stop_sequence": nil, "usage": anthropicUsage(reply.Usage),
 		}})
@@ -255,7 +263,7 @@ func (t *transcript) apiMessage(m messages.APIMessage, reply *agent.Reply) {
 			}
 		}
 		if len(results) > 0 {
-			t.emit("user", map[string]any{"parent_tool_use_id": nil,
+			t.Emit("user", map[string]any{"parent_tool_use_id": nil,
 				"message": map[string]any{"role": "user", "content": results}})
 		}
 	}
@@ -281,22 +289,22 @@ func anthropicUsage(u provider.Usage) map[string]any {
 }
 
 // Output takes an iopub message of the code the agent runs (Turn.Output).
-func (t *transcript) Output(o backing.Output) {
+func (t *Transcript) Output(o backing.Output) {
 	if isOutput(o.Type) {
-		t.system("kernel_output", map[string]any{"msg_type": o.Type, "content": o.Content})
+		t.System("kernel_output", map[string]any{"msg_type": o.Type, "content": o.Content})
 	}
 }
 
 // Ask takes an ask and its answer (Turn.OnAsk).
-func (t *transcript) Ask(a session.AnsweredAsk) {
-	t.system("ask", map[string]any{"ts": a.Ask.TS, "ask": a.Ask.Ask, "text": a.Ask.Text,
+func (t *Transcript) Ask(a session.AnsweredAsk) {
+	t.System("ask", map[string]any{"ts": a.Ask.TS, "ask": a.Ask.Ask, "text": a.Ask.Text,
 		"answer": a.Response.Kind, "allowed": !a.Denied(), "answer_text": a.Response.Text, "by": a.Response.By})
 }
 
 // call returns the tool call an approval ask is about: the first call of
 // the model's last message of that tool with no decision yet (calls are
 // decided in order; every known tool's call gets a decision).
-func (t *transcript) call(ask messages.UIMessage) (messages.ContentBlock, bool) {
+func (t *Transcript) call(ask messages.UIMessage) (messages.ContentBlock, bool) {
 	name := agent.ToolExecuteCode
 	if ask.Ask == messages.AskTool {
 		a, ok := messages.ParseToolAsk(ask)
@@ -317,7 +325,7 @@ func (t *transcript) call(ask messages.UIMessage) (messages.ContentBlock, bool) 
 
 // result emits the result of one turn (or returns it, for json) and
 // starts the next turn's count. total is the run's cost so far.
-func (t *transcript) result(res session.Result, model string, total float64, err error) (map[string]any, []denial) {
+func (t *Transcript) Result(res session.Result, model string, total float64, err error) (map[string]any, []Denial) {
 	t.mu.Lock()
 	t.requestEnded()
 	denials, apiTime := t.denials, t.apiTime
@@ -339,10 +347,10 @@ func (t *transcript) result(res session.Result, model string, total float64, err
 		"session_id": t.sid, "uuid": uuid.NewString(),
 	}
 	if denials == nil {
-		out["permission_denials"] = []denial{}
+		out["permission_denials"] = []Denial{}
 	}
 	if err != nil {
-		out["errors"] = []string{errorText(err)}
+		out["errors"] = []string{ErrorText(err)}
 	}
 	if res.Pending != nil {
 		out["pending_ask"] = res.Pending
@@ -363,15 +371,28 @@ func resultSubtype(err error) string {
 	return "error_during_execution"
 }
 
-// jsonLines writes one JSON object per line, "type" first; safe for
+// Writer writes one JSON object per line, "type" first; safe for
 // concurrent use. The first error is kept in err.
-type jsonLines struct {
+// Writer writes stream-json lines, one JSON object each, safe for
+// concurrent use; the first write error stops it (Err).
+type Writer struct {
 	mu  sync.Mutex
 	w   io.Writer
 	err error
 }
 
-func (j *jsonLines) emit(typ string, fields map[string]any) {
+// NewWriter returns a Writer to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Err is the first error the Writer met.
+func (j *Writer) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
+// Emit writes one line: {"type": typ, …fields}.
+func (j *Writer) Emit(typ string, fields map[string]any) {
 	b, err := json.Marshal(fields)
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -392,4 +413,48 @@ func (j *jsonLines) emit(typ string, fields map[string]any) {
 	if _, err := j.w.Write(append(line, '\n')); err != nil {
 		j.err = err
 	}
+}
+
+// Enabled reports whether the Transcript emits events (it was given a
+// Writer).
+func (t *Transcript) Enabled() bool { return t.out != nil }
+
+// isOutput reports whether an iopub message type is an output of the code
+// (what stream-json reports as "output").
+func isOutput(msgType string) bool {
+	switch msgType {
+	case wire.MsgStream, wire.MsgDisplayData, wire.MsgUpdateDisplayData, wire.MsgExecuteResult, wire.MsgError, wire.MsgClearOutput:
+		return true
+	}
+	return false
+}
+
+// ErrorText says why a turn failed in words for people.
+func ErrorText(err error) string {
+	switch {
+	case errors.Is(err, agent.ErrNoProvider):
+		return agent.NoModelHelp
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	case errors.Is(err, agent.ErrMaxTurns):
+		return "stopped: the prompt's turn reached --max-turns model requests"
+	case errors.Is(err, agent.ErrMaxBudget):
+		return "stopped: the run's model requests reached --max-budget-usd"
+	case errors.Is(err, agent.ErrAPIFailed):
+		return "the model request failed: " + strings.TrimPrefix(err.Error(), agent.ErrAPIFailed.Error()+": ")
+	}
+	return err.Error()
+}
+
+// DescribeAsk is an ask in one line.
+func DescribeAsk(ask messages.UIMessage) string {
+	switch ask.Ask {
+	case messages.AskCommand:
+		return "execute_code: " + messages.FirstLine(ask.Text, 80)
+	case messages.AskTool:
+		if t, ok := messages.ParseToolAsk(ask); ok {
+			return t.Tool + " " + messages.FirstLine(string(t.Input), 80)
+		}
+	}
+	return string(ask.Ask) + ": " + messages.FirstLine(ask.Text, 80)
 }

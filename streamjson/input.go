@@ -1,4 +1,4 @@
-package main
+package streamjson
 
 import (
 	"bufio"
@@ -14,13 +14,13 @@ import (
 	"github.com/agentkernel/agentkernel/messages"
 )
 
-// streamInput reads ask's stdin in --input-format stream-json: one JSON
+// Input reads ask's stdin in --input-format stream-json: one JSON
 // object per line, either a user message (a turn of the session) or a
 // control_response that answers one of our control_requests (an ask). It
 // reads on a goroutine of its own, which ends at EOF, at a bad line (the
 // error is kept in Err), or when stdin fails; Close does not stop a read in
 // progress (stdin cannot be cancelled), and the process's exit ends it.
-type streamInput struct {
+type Input struct {
 	more chan struct{} // signalled (cap 1) when a prompt is queued or the input ends
 	warn func(string)
 
@@ -40,13 +40,13 @@ type controlAnswer struct {
 // maxInputLine bounds one line of stream-json input.
 const maxInputLine = 16 << 20
 
-func newStreamInput(r io.Reader, warn func(string)) *streamInput {
-	in := &streamInput{more: make(chan struct{}, 1), waiting: map[string]chan controlAnswer{}, warn: warn}
+func NewInput(r io.Reader, warn func(string)) *Input {
+	in := &Input{more: make(chan struct{}, 1), waiting: map[string]chan controlAnswer{}, warn: warn}
 	go in.read(r) // ends with stdin; see the type's comment
 	return in
 }
 
-func (in *streamInput) read(r io.Reader) {
+func (in *Input) read(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxInputLine)
 	n := 0
@@ -74,7 +74,7 @@ func (in *streamInput) read(r io.Reader) {
 	in.signal()
 }
 
-func (in *streamInput) signal() {
+func (in *Input) signal() {
 	select {
 	case in.more <- struct{}{}:
 	default:
@@ -85,7 +85,7 @@ func (in *streamInput) signal() {
 // ctx did) and every message was taken. Messages that arrive while a turn
 // runs wait their turn; reading goes on meanwhile, so that the running
 // turn's asks can be answered.
-func (in *streamInput) Next(ctx context.Context) (agent.Prompt, bool) {
+func (in *Input) Next(ctx context.Context) (agent.Prompt, bool) {
 	for {
 		in.mu.Lock()
 		if len(in.prompts) > 0 {
@@ -108,14 +108,14 @@ func (in *streamInput) Next(ctx context.Context) (agent.Prompt, bool) {
 }
 
 // Err returns what ended the input early: a bad line, or a failed read.
-func (in *streamInput) Err() error {
+func (in *Input) Err() error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.err
 }
 
 // line takes one line of input.
-func (in *streamInput) line(b []byte) error {
+func (in *Input) line(b []byte) error {
 	var l struct {
 		Type    string `json:"type"`
 		Message *struct {
@@ -227,7 +227,7 @@ func userPrompt(raw json.RawMessage) (agent.Prompt, error) {
 
 // request registers a control request id; the channel gets its answer,
 // or is closed when the input ends first.
-func (in *streamInput) request(id string) (<-chan controlAnswer, func()) {
+func (in *Input) request(id string) (<-chan controlAnswer, func()) {
 	ch := make(chan controlAnswer, 1)
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -247,7 +247,7 @@ func (in *streamInput) request(id string) (<-chan controlAnswer, func()) {
 // Claude Code's SDK: a control_request line on stdout, a control_response
 // line on stdin. An approval is a can_use_tool request; a followup question
 // is our "followup" request. When stdin ends first the ask is denied.
-func (in *streamInput) approver(out *jsonLines, tr *transcript) agent.Approver {
+func (in *Input) Approver(out *Writer, tr *Transcript) agent.Approver {
 	var mu sync.Mutex
 	n := 0
 	return func(ctx context.Context, ask messages.UIMessage) (agent.Response, bool) {
@@ -255,7 +255,7 @@ func (in *streamInput) approver(out *jsonLines, tr *transcript) agent.Approver {
 		var req map[string]any
 		switch ask.Ask {
 		case messages.AskCommand, messages.AskTool:
-			req = map[string]any{"subtype": "can_use_tool", "ask": ask.Ask, "description": describeAsk(ask)}
+			req = map[string]any{"subtype": "can_use_tool", "ask": ask.Ask, "description": DescribeAsk(ask)}
 			if c, ok := tr.call(ask); ok {
 				req["tool_name"], req["tool_use_id"], req["input"] = c.Name, c.ID, c.Input
 			}
@@ -271,7 +271,7 @@ func (in *streamInput) approver(out *jsonLines, tr *transcript) agent.Approver {
 		mu.Unlock()
 		ch, cancel := in.request(id)
 		defer cancel()
-		out.emit("control_request", map[string]any{"request_id": id, "request": req})
+		out.Emit("control_request", map[string]any{"request_id": id, "request": req})
 		var a controlAnswer
 		select {
 		case got, ok := <-ch:
@@ -302,7 +302,7 @@ func (in *streamInput) approver(out *jsonLines, tr *transcript) agent.Approver {
 			return agent.Response{Kind: agent.ResponseYes, By: "stdin"}, true
 		case r.Behavior == "deny" && ask.Ask != messages.AskFollowup && strings.TrimSpace(r.Message) != "":
 			if _, err := agent.ParseAnswer(r.Message); err == nil {
-				return deny, true // a bare "yes" in a denial must not allow
+				return deny, true // a bare "yes" in a Denial must not allow
 			}
 			return agent.Response{Kind: agent.ResponseMessage, Text: r.Message, By: "stdin"}, true
 		}

@@ -35,6 +35,8 @@ func TestLayers(t *testing.T) {
 		"mcp":             {"session", "bridge", "kernel", "kernel/client", "backing", "store", "webview", "notebooks", "cmd/agentkernel"},
 		// A surface over the session host, as bridge is: no Jupyter server.
 		"streamjson": {"bridge", "kernel", "webview", "notebooks", "cmd/agentkernel"},
+		// The panel's protocol over the host: no transport of its own.
+		"webview/hostagent": {"bridge", "kernel", "notebooks", "cmd/agentkernel"},
 	}
 	// Packages that sit on the session host map onto it and do not reach
 	// past it: they must not import these directly.
@@ -43,8 +45,9 @@ func TestLayers(t *testing.T) {
 		"webview": {"store", "rewind"},
 		// The host's API is in domain types: code outputs are backing's.
 		"session": {"kernel/wire", "kernel/client"},
-		// It reaches sessions only through the host.
-		"streamjson": {"store", "rewind", "kernel/client"},
+		// They reach sessions only through the host.
+		"streamjson":        {"store", "rewind", "kernel/client"},
+		"webview/hostagent": {"store", "rewind", "kernel/client", "kernel/wire"},
 	}
 	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "../../...").Output()
 	if err != nil {

@@ -14,11 +14,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
-	"github.com/agentkernel/agentkernel/checkpoint"
-	"github.com/agentkernel/agentkernel/eventlog"
-	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/kernel"
-	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/session"
 )
 
@@ -79,47 +75,23 @@ type Config struct {
 	// when no language_info is cached. Default 10s.
 	InfoWait time.Duration
 
+	// Reaper is the command line of the process that deletes the gateway
+	// backing's kernel if this one is killed (backing.RemoteOptions.Reaper).
+	Reaper []string
+
 	// The agent (prompt mode, %%agent cells and %agent magics):
 
-	// DataDir holds the session store; default the store's default.
-	DataDir string
-	// Store is the session store's URL (postgres://…); "" is SQLite in
-	// DataDir.
-	Store string
+	// Host configures the session host: the store, the model, permissions,
+	// hooks, MCP servers, the event log, checkpoints. Its Runner,
+	// Workspace, Kind and Logger are the bridge's (the backing runner,
+	// Dir, Mode, Logger).
+	Host session.Config
 	// Problems are what was wrong with the configuration (a broken config
 	// file, an unknown setting), left at defaults: shown in the first
 	// cell's output and in %agent help.
 	Problems []string
-	// Model is the model string for new sessions ("" = none configured).
-	Model string
-	// OpenModel turns model strings into providers; nil: none can be used.
-	OpenModel session.ModelOpener
 	// Approve answers asks when the frontend has no stdin. Default none.
 	Approve agent.ApprovalPolicy
-	// PermissionMode, Allow and Deny configure the agent's Policy.
-	PermissionMode agent.Mode
-	Allow, Deny    []string
-	// Hooks are the user's hooks; the workspace's settings add theirs.
-	Hooks hooks.Config
-	// Checkpoints set the limits of the workspace tracking.
-	Checkpoints checkpoint.Options
-	// EventLog receives the sessions' inputs and outputs; nil: none. The
-	// caller owns it.
-	EventLog *eventlog.Log
-	// Source is what the event log calls this kernel's inputs: notebook
-	// (the default) or run.
-	Source eventlog.Source
-	// MCPServers is the config file's mcpServers (user scope); the
-	// workspace's .mcp.json is read beside it (see session.Config).
-	MCPServers json.RawMessage
-	// Reaper is the command line of the process that deletes the gateway
-	// backing's kernel if this one is killed (backing.RemoteOptions.Reaper).
-	Reaper []string
-	// MCPUserDir is the config file's directory: a relative cwd of a
-	// server in MCPServers is relative to it.
-	MCPUserDir string
-	// Notebook writes `%agent export FILE.ipynb`; nil: JSONL only.
-	Notebook session.NotebookWriter
 }
 
 func (c Config) withDefaults() Config {
@@ -192,12 +164,9 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, err
 	}
 	b.runner = r
-	b.host = session.New(session.Config{
-		DataDir: cfg.DataDir, StoreURL: cfg.Store, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: b.runner,
-		Workspace: cfg.Dir, Kind: string(cfg.Mode), PermissionMode: cfg.PermissionMode,
-		Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, MCP: mcp.Options{UserDir: cfg.MCPUserDir}, Notebook: cfg.Notebook, Logger: b.log,
-		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: cfg.Source, Checkpoints: cfg.Checkpoints,
-	})
+	hc := cfg.Host
+	hc.Runner, hc.Workspace, hc.Kind, hc.Logger = b.runner, cfg.Dir, string(cfg.Mode), b.log
+	b.host = session.New(hc)
 	b.recent.init(256)
 	return b, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentkernel/agentkernel/eventlog"
+	"github.com/agentkernel/agentkernel/session"
 )
 
 // TestPanelFollowsMagics: an open web panel hears the mode set by
@@ -20,7 +21,7 @@ import (
 func TestPanelFollowsMagics(t *testing.T) {
 	elog := eventlog.New(eventlog.Options{Dir: filepath.Join(t.TempDir(), "logs")})
 	t.Cleanup(func() { elog.Close() })
-	h := startWith(t, Config{Mode: ModePrompt, DataDir: t.TempDir(), Dir: t.TempDir(), EventLog: elog})
+	h := startWith(t, Config{Mode: ModePrompt, Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir(), EventLog: elog}})
 	rep, _ := h.cell("%agent webview")
 	if rep["status"] != "ok" {
 		t.Fatalf("webview: %v", rep)

@@ -156,10 +156,10 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		err = configErr(cfg)
 	}
 	if err != nil {
-		cfg.EventLog.Close()
+		cfg.Host.EventLog.Close()
 		return fmt.Errorf("ask: %w", err)
 	}
-	defer cfg.EventLog.Close()
+	defer cfg.Host.EventLog.Close()
 	policy := string(cfg.Approve)
 	if *approveName != "" {
 		policy = *approveName
@@ -171,7 +171,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	st, err := store.Open(ctx, store.Options{Dir: cfg.DataDir, URL: firstNonEmpty(*storeArg, cfg.Store), Logger: log.Named("store")})
+	st, err := store.Open(ctx, store.Options{Dir: cfg.Host.DataDir, URL: firstNonEmpty(*storeArg, cfg.Host.StoreURL), Logger: log.Named("store")})
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
@@ -187,11 +187,9 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("ask: %w", err)
 	}
 	defer runner.Close()
-	host := session.New(session.Config{
-		Store: st, Model: cfg.Model, OpenModel: cfg.OpenModel, Runner: runner, Workspace: cwd, Kind: "ask",
-		PermissionMode: cfg.PermissionMode, Allow: cfg.Allow, Deny: cfg.Deny, MCPServers: cfg.MCPServers, MCP: mcp.Options{UserDir: cfg.MCPUserDir}, Logger: log,
-		Hooks: cfg.Hooks, EventLog: cfg.EventLog, Source: eventlog.SourceAsk, Checkpoints: cfg.Checkpoints,
-	})
+	hc := cfg.Host
+	hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.Source = st, runner, cwd, "ask", log, eventlog.SourceAsk
+	host := session.New(hc)
 	defer host.Close()
 	var info session.Info
 	switch {

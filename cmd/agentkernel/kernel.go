@@ -28,7 +28,9 @@ import (
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/eglaunch"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/notebooks"
+	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -128,10 +130,10 @@ func runKernel(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer bcfg.EventLog.Close() // after the bridge (deferred below) has closed
+	defer bcfg.Host.EventLog.Close() // after the bridge (deferred below) has closed
 	bcfg.Backing, bcfg.Mode, bcfg.Logger, bcfg.Version = *backingName, mode, log, versionString()
 	bcfg.BackingArgs, bcfg.Name, bcfg.Refuse = passed, conn.KernelName, nested
-	bcfg.Store = firstNonEmpty(*storeArg, bcfg.Store)
+	bcfg.Host.StoreURL = firstNonEmpty(*storeArg, bcfg.Host.StoreURL)
 	if bcfg.Gateway, err = gwFlags.resolve(); err != nil {
 		return fmt.Errorf("kernel: %w", err)
 	}
@@ -288,31 +290,33 @@ func agentConfig(model, record string, log hclog.Logger) (bridge.Config, error) 
 	prices := fc.prices()
 	dataDir := os.Getenv("AGENTKERNEL_DATA_DIR")
 	return bridge.Config{
-		DataDir:        dataDir,
-		Store:          storeURL("", fc),
-		Hooks:          fc.Hooks,
-		Checkpoints:    fc.Checkpoints.options(),
-		EventLog:       fc.eventLog(dataDir, log),
-		Source:         eventlog.Source(os.Getenv(envEventSource)),
-		Model:          models.Resolve(model, os.Getenv("AGENTKERNEL_MODEL"), fc.Model),
-		Approve:        approve,
-		PermissionMode: pmode,
-		Allow:          fc.Allow,
-		Deny:           fc.Deny,
-		MCPServers:     fc.MCPServers,
-		MCPUserDir:     filepath.Dir(configPath()),
-		Reaper:         reaper(),
-		Notebook: func(w io.Writer, s store.Session, h store.Histories) error {
-			nb, err := sessionNotebook(s, h, nil)
-			if err != nil {
-				return err
-			}
-			return notebooks.Write(w, nb)
-		},
-		OpenModel: func(spec string) (provider.Provider, error) {
-			return models.Open(spec, models.Options{Prices: prices, Record: record})
-		},
+		Approve:  approve,
+		Reaper:   reaper(),
 		Problems: problems,
+		Host: session.Config{
+			DataDir:        dataDir,
+			StoreURL:       storeURL("", fc),
+			Hooks:          fc.Hooks,
+			Checkpoints:    fc.Checkpoints.options(),
+			EventLog:       fc.eventLog(dataDir, log),
+			Source:         eventlog.Source(os.Getenv(envEventSource)),
+			Model:          models.Resolve(model, os.Getenv("AGENTKERNEL_MODEL"), fc.Model),
+			PermissionMode: pmode,
+			Allow:          fc.Allow,
+			Deny:           fc.Deny,
+			MCPServers:     fc.MCPServers,
+			MCP:            mcp.Options{UserDir: filepath.Dir(configPath())},
+			Notebook: func(w io.Writer, s store.Session, h store.Histories) error {
+				nb, err := sessionNotebook(s, h, nil)
+				if err != nil {
+					return err
+				}
+				return notebooks.Write(w, nb)
+			},
+			OpenModel: func(spec string) (provider.Provider, error) {
+				return models.Open(spec, models.Options{Prices: prices, Record: record})
+			},
+		},
 	}, nil
 }
 

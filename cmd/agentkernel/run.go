@@ -153,7 +153,7 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	if mode != "" {
 		cfg, err := agentConfig("", "", hclog.NewNullLogger())
 		if err == nil {
-			cfg.EventLog.Close()
+			cfg.Host.EventLog.Close()
 			err = configErr(cfg)
 		}
 		if err != nil {

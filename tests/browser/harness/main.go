@@ -45,6 +45,7 @@ import (
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/session"
 )
 
 func main() {
@@ -106,11 +107,11 @@ func run() error {
 	defer model.Close()
 	env := map[string]string{"OPENAI_API_KEY": "sk-harness-key", "OPENAI_BASE_URL": model.OpenAIURL()}
 	b, err := bridge.New(bridge.Config{
-		Mode: bridge.ModePrompt, Model: "openai:gpt-4.1", DataDir: filepath.Join(tmp, "data"),
-		Dir: filepath.Join(tmp, "work"), Logger: log,
-		OpenModel: func(spec string) (provider.Provider, error) {
-			return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-		},
+		Mode: bridge.ModePrompt, Dir: filepath.Join(tmp, "work"), Logger: log,
+		Host: session.Config{Model: "openai:gpt-4.1", DataDir: filepath.Join(tmp, "data"),
+			OpenModel: func(spec string) (provider.Provider, error) {
+				return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+			}},
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -510,5 +512,44 @@ func TestUserCodeImages(t *testing.T) {
 				t.Fatalf("%d images sent to %s, want %d: %s", images, model, want, user)
 			}
 		})
+	}
+}
+
+// TestTrackerIgnoresTheStore: a data directory inside the workspace (a
+// workspace that is the home directory) is not tracked: the database that
+// changes at every step is never a checkpointed file, so a rewind cannot
+// put an older one back under the running store.
+func TestTrackerIgnoresTheStore(t *testing.T) {
+	ws := t.TempDir()
+	for _, data := range []string{filepath.Join(ws, ".local", "share", "agentkernel"), ws} {
+		st, err := store.Open(context.Background(), store.Options{Dir: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := New(Config{Store: st, Workspace: ws})
+		tr, err := h.tracker()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := tr.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.CreateSession(context.Background(), store.NewSession{Model: "m"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		changes, _, err := tr.Sync(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range changes {
+			if c.Path != "notes.txt" {
+				t.Errorf("data directory %s: the scan tracked %s", data, c.Path)
+			}
+		}
+		h.Close()
+		st.Close()
 	}
 }

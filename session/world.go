@@ -42,12 +42,34 @@ func (h *Host) tracker() (*checkpoint.Tracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := checkpoint.New(h.cfg.Workspace, trackerStore{st}, h.cfg.Checkpoints)
+	opts := h.cfg.Checkpoints
+	opts.Ignore = append(append([]string(nil), opts.Ignore...), ownFiles(h.cfg.Workspace, st)...)
+	t, err := checkpoint.New(h.cfg.Workspace, trackerStore{st}, opts)
 	if err != nil {
 		return nil, err
 	}
 	h.track = t
 	return t, nil
+}
+
+// ownFiles are the ignore patterns of agentkernel's own files when they are
+// in the workspace (a data directory under it, as in a workspace that is
+// the home directory): the store changes at every step, and a rewind must
+// never put back an older database under the running one.
+func ownFiles(workspace string, st *store.Store) []string {
+	if st.Postgres() {
+		return nil
+	}
+	dir := CanonicalWorkspace(filepath.Dir(st.Path()))
+	rel, err := filepath.Rel(workspace, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	if rel == "." {
+		base := filepath.Base(st.Path())
+		return []string{"/" + base, "/" + base + "-wal", "/" + base + "-shm", "/" + base + "-journal", "/logs/"}
+	}
+	return []string{"/" + filepath.ToSlash(rel) + "/"}
 }
 
 // trackerStore is the store as the tracker's blobs and index.

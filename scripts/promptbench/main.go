@@ -100,7 +100,13 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	k, err := client.Start(ctx, spec, client.Options{})
+	// An empty workspace: what is measured is the stream, not the learning
+	// of whatever directory the benchmark runs in (scripts/ckptbench).
+	work := filepath.Join(tmp, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return err
+	}
+	k, err := client.Start(ctx, spec, client.Options{Dir: work})
 	if err != nil {
 		return err
 	}

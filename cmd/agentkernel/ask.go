@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/mattn/go-isatty"
 
 	"github.com/agentkernel/agentkernel/agent"
@@ -71,87 +72,147 @@ const (
 
 // runAsk is `agentkernel ask`.
 func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("ask", askSynopsis, stderr)
-	formatName := fs.String("output-format", "text", "text, json or stream-json")
-	inputName := fs.String("input-format", "text", "text (the prompt) or stream-json (user messages and answers, one JSON object a line; needs --output-format stream-json)")
-	partial := fs.Bool("include-partial-messages", false, "with stream-json: add the model's streaming deltas as stream_event lines")
-	maxTurns := fs.Int("max-turns", 0, "stop a prompt's turn after `N` model requests (error_max_turns); 0: no limit")
-	maxBudget := fs.Float64("max-budget-usd", 0, "stop the run once its model requests cost `X` USD (error_max_budget_usd); 0: no limit")
-	sessionRef := fs.String("session", "", "continue the session `ID` (or a unique id prefix)")
-	cont := fs.Bool("continue", false, "continue the most recent session")
-	approveName := fs.String("approve", "", "answer the agent's asks: none, read-only or all (default: ask on a terminal, else $AGENTKERNEL_APPROVE)")
-	model := fs.String("model", "", "model, e.g. openai:gpt-4.1 or replay:FILE (default: the session's, then $AGENTKERNEL_MODEL, then the config file)")
-	backingName := fs.String("backing", "python3", "kernelspec of the backing kernel that runs the agent's code")
-	record := fs.String("record", "", "record the model's answers to the cassette `FILE`")
-	gwFlags := addGatewayFlags(fs)
-	storeArg := storeFlag(fs)
-	rewindTo := fs.String("rewind", "", "with --session or --continue: first rewind the session to before message `#N` "+
-		"(its files, and its kernel when --approve all lets the code before it replay), as sessions rewind does")
-	pos, err := parseArgs(fs, args)
+	a, err := parseAsk(args, stdin, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	format := askFormat(*formatName)
-	switch format {
+	return a.run()
+}
+
+// askRun is one `agentkernel ask`: its options, and then what it opened.
+type askRun struct {
+	format               askFormat
+	streamIn, partial    bool
+	maxTurns             int
+	maxBudget            float64
+	sessionRef, model    string
+	cont                 bool
+	approveName, backing string
+	record, store        string
+	rewindTo             string
+	gw                   *gatewayFlags
+	prompt               string
+	fromStdin, tty       bool
+
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	// Set by run.
+	log      hclog.Logger
+	host     *session.Host
+	info     session.Info
+	policy   string
+	ap       agent.ApprovalPolicy
+	out      *streamjson.Writer
+	tr       *streamjson.Transcript
+	input    *streamjson.Input
+	approver agent.Approver
+}
+
+// parseAsk reads ask's flags and its prompt.
+func parseAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) (*askRun, error) {
+	a := &askRun{stdin: stdin, stdout: stdout, stderr: stderr}
+	fs := newFlagSet("ask", askSynopsis, stderr)
+	formatName := fs.String("output-format", "text", "text, json or stream-json")
+	inputName := fs.String("input-format", "text", "text (the prompt) or stream-json (user messages and answers, one JSON object a line; needs --output-format stream-json)")
+	fs.BoolVar(&a.partial, "include-partial-messages", false, "with stream-json: add the model's streaming deltas as stream_event lines")
+	fs.IntVar(&a.maxTurns, "max-turns", 0, "stop a prompt's turn after `N` model requests (error_max_turns); 0: no limit")
+	fs.Float64Var(&a.maxBudget, "max-budget-usd", 0, "stop the run once its model requests cost `X` USD (error_max_budget_usd); 0: no limit")
+	fs.StringVar(&a.sessionRef, "session", "", "continue the session `ID` (or a unique id prefix)")
+	fs.BoolVar(&a.cont, "continue", false, "continue the most recent session of this directory")
+	fs.StringVar(&a.approveName, "approve", "", "answer the agent's asks: none, read-only or all (default: ask on a terminal, else $AGENTKERNEL_APPROVE)")
+	fs.StringVar(&a.model, "model", "", "model, e.g. openai:gpt-4.1 or replay:FILE (default: the session's, then $AGENTKERNEL_MODEL, then the config file)")
+	fs.StringVar(&a.backing, "backing", "python3", "kernelspec of the backing kernel that runs the agent's code")
+	fs.StringVar(&a.record, "record", "", "record the model's answers to the cassette `FILE`")
+	a.gw = addGatewayFlags(fs)
+	storeArg := storeFlag(fs)
+	fs.StringVar(&a.rewindTo, "rewind", "", "with --session or --continue: first rewind the session to before message `#N` "+
+		"(its files, and its kernel when --approve all lets the code before it replay), as sessions rewind does")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	a.format, a.store = askFormat(*formatName), *storeArg
+	if err := a.check(*formatName, *inputName, pos); err != nil {
+		return nil, err
+	}
+	if err := a.readPrompt(pos); err != nil {
+		if errors.Is(err, errNoPrompt) {
+			fs.Usage()
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+// check refuses flags that do not go together.
+func (a *askRun) check(formatName, inputName string, pos []string) error {
+	switch a.format {
 	case formatText, formatJSON, formatStreamJSON:
 	default:
-		return fmt.Errorf("ask: --output-format %q: want text, json or stream-json", *formatName)
+		return fmt.Errorf("ask: --output-format %q: want text, json or stream-json", formatName)
 	}
-	streamIn := false
-	switch *inputName {
+	switch inputName {
 	case "text":
 	case "stream-json":
-		streamIn = true
-		if format != formatStreamJSON {
+		a.streamIn = true
+		if a.format != formatStreamJSON {
 			return errors.New("ask: --input-format stream-json needs --output-format stream-json")
 		}
 		if len(pos) > 0 {
 			return errors.New("ask: with --input-format stream-json the prompts come from stdin: give no PROMPT")
 		}
 	default:
-		return fmt.Errorf("ask: --input-format %q: want text or stream-json", *inputName)
+		return fmt.Errorf("ask: --input-format %q: want text or stream-json", inputName)
 	}
-	if *partial && format != formatStreamJSON {
+	switch {
+	case a.partial && a.format != formatStreamJSON:
 		return errors.New("ask: --include-partial-messages needs --output-format stream-json")
-	}
-	if *maxTurns < 0 {
-		return fmt.Errorf("ask: --max-turns %d: want a positive number (0: no limit)", *maxTurns)
-	}
-	if *maxBudget < 0 || math.IsNaN(*maxBudget) || math.IsInf(*maxBudget, 0) {
-		return fmt.Errorf("ask: --max-budget-usd %v: want a positive amount (0: no limit)", *maxBudget)
-	}
-	if *cont && *sessionRef != "" {
+	case a.maxTurns < 0:
+		return fmt.Errorf("ask: --max-turns %d: want a positive number (0: no limit)", a.maxTurns)
+	case a.maxBudget < 0 || math.IsNaN(a.maxBudget) || math.IsInf(a.maxBudget, 0):
+		return fmt.Errorf("ask: --max-budget-usd %v: want a positive amount (0: no limit)", a.maxBudget)
+	case a.cont && a.sessionRef != "":
 		return errors.New("ask: --session and --continue exclude each other")
-	}
-	if *rewindTo != "" && !*cont && *sessionRef == "" {
+	case a.rewindTo != "" && !a.cont && a.sessionRef == "":
 		return errors.New("ask: --rewind needs the session: --session ID or --continue")
-	}
-	if len(pos) > 1 {
+	case len(pos) > 1:
 		return fmt.Errorf("ask: want one PROMPT (quote it), got %d arguments", len(pos))
 	}
-	tty := isTerminal(stdin)
-	prompt, fromStdin := "", false
+	return nil
+}
+
+// readPrompt takes the prompt from the arguments, else from stdin.
+func (a *askRun) readPrompt(pos []string) error {
+	a.tty = isTerminal(a.stdin)
 	switch {
-	case streamIn:
+	case a.streamIn:
+		return nil
 	case len(pos) == 1 && pos[0] != "-":
-		prompt = pos[0]
-	case len(pos) == 1 || !tty:
-		b, err := io.ReadAll(io.LimitReader(stdin, 16<<20))
+		a.prompt = pos[0]
+	case len(pos) == 1 || !a.tty:
+		b, err := io.ReadAll(io.LimitReader(a.stdin, 16<<20))
 		if err != nil {
 			return fmt.Errorf("ask: read the prompt from stdin: %w", err)
 		}
-		prompt, fromStdin = string(b), true
+		a.prompt, a.fromStdin = string(b), true
 	}
-	if !streamIn && strings.TrimSpace(prompt) == "" {
-		fs.Usage()
-		return errors.New("ask: no prompt given")
+	if strings.TrimSpace(a.prompt) == "" {
+		return errNoPrompt
 	}
+	return nil
+}
 
-	log, err := newLogger(stderr)
-	if err != nil {
+var errNoPrompt = errors.New("ask: no prompt given")
+
+// run opens the store, the backing runner and the host, and runs the
+// prompt (or each prompt of stdin).
+func (a *askRun) run() error {
+	var err error
+	if a.log, err = newLogger(a.stderr); err != nil {
 		return err
 	}
-	cfg, err := agentConfig("", *record, log)
+	cfg, err := agentConfig("", a.record, a.log)
 	if err == nil {
 		err = configErr(cfg)
 	}
@@ -160,141 +221,162 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("ask: %w", err)
 	}
 	defer cfg.Host.EventLog.Close()
-	policy := string(cfg.Approve)
-	if *approveName != "" {
-		policy = *approveName
-	}
-	ap, err := agent.ParseApprovalPolicy(policy)
-	if err != nil {
+	a.policy = cmp.Or(a.approveName, string(cfg.Approve))
+	if a.ap, err = agent.ParseApprovalPolicy(a.policy); err != nil {
 		return fmt.Errorf("ask: --approve: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	st, err := store.Open(ctx, store.Options{Dir: cfg.Host.DataDir, URL: firstNonEmpty(*storeArg, cfg.Host.StoreURL), Logger: log.Named("store")})
+	st, err := store.Open(ctx, store.Options{Dir: cfg.Host.DataDir, URL: firstNonEmpty(a.store, cfg.Host.StoreURL), Logger: a.log.Named("store")})
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
 	defer st.Close()
 	cwd, _ := os.Getwd()
-	gw, err := gwFlags.resolve()
+	gw, err := a.gw.resolve()
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
-	runner, err := backing.Open(backing.Options{Kernel: *backingName, Dir: cwd, Owner: "ask", Gateway: gw,
-		Reaper: reaper(), Logger: log})
+	runner, err := backing.Open(backing.Options{Kernel: a.backing, Dir: cwd, Owner: "ask", Gateway: gw,
+		Reaper: reaper(), Logger: a.log})
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
 	defer runner.Close()
 	hc := cfg.Host
-	hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.Source = st, runner, cwd, "ask", log, eventlog.SourceAsk
-	host := session.New(hc)
-	defer host.Close()
-	var info session.Info
+	hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.Source = st, runner, cwd, "ask", a.log, eventlog.SourceAsk
+	a.host = session.New(hc)
+	defer a.host.Close()
+	if err := a.openSession(ctx); err != nil {
+		return err
+	}
+	a.streams()
+	tools, servers := initMCP(ctx, a.host, a.info.Tools, a.tr.Enabled())
+	a.tr.Emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": tools, "mcp_servers": servers,
+		"model": a.host.Model(), "permissionMode": a.host.Mode(), "slash_commands": []any{},
+		"agentkernel_version": versionString(), "backing": a.backing, "approve": a.policy, "resumed": a.info.Resumed,
+		"session_workspace": cmp.Or(a.info.Elsewhere, a.host.Workspace())})
+	defer a.host.Subscribe(a.tr.Event)()
+	if err := a.rewind(ctx); err != nil {
+		return err
+	}
+	return a.prompts(ctx)
+}
+
+// openSession makes the session current (new, continued or resumed) and
+// its model known.
+func (a *askRun) openSession(ctx context.Context) error {
+	var err error
 	switch {
-	case *cont:
-		info, err = host.Continue(ctx)
-	case *sessionRef != "":
-		info, err = host.Resume(ctx, *sessionRef)
+	case a.cont:
+		a.info, err = a.host.Continue(ctx)
+	case a.sessionRef != "":
+		a.info, err = a.host.Resume(ctx, a.sessionRef)
 	default:
-		info, err = host.NewSession(ctx)
+		a.info, err = a.host.NewSession(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
-	if info.Elsewhere != "" {
-		fmt.Fprintf(stderr, "agentkernel: session %s was started in %s, not here (%s): its rewinds here restore the "+
-			"conversation and the kernel, never files.\n", shortID(info.ID), info.Elsewhere, host.Workspace())
+	if a.info.Elsewhere != "" {
+		fmt.Fprintf(a.stderr, "agentkernel: session %s was started in %s, not here (%s): its rewinds here restore the "+
+			"conversation and the kernel, never files.\n", shortID(a.info.ID), a.info.Elsewhere, a.host.Workspace())
 	}
-	if m := strings.TrimSpace(*model); m != "" {
-		if err := host.SetModel(ctx, m); err != nil {
+	if m := strings.TrimSpace(a.model); m != "" {
+		if err := a.host.SetModel(ctx, m); err != nil {
 			return fmt.Errorf("ask: model %s: %w", m, err)
 		}
 	}
-	modelName := host.Model()
-	if modelName == "" {
+	if a.host.Model() == "" {
 		return errors.New("ask: no model configured: pass --model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, " +
 			"ollama:qwen2.5-coder, replay:FILE) or set AGENTKERNEL_MODEL")
 	}
-	sid := info.ID
+	return nil
+}
 
-	out := streamjson.NewWriter(stdout)
+// streams sets up the output, the stream-json transcript and input, and
+// who answers the asks.
+func (a *askRun) streams() {
+	a.out = streamjson.NewWriter(a.stdout)
 	var emitter *streamjson.Writer
-	if format == formatStreamJSON {
-		emitter = out
+	if a.format == formatStreamJSON {
+		emitter = a.out
 	}
-	tr := streamjson.NewTranscript(emitter, sid, modelName, *partial)
-	var input *streamjson.Input
-	var approver agent.Approver
+	a.tr = streamjson.NewTranscript(emitter, a.info.ID, a.host.Model(), a.partial)
+	if a.streamIn {
+		a.input = streamjson.NewInput(a.stdin, func(s string) { fmt.Fprintln(a.stderr, s) })
+	}
 	switch {
-	case *approveName != "":
-		approver = ap.Approver()
-	case streamIn:
-		input = streamjson.NewInput(stdin, func(s string) { fmt.Fprintln(stderr, s) })
-		approver = input.Approver(out, tr)
-		policy = "stdin"
-	case tty && !fromStdin:
-		approver = ttyApprover(stdin, stderr)
-		policy = "interactive"
+	case a.approveName != "":
+		a.approver = a.ap.Approver()
+	case a.streamIn:
+		a.approver = a.input.Approver(a.out, a.tr)
+		a.policy = "stdin"
+	case a.tty && !a.fromStdin:
+		a.approver = ttyApprover(a.stdin, a.stderr)
+		a.policy = "interactive"
 	default:
-		approver = ap.Approver()
+		a.approver = a.ap.Approver()
 	}
-	if streamIn && input == nil {
-		input = streamjson.NewInput(stdin, func(s string) { fmt.Fprintln(stderr, s) })
-	}
-	tools, servers := initMCP(ctx, host, info.Tools, tr.Enabled())
-	tr.Emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": tools, "mcp_servers": servers,
-		"model": modelName, "permissionMode": host.Mode(), "slash_commands": []any{},
-		"agentkernel_version": versionString(), "backing": *backingName, "approve": policy, "resumed": info.Resumed,
-		"session_workspace": cmp.Or(info.Elsewhere, host.Workspace())})
-	defer host.Subscribe(tr.Event)()
+}
 
-	if *rewindTo != "" {
-		ts, err := host.Ref(*rewindTo)
-		if err != nil {
-			return fmt.Errorf("ask: --rewind: %w", err)
-		}
-		rw, err := host.Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: func(context.Context, []session.CodeRun) bool {
-			return ap == agent.ApproveAll && policy != "interactive" && policy != "stdin"
-		}})
-		if err != nil {
-			return fmt.Errorf("ask: --rewind: %w", err)
-		}
-		tr.System("rewind", map[string]any{"to": *rewindTo, "removed": rw.Removed,
-			"files": rw.Files, "kernel": rw.Kernel, "kernel_note": rw.KernelNote})
-		if format == formatText {
-			fmt.Fprintln(stderr, rw.Summary())
-		}
+// rewind is --rewind: the session goes back before its prompt.
+func (a *askRun) rewind(ctx context.Context) error {
+	if a.rewindTo == "" {
+		return nil
 	}
-	turn := session.Turn{Approve: approver, OnAsk: tr.Ask,
-		Limits: agent.Limits{MaxRequests: *maxTurns}}
-	if format == formatStreamJSON {
-		turn.Output = tr.Output
+	ts, err := a.host.Ref(a.rewindTo)
+	if err != nil {
+		return fmt.Errorf("ask: --rewind: %w", err)
 	}
-	if format == formatText {
+	rw, err := a.host.Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: func(context.Context, []session.CodeRun) bool {
+		return a.ap == agent.ApproveAll && a.policy != "interactive" && a.policy != "stdin"
+	}})
+	if err != nil {
+		return fmt.Errorf("ask: --rewind: %w", err)
+	}
+	a.tr.System("rewind", map[string]any{"to": a.rewindTo, "removed": rw.Removed,
+		"files": rw.Files, "kernel": rw.Kernel, "kernel_note": rw.KernelNote})
+	if a.format == formatText {
+		fmt.Fprintln(a.stderr, rw.Summary())
+	}
+	return nil
+}
+
+// turn is how each prompt's turn is followed.
+func (a *askRun) turn() session.Turn {
+	turn := session.Turn{Approve: a.approver, OnAsk: a.tr.Ask, Limits: agent.Limits{MaxRequests: a.maxTurns}}
+	switch a.format {
+	case formatStreamJSON:
+		turn.Output = a.tr.Output
+	case formatText:
 		// What the agent reports as an error (a prompt a hook blocked, a
 		// failing hook, …) is for the person at the terminal.
 		turn.Events = func(e agent.Event) {
 			if e.Kind == agent.EventMessageCreated && e.Message.Say == messages.SayError && e.Message.Decision == nil {
-				fmt.Fprintln(stderr, e.Message.Text)
+				fmt.Fprintln(a.stderr, e.Message.Text)
 			}
 		}
-		turn.OnAsk = func(a session.AnsweredAsk) {
-			if a.Denied() {
-				fmt.Fprintf(stderr, "denied (%s): %s\n", a.Response.By, streamjson.DescribeAsk(a.Ask))
+		turn.OnAsk = func(x session.AnsweredAsk) {
+			if x.Denied() {
+				fmt.Fprintf(a.stderr, "denied (%s): %s\n", x.Response.By, streamjson.DescribeAsk(x.Ask))
 			}
 		}
 	}
+	return turn
+}
 
-	// One turn per prompt: the one given, or each user message on stdin.
+// prompts runs one turn per prompt: the one given, or each user message
+// on stdin; and says how the run ended.
+func (a *askRun) prompts(ctx context.Context) error {
+	turn := a.turn()
 	var failed error
 	var denied []streamjson.Denial
-	total := 0.0
+	total, prompt := 0.0, a.prompt
 	for n := 0; ; n++ {
-		if streamIn {
-			p, ok := input.Next(ctx)
-			if !ok || input.Err() != nil {
+		if a.streamIn {
+			p, ok := a.input.Next(ctx)
+			if !ok || a.input.Err() != nil {
 				break
 			}
 			prompt, turn.Images = p.Text, p.Images
@@ -302,46 +384,52 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			break
 		}
 		turn.Limits.MaxCost = 0
-		if *maxBudget > 0 {
-			turn.Limits.MaxCost = *maxBudget - total
+		if a.maxBudget > 0 {
+			turn.Limits.MaxCost = a.maxBudget - total
 		}
 		var res session.Result
 		var askErr error
-		if *maxBudget > 0 && turn.Limits.MaxCost <= 0 {
+		if a.maxBudget > 0 && turn.Limits.MaxCost <= 0 {
 			// The budget is spent: no request starts.
-			res, askErr = session.Result{SessionID: sid}, agent.ErrMaxBudget
+			res, askErr = session.Result{SessionID: a.info.ID}, agent.ErrMaxBudget
 		} else {
-			res, askErr = host.Submit(ctx, prompt, turn)
+			res, askErr = a.host.Submit(ctx, prompt, turn)
 		}
 		if askErr == nil {
-			askErr = tr.PromptBlocked()
+			askErr = a.tr.PromptBlocked()
 		}
 		total += res.Usage.Cost
-		result, d := tr.Result(res, modelName, total, askErr)
+		result, d := a.tr.Result(res, a.host.Model(), total, askErr)
 		denied = append(denied, d...)
-		switch format {
+		switch a.format {
 		case formatText:
 			if res.Text != "" {
-				fmt.Fprintln(stdout, strings.TrimRight(res.Text, "\n"))
+				fmt.Fprintln(a.stdout, strings.TrimRight(res.Text, "\n"))
 			}
 		case formatJSON, formatStreamJSON:
-			out.Emit("result", result)
+			a.out.Emit("result", result)
 		}
 		if askErr != nil {
 			failed = fmt.Errorf("ask: %s", streamjson.ErrorText(askErr))
-			if ctx.Err() != nil || !streamIn {
+			if ctx.Err() != nil || !a.streamIn {
 				break
 			}
 		}
 	}
-	if cerr := host.Close(); cerr != nil {
-		log.Warn("closing the session", "error", cerr)
+	return a.finish(failed, denied)
+}
+
+// finish closes the session and returns the run's error: a write, the
+// input, a failed turn, or denied calls.
+func (a *askRun) finish(failed error, denied []streamjson.Denial) error {
+	if cerr := a.host.Close(); cerr != nil {
+		a.log.Warn("closing the session", "error", cerr)
 	}
-	if err := out.Err(); err != nil {
+	if err := a.out.Err(); err != nil {
 		return fmt.Errorf("ask: write output: %w", err)
 	}
-	if input != nil {
-		if err := input.Err(); err != nil {
+	if a.input != nil {
+		if err := a.input.Err(); err != nil {
 			return fmt.Errorf("ask: %w", err)
 		}
 	}

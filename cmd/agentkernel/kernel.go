@@ -35,13 +35,39 @@ import (
 )
 
 func runKernel(args []string, stderr io.Writer) error {
+	k, err := parseKernel(args, stderr)
+	if err != nil {
+		return err
+	}
+	return k.run()
+}
+
+// kernelRun is one `agentkernel kernel`: its options, and then what it
+// started.
+type kernelRun struct {
+	connFile, backing, mode, model, record, store string
+	gw                                            *gatewayFlags
+	eg                                            eglaunch.Options
+	passed                                        []string // the backing kernel's arguments
+	stderr                                        io.Writer
+
+	// Set by run.
+	log  hclog.Logger
+	conn *wire.ConnectionInfo
+	egl  *eglaunch.Launch // launched by Enterprise Gateway
+}
+
+// parseKernel reads the kernel's flags: ours, Enterprise Gateway's
+// launcher contract, and the backing kernel's (the rest).
+func parseKernel(args []string, stderr io.Writer) (*kernelRun, error) {
+	k := &kernelRun{stderr: stderr}
 	fs := newFlagSet("kernel", "kernel -f CONNECTION_FILE [flags]", stderr)
-	connFile := fs.String("f", "", "connection file written by Jupyter (required unless launched by Enterprise Gateway)")
-	backingName := fs.String("backing", "python3", "kernelspec of the backing kernel")
-	modeName := fs.String("mode", "code", "kernel mode: code or prompt")
-	model := fs.String("model", "", "model for new sessions (default $AGENTKERNEL_MODEL, then the config file)")
-	record := fs.String("record", os.Getenv("AGENTKERNEL_RECORD"), "record the model's answers to this cassette `FILE`")
-	gwFlags := addGatewayFlags(fs)
+	fs.StringVar(&k.connFile, "f", "", "connection file written by Jupyter (required unless launched by Enterprise Gateway)")
+	fs.StringVar(&k.backing, "backing", "python3", "kernelspec of the backing kernel")
+	fs.StringVar(&k.mode, "mode", "code", "kernel mode: code or prompt")
+	fs.StringVar(&k.model, "model", "", "model for new sessions (default $AGENTKERNEL_MODEL, then the config file)")
+	fs.StringVar(&k.record, "record", os.Getenv("AGENTKERNEL_RECORD"), "record the model's answers to this cassette `FILE`")
+	k.gw = addGatewayFlags(fs)
 	storeArg := storeFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: agentkernel kernel -f CONNECTION_FILE [flags] [BACKING_ARGS...]\n"+
@@ -58,65 +84,54 @@ func runKernel(args []string, stderr io.Writer) error {
 	egOpts, args := eglaunch.SplitArgs(args)
 	ours, passed := splitKernelArgs(fs, args)
 	if err := fs.Parse(ours); err != nil {
-		return err
+		return nil, err
 	}
-	if *connFile == "" {
+	k.passed, k.store = passed, *storeArg
+	if k.connFile == "" {
 		egOpts = egOpts.Or(eglaunch.FromEnv(os.Getenv))
 	}
+	k.eg = egOpts
 	switch {
-	case *connFile == "" && !egOpts.Enabled():
+	case k.connFile == "" && !egOpts.Enabled():
 		fs.Usage()
-		return errors.New("kernel: -f CONNECTION_FILE is required (or Enterprise Gateway's --response-address)")
-	case *connFile != "" && egOpts.Enabled():
-		return errors.New("kernel: -f CONNECTION_FILE and Enterprise Gateway's --response-address exclude each other")
+		return nil, errors.New("kernel: -f CONNECTION_FILE is required (or Enterprise Gateway's --response-address)")
+	case k.connFile != "" && egOpts.Enabled():
+		return nil, errors.New("kernel: -f CONNECTION_FILE and Enterprise Gateway's --response-address exclude each other")
 	}
-	mode, err := bridge.ParseMode(*modeName)
+	return k, nil
+}
+
+// run starts the bridge and the kernel server and serves until a signal,
+// the parent's end, Enterprise Gateway or a shutdown request ends it.
+func (k *kernelRun) run() error {
+	mode, err := bridge.ParseMode(k.mode)
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(stderr)
-	if err != nil {
+	if k.log, err = newLogger(k.stderr); err != nil {
 		return err
 	}
 	setKernelProcs()
-	if path := os.Getenv("AGENTKERNEL_CPUPROFILE"); path != "" {
-		// %p in the path becomes the process id: a benchmark that starts
-		// several kernels gets one profile each.
-		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
-	}
-	var conn *wire.ConnectionInfo
-	var eg *eglaunch.Launch
-	if egOpts.Enabled() {
-		// Launched by Enterprise Gateway: the ports, key and transport are
-		// ours to pick; bad arguments fail here, before anything starts.
-		eg, err = eglaunch.Prepare(egOpts, eglaunch.Config{
-			MinPortRangeSize: eglaunch.MinPortRangeSizeFromEnv(os.Getenv), Logger: log})
-		if err != nil {
-			return fmt.Errorf("kernel: launched by Enterprise Gateway: %w", err)
-		}
-		defer eg.Close()
-		conn = eg.ConnectionInfo()
-	} else if conn, err = wire.ReadConnectionFile(*connFile); err != nil {
+	stopProfile, err := startProfile()
+	if err != nil {
 		return err
+	}
+	defer stopProfile()
+	if err := k.connection(); err != nil {
+		return err
+	}
+	if k.egl != nil {
+		defer k.egl.Close()
 	}
 	nested := backing.CheckNested()
 	if nested != nil {
-		log.Error("refusing to start a backing kernel", "reason", nested)
-		if len(passed) > 0 {
-			log.Warn("no backing kernel to pass the arguments to", "args", passed)
+		k.log.Error("refusing to start a backing kernel", "reason", nested)
+		if len(k.passed) > 0 {
+			k.log.Warn("no backing kernel to pass the arguments to", "args", k.passed)
 		}
-	} else if len(passed) > 0 {
-		log.Debug("arguments for the backing kernel", "args", passed)
+	} else if len(k.passed) > 0 {
+		k.log.Debug("arguments for the backing kernel", "args", k.passed)
 	}
-
 	// SIGINT interrupts (signal interrupt mode) instead of killing us;
 	// SIGTERM and SIGHUP shut down cleanly.
 	sigint := make(chan os.Signal, 1)
@@ -126,37 +141,79 @@ func runKernel(args []string, stderr io.Writer) error {
 	signal.Notify(sigterm, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigterm)
 
-	bcfg, err := agentConfig(*model, *record, log)
+	bcfg, err := agentConfig(k.model, k.record, k.log)
 	if err != nil {
 		return err
 	}
 	defer bcfg.Host.EventLog.Close() // after the bridge (deferred below) has closed
-	bcfg.Backing, bcfg.Mode, bcfg.Logger, bcfg.Version = *backingName, mode, log, versionString()
-	bcfg.BackingArgs, bcfg.Name, bcfg.Refuse = passed, conn.KernelName, nested
-	bcfg.Host.StoreURL = firstNonEmpty(*storeArg, bcfg.Host.StoreURL)
-	if bcfg.Gateway, err = gwFlags.resolve(); err != nil {
+	bcfg.Backing, bcfg.Mode, bcfg.Logger, bcfg.Version = k.backing, mode, k.log, versionString()
+	bcfg.BackingArgs, bcfg.Name, bcfg.Refuse = k.passed, k.conn.KernelName, nested
+	bcfg.Host.StoreURL = firstNonEmpty(k.store, bcfg.Host.StoreURL)
+	if bcfg.Gateway, err = k.gw.resolve(); err != nil {
 		return fmt.Errorf("kernel: %w", err)
 	}
 	b, err := bridge.New(bcfg)
 	if err != nil {
 		return err
 	}
-	if eg == nil {
+	if k.egl == nil {
 		b.Start()
 	}
 	defer func() {
 		if err := b.Close(); err != nil && !errors.Is(err, net.ErrClosed) { // shutdown may have closed it
-			log.Warn("closing the bridge", "error", err)
+			k.log.Warn("closing the bridge", "error", err)
 		}
 	}()
-	srv, err := kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: log})
+	srv, err := kernel.New(kernel.Config{Conn: k.conn, Handler: b, Logger: k.log})
 	if err != nil {
 		return err
 	}
+	return k.serve(srv, b, sigint, sigterm)
+}
 
-	// A kernel never outlives the process that launched it (a Jupyter
-	// server that crashed or was killed): jupyter_client names it in
-	// JPY_PARENT_PID, as ipykernel expects. Started by hand, no watch.
+// startProfile writes a CPU profile when AGENTKERNEL_CPUPROFILE names a
+// file (%p in it becomes the process id: a benchmark that starts several
+// kernels gets one profile each).
+func startProfile() (stop func(), err error) {
+	path := os.Getenv("AGENTKERNEL_CPUPROFILE")
+	if path == "" {
+		return func() {}, nil
+	}
+	path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// connection reads the connection file, or, launched by Enterprise
+// Gateway, picks the ports, key and transport (bad arguments fail here,
+// before anything starts).
+func (k *kernelRun) connection() error {
+	if !k.eg.Enabled() {
+		var err error
+		k.conn, err = wire.ReadConnectionFile(k.connFile)
+		return err
+	}
+	egl, err := eglaunch.Prepare(k.eg, eglaunch.Config{
+		MinPortRangeSize: eglaunch.MinPortRangeSizeFromEnv(os.Getenv), Logger: k.log})
+	if err != nil {
+		return fmt.Errorf("kernel: launched by Enterprise Gateway: %w", err)
+	}
+	k.egl, k.conn = egl, egl.ConnectionInfo()
+	return nil
+}
+
+// serve runs the kernel server until it ends. A kernel never outlives the
+// process that launched it (a Jupyter server that crashed or was killed):
+// jupyter_client names it in JPY_PARENT_PID, as ipykernel expects; started
+// by hand, no watch.
+func (k *kernelRun) serve(srv *kernel.Server, b *bridge.Bridge, sigint, sigterm <-chan os.Signal) error {
 	var parentGone <-chan struct{}
 	parent := 0
 	if pid := kernel.ParentPID(); pid != 0 {
@@ -168,40 +225,14 @@ func runKernel(args []string, stderr io.Writer) error {
 	defer cancelServe()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx) }()
-	// Launched by Enterprise Gateway: once the ports are bound, EG gets the
-	// connection info and may use the communication port; a signal there
-	// is delivered to this process (SIGINT interrupts, SIGTERM shuts down,
-	// as below), a shutdown request shuts down.
-	var egShutdown chan struct{}
-	var failed error
-	if eg != nil {
-		egShutdown = make(chan struct{}, 1)
-		eg.Listen(eglaunch.Handler{Shutdown: func() {
-			select {
-			case egShutdown <- struct{}{}:
-			default:
-			}
-		}})
-		select {
-		case <-srv.Listening():
-			// The backing kernel starts once EG knows where we are: a launch
-			// that cannot reach EG starts nothing.
-			if err := eg.Reply(sctx); err != nil {
-				failed = fmt.Errorf("kernel: launched by Enterprise Gateway: %w", err)
-			} else {
-				b.Start()
-			}
-		case err := <-done:
-			done <- err // the loop below reports it
-		}
-	}
+	egShutdown, failed := k.egStart(sctx, srv, b, done)
 	// Going down on a signal or with the parent: the agent's turn stops
 	// first, while the server still answers (what streamed is stored,
 	// marked partial; the cell gets its reply), then the backing kernel
 	// and the panel go, then the server.
 	shutdown := func() {
-		if err := b.Close(); err != nil && !errors.Is(err, net.ErrClosed) { // shutdown may have closed it
-			log.Warn("closing the bridge", "error", err)
+		if err := b.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			k.log.Warn("closing the bridge", "error", err)
 		}
 		cancelServe()
 	}
@@ -214,46 +245,76 @@ func runKernel(args []string, stderr io.Writer) error {
 		case <-parentGone:
 			parentGone = nil
 			orphaned = true
-			log.Warn("the process that started this kernel is gone; shutting down", "parent", parent)
+			k.log.Warn("the process that started this kernel is gone; shutting down", "parent", parent)
 			shutdown()
 		case sig := <-sigterm:
 			signalled = true
-			log.Info("shutting down on signal", "signal", sig)
+			k.log.Info("shutting down on signal", "signal", sig)
 			shutdown()
 		case <-egShutdown:
 			signalled = true
-			log.Info("shutting down: Enterprise Gateway asked on the communication port")
+			k.log.Info("shutting down: Enterprise Gateway asked on the communication port")
 			shutdown()
 		case <-sigint:
 			ictx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if err := srv.Interrupt(ictx); err != nil {
-				log.Warn("interrupt failed", "error", err)
+				k.log.Warn("interrupt failed", "error", err)
 			}
 			cancel()
 		case err := <-done:
-			if failed != nil {
-				return failed
-			}
-			if orphaned {
-				// Nobody is left to remove the connection file.
-				if *connFile == "" {
-					return nil
-				}
-				if err := os.Remove(*connFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-					log.Warn("remove connection file", "error", err)
-				}
-				return nil
-			}
-			if signalled && errors.Is(err, context.Canceled) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("kernel: %w", err)
-			}
-			log.Info("shut down")
-			return nil
+			return k.ended(err, failed, orphaned, signalled)
 		}
 	}
+}
+
+// egStart, launched by Enterprise Gateway, gives EG the connection info
+// once the ports are bound, and starts the backing kernel then (a launch
+// that cannot reach EG starts nothing). EG may use the communication port
+// from then on: a signal there is delivered to this process, a shutdown
+// request comes on the returned channel.
+func (k *kernelRun) egStart(ctx context.Context, srv *kernel.Server, b *bridge.Bridge, done chan error) (<-chan struct{}, error) {
+	if k.egl == nil {
+		return nil, nil
+	}
+	egShutdown := make(chan struct{}, 1)
+	k.egl.Listen(eglaunch.Handler{Shutdown: func() {
+		select {
+		case egShutdown <- struct{}{}:
+		default:
+		}
+	}})
+	select {
+	case <-srv.Listening():
+		if err := k.egl.Reply(ctx); err != nil {
+			return egShutdown, fmt.Errorf("kernel: launched by Enterprise Gateway: %w", err)
+		}
+		b.Start()
+	case err := <-done:
+		done <- err // the serve loop reports it
+	}
+	return egShutdown, nil
+}
+
+// ended is the kernel's exit: the server's end, read with how it came.
+func (k *kernelRun) ended(err, failed error, orphaned, signalled bool) error {
+	switch {
+	case failed != nil:
+		return failed
+	case orphaned:
+		// Nobody is left to remove the connection file.
+		if k.connFile != "" {
+			if err := os.Remove(k.connFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+				k.log.Warn("remove connection file", "error", err)
+			}
+		}
+		return nil
+	case signalled && errors.Is(err, context.Canceled):
+		return nil
+	case err != nil:
+		return fmt.Errorf("kernel: %w", err)
+	}
+	k.log.Info("shut down")
+	return nil
 }
 
 // agentConfig gathers the agent's settings: flags, then the environment

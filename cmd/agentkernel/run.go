@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -37,149 +38,98 @@ cells.`
 
 // runRun is `agentkernel run`.
 func runRun(args []string, stdout, stderr io.Writer) error {
+	r, err := parseRun(args, stderr)
+	if err != nil {
+		return err
+	}
+	return r.run(stdout)
+}
+
+// notebookRun is one `agentkernel run`.
+type notebookRun struct {
+	input, out, kernel, approve, record, replay, model string
+	timeout                                            float64
+	allowErrors, quiet                                 bool
+	gw                                                 *gatewayFlags
+	store                                              string
+	stderr                                             io.Writer
+	recordTmp                                          string // the cassette being written
+}
+
+// parseRun reads run's flags and checks them.
+func parseRun(args []string, stderr io.Writer) (*notebookRun, error) {
+	r := &notebookRun{stderr: stderr}
 	fs := newFlagSet("run", runSynopsis, stderr)
-	out := fs.String("o", "", "write the executed notebook to `FILE` (default NOTEBOOK.out.ipynb; - for stdout)")
-	kernelName := fs.String("kernel", "", "kernelspec `NAME` to run (default: the notebook's metadata.kernelspec.name)")
-	approve := fs.String("approve", "", "how the agent's asks are answered: none, read-only or all (sets AGENTKERNEL_APPROVE)")
-	record := fs.String("record", "", "record the model's answers to the cassette `FILE` (written only when the run succeeds)")
-	replayFile := fs.String("replay", "", "answer with the model calls recorded in the cassette `FILE`, offline")
-	model := fs.String("model", "", "model for the agent, e.g. openai:gpt-4.1 (sets AGENTKERNEL_MODEL)")
-	timeout := fs.Float64("timeout", 0, "per-cell timeout in `SECONDS` (0: none)")
-	allowErrors := fs.Bool("allow-errors", false, "keep going after a failing cell and exit 0; its error stays in the output")
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	gwFlags := addGatewayFlags(fs)
+	fs.StringVar(&r.out, "o", "", "write the executed notebook to `FILE` (default NOTEBOOK.out.ipynb; - for stdout)")
+	fs.StringVar(&r.kernel, "kernel", "", "kernelspec `NAME` to run (default: the notebook's metadata.kernelspec.name)")
+	fs.StringVar(&r.approve, "approve", "", "how the agent's asks are answered: none, read-only or all (sets AGENTKERNEL_APPROVE)")
+	fs.StringVar(&r.record, "record", "", "record the model's answers to the cassette `FILE` (written only when the run succeeds)")
+	fs.StringVar(&r.replay, "replay", "", "answer with the model calls recorded in the cassette `FILE`, offline")
+	fs.StringVar(&r.model, "model", "", "model for the agent, e.g. openai:gpt-4.1 (sets AGENTKERNEL_MODEL)")
+	fs.Float64Var(&r.timeout, "timeout", 0, "per-cell timeout in `SECONDS` (0: none)")
+	fs.BoolVar(&r.allowErrors, "allow-errors", false, "keep going after a failing cell and exit 0; its error stays in the output")
+	fs.BoolVar(&r.quiet, "quiet", false, "no progress on stderr")
+	r.gw = addGatewayFlags(fs)
 	storeArg := storeFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return fmt.Errorf("run: want one NOTEBOOK, got %d arguments", len(pos))
+		return nil, fmt.Errorf("run: want one NOTEBOOK, got %d arguments", len(pos))
 	}
-	input := pos[0]
-	if _, err := agent.ParseApprovalPolicy(*approve); err != nil {
-		return fmt.Errorf("run: --approve: %w", err)
+	r.input, r.store = pos[0], *storeArg
+	if _, err := agent.ParseApprovalPolicy(r.approve); err != nil {
+		return nil, fmt.Errorf("run: --approve: %w", err)
 	}
-	if *record != "" && *replayFile != "" {
-		return errors.New("run: --record and --replay exclude each other")
+	switch {
+	case r.record != "" && r.replay != "":
+		return nil, errors.New("run: --record and --replay exclude each other")
+	case r.replay != "" && r.model != "":
+		return nil, errors.New("run: --replay and --model exclude each other (--replay FILE is --model replay:FILE)")
+	case r.timeout < 0:
+		return nil, errors.New("run: --timeout must not be negative")
 	}
-	if *replayFile != "" && *model != "" {
-		return errors.New("run: --replay and --model exclude each other (--replay FILE is --model replay:FILE)")
-	}
-	if *timeout < 0 {
-		return errors.New("run: --timeout must not be negative")
-	}
+	return r, nil
+}
 
-	nb, err := notebooks.ReadFile(input)
+// run executes the notebook and writes the result.
+func (r *notebookRun) run(stdout io.Writer) error {
+	nb, err := notebooks.ReadFile(r.input)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	output := *out
-	if output == "" {
-		output = defaultOutput(input)
-	}
-	name := *kernelName
-	if name == "" {
-		if ks, ok := nb.Kernelspec(); ok && ks.Name != "" {
-			name = ks.Name
-		} else {
-			return fmt.Errorf("run: %s has no metadata.kernelspec.name; choose a kernel with --kernel", input)
-		}
-	}
-	spec, err := client.FindSpec(name)
-	if err != nil {
-		if errors.Is(err, client.ErrNoSpec) {
-			return fmt.Errorf("run: unknown kernelspec %q: install it (agentkernel install --name %s …) or choose another with --kernel\n  (%v)", name, name, err)
-		}
-		return fmt.Errorf("run: %w", err)
-	}
-	mode := agentMode(spec)
-	var env []string
-	if *approve != "" {
-		env = append(env, "AGENTKERNEL_APPROVE="+*approve)
-	}
-	if *model != "" {
-		env = append(env, "AGENTKERNEL_MODEL="+*model)
-	}
-	if *storeArg != "" {
-		env = append(env, store.EnvStore+"="+*storeArg)
-	}
-	if *replayFile != "" {
-		abs, err := filepath.Abs(*replayFile)
-		if err != nil {
-			return fmt.Errorf("run: --replay: %w", err)
-		}
-		// Check the whole cassette now: a missing or corrupt one is a
-		// clear error here rather than a failing cell later.
-		if _, err := replay.Open(abs); err != nil {
-			return fmt.Errorf("run: --replay: %w", err)
-		}
-		env = append(env, "AGENTKERNEL_MODEL=replay:"+abs)
-	}
-	var recordTmp string
-	if *record != "" {
-		abs, err := filepath.Abs(*record)
-		if err != nil {
-			return fmt.Errorf("run: --record: %w", err)
-		}
-		f, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".*.tmp")
-		if err != nil {
-			return fmt.Errorf("run: --record: %w", err)
-		}
-		f.Close()
-		recordTmp = f.Name()
-		defer os.Remove(recordTmp) // renamed away on success
-		env = append(env, "AGENTKERNEL_RECORD="+recordTmp)
-		*record = abs
-	}
-	// The gateway settings reach an agentkernel kernel through its
-	// environment, as Jupyter Server's own do.
-	env = append(env, gwFlags.given()...)
-	if _, err := gwFlags.resolve(); err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	if len(env) > 0 && mode == "" {
-		fmt.Fprintf(stderr, "warning: kernelspec %q is not an agentkernel kernel: --approve, --model, --record and --replay have no effect\n", spec.Name)
-	}
-	// The event log calls the kernel's inputs "run".
-	env = append(env, envEventSource+"="+string(eventlog.SourceRun))
-	log, err := newLogger(stderr)
+	output := cmp.Or(r.out, defaultOutput(r.input))
+	spec, err := r.spec(nb)
 	if err != nil {
 		return err
 	}
-	// The kernels read the same configuration: a broken one stops the run
-	// here, with the message, rather than in every cell.
-	if mode != "" {
-		cfg, err := agentConfig("", "", hclog.NewNullLogger())
-		if err == nil {
-			cfg.Host.EventLog.Close()
-			err = configErr(cfg)
-		}
-		if err != nil {
-			return fmt.Errorf("run: %w", err)
-		}
+	mode := agentMode(spec)
+	env, err := r.kernelEnv(spec, mode)
+	if r.recordTmp != "" {
+		defer os.Remove(r.recordTmp) // renamed away on success
 	}
-
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(r.stderr)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dir, err := filepath.Abs(filepath.Dir(input))
+	dir, err := filepath.Abs(filepath.Dir(r.input))
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	var prog *progress
-	if !*quiet {
-		prog = newProgress(stderr, nb, spec.Name, mode)
+	if !r.quiet {
+		prog = newProgress(r.stderr, nb, spec.Name, mode)
 		defer prog.stop()
 	}
-	opts := notebooks.RunOptions{
-		Spec:        spec,
-		Timeout:     time.Duration(*timeout * float64(time.Second)),
-		AllowErrors: *allowErrors,
-		Dir:         dir,
-		Logger:      log,
-		Client:      client.Options{Env: env},
-	}
+	opts := notebooks.RunOptions{Spec: spec, Timeout: time.Duration(r.timeout * float64(time.Second)),
+		AllowErrors: r.allowErrors, Dir: dir, Logger: log, Client: client.Options{Env: env}}
 	if prog != nil {
 		opts.Progress = prog.event
 	}
@@ -189,12 +139,100 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 		prog.stop()
 	}
 	if err != nil {
-		return runError(err, ctx, stderr)
+		return runError(err, ctx, r.stderr)
 	}
-	if recordTmp != "" {
-		if fi, serr := os.Stat(recordTmp); serr != nil || fi.Size() == 0 {
-			fmt.Fprintf(stderr, "warning: no model call was made: cassette %s not written\n", *record)
-		} else if err := os.Rename(recordTmp, *record); err != nil {
+	return r.write(stdout, result, output, start)
+}
+
+// spec is the kernelspec to run: --kernel, else the notebook's.
+func (r *notebookRun) spec(nb *notebooks.Notebook) (*client.Spec, error) {
+	name := r.kernel
+	if name == "" {
+		ks, ok := nb.Kernelspec()
+		if !ok || ks.Name == "" {
+			return nil, fmt.Errorf("run: %s has no metadata.kernelspec.name; choose a kernel with --kernel", r.input)
+		}
+		name = ks.Name
+	}
+	spec, err := client.FindSpec(name)
+	if errors.Is(err, client.ErrNoSpec) {
+		return nil, fmt.Errorf("run: unknown kernelspec %q: install it (agentkernel install --name %s …) or choose another with --kernel\n  (%v)", name, name, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	return spec, nil
+}
+
+// kernelEnv is what the kernel's environment carries of run's flags (an
+// agentkernel kernel reads them there, as Jupyter Server's gateway
+// settings), after checking a cassette to replay, the gateway settings
+// and the configuration: a broken one stops the run here, with the
+// message, rather than in every cell.
+func (r *notebookRun) kernelEnv(spec *client.Spec, mode string) ([]string, error) {
+	var env []string
+	if r.approve != "" {
+		env = append(env, "AGENTKERNEL_APPROVE="+r.approve)
+	}
+	if r.model != "" {
+		env = append(env, "AGENTKERNEL_MODEL="+r.model)
+	}
+	if r.store != "" {
+		env = append(env, store.EnvStore+"="+r.store)
+	}
+	if r.replay != "" {
+		abs, err := filepath.Abs(r.replay)
+		if err != nil {
+			return nil, fmt.Errorf("run: --replay: %w", err)
+		}
+		// The whole cassette now: a missing or corrupt one is a clear error
+		// here rather than a failing cell later.
+		if _, err := replay.Open(abs); err != nil {
+			return nil, fmt.Errorf("run: --replay: %w", err)
+		}
+		env = append(env, "AGENTKERNEL_MODEL=replay:"+abs)
+	}
+	if r.record != "" {
+		abs, err := filepath.Abs(r.record)
+		if err != nil {
+			return nil, fmt.Errorf("run: --record: %w", err)
+		}
+		f, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".*.tmp")
+		if err != nil {
+			return nil, fmt.Errorf("run: --record: %w", err)
+		}
+		f.Close()
+		r.recordTmp, r.record = f.Name(), abs
+		env = append(env, "AGENTKERNEL_RECORD="+r.recordTmp)
+	}
+	env = append(env, r.gw.given()...)
+	if _, err := r.gw.resolve(); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if len(env) > 0 && mode == "" {
+		fmt.Fprintf(r.stderr, "warning: kernelspec %q is not an agentkernel kernel: --approve, --model, --record and --replay have no effect\n", spec.Name)
+	}
+	// The event log calls the kernel's inputs "run".
+	env = append(env, envEventSource+"="+string(eventlog.SourceRun))
+	if mode != "" {
+		cfg, err := agentConfig("", "", hclog.NewNullLogger())
+		if err == nil {
+			cfg.Host.EventLog.Close()
+			err = configErr(cfg)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+	}
+	return env, nil
+}
+
+// write keeps the cassette and writes the executed notebook.
+func (r *notebookRun) write(stdout io.Writer, result *notebooks.Notebook, output string, start time.Time) error {
+	if r.recordTmp != "" {
+		if fi, serr := os.Stat(r.recordTmp); serr != nil || fi.Size() == 0 {
+			fmt.Fprintf(r.stderr, "warning: no model call was made: cassette %s not written\n", r.record)
+		} else if err := os.Rename(r.recordTmp, r.record); err != nil {
 			return fmt.Errorf("run: --record: %w", err)
 		}
 	}
@@ -205,12 +243,12 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	} else if err := notebooks.WriteFile(output, result); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	if !*quiet {
+	if !r.quiet {
 		where := output
 		if output == "-" {
 			where = "stdout"
 		}
-		fmt.Fprintf(stderr, "done in %s: wrote %s\n", roundDuration(time.Since(start)), where)
+		fmt.Fprintf(r.stderr, "done in %s: wrote %s\n", roundDuration(time.Since(start)), where)
 	}
 	return nil
 }

@@ -46,21 +46,11 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var spec *client.Spec
-	if *gwURL != "" {
-		if spec, err = gatewaySpec(*gwURL, *backingName); err != nil {
-			return fmt.Errorf("install: backing kernel: %w", err)
-		}
-	} else if spec, err = backing.Find(*backingName); errors.Is(err, client.ErrNoSpec) && !errors.Is(err, backing.ErrSelf) {
-		// Not there yet (a container image built before its Python, a
-		// machine that runs its kernels on a gateway): the kernel looks
-		// again at each cell, and says what is missing.
-		fmt.Fprintf(stderr, "warning: no backing kernel %q here yet: code cells will fail until it is installed (%v)\n", *backingName, err)
-		spec = &client.Spec{Name: *backingName, Language: guessLanguage(*backingName)}
-		*probe = false
-	} else if err != nil {
-		return fmt.Errorf("install: backing kernel: %w", err)
+	spec, found, err := backingSpec(*gwURL, *backingName, stderr)
+	if err != nil {
+		return err
 	}
+	*probe = *probe && found && *gwURL == "" // a probe of a gateway would start (and stop) a kernel there
 	exe, err := executable()
 	if err != nil {
 		return fmt.Errorf("install: locate agentkernel binary: %w", err)
@@ -78,20 +68,12 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	env := map[string]string{}
-	if *model != "" {
-		env["AGENTKERNEL_MODEL"] = *model
-	}
-	if *approve != "" {
-		env["AGENTKERNEL_APPROVE"] = *approve
-	}
-	if *gwURL != "" {
-		env["JUPYTER_GATEWAY_URL"] = *gwURL
-		*probe = false // a probe would start (and stop) a kernel on the server
+	for k, v := range map[string]string{"AGENTKERNEL_MODEL": *model, "AGENTKERNEL_APPROVE": *approve, "JUPYTER_GATEWAY_URL": *gwURL} {
+		if v != "" {
+			env[k] = v
+		}
 	}
 	language := spec.Language
-	if mode == bridge.ModePrompt {
-		language = "markdown"
-	}
 	dir, err := kernel.SpecsDir(scope, *prefix)
 	if err != nil {
 		return err
@@ -109,20 +91,7 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	} else if *gwURL == "" {
 		debugger = backing.CachedDebugger(*backingName)
 	}
-	ks := kernel.KernelSpec{
-		Argv:          []string{exe, "kernel", "-f", "{connection_file}", "--backing", *backingName, "--mode", string(mode)},
-		DisplayName:   *display,
-		Language:      language,
-		InterruptMode: "message",
-		Env:           env,
-		Metadata: map[string]any{
-			"agentkernel": map[string]any{"backing": *backingName, "mode": string(mode), "version": versionString()},
-		},
-		KernelProtocolVersion: wire.ProtocolVersion,
-	}
-	if debugger && mode == bridge.ModeCode {
-		ks.Metadata["debugger"] = true
-	}
+	ks := agentSpec(exe, *backingName, mode, *display, language, env, debugger)
 	target, err := kernel.InstallSpec(dir, *name, ks, logos())
 	if err != nil {
 		return err
@@ -131,6 +100,54 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	reportShadows(stdout, stderr, *name, target, scope == kernel.ScopeSysPrefix)
 	fmt.Fprintf(stdout, "Undo with: agentkernel uninstall --name %s%s\n", *name, scopeFlag(scope, *prefix))
 	return nil
+}
+
+// agentSpec is the kernelspec of an agentkernel over the backing kernel
+// backingName: the backing kernel's language (prose in prompt mode), and
+// its debugger in code mode, where JupyterLab looks before the kernel
+// starts.
+func agentSpec(exe, backingName string, mode bridge.Mode, display, language string, env map[string]string, debugger bool) kernel.KernelSpec {
+	if mode == bridge.ModePrompt {
+		language = "markdown"
+	}
+	ks := kernel.KernelSpec{
+		Argv:          []string{exe, "kernel", "-f", "{connection_file}", "--backing", backingName, "--mode", string(mode)},
+		DisplayName:   display,
+		Language:      language,
+		InterruptMode: "message",
+		Env:           env,
+		Metadata: map[string]any{
+			"agentkernel": map[string]any{"backing": backingName, "mode": string(mode), "version": versionString()},
+		},
+		KernelProtocolVersion: wire.ProtocolVersion,
+	}
+	if debugger && mode == bridge.ModeCode {
+		ks.Metadata["debugger"] = true
+	}
+	return ks
+}
+
+// backingSpec is the backing kernel's kernelspec: on the gateway, or here.
+// One not installed here yet (a container image built before its Python,
+// a machine that runs its kernels on a gateway) is a warning, not an
+// error: the kernel looks again at each cell and says what is missing;
+// found is false then.
+func backingSpec(gwURL, name string, stderr io.Writer) (spec *client.Spec, found bool, err error) {
+	if gwURL != "" {
+		if spec, err = gatewaySpec(gwURL, name); err != nil {
+			return nil, false, fmt.Errorf("install: backing kernel: %w", err)
+		}
+		return spec, true, nil
+	}
+	spec, err = backing.Find(name)
+	switch {
+	case errors.Is(err, client.ErrNoSpec) && !errors.Is(err, backing.ErrSelf):
+		fmt.Fprintf(stderr, "warning: no backing kernel %q here yet: code cells will fail until it is installed (%v)\n", name, err)
+		return &client.Spec{Name: name, Language: guessLanguage(name)}, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("install: backing kernel: %w", err)
+	}
+	return spec, true, nil
 }
 
 // executable is os.Executable, or the absolute path we were started by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -65,39 +66,7 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	fs := newFlagSet("sessions "+sub, "sessions "+sub+" [flags]", stderr)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	storeArg := storeFlag(fs)
-	var (
-		all, archived, purge  *bool
-		search, format, out   *string
-		dir                   *string
-		kernelName, inSession *string
-		limit                 *int
-	)
-	switch sub {
-	case "list", "ls":
-		all = fs.Bool("all", false, "every directory's sessions, archived ones included")
-		archived = fs.Bool("archived", false, "only archived sessions")
-		search = fs.String("search", "", "only sessions whose title, first message or id contains `TEXT`")
-		limit = fs.Int("limit", 50, "at most `N` sessions (0: all)")
-		dir = fs.String("dir", ".", "the sessions started in `DIR`")
-	case "search":
-		all = fs.Bool("all", false, "search every directory's sessions, archived ones included")
-		dir = fs.String("dir", ".", "search the sessions started in `DIR`")
-		inSession = fs.String("session", "", "search only the session `ID`")
-		limit = fs.Int("limit", 20, "at most `N` hits")
-	case "export":
-		format = fs.String("format", "jsonl", "jsonl (what import reads) or ipynb (a notebook of the session)")
-		out = fs.String("o", "", "write to `FILE` (atomically) instead of stdout")
-		kernelName = fs.String("kernel", "", "ipynb: the kernelspec `NAME` recorded in the notebook's metadata")
-	case "rm":
-		purge = fs.Bool("purge", false, "delete the session and its histories for good instead of archiving it")
-	}
-	var ropts session.RewindOptions
-	if sub == "rewind" || sub == "fork" {
-		fs.BoolVar(&ropts.ConversationOnly, "conversation-only", false, "leave the files and the kernel as they are")
-		fs.BoolVar(&ropts.NoFiles, "no-files", false, "leave the files as they are")
-		fs.BoolVar(&ropts.NoKernel, "no-kernel", false, "leave the kernel's state (no replay when the session next runs code)")
-		fs.BoolVar(&ropts.Force, "force", false, "overwrite files changed outside the agent since (conflicts)")
-	}
+	f := addSessionsFlags(fs, sub)
 	pos, err := parseArgs(fs, rest)
 	if err != nil {
 		return err
@@ -132,41 +101,82 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	}
 	defer st.Close()
 	c.st = st
+	err = c.run(ctx, sub, pos, f, log)
+	if err != nil {
+		return fmt.Errorf("sessions %s: %w", sub, err)
+	}
+	return nil
+}
+
+// sessionsFlags are the flags of the sessions subcommands (each has its
+// own; the others stay zero).
+type sessionsFlags struct {
+	all, archived, purge     bool
+	search, format, out, dir string
+	kernelName, inSession    string
+	limit                    int
+	rewind                   session.RewindOptions
+}
+
+func addSessionsFlags(fs *flag.FlagSet, sub string) *sessionsFlags {
+	f := &sessionsFlags{}
+	switch sub {
+	case "list", "ls":
+		fs.BoolVar(&f.all, "all", false, "every directory's sessions, archived ones included")
+		fs.BoolVar(&f.archived, "archived", false, "only archived sessions")
+		fs.StringVar(&f.search, "search", "", "only sessions whose title, first message or id contains `TEXT`")
+		fs.IntVar(&f.limit, "limit", 50, "at most `N` sessions (0: all)")
+		fs.StringVar(&f.dir, "dir", ".", "the sessions started in `DIR`")
+	case "search":
+		fs.BoolVar(&f.all, "all", false, "search every directory's sessions, archived ones included")
+		fs.StringVar(&f.dir, "dir", ".", "search the sessions started in `DIR`")
+		fs.StringVar(&f.inSession, "session", "", "search only the session `ID`")
+		fs.IntVar(&f.limit, "limit", 20, "at most `N` hits")
+	case "export":
+		fs.StringVar(&f.format, "format", "jsonl", "jsonl (what import reads) or ipynb (a notebook of the session)")
+		fs.StringVar(&f.out, "o", "", "write to `FILE` (atomically) instead of stdout")
+		fs.StringVar(&f.kernelName, "kernel", "", "ipynb: the kernelspec `NAME` recorded in the notebook's metadata")
+	case "rm":
+		fs.BoolVar(&f.purge, "purge", false, "delete the session and its histories for good instead of archiving it")
+	case "rewind", "fork":
+		fs.BoolVar(&f.rewind.ConversationOnly, "conversation-only", false, "leave the files and the kernel as they are")
+		fs.BoolVar(&f.rewind.NoFiles, "no-files", false, "leave the files as they are")
+		fs.BoolVar(&f.rewind.NoKernel, "no-kernel", false, "leave the kernel's state (no replay when the session next runs code)")
+		fs.BoolVar(&f.rewind.Force, "force", false, "overwrite files changed outside the agent since (conflicts)")
+	}
+	return f
+}
+
+// run runs the subcommand sub with its arguments pos.
+func (c *sessionsCmd) run(ctx context.Context, sub string, pos []string, f *sessionsFlags, log hclog.Logger) error {
+	workspace := ""
+	if !f.all {
+		workspace = session.CanonicalWorkspace(f.dir)
+	}
 	switch sub {
 	case "list", "ls":
 		filter := store.LiveOnly
-		if *all {
+		if f.all {
 			filter = store.AllSessions
 		}
-		if *archived {
+		if f.archived {
 			filter = store.ArchivedOnly
 		}
-		o := store.ListOptions{Search: *search, Limit: limitOrAll(*limit), Archived: filter}
-		if !*all {
-			o.Workspace = session.CanonicalWorkspace(*dir)
-		}
-		err = c.list(ctx, o)
+		return c.list(ctx, store.ListOptions{Search: f.search, Limit: limitOrAll(f.limit), Archived: filter, Workspace: workspace})
 	case "show":
-		err = c.show(ctx, pos[0])
+		return c.show(ctx, pos[0])
 	case "search":
-		ws := ""
-		if !*all {
-			ws = session.CanonicalWorkspace(*dir)
-		}
-		err = c.search(ctx, pos[0], *inSession, ws, *all, *limit)
+		return c.search(ctx, pos[0], f.inSession, workspace, f.all, f.limit)
 	case "export":
-		err = c.export(ctx, pos[0], *format, *out, *kernelName)
+		return c.export(ctx, pos[0], f.format, f.out, f.kernelName)
 	case "import":
-		err = c.importFile(ctx, pos[0])
+		return c.importFile(ctx, pos[0])
 	case "rm":
-		err = c.remove(ctx, pos[0], *purge)
+		return c.remove(ctx, pos[0], f.purge)
 	case "restore":
-		err = c.restore(ctx, pos[0])
+		return c.restore(ctx, pos[0])
 	case "rewind", "fork":
-		err = c.rewind(ctx, pos[0], pos[1], ropts, sub == "fork", log)
-	}
-	if err != nil {
-		return fmt.Errorf("sessions %s: %w", sub, err)
+		return c.rewind(ctx, pos[0], pos[1], f.rewind, sub == "fork", log)
 	}
 	return nil
 }

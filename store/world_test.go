@@ -127,35 +127,35 @@ func TestSessionsByWorkspace(t *testing.T) {
 	st := newStore(t)
 	ctx := context.Background()
 	ids := map[string]string{}
-	for i, ws := range []string{"/work/a", "/work/b", "/work/a"} {
+	for i, ws := range []string{"/srv/a", "/srv/b", "/srv/a"} {
 		s, err := st.CreateSession(ctx, NewSession{Model: "m", Workspace: ws})
 		must(t, err)
 		must(t, st.AppendUI(ctx, s.ID, say(int64(10+i), messages.SayText, "plot the measurements")))
 		ids[fmt.Sprint(i)] = s.ID
 	}
-	list, err := st.ListSessions(ctx, ListOptions{Workspace: "/work/a"})
+	list, err := st.ListSessions(ctx, ListOptions{Workspace: "/srv/a"})
 	must(t, err)
 	if len(list) != 2 || list[0].ID != ids["2"] || list[1].ID != ids["0"] {
-		t.Fatalf("sessions of /work/a: %+v", list)
+		t.Fatalf("sessions of /srv/a: %+v", list)
 	}
-	if list, err := st.ListSessions(ctx, ListOptions{Workspace: "/work/a", Limit: 1000}); err != nil || len(list) != 2 {
-		t.Fatalf("a long listing of /work/a: %d sessions, %v", len(list), err)
+	if list, err := st.ListSessions(ctx, ListOptions{Workspace: "/srv/a", Limit: 1000}); err != nil || len(list) != 2 {
+		t.Fatalf("a long listing of /srv/a: %d sessions, %v", len(list), err)
 	}
 	if list, err := st.ListSessions(ctx, ListOptions{}); err != nil || len(list) != 3 {
 		t.Fatalf("every workspace: %d sessions, %v", len(list), err)
 	}
-	latest, err := st.LatestSession(ctx, "/work/b")
+	latest, err := st.LatestSession(ctx, "/srv/b")
 	must(t, err)
 	if latest.ID != ids["1"] {
-		t.Fatalf("the latest of /work/b is %s, want %s", latest.ID, ids["1"])
+		t.Fatalf("the latest of /srv/b is %s, want %s", latest.ID, ids["1"])
 	}
-	if _, err := st.LatestSession(ctx, "/work/c"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.LatestSession(ctx, "/srv/c"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the latest of a directory without sessions: %v", err)
 	}
-	hits, err := st.Search(ctx, "measurements", SearchOptions{Workspace: "/work/b"})
+	hits, err := st.Search(ctx, "measurements", SearchOptions{Workspace: "/srv/b"})
 	must(t, err)
 	if len(hits) != 1 || hits[0].SessionID != ids["1"] {
-		t.Fatalf("search in /work/b: %+v", hits)
+		t.Fatalf("search in /srv/b: %+v", hits)
 	}
 	if hits, err := st.Search(ctx, "measurements", SearchOptions{}); err != nil || len(hits) != 3 {
 		t.Fatalf("search everywhere: %d hits, %v", len(hits), err)

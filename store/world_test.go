@@ -38,6 +38,20 @@ func TestBlobsStoredOnce(t *testing.T) {
 	if _, err := st.Blob(ctx, "0000"); err == nil {
 		t.Fatal("missing blob found")
 	}
+	// Many in one transaction, the stored one among them.
+	hs, err := st.PutBlobs(ctx, [][]byte{[]byte("a"), data, []byte("b")})
+	must(t, err)
+	if len(hs) != 3 || hs[1] != h1 {
+		t.Fatalf("PutBlobs hashes %q", hs)
+	}
+	for i, want := range []string{"a", "", "b"} {
+		if want == "" {
+			continue
+		}
+		if got, err := st.Blob(ctx, hs[i]); err != nil || string(got) != want {
+			t.Fatalf("blob %d = %q, %v", i, got, err)
+		}
+	}
 }
 
 // TestWorldRewindAndFork: a rewind marks the code and file changes after

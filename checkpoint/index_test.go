@@ -299,3 +299,44 @@ func BenchmarkBaselineNewStore(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSyncAfterStep is the scan after a step that changed one file,
+// in a workspace of 10,000 tracked files (inotify names the file).
+func BenchmarkSyncAfterStep(b *testing.B) {
+	root := b.TempDir()
+	for i := range 10000 {
+		write(b, root, fmt.Sprintf("src/pkg%03d/m%05d.py", i/50, i), fmt.Sprintf("x = %d\n", i))
+	}
+	tr := newTracker(b, root, openStore(b), Options{})
+	scan(b, tr)
+	i := 0
+	for b.Loop() {
+		i++
+		write(b, root, "src/pkg000/m00000.py", fmt.Sprintf("x = %d\n", i))
+		if ch := scan(b, tr); len(ch) != 1 {
+			b.Fatalf("changes %v", paths(ch))
+		}
+	}
+}
+
+// BenchmarkSyncManyNewFiles is the scan after a step that created 2,000
+// files in a workspace of 10,000.
+func BenchmarkSyncManyNewFiles(b *testing.B) {
+	root := b.TempDir()
+	for i := range 10000 {
+		write(b, root, fmt.Sprintf("src/pkg%03d/m%05d.py", i/50, i), fmt.Sprintf("x = %d\n", i))
+	}
+	tr := newTracker(b, root, openStore(b), Options{})
+	scan(b, tr)
+	for n := 0; b.Loop(); n++ {
+		b.StopTimer()
+		dir := filepath.Join(root, fmt.Sprintf("out%d", n))
+		for i := range 2000 {
+			write(b, dir, fmt.Sprintf("f%04d.csv", i), "a,b\n")
+		}
+		b.StartTimer()
+		if ch := scan(b, tr); len(ch) != 2000 {
+			b.Fatalf("%d changes", len(ch))
+		}
+	}
+}

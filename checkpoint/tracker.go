@@ -165,8 +165,10 @@ type Tracker struct {
 	learned bool       // the baseline is done (guarded by scan)
 	buf     bytes.Buffer
 
-	mu    sync.Mutex // guards files
+	mu    sync.Mutex // guards files, racy and kept
 	files map[string]entry
+	racy  map[string]bool // the racy entries of files: every scan reads them again
+	kept  int             // the entries with content (MaxFiles counts them)
 }
 
 // New returns a Tracker of the workspace at root. It reads nothing yet.
@@ -179,7 +181,7 @@ func New(root string, blobs Blobs, opts Options) (*Tracker, error) {
 		return nil, fmt.Errorf("checkpoint: workspace: %w", err)
 	}
 	opts = opts.withDefaults()
-	t := &Tracker{root: abs, opts: opts, blobs: blobs, files: map[string]entry{}}
+	t := &Tracker{root: abs, opts: opts, blobs: blobs, files: map[string]entry{}, racy: map[string]bool{}}
 	t.index, _ = blobs.(Index)
 	lines := append(append([]string(nil), defaultIgnore...), opts.Ignore...)
 	if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
@@ -306,69 +308,41 @@ func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 		put = put[:0]
 		return err
 	}
-	kept := 0
 	learnt := func(rel string, e entry) {
 		if e.hash == Unkept {
 			rep.Unkept = append(rep.Unkept, rel)
 		}
 		t.mu.Lock()
 		if old, ok := t.files[rel]; !ok || !old.tracked {
-			t.files[rel] = e
+			t.setLocked(rel, e)
 		}
 		t.mu.Unlock()
 	}
 	// Contents are kept in batches: one transaction for many small files.
-	type read struct {
-		rel  string
-		e    entry
-		data []byte
-	}
-	var (
-		batch []read
-		size  int
-	)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		data := make([][]byte, len(batch))
-		for i, r := range batch {
-			data[i] = r.data
-		}
-		hashes, err := t.keep(ctx, data)
-		if err != nil {
-			return fmt.Errorf("%w: %w", errKeep, err)
-		}
-		for i, r := range batch {
-			r.e.hash = hashes[i]
-			learnt(r.rel, r.e)
-			put = append(put, r.e.indexEntry(r.rel))
-		}
-		batch, size = batch[:0], 0
+	batch := batcher{t: t, done: func(rel string, e entry) error {
+		learnt(rel, e)
+		put = append(put, e.indexEntry(rel))
 		if len(put) >= 256 {
 			if err := save(); err != nil {
 				return fmt.Errorf("checkpoint: write the index: %w", err)
 			}
 		}
 		return nil
-	}
+	}}
 	seen := make(map[string]bool, len(files))
 	for i, f := range files {
 		if background && i%256 == 255 {
 			runtime.Gosched() // a yield costs two thread switches: not per file
 		}
 		if err := ctx.Err(); err != nil {
-			return rep, errors.Join(err, flush(), save())
+			return rep, errors.Join(err, batch.flush(ctx), save())
 		}
 		seen[f.rel] = true
 		if p, ok := prev[f.rel]; ok && p.Size == f.size && p.MTime == f.mtime && p.CTime == f.ctime && p.Inode == f.ino {
 			learnt(f.rel, entry{fileStat: f.fileStat, hash: p.Hash}) // as the index knows it: not read
-			if p.Hash != Unkept {
-				kept++
-			}
 			continue
 		}
-		e, data, err := t.load(f.rel, f.fileStat, kept >= t.opts.MaxFiles, &t.buf)
+		e, data, err := t.load(f.rel, f.fileStat, t.keptCount()+len(batch.items) >= t.opts.MaxFiles, &t.buf)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue // removed since the walk
@@ -380,16 +354,11 @@ func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 			put = append(put, e.indexEntry(f.rel))
 			continue
 		}
-		kept++
-		batch = append(batch, read{rel: f.rel, e: e, data: bytes.Clone(data)})
-		size += len(data)
-		if size >= 4<<20 || len(batch) >= 256 {
-			if err := flush(); err != nil {
-				return rep, err
-			}
+		if err := batch.add(ctx, f.rel, e, data); err != nil {
+			return rep, err
 		}
 	}
-	if err := flush(); err != nil {
+	if err := batch.flush(ctx); err != nil {
 		return rep, err
 	}
 	shrink(&t.buf)
@@ -544,13 +513,15 @@ func (t *Tracker) sync(ctx context.Context) ([]Change, Report, error) {
 			}
 		}
 		t.mu.Lock()
-		for p, e := range t.files {
-			if e.racy {
-				cand[p] = nil
-			}
-			for _, d := range ev.oldDirs {
-				if strings.HasPrefix(p, d+"/") && !e.extra {
-					cand[p] = nil
+		for p := range t.racy {
+			cand[p] = nil
+		}
+		if len(ev.oldDirs) > 0 {
+			for p, e := range t.files {
+				for _, d := range ev.oldDirs {
+					if strings.HasPrefix(p, d+"/") && !e.extra {
+						cand[p] = nil
+					}
 				}
 			}
 		}
@@ -563,6 +534,39 @@ func (t *Tracker) sync(ctx context.Context) ([]Change, Report, error) {
 	var changes []Change
 	var put []IndexEntry
 	var del []string
+	type prior struct {
+		e     entry
+		known bool
+	}
+	olds := map[string]prior{} // what was known of the files read
+	gone := func(p string, old entry) {
+		if old.hash != "" {
+			changes = append(changes, Change{Path: p, Before: old.hash})
+		}
+		t.forget(p)
+		del = append(del, p)
+	}
+	// learnt records a file read (its content kept) and its change.
+	learnt := func(p string, e entry) error {
+		o := olds[p]
+		t.mu.Lock()
+		t.setLocked(p, e)
+		t.mu.Unlock()
+		if !e.extra {
+			put = append(put, e.indexEntry(p))
+		}
+		if e.hash == Unkept {
+			rep.Unkept = append(rep.Unkept, p)
+		}
+		switch {
+		case !o.known:
+			changes = append(changes, Change{Path: p, After: e.hash})
+		case o.e.hash != e.hash || o.e.hash == Unkept && o.e.fileStat != e.fileStat:
+			changes = append(changes, Change{Path: p, Before: o.e.hash, After: e.hash})
+		}
+		return nil
+	}
+	batch := batcher{t: t, done: learnt}
 	for p, st := range cand {
 		if st == nil {
 			s, regular, _, err := lstat(filepath.Join(t.root, filepath.FromSlash(p)))
@@ -579,50 +583,40 @@ func (t *Tracker) sync(ctx context.Context) ([]Change, Report, error) {
 		t.mu.Unlock()
 		if st == nil { // gone (or no longer a regular file)
 			if known && !unreadable[p] {
-				if old.hash != "" {
-					changes = append(changes, Change{Path: p, Before: old.hash})
-				}
-				t.forget(p)
-				del = append(del, p)
+				gone(p, old)
 			}
 			continue
 		}
 		if known && old.fileStat == *st && !old.racy {
 			continue
 		}
-		e, err := t.read(ctx, p, *st, !known && t.keptCount() >= t.opts.MaxFiles, &t.buf)
-		if errors.Is(err, fs.ErrNotExist) {
-			if known && old.hash != "" {
-				changes = append(changes, Change{Path: p, Before: old.hash})
-				t.forget(p)
-				del = append(del, p)
+		e, data, err := t.load(p, *st, !known && t.keptCount()+len(batch.items) >= t.opts.MaxFiles, &t.buf)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if known {
+				gone(p, old)
 			}
 			continue
-		}
-		if err != nil {
-			if errors.Is(err, errKeep) {
-				return nil, rep, err
-			}
+		case err != nil:
 			rep.Unreadable = append(rep.Unreadable, p)
 			continue
 		}
 		e.extra = known && old.extra
-		t.mu.Lock()
-		t.files[p] = e
-		t.mu.Unlock()
-		if !e.extra {
-			put = append(put, e.indexEntry(p))
-		}
+		olds[p] = prior{old, known}
 		if e.hash == Unkept {
-			rep.Unkept = append(rep.Unkept, p)
+			if err := learnt(p, e); err != nil {
+				return nil, rep, err
+			}
+			continue
 		}
-		switch {
-		case !known:
-			changes = append(changes, Change{Path: p, After: e.hash})
-		case old.hash != e.hash || old.hash == Unkept && old.fileStat != e.fileStat:
-			changes = append(changes, Change{Path: p, Before: old.hash, After: e.hash})
+		if err := batch.add(ctx, p, e, data); err != nil {
+			return nil, rep, err
 		}
 	}
+	if err := batch.flush(ctx); err != nil {
+		return nil, rep, err
+	}
+	shrink(&t.buf)
 	if t.index != nil && len(put)+len(del) > 0 {
 		if err := t.index.SaveIndex(context.WithoutCancel(ctx), t.root, put, del); err != nil {
 			return nil, rep, fmt.Errorf("checkpoint: write the index: %w", err)
@@ -633,22 +627,87 @@ func (t *Tracker) sync(ctx context.Context) ([]Change, Report, error) {
 	return changes, rep, nil
 }
 
+// setLocked records e for p, keeping racy and kept in step (t.mu held).
+func (t *Tracker) setLocked(p string, e entry) {
+	if old, ok := t.files[p]; ok && old.hasContent() {
+		t.kept--
+	}
+	if e.hasContent() {
+		t.kept++
+	}
+	if e.racy {
+		t.racy[p] = true
+	} else {
+		delete(t.racy, p)
+	}
+	t.files[p] = e
+}
+
+func (e entry) hasContent() bool { return e.hash != Unkept && e.hash != "" }
+
 func (t *Tracker) forget(p string) {
 	t.mu.Lock()
+	if old, ok := t.files[p]; ok && old.hasContent() {
+		t.kept--
+	}
 	delete(t.files, p)
+	delete(t.racy, p)
 	t.mu.Unlock()
 }
 
+// keptCount is how many files are tracked with their content.
 func (t *Tracker) keptCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := 0
-	for _, e := range t.files {
-		if e.hash != Unkept && e.hash != "" {
-			n++
+	return t.kept
+}
+
+// batcher keeps the contents of files read in batches: one transaction
+// per 256 files or 4 MiB. done gets each file's entry, hash set.
+type batcher struct {
+	t     *Tracker
+	done  func(rel string, e entry) error
+	items []batched
+	size  int
+}
+
+type batched struct {
+	rel  string
+	e    entry
+	data []byte
+}
+
+// add queues a file read (data is copied: the read buffer is reused).
+func (b *batcher) add(ctx context.Context, rel string, e entry, data []byte) error {
+	b.items = append(b.items, batched{rel: rel, e: e, data: bytes.Clone(data)})
+	b.size += len(data)
+	if b.size >= 4<<20 || len(b.items) >= 256 {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+func (b *batcher) flush(ctx context.Context) error {
+	if len(b.items) == 0 {
+		return nil
+	}
+	data := make([][]byte, len(b.items))
+	for i, it := range b.items {
+		data[i] = it.data
+	}
+	hashes, err := b.t.keep(ctx, data)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errKeep, err)
+	}
+	items := b.items
+	b.items, b.size = nil, 0
+	for i, it := range items {
+		it.e.hash = hashes[i]
+		if err := b.done(it.rel, it.e); err != nil {
+			return err
 		}
 	}
-	return n
+	return nil
 }
 
 // Track reads the named files (workspace-relative, slash-separated) now
@@ -688,13 +747,13 @@ func (t *Tracker) Track(ctx context.Context, paths ...string) ([]Change, error) 
 			// A file that does not exist is known not to: its creation is a
 			// change. Kept as an entry with no hash until the next scan.
 			t.mu.Lock()
-			t.files[p] = entry{hash: "", tracked: true, extra: t.ignored(p, false), fileStat: fileStat{size: -1}}
+			t.setLocked(p, entry{hash: "", tracked: true, extra: t.ignored(p, false), fileStat: fileStat{size: -1}})
 			t.mu.Unlock()
 			continue
 		}
 		e.tracked, e.extra = true, t.ignored(p, false)
 		t.mu.Lock()
-		t.files[p] = e
+		t.setLocked(p, e)
 		t.mu.Unlock()
 		if !e.extra {
 			put = append(put, e.indexEntry(p))

@@ -22,6 +22,7 @@ type watcher struct {
 	dirs   map[int32]string // watch descriptor → workspace-relative directory
 	lost   bool             // events were lost: the next scan walks everything
 	broken bool             // watching failed for good: every scan walks
+	buf    []byte           // drain's, kept between scans
 }
 
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE |
@@ -67,9 +68,12 @@ type changed struct {
 // whole story: the scan must walk everything.
 func (w *watcher) drain() (c changed, ok bool) {
 	c.files = map[string]bool{}
-	buf := make([]byte, 64<<10)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.buf == nil {
+		w.buf = make([]byte, 64<<10)
+	}
+	buf := w.buf
 	for {
 		n, err := unix.Read(w.fd, buf)
 		if err != nil || n <= 0 {

@@ -303,12 +303,7 @@ func BenchmarkBaselineNewStore(b *testing.B) {
 // BenchmarkSyncAfterStep is the scan after a step that changed one file,
 // in a workspace of 10,000 tracked files (inotify names the file).
 func BenchmarkSyncAfterStep(b *testing.B) {
-	root := b.TempDir()
-	for i := range 10000 {
-		write(b, root, fmt.Sprintf("src/pkg%03d/m%05d.py", i/50, i), fmt.Sprintf("x = %d\n", i))
-	}
-	tr := newTracker(b, root, openStore(b), Options{})
-	scan(b, tr)
+	root, tr := learntWorkspace(b, 10000)
 	i := 0
 	for b.Loop() {
 		i++
@@ -322,12 +317,7 @@ func BenchmarkSyncAfterStep(b *testing.B) {
 // BenchmarkSyncManyNewFiles is the scan after a step that created 2,000
 // files in a workspace of 10,000.
 func BenchmarkSyncManyNewFiles(b *testing.B) {
-	root := b.TempDir()
-	for i := range 10000 {
-		write(b, root, fmt.Sprintf("src/pkg%03d/m%05d.py", i/50, i), fmt.Sprintf("x = %d\n", i))
-	}
-	tr := newTracker(b, root, openStore(b), Options{})
-	scan(b, tr)
+	root, tr := learntWorkspace(b, 10000)
 	for n := 0; b.Loop(); n++ {
 		b.StopTimer()
 		dir := filepath.Join(root, fmt.Sprintf("out%d", n))
@@ -339,4 +329,16 @@ func BenchmarkSyncManyNewFiles(b *testing.B) {
 			b.Fatalf("%d changes", len(ch))
 		}
 	}
+}
+
+// learntWorkspace is a workspace of n small files in directories of 50,
+// and a tracker that has learnt it.
+func learntWorkspace(b *testing.B, n int) (string, *Tracker) {
+	root := b.TempDir()
+	for i := range n {
+		write(b, root, fmt.Sprintf("src/pkg%03d/m%05d.py", i/50, i), fmt.Sprintf("x = %d\n", i))
+	}
+	tr := newTracker(b, root, openStore(b), Options{})
+	scan(b, tr)
+	return root, tr
 }

@@ -125,7 +125,9 @@ type current struct {
 	// elsewhere is the workspace the session was started in, when not the
 	// host's: its file changes were made there, and are not restored here.
 	elsewhere string
-	unlisten  func()
+	// ws is the workspace its file tools resolve paths in.
+	ws       *agent.Workspace
+	unlisten func()
 
 	// replayPending: the kernel state must be rebuilt before code runs.
 	replayPending atomic.Bool
@@ -329,6 +331,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	if err != nil {
 		return nil, fmt.Errorf("session: workspace: %w", err)
 	}
+	c.ws = ws
 	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource()})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)

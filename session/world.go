@@ -217,11 +217,7 @@ func (w world) toolFile(t *checkpoint.Tracker, call provider.ToolCall) (string, 
 	if json.Unmarshal([]byte(call.Input), &in) != nil || in.Path == "" {
 		return "", false
 	}
-	ws, err := agent.NewWorkspace(t.Root())
-	if err != nil {
-		return "", false
-	}
-	abs, err := ws.Resolve(in.Path)
+	abs, err := w.c.ws.Resolve(in.Path) // as the tool resolves it
 	if err != nil {
 		return "", false
 	}

@@ -342,11 +342,15 @@ func (r *Running) Err() error {
 // follower waits on it to know when its own turn ended, whatever turn runs
 // after it.
 func (t *Task) SubmitTurn(text string, lim Limits) (*Running, error) {
-	return t.SubmitPrompt(Prompt{Text: text}, lim)
+	return t.SubmitPrompt(context.Background(), Prompt{Text: text}, lim)
 }
 
-// SubmitPrompt is SubmitTurn with images attached to the text.
-func (t *Task) SubmitPrompt(p Prompt, lim Limits) (*Running, error) {
+// SubmitPrompt is SubmitTurn with images attached to the text. The turn
+// it starts carries ctx's values (its tools are called with them: the
+// session host passes a turn's output sink so), not its cancellation:
+// Cancel and a later Submit end a turn. An ask the text answers belongs to
+// a running turn, which keeps its own values.
+func (t *Task) SubmitPrompt(ctx context.Context, p Prompt, lim Limits) (*Running, error) {
 	text := p.Text
 	t.mu.Lock()
 	if t.closed {
@@ -380,7 +384,7 @@ func (t *Task) SubmitPrompt(p Prompt, lim Limits) (*Running, error) {
 	// an earlier turn is answered by this message.
 	resumeFrom := t.pending
 	t.pending = nil
-	ctx, cancelTurn := context.WithCancel(context.Background())
+	turnCtx, cancelTurn := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	run := &Running{done: done}
 	t.cancel, t.turnDone, t.running, t.state, t.lastErr = cancelTurn, done, run, StateWorking, nil
@@ -389,7 +393,7 @@ func (t *Task) SubmitPrompt(p Prompt, lim Limits) (*Running, error) {
 	go func() {
 		defer t.wg.Done()
 		defer close(done)
-		err := t.runTurn(ctx, p, resumeFrom, lim)
+		err := t.runTurn(turnCtx, p, resumeFrom, lim)
 		cancelTurn()
 		run.err = err
 		t.mu.Lock()
@@ -443,7 +447,7 @@ func (t *Task) Respond(ts int64, a Response) error {
 		if a.Kind == ResponseNo {
 			return t.closeIdleAsk(ts, a)
 		}
-		_, err := t.SubmitPrompt(Prompt{Text: a.Text, Images: a.Images}, Limits{})
+		_, err := t.SubmitPrompt(context.Background(), Prompt{Text: a.Text, Images: a.Images}, Limits{})
 		return err
 	}
 	select {

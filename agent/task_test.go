@@ -908,7 +908,7 @@ const pixelURL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAf
 
 func runPrompt(t *testing.T, e *env, p agent.Prompt) {
 	t.Helper()
-	if _, err := e.task.SubmitPrompt(p, agent.Limits{}); err != nil {
+	if _, err := e.task.SubmitPrompt(context.Background(), p, agent.Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

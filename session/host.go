@@ -109,9 +109,6 @@ type Host struct {
 	mcp       *mcp.Manager // made at the first session
 	cells     []cell       // code mode's cells run before any session: the first one's context
 	closed    bool
-
-	outMu  sync.Mutex // guards output
-	output func(backing.Output)
 }
 
 // current is the session the host drives.

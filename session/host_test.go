@@ -553,3 +553,51 @@ func TestTrackerIgnoresTheStore(t *testing.T) {
 		st.Close()
 	}
 }
+
+// The outputs of a turn's code go to the sink it was submitted with, also
+// when the code runs after Submit returned: the turn paused on an ask that
+// another surface answered later. A turn submitted without a sink sends
+// none there.
+func TestOutputTravelsWithTheTurn(t *testing.T) {
+	srv, open := scriptedModels(t)
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("c1", "execute_code", `{"code":"6*7"}`), usage(10, 1)),
+		scripted.Reply(scripted.Text("It is 42."), usage(10, 1)),
+		scripted.Reply(scripted.ToolCall("c2", "execute_code", `{"code":"7*6"}`), usage(10, 1)),
+		scripted.Reply(scripted.Text("Still 42."), usage(10, 1)),
+	)
+	fr := &fakeRunner{}
+	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", Runner: fr})
+	ctx := context.Background()
+	outputs := make(chan backing.Output, 4)
+	res, err := h.Submit(ctx, "What is 6 times 7?", Turn{Output: func(o backing.Output) { outputs <- o }})
+	if err != nil || res.Pending == nil {
+		t.Fatalf("Submit: %v, pending %v; want the turn paused on its ask", err, res.Pending)
+	}
+	if err := h.Respond(ctx, res.Pending.TS, agent.Response{Kind: agent.ResponseYes, By: "panel"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-outputs:
+		if o.Type != wire.MsgExecuteResult {
+			t.Errorf("output %+v", o)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the code the answered ask ran sent no output to the turn's sink")
+	}
+	for deadline := time.Now().Add(20 * time.Second); h.Busy(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first turn did not end")
+		}
+	}
+	// Another turn, submitted without a sink, ran code: nothing arrives.
+	res, err = h.Submit(ctx, "And 7 times 6?", Turn{Approve: agent.ApproveAll.Approver()})
+	if err != nil || len(fr.ran()) != 2 {
+		t.Fatalf("Submit: %v, ran %q", err, fr.ran())
+	}
+	select {
+	case o := <-outputs:
+		t.Errorf("a turn without a sink sent %+v to the first turn's", o)
+	default:
+	}
+}

@@ -13,7 +13,8 @@ import (
 )
 
 // codeRunner runs the agent's execute_code in the host's backing kernel;
-// the outputs go to the Output of the turn that runs it, unchanged.
+// the outputs go, unchanged, to the Output of the turn that runs it, which
+// its context carries.
 type codeRunner struct {
 	h *Host
 	c *current
@@ -30,30 +31,27 @@ func (cr *codeRunner) Run(ctx context.Context, code string) (agent.CodeResult, e
 		cr.h.log.Warn("replay before the code", "error", err)
 	}
 	anchor := cr.c.task.Stamp()
-	res, err := r.Execute(ctx, backing.Exec{Code: code, Output: cr.h.turnOutput()})
+	res, err := r.Execute(ctx, backing.Exec{Code: code, Output: outputOf(ctx)})
 	cr.h.recordCode(ctx, cr.c, anchor, "agent", code, res.Status)
 	return codeResult(res), err
 }
 
-// setOutput makes out the sink of the agent's code outputs until the
-// returned func is called.
-func (h *Host) setOutput(out func(backing.Output)) (restore func()) {
-	h.outMu.Lock()
-	prev := h.output
-	h.output = out
-	h.outMu.Unlock()
-	return func() {
-		h.outMu.Lock()
-		h.output = prev
-		h.outMu.Unlock()
+// outputKey is the context key of a turn's output sink.
+type outputKey struct{}
+
+// withOutput returns ctx carrying out, the sink of the code outputs of the
+// turn submitted with it: the turn's tool calls are made with its values.
+func withOutput(ctx context.Context, out func(backing.Output)) context.Context {
+	if out == nil {
+		return ctx
 	}
+	return context.WithValue(ctx, outputKey{}, out)
 }
 
-// turnOutput returns the sink of the running turn's code outputs, or nil.
-func (h *Host) turnOutput() func(backing.Output) {
-	h.outMu.Lock()
-	defer h.outMu.Unlock()
-	return h.output
+// outputOf returns the sink ctx carries, or nil.
+func outputOf(ctx context.Context) func(backing.Output) {
+	out, _ := ctx.Value(outputKey{}).(func(backing.Output))
+	return out
 }
 
 func codeResult(r backing.Result) agent.CodeResult {

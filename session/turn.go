@@ -20,7 +20,10 @@ type Turn struct {
 	// Respond).
 	Approve agent.Approver
 	// Output receives the outputs of the code the agent runs in this turn,
-	// unchanged (a notebook relays them to the cell).
+	// unchanged (a notebook relays them to the cell). It travels with the
+	// turn, not with the host: code the turn runs after Submit returned (it
+	// paused on an ask that Respond answered later) still reports here, and
+	// a turn another surface started never does.
 	Output func(backing.Output)
 	// Events receives the current session's events during the turn.
 	Events func(agent.Event)
@@ -79,7 +82,8 @@ func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) 
 	}
 	p := agent.Prompt{Text: text, Images: t.Images}
 	h.logPrompt(ctx, c, p)
-	return h.follow(ctx, c, t, func() (*agent.Running, error) { return c.task.SubmitPrompt(p, t.Limits) })
+	tctx := withOutput(ctx, t.Output)
+	return h.follow(ctx, c, t, func() (*agent.Running, error) { return c.task.SubmitPrompt(tctx, p, t.Limits) })
 }
 
 // ErrSuperseded is returned by Submit when its turn was stopped by a newer
@@ -101,7 +105,7 @@ func (h *Host) StartPrompt(ctx context.Context, p agent.Prompt) error {
 		return err
 	}
 	h.logPrompt(ctx, c, p)
-	_, err = c.task.SubmitPrompt(p, agent.Limits{})
+	_, err = c.task.SubmitPrompt(ctx, p, agent.Limits{})
 	return err
 }
 
@@ -150,9 +154,6 @@ func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() (*ag
 		}
 	})
 	defer remove()
-	if t.Output != nil {
-		defer h.setOutput(t.Output)()
-	}
 	r, err := start()
 	if err == nil {
 		mu.Lock()

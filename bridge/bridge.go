@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -40,22 +39,16 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("bridge: unknown mode %q (want code or prompt)", s)
 }
 
-// Config configures a Bridge. The zero value works: code mode over the
-// python3 kernelspec.
+// Config configures a Bridge: the Jupyter mapping only. The backing runner
+// and the session host come from the composition root (package app).
 type Config struct {
-	// Backing names the backing kernelspec. Default "python3". It is looked
-	// up with backing.Find, which never picks agentkernel itself.
-	Backing string
-	// BackingArgs are appended to the backing kernel's command line: the
-	// launcher's arguments that were not ours (nbclient's
-	// --HistoryManager.hist_file=:memory:, --IPKernelApp.…).
-	BackingArgs []string
-	// Name is this kernel's own kernelspec name, for the environment mark
-	// of its backing kernel and for logs. Optional.
-	Name string
-	// Gateway, when set, runs the backing kernel on that Jupyter server
-	// (Backing names a kernelspec there) instead of on this machine.
-	Gateway *backing.Gateway
+	// Runner runs the backing kernel. Required. The bridge starts it
+	// (Start) and closes it (Close). Its iopub messages that belong to no
+	// request go to the bridge's Unsolicited.
+	Runner backing.Runner
+	// Host is the session host of the agent (prompt mode, %%agent cells,
+	// %agent magics). Required. The bridge closes it (Close).
+	Host *session.Host
 	// Refuse, when set, is why this kernel must not start a backing kernel
 	// (it is itself one: backing.CheckNested). It answers kernel_info, and
 	// every cell fails with this error.
@@ -64,28 +57,11 @@ type Config struct {
 	Mode Mode
 	// Logger; default hclog.NewNullLogger().
 	Logger hclog.Logger
-	// Dir is the backing kernel's working directory and the agent's
-	// workspace; default ours.
-	Dir string
 	// Version is agentkernel's version for kernel_info.
 	Version string
-	// StartTimeout bounds a backing kernel start. Default 60s.
-	StartTimeout time.Duration
 	// InfoWait bounds how long kernel_info waits for the backing kernel
 	// when no language_info is cached. Default 10s.
 	InfoWait time.Duration
-
-	// Reaper is the command line of the process that deletes the gateway
-	// backing's kernel if this one is killed (backing.RemoteOptions.Reaper).
-	Reaper []string
-
-	// The agent (prompt mode, %%agent cells and %agent magics):
-
-	// Host configures the session host: the store, the model, permissions,
-	// hooks, MCP servers, the event log, checkpoints. Its Runner,
-	// Workspace, Kind and Logger are the bridge's (the backing runner,
-	// Dir, Mode, Logger).
-	Host session.Config
 	// Problems are what was wrong with the configuration (a broken config
 	// file, an unknown setting), left at defaults: shown in the first
 	// cell's output and in %agent help.
@@ -95,9 +71,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Backing == "" {
-		c.Backing = "python3"
-	}
 	if c.Mode == "" {
 		c.Mode = ModeCode
 	}
@@ -112,11 +85,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Approve == "" {
 		c.Approve = agent.ApproveNone
-	}
-	if c.Dir == "" {
-		if d, err := os.Getwd(); err == nil {
-			c.Dir = d
-		}
 	}
 	return c
 }
@@ -150,23 +118,16 @@ type Bridge struct {
 	attached []attachment // %agent attach: images for the next prompt
 }
 
-// New returns a Bridge with its backing runner and session host. It
-// starts nothing. A backing kernelspec that cannot be found is no error
-// here: the kernel keeps serving, every request that needs the backing
-// kernel fails with the reason, and the next one looks again.
+// New returns a Bridge over cfg's runner and host. It starts nothing. A
+// backing kernelspec that cannot be found is no error: the kernel keeps
+// serving, every request that needs the backing kernel fails with the
+// reason, and the next one looks again.
 func New(cfg Config) (*Bridge, error) {
-	cfg = cfg.withDefaults()
-	b := &Bridge{cfg: cfg, log: cfg.Logger.Named("bridge")}
-	r, err := backing.Open(backing.Options{Kernel: cfg.Backing, Args: cfg.BackingArgs, Dir: cfg.Dir, Owner: cfg.Name,
-		Gateway: cfg.Gateway, Reaper: cfg.Reaper, Refuse: cfg.Refuse, OnIOPub: b.unsolicited,
-		StartTimeout: cfg.StartTimeout, Logger: b.log})
-	if err != nil {
-		return nil, err
+	if cfg.Runner == nil || cfg.Host == nil {
+		return nil, errors.New("bridge: a runner and a host are required")
 	}
-	b.runner = r
-	hc := cfg.Host
-	hc.Runner, hc.Workspace, hc.Kind, hc.Logger = b.runner, cfg.Dir, string(cfg.Mode), b.log
-	b.host = session.New(hc)
+	cfg = cfg.withDefaults()
+	b := &Bridge{cfg: cfg, log: cfg.Logger.Named("bridge"), runner: cfg.Runner, host: cfg.Host}
 	b.recent.init(256)
 	return b, nil
 }
@@ -206,8 +167,8 @@ func (b *Bridge) KernelInfo() kernel.KernelInfo {
 		Implementation:        "agentkernel",
 		ImplementationVersion: b.cfg.Version,
 		LanguageInfo:          info,
-		Banner: fmt.Sprintf("agentkernel %s (%s mode), backed by %s (%s)",
-			b.cfg.Version, b.cfg.Mode, b.runner.Describe(), b.cfg.Backing),
+		Banner: fmt.Sprintf("agentkernel %s (%s mode), backed by %s",
+			b.cfg.Version, b.cfg.Mode, b.runner.Describe()),
 		HelpLinks: []kernel.HelpLink{{Text: "agentkernel", URL: "https://github.com/agentkernel/agentkernel"}},
 	}
 }

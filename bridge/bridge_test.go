@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,9 +16,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/session"
 )
 
 func TestMain(m *testing.M) {
@@ -44,10 +47,45 @@ type harness struct {
 
 func start(t *testing.T) *harness {
 	t.Helper()
-	return startWith(t, Config{})
+	return startWith(t, testConfig{})
 }
 
-func startWith(t *testing.T, cfg Config) *harness {
+// testConfig is a Bridge's Config and what the composition root (package
+// app) would open for it: the runner of the Backing kernelspec in Dir, and
+// a host of Host's settings.
+type testConfig struct {
+	Config
+	Backing string
+	Dir     string
+	Host    session.Config
+}
+
+// newBridge opens tc's runner and host and the Bridge over them.
+func newBridge(t *testing.T, tc testConfig) *Bridge {
+	t.Helper()
+	if tc.Dir == "" {
+		tc.Dir, _ = os.Getwd()
+	}
+	if tc.Logger == nil {
+		tc.Logger = logger()
+	}
+	var b *Bridge
+	r, err := backing.Open(backing.Options{Kernel: tc.Backing, Dir: tc.Dir, OnIOPub: func(m *wire.Message) { b.Unsolicited(m) },
+		Logger: tc.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := tc.Host
+	hc.Runner, hc.Workspace, hc.Kind, hc.Logger = r, tc.Dir, string(cmp.Or(tc.Mode, ModeCode)), tc.Logger
+	cfg := tc.Config
+	cfg.Runner, cfg.Host = r, session.New(hc)
+	if b, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func startWith(t *testing.T, tc testConfig) *harness {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts ipykernel")
@@ -56,11 +94,7 @@ func startWith(t *testing.T, cfg Config) *harness {
 		t.Skip("Debian's python3-ipykernel is not installed")
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	cfg.Logger = logger()
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBridge(t, tc)
 	b.Start()
 	var (
 		srv    *kernel.Server
@@ -337,7 +371,7 @@ func TestInterruptWhileBackingStarts(t *testing.T) {
 	t.Setenv("JUPYTER_PATH", dir)
 	// No language_info is cached: kernel_info must not wait for the start
 	// (as with a cache, which install's probe fills).
-	h := startWith(t, Config{Backing: "slowpy", InfoWait: time.Millisecond})
+	h := startWith(t, testConfig{Backing: "slowpy", Config: Config{InfoWait: time.Millisecond}})
 	done := h.execAsync("import time; time.sleep(15); ran = True")
 	if h.b.runner.Running() {
 		t.Fatal("the slow kernel is up already")
@@ -376,10 +410,7 @@ func TestKernelInfoBeforeBackingIsUp(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "python3.json"), info, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Config{Logger: logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBridge(t, testConfig{})
 	defer b.Close()
 	// Not started: the cached language_info answers at once.
 	ki := b.KernelInfo()
@@ -394,10 +425,7 @@ func TestKernelInfoBeforeBackingIsUp(t *testing.T) {
 func TestUnknownBackingSpec(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("JUPYTER_PATH", dir)
-	b, err := New(Config{Backing: "late-kernel"})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	b := newBridge(t, testConfig{Backing: "late-kernel"})
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -264,7 +264,7 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 	case errors.Is(err, client.ErrDead):
 		b.log.Warn("backing kernel died during a request", "msg_type", r.Type(), "error", err)
 		b.fail(r, replyType, "DeadKernelError", fmt.Sprintf(
-			"the backing kernel (%s) died; it will be restarted at the next execution", b.cfg.Backing))
+			"the backing kernel (%s) died; it will be restarted at the next execution", b.runner.Describe()))
 	case err != nil:
 		b.fail(r, replyType, "BackingKernelError", strings.TrimPrefix(err.Error(), "backing kernel: "))
 	case rep != nil:
@@ -283,10 +283,11 @@ func (b *Bridge) relay(r *kernel.Request, m *wire.Message) {
 	}
 }
 
-// unsolicited relays backing iopub messages that arrive after their request
+// Unsolicited relays backing iopub messages that arrive after their request
 // finished (threads printing late, widget updates) to the frontend request
-// they belong to, when it is still known.
-func (b *Bridge) unsolicited(m *wire.Message) {
+// they belong to, when it is still known. It is the runner's OnIOPub
+// (backing.Options).
+func (b *Bridge) Unsolicited(m *wire.Message) {
 	if m.Header.MsgType == wire.MsgStatus {
 		return
 	}

@@ -48,7 +48,7 @@ func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, c
 	switch {
 	case errors.Is(err, client.ErrDead):
 		b.replyError(r, count, "DeadKernelError", fmt.Sprintf(
-			"the backing kernel (%s) died; it will be restarted at the next execution", b.cfg.Backing))
+			"the backing kernel (%s) died; it will be restarted at the next execution", b.runner.Describe()))
 		return
 	case errors.Is(err, backing.ErrInterrupted), errors.Is(err, context.Canceled):
 		b.replyError(r, count, "KeyboardInterrupt", "interrupted")

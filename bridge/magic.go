@@ -3,13 +3,13 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"github.com/agentkernel/agentkernel/kernel/wire"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/kernel"
+	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 )

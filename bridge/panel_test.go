@@ -21,7 +21,7 @@ import (
 func TestPanelFollowsMagics(t *testing.T) {
 	elog := eventlog.New(eventlog.Options{Dir: filepath.Join(t.TempDir(), "logs")})
 	t.Cleanup(func() { elog.Close() })
-	h := startWith(t, Config{Mode: ModePrompt, Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir(), EventLog: elog}})
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir(), EventLog: elog}, Config: Config{Mode: ModePrompt}})
 	rep, _ := h.cell("%agent webview")
 	if rep["status"] != "ok" {
 		t.Fatalf("webview: %v", rep)

@@ -35,10 +35,9 @@ func promptKernel(t *testing.T, api string, dataDir string, approve agent.Approv
 	if dataDir == "" {
 		dataDir = t.TempDir()
 	}
-	h := startWith(t, Config{Mode: ModePrompt, Approve: approve, Dir: t.TempDir(),
-		Host: session.Config{Model: model, DataDir: dataDir, OpenModel: func(spec string) (provider.Provider, error) {
-			return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-		}}})
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: model, DataDir: dataDir, OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Mode: ModePrompt, Approve: approve}})
 	return h, srv
 }
 
@@ -170,11 +169,10 @@ func TestProposedCell(t *testing.T) {
 	for _, mode := range []Mode{ModePrompt, ModeCode} {
 		t.Run(string(mode), func(t *testing.T) {
 			srv := scripted.New(t)
-			h := startWith(t, Config{Mode: mode, Dir: t.TempDir(), Approve: agent.ApproveAll,
-				Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
-					env := map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.OpenAIURL()}
-					return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-				}}})
+			h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+				env := map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.OpenAIURL()}
+				return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+			}}, Config: Config{Mode: mode, Approve: agent.ApproveAll}})
 			srv.Enqueue(
 				scripted.Reply(scripted.ToolCall("c1", "propose_cell", `{"code":"df.describe()"}`)),
 				scripted.Reply(scripted.Text("There is a cell for you.")),
@@ -294,7 +292,7 @@ func TestPromptNoModelAndResume(t *testing.T) {
 	}
 
 	// No model configured: a clear message; code still runs.
-	h3 := startWith(t, Config{Mode: ModePrompt, Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir()}})
+	h3 := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir()}, Config: Config{Mode: ModePrompt}})
 	rep, _ = h3.cell("hello?")
 	if rep["status"] != "error" || !strings.Contains(fmt.Sprint(rep["evalue"]), "AGENTKERNEL_MODEL") {
 		t.Fatalf("no model: %v", rep)
@@ -306,7 +304,7 @@ func TestPromptNoModelAndResume(t *testing.T) {
 }
 
 func TestPromptKernelInfoAndCompletion(t *testing.T) {
-	h := startWith(t, Config{Mode: ModePrompt, Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir()}})
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir()}, Config: Config{Mode: ModePrompt}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rep, err := h.c.KernelInfo(ctx)
@@ -335,10 +333,9 @@ var _ = wire.ProtocolVersion
 func TestCodeModeAgentCells(t *testing.T) {
 	srv := scripted.New(t)
 	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
-	h := startWith(t, Config{Mode: ModeCode, Dir: t.TempDir(), Approve: agent.ApproveAll,
-		Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
-			return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-		}}})
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Mode: ModeCode, Approve: agent.ApproveAll}})
 	rep, _ := h.cell("secret_number = 41")
 	if rep["status"] != "ok" {
 		t.Fatalf("code cell: %v", rep)

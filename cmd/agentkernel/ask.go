@@ -20,12 +20,12 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
-	"github.com/agentkernel/agentkernel/store"
 	"github.com/agentkernel/agentkernel/streamjson"
 )
 
@@ -81,18 +81,18 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
 // askRun is one `agentkernel ask`: its options, and then what it opened.
 type askRun struct {
-	format               askFormat
-	streamIn, partial    bool
-	maxTurns             int
-	maxBudget            float64
-	sessionRef, model    string
-	cont                 bool
-	approveName, backing string
-	record, store        string
-	rewindTo             string
-	gw                   *gatewayFlags
-	prompt               string
-	fromStdin, tty       bool
+	format            askFormat
+	streamIn, partial bool
+	maxTurns          int
+	maxBudget         float64
+	sessionRef, model string
+	cont              bool
+	approveName       string
+	record, store     string
+	rewindTo          string
+	backing           *app.BackingFlags
+	prompt            string
+	fromStdin, tty    bool
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -122,10 +122,9 @@ func parseAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) (*askRun
 	fs.BoolVar(&a.cont, "continue", false, "continue the most recent session of this directory")
 	fs.StringVar(&a.approveName, "approve", "", "answer the agent's asks: none, read-only or all (default: ask on a terminal, else $AGENTKERNEL_APPROVE)")
 	fs.StringVar(&a.model, "model", "", "model, e.g. openai:gpt-4.1 or replay:FILE (default: the session's, then $AGENTKERNEL_MODEL, then the config file)")
-	fs.StringVar(&a.backing, "backing", "python3", "kernelspec of the backing kernel that runs the agent's code")
-	fs.StringVar(&a.record, "record", "", "record the model's answers to the cassette `FILE`")
-	a.gw = addGatewayFlags(fs)
-	storeArg := storeFlag(fs)
+	a.backing = app.AddBackingFlags(fs, "kernelspec of the backing kernel that runs the agent's code")
+	fs.StringVar(&a.record, "record", "", "record the model's answers to the cassette `FILE` (default $"+app.EnvRecord+")")
+	storeArg := app.StoreFlag(fs)
 	fs.StringVar(&a.rewindTo, "rewind", "", "with --session or --continue: first rewind the session to before message `#N` "+
 		"(its files, and its kernel when --approve all lets the code before it replay), as sessions rewind does")
 	pos, err := parseArgs(fs, args)
@@ -212,49 +211,36 @@ func (a *askRun) run() error {
 	if a.log, err = newLogger(a.stderr); err != nil {
 		return err
 	}
-	cfg, err := agentConfig("", a.record, a.log)
-	if err == nil {
-		err = configErr(cfg)
-	}
-	if err != nil {
-		cfg.Host.EventLog.Close()
+	cfg := app.Load(app.Flags{Record: a.record, Store: a.store}, a.log)
+	if err := cfg.Err(); err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
-	defer cfg.Host.EventLog.Close()
 	a.policy = cmp.Or(a.approveName, string(cfg.Approve))
 	if a.ap, err = agent.ParseApprovalPolicy(a.policy); err != nil {
 		return fmt.Errorf("ask: --approve: %w", err)
 	}
+	gw, err := a.backing.Gateway()
+	if err != nil {
+		return fmt.Errorf("ask: %w", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, err := store.Open(ctx, store.Options{Dir: cfg.Host.DataDir, URL: firstNonEmpty(a.store, cfg.Host.StoreURL), Logger: a.log.Named("store")})
+	opened, err := app.Open(ctx, cfg, app.Surface{Kind: "ask", Source: eventlog.SourceAsk, StoreNow: true, Logger: a.log,
+		Backing: &backing.Options{Kernel: a.backing.Kernel, Owner: "ask", Gateway: gw}})
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
-	defer st.Close()
-	cwd, _ := os.Getwd()
-	gw, err := a.gw.resolve()
-	if err != nil {
-		return fmt.Errorf("ask: %w", err)
-	}
-	runner, err := backing.Open(backing.Options{Kernel: a.backing, Dir: cwd, Owner: "ask", Gateway: gw,
-		Reaper: reaper(), Logger: a.log})
-	if err != nil {
-		return fmt.Errorf("ask: %w", err)
-	}
-	defer runner.Close()
-	hc := cfg.Host
-	hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.Source = st, runner, cwd, "ask", a.log, eventlog.SourceAsk
-	a.host = session.New(hc)
-	defer a.host.Close()
+	defer opened.Close()
+	a.host = opened.Host
 	if err := a.openSession(ctx); err != nil {
 		return err
 	}
 	a.streams()
 	tools, servers := initMCP(ctx, a.host, a.info.Tools, a.tr.Enabled())
+	cwd, _ := os.Getwd()
 	a.tr.Emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": tools, "mcp_servers": servers,
 		"model": a.host.Model(), "permissionMode": a.host.Mode(), "slash_commands": []any{},
-		"agentkernel_version": versionString(), "backing": a.backing, "approve": a.policy, "resumed": a.info.Resumed,
+		"agentkernel_version": versionString(), "backing": a.backing.Kernel, "approve": a.policy, "resumed": a.info.Resumed,
 		"session_workspace": cmp.Or(a.info.Elsewhere, a.host.Workspace())})
 	defer a.host.Subscribe(a.tr.Event)()
 	if err := a.rewind(ctx); err != nil {

@@ -178,20 +178,16 @@ func guessLanguage(name string) string {
 // probeBacking starts the backing kernel once so that its language_info is
 // cached for instant kernel_info replies, and reports whether it has a
 // debugger.
-func probeBacking(backing string) (bool, error) {
-	log, err := newLogger(io.Discard)
+func probeBacking(kernelspec string) (bool, error) {
+	r, err := backing.Open(backing.Options{Kernel: kernelspec, StartTimeout: 60 * time.Second})
 	if err != nil {
 		return false, err
 	}
-	b, err := bridge.New(bridge.Config{Backing: backing, Logger: log, StartTimeout: 60 * time.Second})
-	if err != nil {
-		return false, err
-	}
-	defer b.Close()
+	defer r.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	err = b.Probe(ctx)
-	return err == nil && b.BackingDebugger(), err
+	err = r.Ready(ctx)
+	return err == nil && r.Debugger(), err
 }
 
 // parseScope turns the --user, --sys-prefix and --prefix flags into a

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -19,19 +18,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider"
-	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
-	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/eglaunch"
 	"github.com/agentkernel/agentkernel/kernel/wire"
-	"github.com/agentkernel/agentkernel/mcp"
-	"github.com/agentkernel/agentkernel/notebooks"
-	"github.com/agentkernel/agentkernel/session"
-	"github.com/agentkernel/agentkernel/store"
 )
 
 func runKernel(args []string, stderr io.Writer) error {
@@ -45,11 +37,11 @@ func runKernel(args []string, stderr io.Writer) error {
 // kernelRun is one `agentkernel kernel`: its options, and then what it
 // started.
 type kernelRun struct {
-	connFile, backing, mode, model, record, store string
-	gw                                            *gatewayFlags
-	eg                                            eglaunch.Options
-	passed                                        []string // the backing kernel's arguments
-	stderr                                        io.Writer
+	connFile, mode, model, record, store string
+	backing                              *app.BackingFlags
+	eg                                   eglaunch.Options
+	passed                               []string // the backing kernel's arguments
+	stderr                               io.Writer
 
 	// Set by run.
 	log  hclog.Logger
@@ -63,12 +55,11 @@ func parseKernel(args []string, stderr io.Writer) (*kernelRun, error) {
 	k := &kernelRun{stderr: stderr}
 	fs := newFlagSet("kernel", "kernel -f CONNECTION_FILE [flags]", stderr)
 	fs.StringVar(&k.connFile, "f", "", "connection file written by Jupyter (required unless launched by Enterprise Gateway)")
-	fs.StringVar(&k.backing, "backing", "python3", "kernelspec of the backing kernel")
+	k.backing = app.AddBackingFlags(fs, "kernelspec of the backing kernel")
 	fs.StringVar(&k.mode, "mode", "code", "kernel mode: code or prompt")
 	fs.StringVar(&k.model, "model", "", "model for new sessions (default $AGENTKERNEL_MODEL, then the config file)")
-	fs.StringVar(&k.record, "record", os.Getenv("AGENTKERNEL_RECORD"), "record the model's answers to this cassette `FILE`")
-	k.gw = addGatewayFlags(fs)
-	storeArg := storeFlag(fs)
+	fs.StringVar(&k.record, "record", "", "record the model's answers to this cassette `FILE` (default $"+app.EnvRecord+")")
+	storeArg := app.StoreFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: agentkernel kernel -f CONNECTION_FILE [flags] [BACKING_ARGS...]\n"+
 			"       agentkernel kernel --kernel-id ID --response-address HOST:PORT --public-key KEY [--port-range LOW..HIGH] [flags]\n\n"+
@@ -141,21 +132,11 @@ func (k *kernelRun) run() error {
 	signal.Notify(sigterm, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigterm)
 
-	bcfg, err := agentConfig(k.model, k.record, k.log)
+	b, closeApp, err := k.open(mode, nested)
 	if err != nil {
 		return err
 	}
-	defer bcfg.Host.EventLog.Close() // after the bridge (deferred below) has closed
-	bcfg.Backing, bcfg.Mode, bcfg.Logger, bcfg.Version = k.backing, mode, k.log, versionString()
-	bcfg.BackingArgs, bcfg.Name, bcfg.Refuse = k.passed, k.conn.KernelName, nested
-	bcfg.Host.StoreURL = firstNonEmpty(k.store, bcfg.Host.StoreURL)
-	if bcfg.Gateway, err = k.gw.resolve(); err != nil {
-		return fmt.Errorf("kernel: %w", err)
-	}
-	b, err := bridge.New(bcfg)
-	if err != nil {
-		return err
-	}
+	defer closeApp() // after the bridge (deferred below) has closed
 	if k.egl == nil {
 		b.Start()
 	}
@@ -169,6 +150,31 @@ func (k *kernelRun) run() error {
 		return err
 	}
 	return k.serve(srv, b, sigint, sigterm)
+}
+
+// open opens the app (the event log, the backing runner, the host) and
+// the bridge over it; closeApp closes what the bridge does not.
+func (k *kernelRun) open(mode bridge.Mode, nested error) (b *bridge.Bridge, closeApp func(), err error) {
+	cfg := app.Load(app.Flags{Model: k.model, Record: k.record, Store: k.store}, k.log)
+	gw, err := k.backing.Gateway()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kernel: %w", err)
+	}
+	// The runner's iopub goes to the bridge, which is made before the
+	// runner starts (b.Start).
+	a, err := app.Open(context.Background(), cfg, app.Surface{Kind: string(mode), Logger: k.log,
+		Backing: &backing.Options{Kernel: k.backing.Kernel, Args: k.passed, Owner: k.conn.KernelName, Gateway: gw,
+			Refuse: nested, OnIOPub: func(m *wire.Message) { b.Unsolicited(m) }}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("kernel: %w", err)
+	}
+	b, err = bridge.New(bridge.Config{Runner: a.Runner, Host: a.Host, Refuse: nested, Mode: mode, Logger: k.log,
+		Version: versionString(), Problems: cfg.Problems, Approve: cfg.Approve})
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return b, func() { a.Close() }, nil
 }
 
 // startProfile writes a CPU profile when AGENTKERNEL_CPUPROFILE names a
@@ -315,79 +321,6 @@ func (k *kernelRun) ended(err, failed error, orphaned, signalled bool) error {
 	}
 	k.log.Info("shut down")
 	return nil
-}
-
-// agentConfig gathers the agent's settings: flags, then the environment
-// (AGENTKERNEL_MODEL, AGENTKERNEL_APPROVE, AGENTKERNEL_PERMISSION_MODE,
-// AGENTKERNEL_DATA_DIR), then the config file. The caller closes its
-// EventLog.
-//
-// A setting it cannot use (a broken config file, an unknown approval
-// policy or permission mode) is left at its default and reported in the
-// config's Problems: a kernel must start and say what is wrong, where
-// exiting before kernel_info would show a dead kernel and no message.
-// ask and run make them errors (see configErr).
-func agentConfig(model, record string, log hclog.Logger) (bridge.Config, error) {
-	var problems []string
-	fc, err := loadConfig()
-	if err != nil {
-		problems = append(problems, err.Error()+" (the whole file is ignored until it is fixed)")
-	}
-	approve, err := agent.ParseApprovalPolicy(firstNonEmpty(os.Getenv("AGENTKERNEL_APPROVE"), fc.Approve))
-	if err != nil {
-		problems = append(problems, "approval policy: "+err.Error()+" (using none)")
-		approve = agent.ApproveNone
-	}
-	var pmode agent.Mode
-	if m := firstNonEmpty(os.Getenv("AGENTKERNEL_PERMISSION_MODE"), fc.Mode); m != "" {
-		if pmode, err = agent.ParseMode(m); err != nil {
-			problems = append(problems, "permission mode: "+err.Error()+" (using default)")
-			pmode = ""
-		}
-	}
-	for _, p := range problems {
-		log.Error("configuration problem", "problem", p)
-	}
-	prices := fc.prices()
-	dataDir := os.Getenv("AGENTKERNEL_DATA_DIR")
-	return bridge.Config{
-		Approve:  approve,
-		Reaper:   reaper(),
-		Problems: problems,
-		Host: session.Config{
-			DataDir:        dataDir,
-			StoreURL:       storeURL("", fc),
-			Hooks:          fc.Hooks,
-			Checkpoints:    fc.Checkpoints.options(),
-			EventLog:       fc.eventLog(dataDir, log),
-			Source:         eventlog.Source(os.Getenv(envEventSource)),
-			Model:          models.Resolve(model, os.Getenv("AGENTKERNEL_MODEL"), fc.Model),
-			PermissionMode: pmode,
-			Allow:          fc.Allow,
-			Deny:           fc.Deny,
-			MCPServers:     fc.MCPServers,
-			MCP:            mcp.Options{UserDir: filepath.Dir(configPath())},
-			Notebook: func(w io.Writer, s store.Session, h store.Histories) error {
-				nb, err := sessionNotebook(s, h, nil)
-				if err != nil {
-					return err
-				}
-				return notebooks.Write(w, nb)
-			},
-			OpenModel: func(spec string) (provider.Provider, error) {
-				return models.Open(spec, models.Options{Prices: prices, Record: record})
-			},
-		},
-	}, nil
-}
-
-// configErr is the error of the commands that must not run on a broken
-// configuration (ask, run): all of cfg's problems.
-func configErr(cfg bridge.Config) error {
-	if len(cfg.Problems) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(cfg.Problems, "\n"))
 }
 
 // setKernelProcs runs the kernel's Go code on one processor unless

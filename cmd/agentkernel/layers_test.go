@@ -15,28 +15,31 @@ func TestLayers(t *testing.T) {
 	forbidden := map[string][]string{
 		"messages":      {"rewind", "store", "agent", "bridge", "kernel", "webview", "notebooks"},
 		"rewind":        {"store", "agent", "bridge", "kernel", "webview", "notebooks"},
-		"store":         {"agent", "bridge", "kernel", "webview", "notebooks"},
+		"store":         {"app", "agent", "bridge", "kernel", "webview", "notebooks"},
 		"kernel/wire":   {"kernel", "kernel/client", "internal/zmtp", "bridge", "agent", "messages", "store"},
 		"internal/zmtp": {"kernel", "kernel/wire", "kernel/client", "bridge"},
 		"kernel":        {"kernel/client", "bridge", "agent", "messages", "store", "rewind"},
 		"kernel/client": {"kernel", "bridge", "agent", "messages", "store", "rewind", "backing"},
-		"backing":       {"kernel", "bridge", "agent", "messages", "store", "rewind", "session", "webview", "notebooks"},
-		"session":       {"kernel", "bridge", "webview", "notebooks", "cmd/agentkernel"},
-		"checkpoint":    {"store", "agent", "session", "backing", "bridge", "kernel", "webview", "notebooks"},
-		"agent":         {"kernel", "kernel/client", "kernel/wire", "backing", "session", "bridge", "webview", "notebooks"},
-		"bridge":        {"notebooks", "cmd/agentkernel"},
-		"webview":       {"agent", "bridge", "kernel", "kernel/client", "store", "rewind", "cmd/agentkernel"},
-		"notebooks":     {"agent", "bridge", "webview", "kernel", "cmd/agentkernel"},
+		"backing":       {"app", "kernel", "bridge", "agent", "messages", "store", "rewind", "session", "webview", "notebooks"},
+		"session":       {"app", "kernel", "bridge", "webview", "notebooks", "cmd/agentkernel"},
+		"checkpoint":    {"app", "store", "agent", "session", "backing", "bridge", "kernel", "webview", "notebooks"},
+		"agent":         {"app", "kernel", "kernel/client", "kernel/wire", "backing", "session", "bridge", "webview", "notebooks"},
+		"bridge":        {"app", "notebooks", "cmd/agentkernel"},
+		"webview":       {"app", "agent", "bridge", "kernel", "kernel/client", "store", "rewind", "cmd/agentkernel"},
+		"notebooks":     {"app", "agent", "bridge", "webview", "kernel", "cmd/agentkernel"},
 
 		// Enterprise Gateway's launcher contract: the wire format only.
 		"kernel/eglaunch": {"kernel", "kernel/client", "internal/zmtp", "backing", "bridge", "agent", "messages", "store", "session"},
 		"hooks":           {"agent", "session", "store", "bridge", "kernel", "webview", "notebooks", "messages"},
 		"eventlog":        {"agent", "session", "store", "bridge", "kernel", "webview", "notebooks", "messages"},
-		"mcp":             {"session", "bridge", "kernel", "kernel/client", "backing", "store", "webview", "notebooks", "cmd/agentkernel"},
+		"mcp":             {"app", "session", "bridge", "kernel", "kernel/client", "backing", "store", "webview", "notebooks", "cmd/agentkernel"},
 		// A surface over the session host, as bridge is: no Jupyter server.
-		"streamjson": {"bridge", "kernel", "webview", "notebooks", "cmd/agentkernel"},
+		"streamjson": {"app", "bridge", "kernel", "webview", "notebooks", "cmd/agentkernel"},
+		// The composition root opens the host and the runner; the surfaces
+		// are wired to it, never the other way.
+		"app": {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
 		// The panel's protocol over the host: no transport of its own.
-		"webview/hostagent": {"bridge", "kernel", "notebooks", "cmd/agentkernel"},
+		"webview/hostagent": {"app", "bridge", "kernel", "notebooks", "cmd/agentkernel"},
 	}
 	// Packages that sit on the session host map onto it and do not reach
 	// past it: they must not import these directly.

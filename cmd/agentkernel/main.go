@@ -23,25 +23,12 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/backing"
 )
-
-// reaperCommand is the hidden subcommand of the gateway reaper.
-const reaperCommand = "gateway-reaper"
-
-// reaper is the command line of the gateway reaper: this executable (nil
-// when it cannot be found: no reaper).
-func reaper() []string {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil
-	}
-	return []string{exe, reaperCommand}
-}
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -77,20 +64,45 @@ func versionString() string {
 	return "dev"
 }
 
-const usage = `agentkernel — a Jupyter kernel whose cells talk to an AI coding agent
+// commands are agentkernel's subcommands, in the order the usage lists
+// them. A new surface is its package's Command, listed here.
+var commands = []app.Command{
+	{Name: "install", Synopsis: "install [flags]", Summary: `install the kernelspec so Jupyter lists "Agent"`,
+		Run: func(a []string, e app.Env) error { return runInstall(a, e.Stdout, e.Stderr) }},
+	{Name: "uninstall", Synopsis: "uninstall --name NAME", Summary: "remove an agentkernel kernelspec (what install printed)",
+		Run: func(a []string, e app.Env) error { return runUninstall(a, e.Stdout, e.Stderr) }},
+	{Name: "kernel", Synopsis: "kernel -f FILE [flags]", Summary: "run the kernel (Jupyter does this)",
+		Run: func(a []string, e app.Env) error { return runKernel(a, e.Stderr) }},
+	{Name: "run", Synopsis: "run NOTEBOOK [flags]", Summary: "execute a notebook headlessly (prompt cells through the agent)",
+		Run: func(a []string, e app.Env) error { return runRun(a, e.Stdout, e.Stderr) }},
+	{Name: "ask", Synopsis: "ask [PROMPT | -]", Summary: "one-shot agent: text, json or stream-json output",
+		Run: func(a []string, e app.Env) error { return runAsk(a, e.Stdin, e.Stdout, e.Stderr) }},
+	{Name: "sessions", Synopsis: "sessions SUBCOMMAND", Summary: "list, show, search, export, import, rm, restore, rewind, fork sessions",
+		Run: func(a []string, e app.Env) error { return runSessions(a, e.Stdin, e.Stdout, e.Stderr) }},
+	{Name: "webview", Synopsis: "webview list", Summary: "the web panels of running kernels (URLs with their tokens)",
+		Run: func(a []string, e app.Env) error { return runWebview(a, e.Stdout, e.Stderr) }},
+	{Name: "logs", Synopsis: "logs [--follow]", Summary: "the event log: prompts, answers, commands, messages, tool calls, results",
+		Run: func(a []string, e app.Env) error { return runLogs(a, e.Stdout, e.Stderr) }},
+	{Name: "mcp", Synopsis: "mcp list [--json]", Summary: "the MCP servers of this directory: status, transport, tools",
+		Run: func(a []string, e app.Env) error { return runMCP(a, e.Stdout, e.Stderr) }},
+	{Name: "version", Synopsis: "version", Summary: "print the version",
+		Run: func(_ []string, e app.Env) error {
+			_, err := fmt.Fprintln(e.Stdout, "agentkernel", e.Version)
+			return err
+		}},
+	{Name: app.ReaperCommand, Hidden: true, // started by a gateway backing (backing/reaper.go)
+		Run: func(_ []string, e app.Env) error {
+			backing.IgnoreStopSignals()
+			os.Exit(backing.RunReaper(e.Stdin, e.Stderr))
+			return nil
+		}},
+}
 
-Usage:
-  agentkernel install [flags]        install the kernelspec so Jupyter lists "Agent"
-  agentkernel uninstall --name NAME  remove an agentkernel kernelspec (what install printed)
-  agentkernel kernel -f FILE [flags] run the kernel (Jupyter does this)
-  agentkernel run NOTEBOOK [flags]   execute a notebook headlessly (prompt cells through the agent)
-  agentkernel ask [PROMPT | -]       one-shot agent: text, json or stream-json output
-  agentkernel sessions SUBCOMMAND    list, show, search, export, import, rm, restore, rewind, fork sessions
-  agentkernel webview list           the web panels of running kernels (URLs with their tokens)
-  agentkernel logs [--follow]        the event log: prompts, answers, commands, messages, tool calls, results
-  agentkernel mcp list [--json]      the MCP servers of this directory: status, transport, tools
-  agentkernel version                print the version
-
+// usage writes the usage text.
+func usage(w io.Writer) {
+	fmt.Fprint(w, "agentkernel — a Jupyter kernel whose cells talk to an AI coding agent\n\nUsage:\n")
+	app.WriteUsage(w, commands)
+	fmt.Fprint(w, `
 Run "agentkernel COMMAND --help" for a command's flags.
 
 Environment:
@@ -101,68 +113,33 @@ Environment:
   AGENTKERNEL_DATA_DIR         the session database's directory (default $XDG_DATA_HOME/agentkernel)
   AGENTKERNEL_CONFIG           config file (default $XDG_CONFIG_HOME/agentkernel/config.json)
   AGENTKERNEL_LOG_LEVEL        trace, debug, info, warn (default), error, off
-`
+`)
+}
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		usage(stderr)
 		return errors.New("no command given")
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "install":
-		return runInstall(rest, stdout, stderr)
-	case "uninstall":
-		return runUninstall(rest, stdout, stderr)
-	case "kernel":
-		return runKernel(rest, stderr)
-	case "run":
-		return runRun(rest, stdout, stderr)
-	case "ask":
-		return runAsk(rest, os.Stdin, stdout, stderr)
-	case "sessions":
-		return runSessions(rest, os.Stdin, stdout, stderr)
-	case "webview":
-		return runWebview(rest, stdout, stderr)
-	case "logs":
-		return runLogs(rest, stdout, stderr)
-	case "mcp":
-		return runMCP(rest, stdout, stderr)
-	case reaperCommand: // hidden: started by a gateway backing (backing/reaper.go)
-		backing.IgnoreStopSignals()
-		os.Exit(backing.RunReaper(os.Stdin, stderr))
-		return nil
-	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "agentkernel", versionString())
-		return nil
+	switch args[0] {
+	case "--version", "-version":
+		args[0] = "version"
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
+		usage(stdout)
 		return nil
-	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", cmd)
 	}
+	c, ok := app.Find(commands, args[0])
+	if !ok {
+		usage(stderr)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	return c.Run(args[1:], app.Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Version: versionString()})
 }
 
 // newLogger logs to w at the level from AGENTKERNEL_LOG_LEVEL.
-func newLogger(w io.Writer) (hclog.Logger, error) {
-	name := strings.TrimSpace(os.Getenv("AGENTKERNEL_LOG_LEVEL"))
-	level := hclog.Warn
-	if name != "" {
-		level = hclog.LevelFromString(name)
-		if level == hclog.NoLevel {
-			return nil, fmt.Errorf("AGENTKERNEL_LOG_LEVEL=%q: want trace, debug, info, warn, error or off", name)
-		}
-	}
-	return hclog.New(&hclog.LoggerOptions{Name: "agentkernel", Level: level, Output: w}), nil
-}
+func newLogger(w io.Writer) (hclog.Logger, error) { return app.NewLogger(w) }
 
-// newFlagSet returns a FlagSet whose --help prints usage to stdout-like w.
+// newFlagSet returns a FlagSet whose --help prints usage to w.
 func newFlagSet(name, synopsis string, w io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(w)
-	fs.Usage = func() {
-		fmt.Fprintf(w, "Usage: agentkernel %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
+	return app.NewFlagSet(name, synopsis, w)
 }

@@ -7,9 +7,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
+	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/mcp"
 )
 
@@ -26,17 +26,17 @@ func runMCP(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	fc, err := loadConfig()
-	if err != nil {
-		return fmt.Errorf("mcp: %w", err)
-	}
 	log, err := newLogger(stderr)
 	if err != nil {
 		return err
 	}
+	cfg := app.Load(app.Flags{}, log)
+	if err := cfg.Err(); err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	m := mcp.NewManager(mcp.Options{Config: mcp.Load(*dir, fc.MCPServers, filepath.Dir(configPath())), Dir: *dir, Logger: log})
+	m := mcp.NewManager(mcp.Options{Config: mcp.Load(*dir, cfg.File.MCPServers, cfg.UserDir()), Dir: *dir, Logger: log})
 	defer m.Close()
 	m.WaitStarted(ctx)
 	status := m.Status()

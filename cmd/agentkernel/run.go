@@ -17,12 +17,12 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider/replay"
+	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/notebooks"
 	"github.com/agentkernel/agentkernel/store"
-	"github.com/hashicorp/go-hclog"
 )
 
 const runSynopsis = `run NOTEBOOK [-o OUT] [--kernel SPEC] [--approve none|read-only|all] [--record FILE | --replay FILE] [--timeout S] [--allow-errors]
@@ -50,7 +50,7 @@ type notebookRun struct {
 	input, out, kernel, approve, record, replay, model string
 	timeout                                            float64
 	allowErrors, quiet                                 bool
-	gw                                                 *gatewayFlags
+	gw                                                 *app.GatewayFlags
 	store                                              string
 	stderr                                             io.Writer
 	recordTmp                                          string // the cassette being written
@@ -69,8 +69,8 @@ func parseRun(args []string, stderr io.Writer) (*notebookRun, error) {
 	fs.Float64Var(&r.timeout, "timeout", 0, "per-cell timeout in `SECONDS` (0: none)")
 	fs.BoolVar(&r.allowErrors, "allow-errors", false, "keep going after a failing cell and exit 0; its error stays in the output")
 	fs.BoolVar(&r.quiet, "quiet", false, "no progress on stderr")
-	r.gw = addGatewayFlags(fs)
-	storeArg := storeFlag(fs)
+	r.gw = app.AddGatewayFlags(fs)
+	storeArg := app.StoreFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return nil, err
@@ -205,22 +205,17 @@ func (r *notebookRun) kernelEnv(spec *client.Spec, mode string) ([]string, error
 		r.recordTmp, r.record = f.Name(), abs
 		env = append(env, "AGENTKERNEL_RECORD="+r.recordTmp)
 	}
-	env = append(env, r.gw.given()...)
-	if _, err := r.gw.resolve(); err != nil {
+	env = append(env, r.gw.GatewayEnv()...)
+	if _, err := r.gw.Gateway(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	if len(env) > 0 && mode == "" {
 		fmt.Fprintf(r.stderr, "warning: kernelspec %q is not an agentkernel kernel: --approve, --model, --record and --replay have no effect\n", spec.Name)
 	}
 	// The event log calls the kernel's inputs "run".
-	env = append(env, envEventSource+"="+string(eventlog.SourceRun))
+	env = append(env, app.EnvEventSource+"="+string(eventlog.SourceRun))
 	if mode != "" {
-		cfg, err := agentConfig("", "", hclog.NewNullLogger())
-		if err == nil {
-			cfg.Host.EventLog.Close()
-			err = configErr(cfg)
-		}
-		if err != nil {
+		if err := app.Load(app.Flags{}, nil).Err(); err != nil {
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}

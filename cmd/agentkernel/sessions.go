@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/notebooks"
@@ -65,7 +66,7 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	c := &sessionsCmd{stdin: stdin, stdout: stdout, stderr: stderr}
 	fs := newFlagSet("sessions "+sub, "sessions "+sub+" [flags]", stderr)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
-	storeArg := storeFlag(fs)
+	storeArg := app.StoreFlag(fs)
 	f := addSessionsFlags(fs, sub)
 	pos, err := parseArgs(fs, rest)
 	if err != nil {
@@ -90,17 +91,17 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fc, err := loadConfig()
-	if err != nil {
+	cfg := app.Load(app.Flags{Store: *storeArg}, log)
+	if err := cfg.Err(); err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, store.Options{URL: storeURL(*storeArg, fc), Logger: log.Named("store")})
+	a, err := app.Open(ctx, cfg, app.Surface{StoreNow: true, NoHost: true, Logger: log})
 	if err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
-	defer st.Close()
-	c.st = st
+	defer a.Close()
+	c.app, c.st = a, a.Store
 	err = c.run(ctx, sub, pos, f, log)
 	if err != nil {
 		return fmt.Errorf("sessions %s: %w", sub, err)
@@ -189,6 +190,7 @@ func limitOrAll(n int) int {
 }
 
 type sessionsCmd struct {
+	app    *app.App
 	st     *store.Store
 	stdin  io.Reader
 	stdout io.Writer
@@ -457,7 +459,7 @@ func (c *sessionsCmd) export(ctx context.Context, ref, format, out, kernelName s
 	if err != nil {
 		return err
 	}
-	nb, err := sessionNotebook(s, h, ks)
+	nb, err := app.SessionNotebook(s, h, ks)
 	if err != nil {
 		return err
 	}
@@ -465,14 +467,6 @@ func (c *sessionsCmd) export(ctx context.Context, ref, format, out, kernelName s
 		return notebooks.Write(c.stdout, nb)
 	}
 	return notebooks.WriteFile(out, nb)
-}
-
-// sessionNotebook is a stored session as a notebook (ks, if not nil, is
-// its kernelspec metadata); `%agent export FILE.ipynb` writes it too.
-func sessionNotebook(s store.Session, h store.Histories, ks *notebooks.KernelspecMeta) (*notebooks.Notebook, error) {
-	return notebooks.FromSession(h.UI, h.API, notebooks.SessionMeta{
-		ID: s.ID, Title: s.Title, Model: s.Model, Provider: s.Provider, Mode: s.Mode, Kernelspec: ks,
-	})
 }
 
 // writeAtomic writes path through a temporary file in its directory,
@@ -594,7 +588,7 @@ func (c *sessionsCmd) rewind(ctx context.Context, ref, at string, opts session.R
 	if err != nil {
 		return err
 	}
-	h := session.New(session.Config{Store: c.st, Workspace: s.Workspace, Kind: s.Mode, Logger: log})
+	h := c.app.HostFor(s.Workspace, s.Mode)
 	defer h.Close()
 	if _, err := h.Resume(ctx, s.ID); err != nil {
 		return err

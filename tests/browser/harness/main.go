@@ -38,14 +38,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/agentkernel/agentkernel/agent/provider"
-	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/app"
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
-	"github.com/agentkernel/agentkernel/session"
+	"github.com/agentkernel/agentkernel/store"
 )
 
 func main() {
@@ -105,15 +105,22 @@ func run() error {
 	}
 	model := scripted.New(nil)
 	defer model.Close()
-	env := map[string]string{"OPENAI_API_KEY": "sk-harness-key", "OPENAI_BASE_URL": model.OpenAIURL()}
-	b, err := bridge.New(bridge.Config{
-		Mode: bridge.ModePrompt, Dir: filepath.Join(tmp, "work"), Logger: log,
-		Host: session.Config{Model: "openai:gpt-4.1", DataDir: filepath.Join(tmp, "data"),
-			OpenModel: func(spec string) (provider.Provider, error) {
-				return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-			}},
-	})
+	// The kernel's own composition root, configured as a user would: by
+	// the environment, with no config file.
+	for k, v := range map[string]string{"OPENAI_API_KEY": "sk-harness-key", "OPENAI_BASE_URL": model.OpenAIURL(),
+		app.EnvModel: "openai:gpt-4.1", store.EnvDataDir: filepath.Join(tmp, "data"),
+		app.EnvConfig: filepath.Join(tmp, "config.json")} {
+		os.Setenv(k, v)
+	}
+	var b *bridge.Bridge
+	a, err := app.Open(ctx, app.Load(app.Flags{}, log), app.Surface{Kind: string(bridge.ModePrompt),
+		Workspace: filepath.Join(tmp, "work"), Logger: log,
+		Backing: &backing.Options{OnIOPub: func(m *wire.Message) { b.Unsolicited(m) }}})
 	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if b, err = bridge.New(bridge.Config{Runner: a.Runner, Host: a.Host, Mode: bridge.ModePrompt, Logger: log}); err != nil {
 		return err
 	}
 	b.Start()

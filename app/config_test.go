@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"os"
@@ -22,7 +22,7 @@ func TestConfigHooksAndEventLog(t *testing.T) {
 		}
 	}
 	write(`{"hooks": {"PreToolUse": [{"matcher": "execute_code", "hooks": [{"type": "command", "command": "true"}]}]}, "logRetentionDays": 7}`)
-	c, err := loadConfig()
+	c, err := ReadFile()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +35,12 @@ func TestConfigHooksAndEventLog(t *testing.T) {
 	}
 	l.Close()
 	write(`{"logRetentionDays": 0}`)
-	if c, err = loadConfig(); err != nil || c.eventLog(dir, hclog.NewNullLogger()) != nil {
+	if c, err = ReadFile(); err != nil || c.eventLog(dir, hclog.NewNullLogger()) != nil {
 		t.Errorf("logRetentionDays 0 keeps a log (%v)", err)
 	}
 	// A broken hooks object is an error naming the file and the fault.
 	write(`{"hooks": {"PreToolUse": [{"matcher": "(", "hooks": [{"type": "command", "command": "x"}]}]}}`)
-	if _, err := loadConfig(); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "matcher") {
+	if _, err := ReadFile(); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "matcher") {
 		t.Errorf("broken hooks: %v", err)
 	}
 }
@@ -58,7 +58,7 @@ func TestConfigModels(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := loadConfig()
+	c, err := ReadFile()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,21 +1,42 @@
-package main
+package app
 
 import (
 	"flag"
 	"os"
 
 	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/store"
 )
 
-// gatewayFlags are the flags that run the backing kernel on a Jupyter
+// StoreFlag is --store, on every command that opens the session store.
+func StoreFlag(fs *flag.FlagSet) *string {
+	return fs.String("store", "", "session store: a postgres:// `URL` (default $"+store.EnvStore+", then the config file's \"store\", else SQLite in the data directory)")
+}
+
+// BackingFlags are the flags that choose the backing kernel: its
+// kernelspec, and the Jupyter server it runs on, if not this machine.
+type BackingFlags struct {
+	Kernel string
+	*GatewayFlags
+}
+
+// AddBackingFlags declares --backing and the gateway flags on fs.
+func AddBackingFlags(fs *flag.FlagSet, usage string) *BackingFlags {
+	b := &BackingFlags{GatewayFlags: AddGatewayFlags(fs)}
+	fs.StringVar(&b.Kernel, "backing", "python3", usage)
+	return b
+}
+
+// GatewayFlags are the flags that run the backing kernel on a Jupyter
 // server, beside Jupyter Server's own variables (JUPYTER_GATEWAY_URL, …),
 // which they override.
-type gatewayFlags struct {
+type GatewayFlags struct {
 	url, token, headers, validate *string
 }
 
-func addGatewayFlags(fs *flag.FlagSet) *gatewayFlags {
-	return &gatewayFlags{
+// AddGatewayFlags declares the gateway flags on fs.
+func AddGatewayFlags(fs *flag.FlagSet) *GatewayFlags {
+	return &GatewayFlags{
 		url: fs.String("gateway-url", "", "run the backing kernel on the Jupyter server at `URL` "+
 			"(Jupyter Server, Kernel or Enterprise Gateway; default $JUPYTER_GATEWAY_URL)"),
 		token:    fs.String("gateway-auth-token", "", "the server's token (default $JUPYTER_GATEWAY_AUTH_TOKEN)"),
@@ -26,7 +47,7 @@ func addGatewayFlags(fs *flag.FlagSet) *gatewayFlags {
 
 // env returns the gateway settings as Jupyter Server's variables: the
 // environment's, with the flags over them.
-func (g *gatewayFlags) env() map[string]string {
+func (g *GatewayFlags) env() map[string]string {
 	out := map[string]string{}
 	for _, v := range []struct {
 		name string
@@ -45,9 +66,9 @@ func (g *gatewayFlags) env() map[string]string {
 	return out
 }
 
-// given returns the gateway flags that were set, as Jupyter Server's
-// variables (for a kernel process, which inherits the rest).
-func (g *gatewayFlags) given() []string {
+// GatewayEnv returns the gateway flags that were given, as Jupyter
+// Server's variables, for a kernel process (which inherits the rest).
+func (g *GatewayFlags) GatewayEnv() []string {
 	var out []string
 	for _, v := range []struct {
 		name string
@@ -61,9 +82,9 @@ func (g *gatewayFlags) given() []string {
 	return out
 }
 
-// resolve returns the gateway to use, or nil when the backing kernel runs
-// on this machine.
-func (g *gatewayFlags) resolve() (*backing.Gateway, error) {
+// Gateway returns the Jupyter server to run the backing kernel on (the
+// flags over Jupyter Server's variables), or nil for this machine.
+func (g *GatewayFlags) Gateway() (*backing.Gateway, error) {
 	env := g.env()
 	gw, ok, err := backing.GatewayFromEnv(func(k string) string { return env[k] })
 	if err != nil || !ok {

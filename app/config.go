@@ -1,10 +1,9 @@
-package main
+package app
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -23,10 +22,10 @@ import (
 	"github.com/agentkernel/agentkernel/store"
 )
 
-// fileConfig is $XDG_CONFIG_HOME/agentkernel/config.json (or
+// File is the config file, $XDG_CONFIG_HOME/agentkernel/config.json (or
 // $AGENTKERNEL_CONFIG). Every field is optional; the environment and flags
 // override it.
-type fileConfig struct {
+type File struct {
 	Model   string   `json:"model"`   // e.g. "anthropic:claude-sonnet-4-5"
 	Approve string   `json:"approve"` // none | read-only | all (headless asks)
 	Mode    string   `json:"mode"`    // default | acceptEdits | bypassPermissions | plan
@@ -46,31 +45,34 @@ type fileConfig struct {
 	// context window and prices (USD per million tokens). An entry is laid
 	// over what the built-in tables know of the model; a field left out
 	// keeps the table's value.
-	Models map[string]modelConfig `json:"models"`
+	Models map[string]ModelEntry `json:"models"`
 	// Prices is the older form of Models (an entry replaces the table's
 	// whole); still read. Models wins for an id in both.
-	Prices map[string]modelConfig `json:"prices"`
+	Prices map[string]ModelEntry `json:"prices"`
 	// MCPServers are the user's MCP servers, in .mcp.json's format (the
 	// workspace's .mcp.json wins for a name in both); read by package mcp.
 	MCPServers json.RawMessage `json:"mcpServers"`
 	// Checkpoints set the limits of the workspace tracking that rewinds
 	// restore files from.
-	Checkpoints checkpointConfig `json:"checkpoints"`
+	Checkpoints Checkpoints `json:"checkpoints"`
 }
 
-// checkpointConfig is the config file's "checkpoints" object.
-type checkpointConfig struct {
+// Checkpoints is the config file's "checkpoints" object.
+type Checkpoints struct {
 	MaxFileSize int64    `json:"maxFileSize"` // bytes; default 8 MiB
 	MaxFiles    int      `json:"maxFiles"`    // default 20,000
 	Ignore      []string `json:"ignore"`      // more .gitignore lines
 	NoWatch     bool     `json:"noWatch"`     // scan instead of inotify (NFS)
 }
 
-func (c checkpointConfig) options() checkpoint.Options {
+func (c Checkpoints) options() checkpoint.Options {
 	return checkpoint.Options{MaxFileSize: c.MaxFileSize, MaxFiles: c.MaxFiles, Ignore: c.Ignore, NoWatch: c.NoWatch}
 }
 
-func configPath() string {
+// Path is the config file's path: $AGENTKERNEL_CONFIG, else
+// agentkernel/config.json in the user's config directory ("" when there is
+// none).
+func Path() string {
 	if p := os.Getenv("AGENTKERNEL_CONFIG"); p != "" {
 		return p
 	}
@@ -81,11 +83,11 @@ func configPath() string {
 	return filepath.Join(dir, "agentkernel", "config.json")
 }
 
-// loadConfig reads the config file; a missing file is an empty config, a
+// ReadFile reads the config file; a missing file is an empty config, a
 // broken one an error naming the file.
-func loadConfig() (fileConfig, error) {
-	var c fileConfig
-	path := configPath()
+func ReadFile() (File, error) {
+	var c File
+	path := Path()
 	if path == "" {
 		return c, nil
 	}
@@ -96,11 +98,11 @@ func loadConfig() (fileConfig, error) {
 	if err != nil {
 		return c, fmt.Errorf("config: %w", err)
 	}
-	dec := json.NewDecoder(bytesReader(b))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		line, col := position(b, jsonErrorOffset(err, dec, b))
-		return fileConfig{}, fmt.Errorf("config %s:%d:%d: %w", path, line, col, err)
+		return File{}, fmt.Errorf("config %s:%d:%d: %w", path, line, col, err)
 	}
 	return c, nil
 }
@@ -137,7 +139,7 @@ func position(b []byte, off int64) (line, col int) {
 // eventLog returns the event log under the data directory (dataDir, else
 // the store's default), or nil when the config turns it off or there is
 // no data directory. The caller closes it.
-func (c fileConfig) eventLog(dataDir string, log hclog.Logger) *eventlog.Log {
+func (c File) eventLog(dataDir string, log hclog.Logger) *eventlog.Log {
 	days := 30
 	if c.LogRetentionDays != nil {
 		days = *c.LogRetentionDays
@@ -156,12 +158,8 @@ func (c fileConfig) eventLog(dataDir string, log hclog.Logger) *eventlog.Log {
 	return eventlog.New(eventlog.Options{Dir: filepath.Join(dataDir, "logs"), RetentionDays: days, Logger: log})
 }
 
-// envEventSource names the surface a kernel's inputs come from in the
-// event log; agentkernel run sets it for the kernels it starts.
-const envEventSource = "AGENTKERNEL_EVENT_SOURCE"
-
-// modelConfig is one entry of the config file's models (or prices).
-type modelConfig struct {
+// ModelEntry is one entry of the config file's models (or prices).
+type ModelEntry struct {
 	Vision        *bool    `json:"vision"`
 	ContextWindow int      `json:"contextWindow"`
 	MaxOutput     int      `json:"maxOutput"`
@@ -172,7 +170,7 @@ type modelConfig struct {
 }
 
 // over lays m over base.
-func (m modelConfig) over(base provider.ModelInfo) provider.ModelInfo {
+func (m ModelEntry) over(base provider.ModelInfo) provider.ModelInfo {
 	set := func(dst *float64, v *float64) {
 		if v != nil {
 			*dst = *v
@@ -196,7 +194,7 @@ func (m modelConfig) over(base provider.ModelInfo) provider.ModelInfo {
 
 // prices is the model table the config file overrides: prices' entries
 // replace the built-in ones, models' are laid over them.
-func (c fileConfig) prices() map[string]provider.ModelInfo {
+func (c File) prices() map[string]provider.ModelInfo {
 	out := map[string]provider.ModelInfo{}
 	for id, p := range c.Prices {
 		out[id] = p.over(provider.ModelInfo{ID: id})
@@ -221,26 +219,3 @@ func knownModel(id string) provider.ModelInfo {
 	}
 	return provider.ModelInfo{ID: id}
 }
-
-// storeFlag is --store, on every command that opens the session store.
-func storeFlag(fs *flag.FlagSet) *string {
-	return fs.String("store", "", "session store: a postgres:// `URL` (default $"+store.EnvStore+", then the config file's \"store\", else SQLite in the data directory)")
-}
-
-// storeURL resolves the session store's URL: --store, $AGENTKERNEL_STORE,
-// the config file's store; "" is the SQLite default.
-func storeURL(flagValue string, fc fileConfig) string {
-	return firstNonEmpty(flagValue, os.Getenv(store.EnvStore), fc.Store)
-}
-
-// firstNonEmpty returns the first non-empty string.
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

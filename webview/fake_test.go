@@ -27,6 +27,8 @@ type fakeAgent struct {
 	next  int
 	calls []string
 	ts    int64
+	// gate, when set, holds Snapshot until it is closed (a slow store).
+	gate chan struct{}
 }
 
 func newFake() *fakeAgent {
@@ -121,6 +123,16 @@ func (f *fakeAgent) Calls() []string {
 }
 
 func (f *fakeAgent) Snapshot(ctx context.Context) (State, error) {
+	f.mu.Lock()
+	gate := f.gate
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return State{}, ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.st

@@ -341,3 +341,44 @@ func TestBatchFrames(t *testing.T) {
 		t.Fatalf("bounded batch: %d frames, %d left", len(frames), len(q))
 	}
 }
+
+// TestJoinDuringResync: a client that connects while a rewind's snapshot
+// is still being read is shown the rewound history as its state, never
+// the messages the rewind removed; a client connected before gets
+// messagesRewound.
+func TestJoinDuringResync(t *testing.T) {
+	f := newFake()
+	s := startServer(t, f, Options{})
+	before := dial(t, s)
+	before.until("state")
+	for i := range 3 {
+		f.create(messages.UIMessage{TS: f.nextTS(), Type: messages.TypeSay, Say: messages.SayText, Text: fmt.Sprint("m", i)})
+	}
+	before.waitFor(func() bool { return len(before.st.Messages) == 3 })
+	gate := make(chan struct{})
+	f.mu.Lock()
+	f.gate = gate
+	second := f.st.Messages[1].TS
+	f.mu.Unlock()
+	if _, err := f.Rewind(context.Background(), second, RewindChoice{}); err != nil {
+		t.Fatal(err)
+	}
+	joined := dial(t, s)
+	for s.Clients() != 2 {
+		runtime.Gosched()
+	}
+	close(gate)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	typ, _, err := joined.next(ctx)
+	if err != nil || typ != "state" {
+		t.Fatalf("first frame %q (%v), want state", typ, err)
+	}
+	if n := len(joined.st.Messages); n != 1 || joined.st.Messages[0].Text != "m0" {
+		t.Errorf("the client that joined during the resync was shown %+v, want only m0", joined.st.Messages)
+	}
+	before.until("messagesRewound")
+	if n := len(before.st.Messages); n != 1 {
+		t.Errorf("the client connected before has %d messages after the rewind, want 1", n)
+	}
+}

@@ -28,6 +28,9 @@ import (
 // and broadcast as usual and also logged; the snapshot, with the log
 // replayed on top (upserts by ts are idempotent in order), becomes the
 // mirror, and every client gets it as one messagesRewound or state frame.
+// A client that connects during a resync gets nothing until the resync
+// lands, then the new mirror as its state frame: never the history the
+// rewind removed.
 type hub struct {
 	agent Agent
 	log   hclog.Logger
@@ -36,6 +39,7 @@ type hub struct {
 	st        State
 	pos       map[int64]int // ts → index in st.Messages
 	clients   map[*conn]struct{}
+	waiting   map[*conn]struct{} // clients that joined during a resync: no frame before their state
 	resyncing bool
 	reset     bool   // the pending resync is a session switch
 	gen       uint64 // bumped by each rewind/reset event
@@ -56,6 +60,7 @@ func newHub(a Agent, log hclog.Logger) *hub {
 		log:     log,
 		pos:     map[int64]int{},
 		clients: map[*conn]struct{}{},
+		waiting: map[*conn]struct{}{},
 		kick:    make(chan struct{}, 1),
 		// Until the first snapshot lands, events are logged.
 		resyncing: true,
@@ -219,9 +224,13 @@ func appended(old, m messages.UIMessage) (text, reasoning string, ok bool) {
 	return m.Text[len(old.Text):], m.Reasoning[len(old.Reasoning):], true
 }
 
-// broadcastLocked offers frame to every client without blocking.
+// broadcastLocked offers frame to every client without blocking (but
+// those waiting for their state).
 func (h *hub) broadcastLocked(frame []byte) {
 	for c := range h.clients {
+		if _, ok := h.waiting[c]; ok {
+			continue
+		}
 		if !c.offer(frame) {
 			h.dropLocked(c, "too slow to keep up; reconnect to resync")
 		}
@@ -237,23 +246,45 @@ func (h *hub) dropLocked(c *conn, reason string) {
 		return
 	}
 	delete(h.clients, c)
+	delete(h.waiting, c)
 	h.dropped.Add(1)
 	h.log.Warn("web panel client dropped", "client", c.id, "reason", reason)
 	c.drop(reason)
 }
 
-// add registers c and queues the full state as its first frame.
+// add registers c and queues the full state as its first frame; during a
+// resync, once it lands.
 func (h *hub) add(c *conn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c.offer(h.stateFrameLocked())
 	h.clients[c] = struct{}{}
+	if h.resyncing && len(h.st.Messages) > 0 {
+		h.waiting[c] = struct{}{}
+		return
+	}
+	c.offer(h.stateFrameLocked())
+}
+
+// stateToWaitingLocked gives the clients that joined during the resync
+// their state frame.
+func (h *hub) stateToWaitingLocked() {
+	if len(h.waiting) == 0 {
+		return
+	}
+	frame := h.stateFrameLocked()
+	for c := range h.waiting {
+		delete(h.waiting, c)
+		if !c.offer(frame) {
+			h.dropLocked(c, "too slow to keep up; reconnect to resync")
+		}
+	}
 }
 
 func (h *hub) remove(c *conn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.clients, c)
+	delete(h.waiting, c)
 }
 
 func (h *hub) stateFrameLocked() []byte {
@@ -300,6 +331,7 @@ func (h *hub) resync(ctx context.Context) bool {
 			return true
 		}
 		h.log.Error("web panel: read the session state", "error", err)
+		h.stateToWaitingLocked() // what is known, with the error after it
 		h.broadcastLocked(mustJSON(errorFrame{V: ProtocolVersion, Type: "error", Code: CodeResyncFailed,
 			Message: "could not read the session state: " + err.Error()}))
 		return true // keep logging; the next rewind or reset retries
@@ -314,6 +346,7 @@ func (h *hub) resync(ctx context.Context) bool {
 	}
 	h.pending = nil
 	h.resyncing = false
+	defer h.stateToWaitingLocked()
 	if h.reset {
 		h.reset = false
 		h.broadcastLocked(h.stateFrameLocked())

@@ -15,8 +15,10 @@ import (
 )
 
 // Input reads ask's stdin in --input-format stream-json: one JSON
-// object per line, either a user message (a turn of the session) or a
-// control_response that answers one of our control_requests (an ask). It
+// object per line: a user message (a turn of the session), a
+// control_response that answers one of our control_requests (an ask), or
+// a control_request of the client's (interrupt, as Claude Code's SDK sends
+// it: the running turn is cancelled). It
 // reads on a goroutine of its own, which ends at EOF, at a bad line (the
 // error is kept in Err), or when stdin fails; Close does not stop a read in
 // progress (stdin cannot be cancelled), and the process's exit ends it.
@@ -29,6 +31,21 @@ type Input struct {
 	waiting map[string]chan controlAnswer // by request_id
 	done    bool                          // no more lines
 	err     error
+	out     *Writer // where the client's control_requests are answered
+	handle  ControlHandler
+}
+
+// ControlHandler carries out a control_request of the client's: its
+// subtype and the whole request object. The map is the success
+// response's "response" (nil: none); an error is an error response.
+type ControlHandler func(subtype string, request json.RawMessage) (map[string]any, error)
+
+// OnControl makes the client's control_requests go to handle, answered on
+// out. Before it is called, they are ignored with a warning.
+func (in *Input) OnControl(out *Writer, handle ControlHandler) {
+	in.mu.Lock()
+	in.out, in.handle = out, handle
+	in.mu.Unlock()
 }
 
 // controlAnswer is the response of a control_response line.
@@ -128,6 +145,8 @@ func (in *Input) line(b []byte) error {
 			Response  json.RawMessage `json:"response"`
 			Error     string          `json:"error"`
 		} `json:"response"`
+		RequestID string          `json:"request_id"`
+		Request   json.RawMessage `json:"request"`
 	}
 	if err := json.Unmarshal(b, &l); err != nil {
 		return fmt.Errorf("not a JSON object: %w", err)
@@ -165,12 +184,46 @@ func (in *Input) line(b []byte) error {
 			return nil
 		}
 		ch <- controlAnswer{ok: r.Subtype == "success", response: r.Response}
+	case "control_request":
+		var req struct {
+			Subtype string `json:"subtype"`
+		}
+		if l.RequestID == "" || json.Unmarshal(l.Request, &req) != nil || req.Subtype == "" {
+			return errors.New(`a control_request needs "request_id" and "request": {"subtype", …}`)
+		}
+		in.control(l.RequestID, req.Subtype, l.Request)
 	case "":
-		return errors.New(`no "type" (want "user" or "control_response")`)
+		return errors.New(`no "type" (want "user", "control_request" or "control_response")`)
 	default:
-		return fmt.Errorf("type %q: want \"user\" or \"control_response\"", l.Type)
+		return fmt.Errorf("type %q: want \"user\", \"control_request\" or \"control_response\"", l.Type)
 	}
 	return nil
+}
+
+// control answers a control_request of the client's through the handler
+// (on its own goroutine: an interrupt must not wait for the reading of the
+// next line, nor a rewind hold up an ask's answer).
+func (in *Input) control(id, subtype string, request json.RawMessage) {
+	in.mu.Lock()
+	out, handle := in.out, in.handle
+	in.mu.Unlock()
+	if out == nil {
+		in.warn(fmt.Sprintf("ask: control_request %q (%s) came before the session was ready; ignored", id, subtype))
+		return
+	}
+	go func() {
+		resp, err := handle(subtype, request)
+		if err != nil {
+			out.Emit("control_response", map[string]any{"response": map[string]any{
+				"subtype": "error", "request_id": id, "error": err.Error()}})
+			return
+		}
+		r := map[string]any{"subtype": "success", "request_id": id}
+		if resp != nil {
+			r["response"] = resp
+		}
+		out.Emit("control_response", map[string]any{"response": r})
+	}()
 }
 
 // userPrompt is a user message's content: a string, or text blocks (joined

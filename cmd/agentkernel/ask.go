@@ -61,13 +61,11 @@ The exit status is 1 when a result is an error (a hook that blocks the
 prompt makes one), and also when a tool call was denied (the result's
 permission_denials lists them).`
 
-// askFormat is --output-format.
-type askFormat string
-
+// The output formats, as ask names them.
 const (
-	formatText       askFormat = "text"
-	formatJSON       askFormat = "json"
-	formatStreamJSON askFormat = "stream-json"
+	formatText       = streamjson.FormatText
+	formatJSON       = streamjson.FormatJSON
+	formatStreamJSON = streamjson.FormatStreamJSON
 )
 
 // runAsk is `agentkernel ask`.
@@ -81,7 +79,7 @@ func runAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 
 // askRun is one `agentkernel ask`: its options, and then what it opened.
 type askRun struct {
-	format            askFormat
+	format            streamjson.Format
 	streamIn, partial bool
 	maxTurns          int
 	maxBudget         float64
@@ -131,7 +129,7 @@ func parseAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) (*askRun
 	if err != nil {
 		return nil, err
 	}
-	a.format, a.store = askFormat(*formatName), *storeArg
+	a.format, a.store = streamjson.Format(*formatName), *storeArg
 	if err := a.check(*formatName, *inputName, pos); err != nil {
 		return nil, err
 	}
@@ -329,80 +327,13 @@ func (a *askRun) rewind(ctx context.Context) error {
 	return nil
 }
 
-// turn is how each prompt's turn is followed.
-func (a *askRun) turn() session.Turn {
-	turn := session.Turn{Approve: a.approver, OnAsk: a.tr.Ask, Limits: agent.Limits{MaxRequests: a.maxTurns}}
-	switch a.format {
-	case formatStreamJSON:
-		turn.Output = a.tr.Output
-	case formatText:
-		// What the agent reports as an error (a prompt a hook blocked, a
-		// failing hook, …) is for the person at the terminal.
-		turn.Events = func(e agent.Event) {
-			if e.Kind == agent.EventMessageCreated && e.Message.Say == messages.SayError && e.Message.Decision == nil {
-				fmt.Fprintln(a.stderr, e.Message.Text)
-			}
-		}
-		turn.OnAsk = func(x session.AnsweredAsk) {
-			if x.Denied() {
-				fmt.Fprintf(a.stderr, "denied (%s): %s\n", x.Response.By, streamjson.DescribeAsk(x.Ask))
-			}
-		}
-	}
-	return turn
-}
-
-// prompts runs one turn per prompt: the one given, or each user message
-// on stdin; and says how the run ended.
+// prompts runs one turn per prompt (the one given, or each user message
+// on stdin) and says how the run ended.
 func (a *askRun) prompts(ctx context.Context) error {
-	turn := a.turn()
-	var failed error
-	var denied []streamjson.Denial
-	total, prompt := 0.0, a.prompt
-	for n := 0; ; n++ {
-		if a.streamIn {
-			p, ok := a.input.Next(ctx)
-			if !ok || a.input.Err() != nil {
-				break
-			}
-			prompt, turn.Images = p.Text, p.Images
-		} else if n > 0 {
-			break
-		}
-		turn.Limits.MaxCost = 0
-		if a.maxBudget > 0 {
-			turn.Limits.MaxCost = a.maxBudget - total
-		}
-		var res session.Result
-		var askErr error
-		if a.maxBudget > 0 && turn.Limits.MaxCost <= 0 {
-			// The budget is spent: no request starts.
-			res, askErr = session.Result{SessionID: a.info.ID}, agent.ErrMaxBudget
-		} else {
-			res, askErr = a.host.Submit(ctx, prompt, turn)
-		}
-		if askErr == nil {
-			askErr = a.tr.PromptBlocked()
-		}
-		total += res.Usage.Cost
-		result, d := a.tr.Result(res, a.host.Model(), total, askErr)
-		denied = append(denied, d...)
-		switch a.format {
-		case formatText:
-			if res.Text != "" {
-				fmt.Fprintln(a.stdout, strings.TrimRight(res.Text, "\n"))
-			}
-		case formatJSON, formatStreamJSON:
-			a.out.Emit("result", result)
-		}
-		if askErr != nil {
-			failed = fmt.Errorf("ask: %s", streamjson.ErrorText(askErr))
-			if ctx.Err() != nil || !a.streamIn {
-				break
-			}
-		}
-	}
-	return a.finish(failed, denied)
+	r := streamjson.Run{Host: a.host, Format: a.format, Prompt: a.prompt, Input: a.input,
+		Out: a.out, Tr: a.tr, Stdout: a.stdout, Stderr: a.stderr, Approve: a.approver,
+		MaxTurns: a.maxTurns, MaxBudget: a.maxBudget}
+	return a.finish(r.Prompts(ctx))
 }
 
 // finish closes the session and returns the run's error: a write, the

@@ -38,6 +38,8 @@ func TestLayers(t *testing.T) {
 		// The composition root opens the host and the runner; the surfaces
 		// are wired to it, never the other way.
 		"app": {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
+		// The surface suite drives a host; the surfaces bring themselves.
+		"session/surfacetest": {"app", "bridge", "webview", "webview/hostagent", "streamjson", "cmd/agentkernel"},
 		// The panel's protocol over the host: no transport of its own.
 		"webview/hostagent": {"app", "bridge", "kernel", "notebooks", "cmd/agentkernel"},
 	}

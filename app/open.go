@@ -36,8 +36,8 @@ type Surface struct {
 	// wrong in a cell, and a code-mode kernel that never talks to the
 	// agent never opens it.
 	StoreNow bool
-	// NoHost opens no session host (sessions: HostFor makes one per stored
-	// session's workspace).
+	// NoHost opens no session host and no runner: the command opens a
+	// workspace per session (OpenWorkspace), as sessions and acp do.
 	NoHost bool
 	// Logger; default a null logger.
 	Logger hclog.Logger
@@ -56,10 +56,9 @@ type App struct {
 	// Host is the session host; nil with Surface.NoHost.
 	Host *session.Host
 
-	workspace string
-	log       hclog.Logger
-	mu        sync.Mutex
-	closed    bool
+	surface Surface
+	mu      sync.Mutex
+	closed  bool
 }
 
 // Open opens the event log, the store (now, or at first use), the backing
@@ -70,12 +69,12 @@ func Open(ctx context.Context, cfg Config, s Surface) (_ *App, err error) {
 	if s.Logger == nil {
 		s.Logger = hclog.NewNullLogger()
 	}
-	if s.Workspace == "" {
+	if s.Workspace == "" && !s.NoHost {
 		if s.Workspace, err = os.Getwd(); err != nil {
 			return nil, fmt.Errorf("the current directory: %w", err)
 		}
 	}
-	a := &App{Config: cfg, workspace: s.Workspace, log: s.Logger}
+	a := &App{Config: cfg, surface: s}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -87,31 +86,61 @@ func Open(ctx context.Context, cfg Config, s Surface) (_ *App, err error) {
 			return nil, err
 		}
 	}
-	if s.Backing != nil {
-		o := *s.Backing
-		o.Dir, o.Reaper, o.Logger = s.Workspace, Reaper(), s.Logger
-		if a.Runner, err = backing.Open(o); err != nil {
+	if !s.NoHost {
+		if a.Runner, err = a.runner(s.Workspace); err != nil {
 			return nil, err
 		}
-	}
-	if !s.NoHost {
-		hc := cfg.host()
-		hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.EventLog = a.Store, a.Runner, s.Workspace, s.Kind, s.Logger, a.Log
-		if s.Source != "" {
-			hc.Source = s.Source
-		}
-		a.Host = session.New(hc)
+		a.Host = a.host(s.Workspace, s.Kind, a.Runner)
 	}
 	return a, nil
 }
 
-// HostFor returns a session host over the app's store for a stored
-// session of workspace and kind (sessions rewind and fork: the host of the
-// workspace the session recorded). It has no runner. The caller closes it.
-func (a *App) HostFor(workspace, kind string) *session.Host {
+// runner opens the surface's backing runner in dir (nil without one).
+func (a *App) runner(dir string) (backing.Runner, error) {
+	if a.surface.Backing == nil {
+		return nil, nil
+	}
+	o := *a.surface.Backing
+	o.Dir, o.Reaper, o.Logger = dir, Reaper(), a.surface.Logger
+	return backing.Open(o)
+}
+
+// host makes a session host of workspace over the app's store.
+func (a *App) host(workspace, kind string, r backing.Runner) *session.Host {
 	hc := a.Config.host()
-	hc.Store, hc.Workspace, hc.Kind, hc.Logger, hc.EventLog = a.Store, workspace, kind, a.log, a.Log
+	hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.EventLog = a.Store, r, workspace, kind, a.surface.Logger, a.Log
+	if a.surface.Source != "" {
+		hc.Source = a.surface.Source
+	}
 	return session.New(hc)
+}
+
+// Workspace is a session host of its own and the runner of its backing
+// kernel (nil without Surface.Backing).
+type Workspace struct {
+	Host   *session.Host
+	Runner backing.Runner
+}
+
+// Close closes the host, then the runner.
+func (w *Workspace) Close() error {
+	err := ignoreClosed(w.Host.Close())
+	if w.Runner != nil {
+		err = errors.Join(err, ignoreClosed(w.Runner.Close()))
+	}
+	return err
+}
+
+// OpenWorkspace opens a host for the directory dir, and the runner of
+// Surface.Backing there, for a command that serves several workspaces (an
+// ACP agent, one per session) or a stored session's own (sessions rewind).
+// The host shares the app's store and event log. The caller closes it.
+func (a *App) OpenWorkspace(dir, kind string) (*Workspace, error) {
+	r, err := a.runner(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Workspace{Host: a.host(dir, kind, r), Runner: r}, nil
 }
 
 // Close closes the host (its turn stops, what streamed is stored), the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -142,9 +141,9 @@ func (n *notebook) Rewind(ctx context.Context, ts int64) error {
 	return err
 }
 
-// Reconnect is another frontend on the same kernel: it reads the history
-// with %agent history.
-func (n *notebook) Reconnect(ctx context.Context) ([]int64, error) {
+// Reconnect is another frontend on the same kernel: it reads the prompts
+// in %agent history (its KIND and TEXT columns).
+func (n *notebook) Reconnect(ctx context.Context) ([]string, error) {
 	n.c.Close()
 	if err := n.dial(ctx); err != nil {
 		return nil, err
@@ -153,17 +152,19 @@ func (n *notebook) Reconnect(ctx context.Context) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []int64
+	var out []string
+	first := true
 	for _, l := range strings.Split(turn.Text, "\n") {
 		f := strings.Fields(l)
-		if len(f) < 2 || !strings.HasPrefix(f[0], "#") || f[0] == "#" {
+		if len(f) < 3 || !strings.HasPrefix(f[0], "#") || f[0] == "#" {
 			continue
 		}
-		ts, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("history line %q: %w", l, err)
+		if f[2] == "say:user_feedback" || (f[2] == "say:text" && first) {
+			out = append(out, strings.Join(f[3:], " "))
 		}
-		out = append(out, ts)
+		if f[2] == "say:text" {
+			first = false
+		}
 	}
 	return out, nil
 }

@@ -187,7 +187,7 @@ func (s *streamSurface) Rewind(ctx context.Context, ts int64) error {
 	}
 }
 
-func (s *streamSurface) Reconnect(context.Context) ([]int64, error) {
+func (s *streamSurface) Reconnect(context.Context) ([]string, error) {
 	return nil, surfacetest.ErrUnsupported
 }
 

@@ -588,8 +588,12 @@ func (c *sessionsCmd) rewind(ctx context.Context, ref, at string, opts session.R
 	if err != nil {
 		return err
 	}
-	h := c.app.HostFor(s.Workspace, s.Mode)
-	defer h.Close()
+	w, err := c.app.OpenWorkspace(s.Workspace, s.Mode)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	h := w.Host
 	if _, err := h.Resume(ctx, s.ID); err != nil {
 		return err
 	}

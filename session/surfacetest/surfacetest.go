@@ -13,7 +13,7 @@
 //   - cancel: a turn stopped through the surface ends, what it was asked is
 //     kept, and the session takes the next prompt;
 //   - rewind: the history goes back to before a message;
-//   - reconnect: a new connection shows the history the host has.
+//   - reconnect: a new connection shows the user's prompts the host has.
 //
 // A surface whose protocol has no rewind or no reconnection returns
 // ErrUnsupported, and that behaviour is skipped.
@@ -70,8 +70,9 @@ type Surface interface {
 	// (files and kernel untouched), or returns ErrUnsupported.
 	Rewind(ctx context.Context, ts int64) error
 	// Reconnect drops the surface's connection, makes a new one and
-	// returns the stamps of the messages it shows then, or ErrUnsupported.
-	Reconnect(ctx context.Context) ([]int64, error)
+	// returns the user's prompts it shows then, in order, or
+	// ErrUnsupported.
+	Reconnect(ctx context.Context) ([]string, error)
 	// Close ends the surface.
 	Close() error
 }
@@ -280,13 +281,29 @@ func (c *conformance) reconnect(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reconnect: %v", err)
 	}
-	var want []int64
-	for _, m := range c.h.History() {
-		want = append(want, m.TS)
+	want := Prompts(c.h.History())
+	if !slices.Equal(got, want) || !slices.Equal(want, []string{"Say hello"}) {
+		t.Errorf("after reconnecting the surface shows the prompts %q; the host has %q", got, want)
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("after reconnecting the surface shows messages %v, the host has %v", got, want)
+}
+
+// Prompts returns the user's prompts in a UI history: the first text
+// message (a session's first prompt) and every user_feedback.
+func Prompts(ui []messages.UIMessage) []string {
+	var out []string
+	first := true
+	for _, m := range ui {
+		if m.Type != messages.TypeSay {
+			continue
+		}
+		if m.Say == messages.SayUserFeedback || (m.Say == messages.SayText && first) {
+			out = append(out, m.Text)
+		}
+		if m.Say == messages.SayText {
+			first = false
+		}
 	}
+	return out
 }
 
 // find returns the index of the first message whose text contains s, or -1.

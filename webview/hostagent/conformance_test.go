@@ -208,19 +208,15 @@ func (p *panel) Rewind(ctx context.Context, ts int64) error {
 	}
 }
 
-// Reconnect closes the socket, opens another and returns what its state
-// frame shows.
-func (p *panel) Reconnect(ctx context.Context) ([]int64, error) {
+// Reconnect closes the socket, opens another and returns the prompts its
+// state frame shows.
+func (p *panel) Reconnect(ctx context.Context) ([]string, error) {
 	p.ws.Close(websocket.StatusNormalClosure, "")
 	st, err := p.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []int64
-	for _, m := range st.Messages {
-		out = append(out, m.TS)
-	}
-	return out, nil
+	return surfacetest.Prompts(st.Messages), nil
 }
 
 func (p *panel) sorted() []*messages.UIMessage {

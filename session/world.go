@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -664,6 +665,26 @@ func (h *Host) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Re
 		h.turnBack(ctx, nc, ts, past, opts, &out)
 	}
 	return info, out, nil
+}
+
+// Copy makes a new session holding the whole history of the current one,
+// linked to it as a fork at its end, and makes it current. The files and
+// the kernel are not touched (ACP's session/fork).
+func (h *Host) Copy(ctx context.Context) (Info, error) {
+	c, err := h.session(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	h.logCommand(ctx, c, "fork", "end")
+	st, err := h.Store()
+	if err != nil {
+		return Info{}, err
+	}
+	fork, err := st.ForkSession(ctx, c.id, math.MaxInt64)
+	if err != nil {
+		return Info{}, err
+	}
+	return h.Resume(ctx, fork.ID)
 }
 
 func containsTS(ui []messages.UIMessage, ts int64) bool {

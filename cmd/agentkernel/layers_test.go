@@ -38,6 +38,8 @@ func TestLayers(t *testing.T) {
 		// The composition root opens the host and the runner; the surfaces
 		// are wired to it, never the other way.
 		"app": {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
+		// A surface over the app's hosts, as bridge is over its host.
+		"acp": {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
 		// The surface suite drives a host; the surfaces bring themselves.
 		"session/surfacetest": {"app", "bridge", "webview", "webview/hostagent", "streamjson", "cmd/agentkernel"},
 		// The panel's protocol over the host: no transport of its own.
@@ -53,6 +55,7 @@ func TestLayers(t *testing.T) {
 		// They reach sessions only through the host.
 		"streamjson":        {"store", "rewind", "kernel/client"},
 		"webview/hostagent": {"store", "rewind", "kernel/client", "kernel/wire"},
+		"acp":               {"store", "rewind", "kernel/client", "kernel/wire"},
 	}
 	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "../../...").Output()
 	if err != nil {

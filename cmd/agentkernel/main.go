@@ -10,6 +10,7 @@
 //	agentkernel webview list
 //	agentkernel logs [--follow]
 //	agentkernel mcp list
+//	agentkernel acp                           (an Agent Client Protocol agent on stdio)
 //	agentkernel version
 //
 // The usage text (usage, below) says what each does; gateway-reaper is
@@ -26,6 +27,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/acp"
 	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/backing"
 )
@@ -85,6 +87,7 @@ var commands = []app.Command{
 		Run: func(a []string, e app.Env) error { return runLogs(a, e.Stdout, e.Stderr) }},
 	{Name: "mcp", Synopsis: "mcp list [--json]", Summary: "the MCP servers of this directory: status, transport, tools",
 		Run: func(a []string, e app.Env) error { return runMCP(a, e.Stdout, e.Stderr) }},
+	acp.Command,
 	{Name: "version", Synopsis: "version", Summary: "print the version",
 		Run: func(_ []string, e app.Env) error {
 			_, err := fmt.Fprintln(e.Stdout, "agentkernel", e.Version)

@@ -1,0 +1,364 @@
+// Package acp is agentkernel as an Agent Client Protocol agent: an editor
+// or any ACP client (Zed, JetBrains, Neovim, Jupyter AI's personas) drives
+// agentkernel's agent over JSON-RPC on stdio, with the sessions, the
+// history, the permission policy and the backing kernel the notebook has.
+//
+// ACP's sessions are agentkernel's: a session/new is a stored session of
+// its cwd, seen by `agentkernel sessions`, the panel and the notebook;
+// session/load and session/resume take any stored one. Each ACP session
+// has a host and a backing kernel of its own, in its cwd. Asks become
+// session/request_permission; the model's words, its reasoning, its tool
+// calls (with the code and its outputs) become session/update. A rewind,
+// which no ACP agent offers, is the /rewind command and the
+// _agentkernel/rewind extension method.
+//
+// The protocol itself is github.com/coder/acp-go-sdk's (generated from
+// the ACP schema): this package maps it onto session.Host.
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/app"
+	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/session"
+)
+
+// Agent is the ACP agent over an app: it implements sdk.Agent,
+// sdk.AgentLoader and session/fork.
+type Agent struct {
+	open    Opener
+	version string
+	log     hclog.Logger
+	conn    *sdk.AgentSideConnection
+
+	mu       sync.Mutex
+	sessions map[string]*acpSession
+	closed   bool
+}
+
+// Opener opens the workspace of an ACP session in dir: a host of its own
+// and its backing kernel; close ends both.
+type Opener func(dir string) (h *session.Host, close func() error, err error)
+
+// acpSession is one ACP session: a stored session current in a host of
+// its own.
+type acpSession struct {
+	id    string
+	host  *session.Host
+	close func() error
+
+	mu        sync.Mutex
+	cancelled bool // session/cancel came during the running prompt
+}
+
+var (
+	_ sdk.Agent       = (*Agent)(nil)
+	_ sdk.AgentLoader = (*Agent)(nil)
+)
+
+// New returns an agent over a, which opens a workspace per session (a is
+// opened with Surface.NoHost).
+func New(a *app.App, version string, log hclog.Logger) *Agent {
+	return NewWithOpener(func(dir string) (*session.Host, func() error, error) {
+		ws, err := a.OpenWorkspace(dir, "acp")
+		if err != nil {
+			return nil, nil, err
+		}
+		return ws.Host, ws.Close, nil
+	}, version, log)
+}
+
+// NewWithOpener returns an agent whose sessions open is given.
+func NewWithOpener(open Opener, version string, log hclog.Logger) *Agent {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Agent{open: open, version: version, log: log.Named("acp"), sessions: map[string]*acpSession{}}
+}
+
+// Serve speaks ACP on r and w until the client closes its end or ctx
+// ends, then closes every session.
+func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	a.conn = sdk.NewAgentSideConnection(a, w, r)
+	// The SDK's own log (a closed connection, a bad frame) goes to ours,
+	// at its warnings.
+	a.conn.SetLogger(slog.New(slog.NewTextHandler(a.log.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
+		&slog.HandlerOptions{Level: slog.LevelWarn})))
+	select {
+	case <-a.conn.Done():
+	case <-ctx.Done():
+	}
+	return a.Close()
+}
+
+// Close closes every session's host and backing kernel.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	ss := a.sessions
+	a.sessions, a.closed = map[string]*acpSession{}, true
+	a.mu.Unlock()
+	var errs []error
+	for _, s := range ss {
+		errs = append(errs, s.close())
+	}
+	return errors.Join(errs...)
+}
+
+// Initialize implements sdk.Agent.
+func (a *Agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+	return sdk.InitializeResponse{
+		ProtocolVersion: sdk.ProtocolVersionNumber,
+		AgentInfo:       &sdk.Implementation{Name: "agentkernel", Title: sdk.Ptr("agentkernel"), Version: a.version},
+		AuthMethods:     []sdk.AuthMethod{},
+		AgentCapabilities: sdk.AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: sdk.PromptCapabilities{Image: true, EmbeddedContext: true},
+			SessionCapabilities: sdk.SessionCapabilities{
+				List:   &sdk.SessionListCapabilities{},
+				Resume: &sdk.SessionResumeCapabilities{},
+				Fork:   &sdk.SessionForkCapabilities{},
+			},
+		},
+	}, nil
+}
+
+// Authenticate implements sdk.Agent: the model's keys are the
+// environment's and the config file's, so there is nothing to do.
+func (a *Agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+	return sdk.AuthenticateResponse{}, nil
+}
+
+// openSession opens a host for cwd and makes a session current in it
+// (start).
+func (a *Agent) openSession(ctx context.Context, cwd string, start func(*session.Host) (session.Info, error)) (*acpSession, error) {
+	if cwd == "" || !strings.HasPrefix(cwd, "/") {
+		return nil, sdk.NewInvalidParams(map[string]any{"cwd": "an absolute path is required"})
+	}
+	h, closeWS, err := a.open(cwd)
+	if err != nil {
+		return nil, err
+	}
+	info, err := start(h)
+	if err != nil {
+		closeWS()
+		return nil, err
+	}
+	s := &acpSession{id: info.ID, host: h, close: closeWS}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		closeWS()
+		return nil, errors.New("acp: the agent is closing")
+	}
+	if old := a.sessions[info.ID]; old != nil {
+		defer old.close() // loaded again: the new host replaces it
+	}
+	a.sessions[info.ID] = s
+	a.mu.Unlock()
+	return s, nil
+}
+
+// session returns the open session id.
+func (a *Agent) session(id sdk.SessionId) (*acpSession, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.sessions[string(id)]
+	if s == nil {
+		return nil, sdk.NewInvalidParams(map[string]any{"sessionId": fmt.Sprintf("no open session %q: session/new, session/load or session/resume it first", id)})
+	}
+	return s, nil
+}
+
+// NewSession implements sdk.Agent: a new stored session of cwd.
+func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+	s, err := a.openSession(ctx, p.Cwd, func(h *session.Host) (session.Info, error) { return h.NewSession(ctx) })
+	if err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
+	a.afterOpen(ctx, s)
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.id), Modes: modes(s.host)}, nil
+}
+
+// LoadSession implements sdk.AgentLoader: the stored session, its
+// conversation replayed as session/update before the answer.
+func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
+	s, err := a.openSession(ctx, p.Cwd, func(h *session.Host) (session.Info, error) { return h.Resume(ctx, string(p.SessionId)) })
+	if err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	a.replay(ctx, s)
+	a.afterOpen(ctx, s)
+	return sdk.LoadSessionResponse{Modes: modes(s.host)}, nil
+}
+
+// ResumeSession implements sdk.Agent: the stored session, not replayed.
+func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	s, err := a.openSession(ctx, p.Cwd, func(h *session.Host) (session.Info, error) { return h.Resume(ctx, string(p.SessionId)) })
+	if err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
+	a.afterOpen(ctx, s)
+	return sdk.ResumeSessionResponse{Modes: modes(s.host)}, nil
+}
+
+// UnstableForkSession is session/fork: a new session with the whole
+// history of the given one (its files and kernel untouched).
+func (a *Agent) UnstableForkSession(ctx context.Context, p sdk.UnstableForkSessionRequest) (sdk.UnstableForkSessionResponse, error) {
+	s, err := a.openSession(ctx, p.Cwd, func(h *session.Host) (session.Info, error) {
+		if _, err := h.Resume(ctx, string(p.SessionId)); err != nil {
+			return session.Info{}, err
+		}
+		return h.Copy(ctx)
+	})
+	if err != nil {
+		return sdk.UnstableForkSessionResponse{}, err
+	}
+	a.afterOpen(ctx, s)
+	return sdk.UnstableForkSessionResponse{SessionId: sdk.SessionId(s.id), Modes: modes(s.host)}, nil
+}
+
+// CloseSession implements sdk.Agent: its turn stops, its kernel ends.
+func (a *Agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
+	a.mu.Lock()
+	s := a.sessions[string(p.SessionId)]
+	delete(a.sessions, string(p.SessionId))
+	a.mu.Unlock()
+	if s != nil {
+		s.close()
+	}
+	return sdk.CloseSessionResponse{}, nil
+}
+
+// ListSessions implements sdk.Agent: the stored sessions of cwd, or of
+// every directory without one.
+func (a *Agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
+	dir := "/"
+	if p.Cwd != nil && *p.Cwd != "" {
+		dir = *p.Cwd
+	}
+	h, closeWS, err := a.open(dir)
+	if err != nil {
+		return sdk.ListSessionsResponse{}, err
+	}
+	defer closeWS()
+	list, err := h.Sessions(ctx, "", 200, p.Cwd == nil || *p.Cwd == "")
+	if err != nil {
+		return sdk.ListSessionsResponse{}, err
+	}
+	out := sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}
+	for _, s := range list {
+		out.Sessions = append(out.Sessions, sdk.SessionInfo{SessionId: sdk.SessionId(s.ID), Cwd: s.Workspace,
+			Title: sdk.Ptr(s.Title), UpdatedAt: sdk.Ptr(s.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z"))})
+	}
+	return out, nil
+}
+
+// SetSessionMode implements sdk.Agent: the permission mode.
+func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	s, err := a.session(p.SessionId)
+	if err != nil {
+		return sdk.SetSessionModeResponse{}, err
+	}
+	m, err := agent.ParseMode(string(p.ModeId))
+	if err != nil {
+		return sdk.SetSessionModeResponse{}, sdk.NewInvalidParams(map[string]any{"modeId": err.Error()})
+	}
+	return sdk.SetSessionModeResponse{}, s.host.SetMode(ctx, m)
+}
+
+// SetSessionConfigOption implements sdk.Agent: agentkernel offers no
+// config options (its mode is a mode, its model set by the config).
+func (a *Agent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	return sdk.SetSessionConfigOptionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetConfigOption)
+}
+
+// Cancel implements sdk.Agent: the running prompt stops, and answers
+// cancelled.
+func (a *Agent) Cancel(ctx context.Context, p sdk.CancelNotification) error {
+	s, err := a.session(p.SessionId)
+	if err != nil {
+		return nil // a notification: nothing to answer
+	}
+	if s.host.Busy() {
+		s.mu.Lock()
+		s.cancelled = true
+		s.mu.Unlock()
+	}
+	s.host.Cancel(ctx)
+	return nil
+}
+
+// modes is the session's permission modes as ACP's session modes.
+func modes(h *session.Host) *sdk.SessionModeState {
+	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(h.Mode())}
+	for _, m := range agent.Modes {
+		st.AvailableModes = append(st.AvailableModes, sdk.SessionMode{Id: sdk.SessionModeId(m), Name: modeNames[m],
+			Description: sdk.Ptr(modeHelp[m])})
+	}
+	return st
+}
+
+var modeNames = map[agent.Mode]string{
+	agent.ModeDefault: "Ask", agent.ModeAcceptEdits: "Accept edits", agent.ModeBypassPermissions: "Bypass permissions", agent.ModePlan: "Plan",
+}
+
+var modeHelp = map[agent.Mode]string{
+	agent.ModeDefault:     "asks before running code and editing files",
+	agent.ModeAcceptEdits: "edits files without asking; asks before running code",
+	agent.ModeBypassPermissions:      "runs and edits without asking",
+	agent.ModePlan:        "reads and plans; runs nothing and edits nothing",
+}
+
+// afterOpen tells the client the commands a session has, and keeps its
+// mode in step.
+func (a *Agent) afterOpen(ctx context.Context, s *acpSession) {
+	go a.update(context.WithoutCancel(ctx), s, sdk.SessionUpdate{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{
+		AvailableCommands: commands}})
+}
+
+// update sends one session/update; a client that is gone is only logged.
+func (a *Agent) update(ctx context.Context, s *acpSession, u sdk.SessionUpdate) {
+	if err := a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: sdk.SessionId(s.id), Update: u}); err != nil {
+		a.log.Debug("session/update", "error", err)
+	}
+}
+
+// replay sends a loaded session's conversation as session/update: the
+// user's prompts, the agent's words and thoughts, and the code it ran.
+func (a *Agent) replay(ctx context.Context, s *acpSession) {
+	first := true
+	for _, m := range s.host.History() {
+		var u sdk.SessionUpdate
+		switch {
+		case isPrompt(m, &first):
+			u = sdk.UpdateUserMessageText(m.Text)
+			u.UserMessageChunk.Meta = meta(m.TS)
+		case m.Partial:
+			continue
+		case m.Type == messages.TypeSay && (m.Say == messages.SayText || m.Say == messages.SayCompletionResult):
+			u = sdk.UpdateAgentMessageText(m.Text)
+			u.AgentMessageChunk.Meta = meta(m.TS)
+		case m.Type == messages.TypeSay && m.Say == messages.SayReasoning:
+			u = sdk.UpdateAgentThoughtText(m.Text)
+			u.AgentThoughtChunk.Meta = meta(m.TS)
+		case m.Type == messages.TypeAsk && m.Ask == messages.AskCommand:
+			u = sdk.StartToolCall(sdk.ToolCallId(fmt.Sprintf("replay_%d", m.TS)), "Run "+messages.FirstLine(m.Text, 80),
+				sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusCompleted),
+				sdk.WithStartRawInput(map[string]any{"code": m.Text}))
+		default:
+			continue
+		}
+		a.update(ctx, s, u)
+	}
+}

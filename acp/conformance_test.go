@@ -1,0 +1,209 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/agentkernel/agentkernel/session"
+	"github.com/agentkernel/agentkernel/session/surfacetest"
+)
+
+// TestConformance: the ACP agent, driven by the SDK's client side over
+// pipes as an editor drives it (session/prompt, session/request_permission
+// answered allow_once, session/cancel, the _agentkernel/rewind extension,
+// a new connection that loads the session), passes the surface suite.
+func TestConformance(t *testing.T) {
+	surfacetest.Run(t, func(t *testing.T, h *surfacetest.Host) surfacetest.Surface {
+		// Every session of the agent is the suite's host (which the suite
+		// closes).
+		open := func(string) (*session.Host, func() error, error) { return h.Host, func() error { return nil }, nil }
+		e := &editor{open: open, cwd: h.Workspace()}
+		if err := e.connect(context.Background(), func(c *sdk.ClientSideConnection) error {
+			resp, err := c.NewSession(context.Background(), sdk.NewSessionRequest{Cwd: e.cwd, McpServers: []sdk.McpServer{}})
+			e.sid = resp.SessionId
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	})
+}
+
+// editor is an ACP client of an agent served on pipes.
+type editor struct {
+	open Opener
+	cwd  string
+	sid  sdk.SessionId
+
+	conn   *sdk.ClientSideConnection
+	stop   func() // ends the connection and waits for the agent
+	mu     sync.Mutex
+	text   string   // agent_message_chunk texts since the last take
+	asked  []string // the permission requests' titles and code
+	users  []string // user_message_chunk texts (a load's replay)
+	prompt chan error
+}
+
+// connect starts an agent on pipes, initializes it and runs then.
+func (e *editor) connect(ctx context.Context, then func(*sdk.ClientSideConnection) error) error {
+	toAgent, agentIn := io.Pipe()
+	agentOut, fromAgent := io.Pipe()
+	a := NewWithOpener(e.open, "test", nil)
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(context.Background(), toAgent, fromAgent) }()
+	e.conn = sdk.NewClientSideConnection(e, agentIn, agentOut)
+	e.stop = func() {
+		agentIn.Close()
+		agentOut.Close()
+		<-served
+	}
+	init, err := e.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber})
+	if err != nil {
+		return err
+	}
+	if !init.AgentCapabilities.LoadSession {
+		return errors.New("the agent does not offer session/load")
+	}
+	return then(e.conn)
+}
+
+// The client's side (sdk.Client): permissions are allowed once, updates
+// collected, files and terminals not offered.
+
+func (e *editor) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	e.mu.Lock()
+	e.asked = append(e.asked, fmt.Sprintf("%v %v", deref(p.ToolCall.Title), p.ToolCall.RawInput))
+	e.mu.Unlock()
+	for _, o := range p.Options {
+		if o.Kind == sdk.PermissionOptionKindAllowOnce {
+			return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(o.OptionId)}, nil
+		}
+	}
+	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func (e *editor) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch u := n.Update; {
+	case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
+		e.text += u.AgentMessageChunk.Content.Text.Text
+	case u.UserMessageChunk != nil && u.UserMessageChunk.Content.Text != nil:
+		e.users = append(e.users, u.UserMessageChunk.Content.Text.Text)
+	}
+	return nil
+}
+
+func (e *editor) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsReadTextFile)
+}
+
+func (e *editor) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsWriteTextFile)
+}
+
+func (e *editor) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalCreate)
+}
+
+func (e *editor) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalKill)
+}
+
+func (e *editor) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalOutput)
+}
+
+func (e *editor) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalRelease)
+}
+
+func (e *editor) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalWaitForExit)
+}
+
+// take returns and clears what the client was shown.
+func (e *editor) take() surfacetest.Turn {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := surfacetest.Turn{Text: e.text, Asked: e.asked}
+	e.text, e.asked = "", nil
+	return t
+}
+
+func (e *editor) send(ctx context.Context, text string) (sdk.PromptResponse, error) {
+	return e.conn.Prompt(ctx, sdk.PromptRequest{SessionId: e.sid, Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+}
+
+func (e *editor) Prompt(ctx context.Context, text string) (surfacetest.Turn, error) {
+	e.take()
+	resp, err := e.send(ctx, text)
+	if err == nil && resp.StopReason != sdk.StopReasonEndTurn {
+		err = fmt.Errorf("stop reason %q", resp.StopReason)
+	}
+	return e.take(), err
+}
+
+func (e *editor) Start(ctx context.Context, text string) error {
+	e.prompt = make(chan error, 1)
+	go func() {
+		resp, err := e.send(ctx, text)
+		if err == nil && resp.StopReason != sdk.StopReasonCancelled {
+			err = fmt.Errorf("the cancelled prompt's stop reason is %q", resp.StopReason)
+		}
+		e.prompt <- err
+	}()
+	return nil
+}
+
+// Cancel sends session/cancel; the prompt answers cancelled.
+func (e *editor) Cancel(ctx context.Context) error {
+	if err := e.conn.Cancel(ctx, sdk.CancelNotification{SessionId: e.sid}); err != nil {
+		return err
+	}
+	select {
+	case err := <-e.prompt:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *editor) Rewind(ctx context.Context, ts int64) error {
+	_, err := e.conn.CallExtension(ctx, "_agentkernel/rewind", map[string]any{"sessionId": e.sid, "ts": ts, "conversationOnly": true})
+	return err
+}
+
+// Reconnect closes the connection (the agent ends), starts another agent
+// and loads the session: the prompts it replays.
+func (e *editor) Reconnect(ctx context.Context) ([]string, error) {
+	e.stop()
+	e.mu.Lock()
+	e.users = nil
+	e.mu.Unlock()
+	err := e.connect(ctx, func(c *sdk.ClientSideConnection) error {
+		_, err := c.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: e.sid, Cwd: e.cwd, McpServers: []sdk.McpServer{}})
+		return err
+	})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.users, err
+}
+
+func (e *editor) Close() error {
+	e.stop()
+	return nil
+}

@@ -314,10 +314,10 @@ var modeNames = map[agent.Mode]string{
 }
 
 var modeHelp = map[agent.Mode]string{
-	agent.ModeDefault:     "asks before running code and editing files",
-	agent.ModeAcceptEdits: "edits files without asking; asks before running code",
-	agent.ModeBypassPermissions:      "runs and edits without asking",
-	agent.ModePlan:        "reads and plans; runs nothing and edits nothing",
+	agent.ModeDefault:           "asks before running code and editing files",
+	agent.ModeAcceptEdits:       "edits files without asking; asks before running code",
+	agent.ModeBypassPermissions: "runs and edits without asking",
+	agent.ModePlan:              "reads and plans; runs nothing and edits nothing",
 }
 
 // afterOpen tells the client the commands a session has, and keeps its

@@ -48,7 +48,7 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	s.cancelled = false
 	s.mu.Unlock()
 	usage := &sdk.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
-		TotalTokens: res.Usage.InputTokens + res.Usage.OutputTokens,
+		TotalTokens:      res.Usage.InputTokens + res.Usage.OutputTokens,
 		CachedReadTokens: sdk.Ptr(res.Usage.CacheReadTokens), CachedWriteTokens: sdk.Ptr(res.Usage.CacheWriteTokens)}
 	switch {
 	case cancelled || errors.Is(err, context.Canceled) || errors.Is(err, session.ErrSuperseded):

@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build install test check test-go test-norace test-fuzz test-python test-browser mcp-server bench clean
+.PHONY: build install test check test-go test-norace test-fuzz test-python test-browser mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -24,7 +24,7 @@ check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test-go: mcp-server
+test-go: mcp-server acp-client
 	$(GOTEST) -timeout 20m ./...
 
 # Race builds read and write sockets through the runtime's poller (the race
@@ -48,6 +48,13 @@ mcp-server: tests/mcp/node_modules/.package-lock.json
 
 tests/mcp/node_modules/.package-lock.json: tests/mcp/package.json tests/mcp/package-lock.json
 	cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error
+
+# The protocol's own ACP client (npm's @agentclientprotocol/sdk) that the
+# ACP tests drive agentkernel acp with, pinned by tests/acp/package-lock.json.
+acp-client: tests/acp/node_modules/.package-lock.json
+
+tests/acp/node_modules/.package-lock.json: tests/acp/package.json tests/acp/package-lock.json
+	cd tests/acp && npm ci --no-audit --no-fund --loglevel=error
 
 bench: build
 	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway

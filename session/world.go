@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -680,7 +679,7 @@ func (h *Host) Copy(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	fork, err := st.ForkSession(ctx, c.id, math.MaxInt64)
+	fork, err := st.ForkSession(ctx, c.id, store.WholeHistory)
 	if err != nil {
 		return Info{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -222,10 +223,14 @@ func (s *Store) SetReplayPending(ctx context.Context, sessionID string, pending 
 	})
 }
 
+// WholeHistory, as ForkSession's beforeTS, forks a session at its end.
+const WholeHistory int64 = math.MaxInt64
+
 // ForkSession makes a new session holding the session's history before
-// the UI message stamped beforeTS (as a rewind to it would leave it), its
-// code log and file changes before that point, linked to it as its parent.
-// The original is not changed. All in one transaction.
+// the UI message stamped beforeTS (as a rewind to it would leave it; all of
+// it for WholeHistory), its code log and file changes before that point,
+// linked to it as its parent. The original is not changed. All in one
+// transaction.
 func (s *Store) ForkSession(ctx context.Context, sessionID string, beforeTS int64) (Session, error) {
 	op := "fork " + sessionID
 	if err := s.flushSession(ctx, sessionID); err != nil {
@@ -235,9 +240,11 @@ func (s *Store) ForkSession(ctx context.Context, sessionID string, beforeTS int6
 	if err != nil {
 		return Session{}, err
 	}
-	res, err := rewind.RewindToTimestamp(h.UI, h.API, beforeTS, rewind.Options{})
-	if err != nil {
-		return Session{}, s.wrap(op, err)
+	res := rewind.Result{UI: h.UI, API: h.API}
+	if beforeTS != WholeHistory {
+		if res, err = rewind.RewindToTimestamp(h.UI, h.API, beforeTS, rewind.Options{}); err != nil {
+			return Session{}, s.wrap(op, err)
+		}
 	}
 	parent, err := s.GetSession(ctx, sessionID)
 	if err != nil {

@@ -71,6 +71,15 @@ func TestWorldRewindAndFork(t *testing.T) {
 	}
 	must(t, st.AddFileChanges(ctx, id, []FileChange{{Anchor: 16, Path: "a.txt", After: "h1"}, {Anchor: 36, Path: "a.txt", Before: "h1", After: "h2"}}))
 
+	whole, err := st.ForkSession(ctx, id, WholeHistory)
+	must(t, err)
+	wh, err := st.Load(ctx, whole.ID)
+	must(t, err)
+	wruns, err := st.CodeRuns(ctx, whole.ID)
+	must(t, err)
+	if whole.ParentID != id || len(wh.UI) != 4 || len(wh.API) != 4 || len(wruns) != 2 {
+		t.Fatalf("a fork of the whole history: %+v, %d/%d messages, %d code runs", whole, len(wh.UI), len(wh.API), len(wruns))
+	}
 	fork, err := st.ForkSession(ctx, id, 30)
 	must(t, err)
 	if fork.ParentID != id || fork.ForkTS != 30 || fork.MessageCount != 2 {

@@ -179,6 +179,7 @@ func (k *Kernel) launch() (*process, error) {
 		})
 	}
 	argv = append(argv, k.opts.Args...)
+	argv[0] = resolvePython(argv[0], k.spec.Dir)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	env := os.Environ()
 	for key, v := range k.spec.Env {

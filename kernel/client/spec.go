@@ -29,9 +29,67 @@ type Spec struct {
 	Metadata      map[string]any    `json:"metadata,omitempty"`
 }
 
-// sysPrefixDirs is sys.prefix/share/jupyter of the Python the system
-// kernelspecs belong to (Debian's /usr/bin/python3 has sys.prefix /usr).
-var sysPrefixDirs = []string{"/usr/share/jupyter"}
+// sysPrefixDirs is sys.prefix/share/jupyter of the Pythons whose
+// kernelspecs are ours to see, as jupyter_core's ENV_JUPYTER_PATH: the
+// environment this executable was installed into (pip puts a wheel's
+// binary in PREFIX/bin, beside the kernelspecs in PREFIX/share/jupyter),
+// then Debian's /usr/bin/python3 (sys.prefix /usr).
+var sysPrefixDirs = append(ownPrefixDirs(), "/usr/share/jupyter")
+
+// ownPrefixDirs is PREFIX/share/jupyter when this executable is
+// PREFIX/bin/NAME of a Python environment (PREFIX/bin/python exists).
+func ownPrefixDirs() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	if p, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = p
+	}
+	if prefix, ok := envPrefix(filepath.Dir(exe)); ok {
+		return []string{filepath.Join(prefix, "share", "jupyter")}
+	}
+	return nil
+}
+
+// envPrefix returns PREFIX when bin is PREFIX/bin of a Python environment.
+func envPrefix(bin string) (string, bool) {
+	if filepath.Base(bin) != "bin" {
+		return "", false
+	}
+	for _, py := range []string{"python", "python3"} {
+		if fi, err := os.Stat(filepath.Join(bin, py)); err == nil && !fi.IsDir() {
+			return filepath.Dir(bin), true
+		}
+	}
+	return "", false
+}
+
+// pythonArg0 matches the argv[0] that jupyter_client replaces with its own
+// sys.executable: python, python3, python3.12.
+var pythonArg0 = regexp.MustCompile(`^python(\d+(\.\d+)?)?$`)
+
+// resolvePython is what a kernelspec's bare "python" means, as
+// jupyter_client makes it mean its own interpreter: the Python of the
+// environment the kernelspec is installed in (PREFIX/share/jupyter/kernels/NAME
+// → PREFIX/bin/python), else the name as it is (looked up on PATH). pip's
+// ipykernel writes "python" into its kernelspec.
+func resolvePython(arg0, specDir string) string {
+	if !pythonArg0.MatchString(arg0) || specDir == "" {
+		return arg0
+	}
+	prefix := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(specDir))))
+	if filepath.Base(filepath.Dir(specDir)) != "kernels" {
+		return arg0
+	}
+	for _, name := range []string{arg0, "python3", "python"} {
+		p := filepath.Join(prefix, "bin", name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return arg0
+}
 
 // systemDirs is jupyter_core's SYSTEM_JUPYTER_PATH on Linux.
 var systemDirs = []string{"/usr/local/share/jupyter", "/usr/share/jupyter"}

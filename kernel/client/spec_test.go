@@ -132,3 +132,56 @@ func TestStartFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonOfTheSpecsEnvironment: a kernelspec that says "python", as
+// pip's ipykernel writes it, runs the Python of the environment it is
+// installed in, as jupyter_client runs its own: not whatever python PATH
+// finds first (here none).
+func TestPythonOfTheSpecsEnvironment(t *testing.T) {
+	python3Spec(t) // skips without Debian's ipykernel
+	prefix := t.TempDir()
+	bin := filepath.Join(prefix, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/bin/python3", filepath.Join(bin, "python")); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(prefix, "share", "jupyter", "kernels", "venvpy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	js := `{"argv": ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "venv", "language": "python"}`
+	if err := os.WriteFile(filepath.Join(dir, "kernel.json"), []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ arg0, dir, want string }{
+		{"python", dir, filepath.Join(bin, "python")},
+		{"python3.11", dir, filepath.Join(bin, "python")}, // no python3.11 there: its python
+		{"/opt/py/bin/python", dir, "/opt/py/bin/python"},
+		{"R", dir, "R"},
+		{"python", t.TempDir(), "python"}, // not in a kernels directory
+	} {
+		if got := resolvePython(tt.arg0, tt.dir); got != tt.want {
+			t.Errorf("resolvePython(%q, %q) = %q, want %q", tt.arg0, tt.dir, got, tt.want)
+		}
+	}
+	if p, ok := envPrefix(bin); !ok || p != prefix {
+		t.Errorf("envPrefix(%q) = %q, %v", bin, p, ok)
+	}
+	spec, err := ReadSpec(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	k := startKernel(t, spec, Options{})
+	ctx := testCtx(t)
+	c, err := Dial(ctx, k.ConnectionInfo(), Options{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.KernelInfo(ctx); err != nil {
+		t.Fatalf("the kernel of the environment's python does not answer: %v", err)
+	}
+}

@@ -53,6 +53,10 @@ func run(args []string, env app.Env) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A client that closed its end before a last notification (a session's
+	// commands, sent after the answer) is gone, not a crash: the write
+	// fails and Serve ends.
+	signal.Ignore(syscall.SIGPIPE)
 	a, err := app.Open(ctx, cfg, app.Surface{Kind: "acp", Source: eventlog.SourceACP, StoreNow: true, NoHost: true, Logger: log,
 		Backing: &backing.Options{Kernel: bf.Kernel, Owner: "acp", Gateway: gw}})
 	if err != nil {

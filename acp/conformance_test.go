@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"testing"
 
@@ -58,6 +59,7 @@ func (e *editor) connect(ctx context.Context, then func(*sdk.ClientSideConnectio
 	served := make(chan error, 1)
 	go func() { served <- a.Serve(context.Background(), toAgent, fromAgent) }()
 	e.conn = sdk.NewClientSideConnection(e, agentIn, agentOut)
+	e.conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	e.stop = func() {
 		agentIn.Close()
 		agentOut.Close()

@@ -2,25 +2,25 @@ package webview
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
+	"net"
 	"sync"
-
-	"github.com/coder/websocket"
 )
 
-// conn is one panel connection. Its send buffer is filled by the hub
-// (offer never blocks) and drained by its writer goroutine; its reader
-// goroutine decodes commands and runs them. Both are owned by serveConn.
+// errClosed is what a second Close returns.
+var errClosed = net.ErrClosed
+
+// conn is one client of the panel, whatever its transport. Its send
+// buffer is filled by the hub (offer never blocks) and drained by its
+// writer goroutine (Panel.writeLoop), which closes written when it ends.
 type conn struct {
 	id   string
-	ws   *websocket.Conn
 	send chan []byte
 
-	once   sync.Once
-	done   chan struct{} // closed by drop
-	reason string        // set before done is closed
+	once    sync.Once
+	done    chan struct{} // closed by drop
+	reason  string        // set before done is closed
+	written chan struct{} // closed when the writer has ended
 }
 
 // offer queues frame unless the buffer is full or the conn is dropped.
@@ -38,10 +38,10 @@ func (c *conn) offer(frame []byte) bool {
 	}
 }
 
-// drop ends the conn with reason: the writer closes the socket with it
+// drop ends the conn with reason: the writer closes the transport with it
 // once its current write ends (a stalled peer's write ends at
-// Options.WriteTimeout). Either way the conn is out of the hub already, so
-// nobody waits for it. drop never blocks.
+// WriteTimeout). Either way the conn is out of the hub already, so nobody
+// waits for it. drop never blocks.
 func (c *conn) drop(reason string) {
 	c.once.Do(func() {
 		c.reason = reason
@@ -49,83 +49,13 @@ func (c *conn) drop(reason string) {
 	})
 }
 
-// writeLoop sends queued frames until the conn is dropped or ctx (the
-// server's lifetime) ends.
-func (s *Server) writeLoop(ctx context.Context, c *conn) {
-	var batch []byte // reused buffer of a batched message
-	for {
-		select {
-		case frame := <-c.send:
-			// Frames already queued behind this one go in the same
-			// message, as a JSON array: one write instead of many when a
-			// client is behind (a burst of streaming appends).
-			msg := batchFrames(frame, c.send, &batch)
-			wctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
-			err := c.ws.Write(wctx, websocket.MessageText, msg)
-			cancel()
-			if err != nil {
-				s.hub.mu.Lock()
-				s.hub.dropLocked(c, "write failed")
-				s.hub.mu.Unlock()
-				return
-			}
-		case <-c.done:
-			status := websocket.StatusPolicyViolation
-			if c.reason == reasonShutdown {
-				status = websocket.StatusGoingAway
-			}
-			// Best effort: a stalled peer will not read it.
-			_ = c.ws.Close(status, c.reason)
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
 const reasonShutdown = "server shutting down"
-
-// readLoop reads and runs commands until the peer goes away.
-func (s *Server) readLoop(ctx context.Context, c *conn) error {
-	for {
-		typ, r, err := c.ws.Reader(ctx)
-		if err != nil {
-			return err
-		}
-		data, err := io.ReadAll(io.LimitReader(r, s.opts.MaxFrameBytes+1))
-		if err != nil {
-			return err
-		}
-		if int64(len(data)) > s.opts.MaxFrameBytes {
-			// Discard the rest (the socket's read limit bounds it).
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				return err
-			}
-			s.hub.sendTo(c, errorJSON(frameErr(CodeTooLarge, "", "frame larger than %d bytes", s.opts.MaxFrameBytes)))
-			continue
-		}
-		if typ != websocket.MessageText {
-			s.hub.sendTo(c, errorJSON(frameErr(CodeBadFrame, "", "binary frames are not part of the protocol")))
-			continue
-		}
-		in, err := DecodeInbound(data)
-		if err != nil {
-			var fe *FrameError
-			if !errors.As(err, &fe) {
-				fe = frameErr(CodeBadFrame, "", "%v", err)
-			}
-			s.hub.sendTo(c, errorJSON(fe))
-			continue
-		}
-		s.run(ctx, c, in)
-	}
-}
 
 // run executes one command for c and answers it: an ack (when the frame
 // had an id), a reply frame, or an error frame.
-func (s *Server) run(ctx context.Context, c *conn, in Inbound) {
-	s.log.Debug("web panel command", "client", c.id, "type", in.Type)
-	a := s.agent
+func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
+	p.log.Debug("web panel command", "client", c.id, "type", in.Type)
+	a := p.agent
 	var err error
 	switch in.Type {
 	case TypeNewTask:
@@ -149,7 +79,7 @@ func (s *Server) run(ctx context.Context, c *conn, in Inbound) {
 			rep, err = a.Edit(ctx, in.TS, in.Text, choice)
 		}
 		if err == nil {
-			s.hub.sendTo(c, mustJSON(rewindReportFrame{V: ProtocolVersion, Type: "rewindReport", ID: in.ID, Report: rep}))
+			p.hub.sendTo(c, mustJSON(rewindReportFrame{V: ProtocolVersion, Type: "rewindReport", ID: in.ID, Report: rep}))
 			return
 		}
 	case TypeSetMode:
@@ -159,14 +89,14 @@ func (s *Server) run(ctx context.Context, c *conn, in Inbound) {
 	case TypeLoadSession:
 		err = a.LoadSession(ctx, in.SessionID)
 	case TypeGetState:
-		s.hub.stateFor(c)
+		p.hub.stateFor(c)
 	case TypeListSessions:
 		var list []SessionInfo
 		if list, err = a.ListSessions(ctx, in.Search, orInt(in.Limit, 50)); err == nil {
 			if list == nil {
 				list = []SessionInfo{}
 			}
-			s.hub.sendTo(c, mustJSON(sessionsFrame{V: ProtocolVersion, Type: "sessions", ID: in.ID, Search: in.Search, Sessions: list}))
+			p.hub.sendTo(c, mustJSON(sessionsFrame{V: ProtocolVersion, Type: "sessions", ID: in.ID, Search: in.Search, Sessions: list}))
 			return
 		}
 	case TypeSearchMessages:
@@ -175,16 +105,16 @@ func (s *Server) run(ctx context.Context, c *conn, in Inbound) {
 			if hits == nil {
 				hits = []SearchHit{}
 			}
-			s.hub.sendTo(c, mustJSON(searchFrame{V: ProtocolVersion, Type: "searchResults", ID: in.ID, Query: in.Query, Hits: hits}))
+			p.hub.sendTo(c, mustJSON(searchFrame{V: ProtocolVersion, Type: "searchResults", ID: in.ID, Query: in.Query, Hits: hits}))
 			return
 		}
 	}
 	if err != nil {
-		s.hub.sendTo(c, errorJSON(frameErr(CodeFailed, in.ID, "%s: %v", in.Type, err)))
+		p.hub.sendTo(c, errorJSON(frameErr(CodeFailed, in.ID, "%s: %v", in.Type, err)))
 		return
 	}
 	if in.ID != "" {
-		s.hub.sendTo(c, mustJSON(ackFrame{V: ProtocolVersion, Type: "ack", ID: in.ID}))
+		p.hub.sendTo(c, mustJSON(ackFrame{V: ProtocolVersion, Type: "ack", ID: in.ID}))
 	}
 }
 

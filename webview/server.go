@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -16,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -109,8 +109,8 @@ func OptionsFromEnv(o Options, getenv func(string) string) (Options, error) {
 type Server struct {
 	opts    Options
 	log     hclog.Logger
-	agent   Agent
-	hub     *hub
+	panel   *Panel
+	hub     *hub // the panel's
 	ln      net.Listener
 	hs      *http.Server
 	url     string
@@ -121,8 +121,6 @@ type Server struct {
 	ctx    context.Context // the server's lifetime
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	unsub  func()
-	nextID atomic.Uint64
 
 	mu        sync.Mutex // guards closed and conns.Add
 	closed    bool
@@ -147,11 +145,13 @@ func Start(a Agent, opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	log := opts.Logger.Named("webview")
+	panel := NewPanel(a, PanelOptions{SendBuffer: opts.SendBuffer, MaxFrameBytes: opts.MaxFrameBytes,
+		WriteTimeout: opts.WriteTimeout, Logger: log})
 	s := &Server{
 		opts:   opts,
 		log:    log,
-		agent:  a,
-		hub:    newHub(a, log),
+		panel:  panel,
+		hub:    panel.hub,
 		ln:     ln,
 		static: http.FileServerFS(sub),
 		loop:   isLoopback(opts.Host),
@@ -163,15 +163,9 @@ func Start(a Agent, opts Options) (*Server, error) {
 		log.Warn("the web panel is bound to a non-loopback address: anyone who can reach it and has its URL (token included) can control the agent",
 			"host", opts.Host)
 	}
-	s.unsub = a.Subscribe(s.hub.publish)
-	s.hub.resync(ctx)
 	s.hs = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		s.hub.run(ctx)
-	}()
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		if err := s.hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -241,7 +235,6 @@ func (s *Server) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
-		s.unsub()
 		s.hub.closeAll(reasonShutdown)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		err = s.hs.Shutdown(ctx)
@@ -253,9 +246,10 @@ func (s *Server) Close() error {
 		case <-ctx.Done():
 		}
 		cancel()
-		s.cancel() // ends the remaining socket handlers and the resync loop
+		s.cancel() // ends the remaining socket handlers
 		<-handlers
 		s.wg.Wait()
+		s.panel.Close()
 		if s.runFile != "" {
 			if rerr := os.Remove(s.runFile); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 				err = errors.Join(err, rerr)
@@ -339,20 +333,57 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // Accept has written the response
 	}
 	ws.SetReadLimit(4 * s.opts.MaxFrameBytes)
-	c := &conn{id: newConnID(s.nextID.Add(1)), ws: ws, send: make(chan []byte, s.opts.SendBuffer),
-		done: make(chan struct{})}
-	s.hub.add(c)
-	s.log.Debug("web panel client connected", "client", c.id, "remote", r.RemoteAddr)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.writeLoop(s.ctx, c)
-	}()
-	err = s.readLoop(s.ctx, c)
-	s.hub.remove(c)
-	c.drop("closed")
-	wg.Wait()
+	cl, err := s.panel.Attach(wsTransport{ws})
+	if err != nil {
+		ws.Close(websocket.StatusGoingAway, reasonShutdown)
+		return
+	}
+	s.log.Debug("web panel client connected", "client", cl.ID(), "remote", r.RemoteAddr)
+	err = s.readLoop(s.ctx, ws, cl)
+	cl.Detach()
 	ws.CloseNow()
-	s.log.Debug("web panel client gone", "client", c.id, "error", err)
+	s.log.Debug("web panel client gone", "client", cl.ID(), "error", err)
+}
+
+// wsTransport is a panel client's WebSocket.
+type wsTransport struct{ ws *websocket.Conn }
+
+func (t wsTransport) Write(ctx context.Context, msg []byte) error {
+	return t.ws.Write(ctx, websocket.MessageText, msg)
+}
+
+// Close sends the close frame (best effort: a stalled peer will not read
+// it): going away at shutdown, else a policy violation with the reason.
+func (t wsTransport) Close(reason string, shutdown bool) {
+	status := websocket.StatusPolicyViolation
+	if shutdown {
+		status = websocket.StatusGoingAway
+	}
+	_ = t.ws.Close(status, reason)
+}
+
+// readLoop reads the socket's frames into the client until the peer goes
+// away.
+func (s *Server) readLoop(ctx context.Context, ws *websocket.Conn, cl *Client) error {
+	for {
+		typ, r, err := ws.Reader(ctx)
+		if err != nil {
+			return err
+		}
+		data, err := io.ReadAll(io.LimitReader(r, s.opts.MaxFrameBytes+1))
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) > s.opts.MaxFrameBytes {
+			// Discard the rest (the socket's read limit bounds it).
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return err
+			}
+		}
+		if typ != websocket.MessageText {
+			cl.Error(CodeBadFrame, "binary frames are not part of the protocol")
+			continue
+		}
+		cl.Handle(ctx, data)
+	}
 }

@@ -114,6 +114,8 @@ type Bridge struct {
 	pmu   sync.Mutex // guards panel; never held across a call out
 	panel *panel     // the web panel, once %agent webview started it
 
+	comms comms // the panel's comms (the JupyterLab sidebar)
+
 	attachMu sync.Mutex
 	attached []attachment // %agent attach: images for the next prompt
 }
@@ -215,6 +217,7 @@ func (b *Bridge) Close() error {
 	b.closed = true
 	b.mu.Unlock()
 	b.closePanel()
+	b.comms.close()
 	return errors.Join(b.host.Close(), b.runner.Close())
 }
 

@@ -35,6 +35,12 @@ func (b *Bridge) HandleShell(ctx context.Context, r *kernel.Request) bool {
 	if !ok {
 		return false
 	}
+	switch r.Type() {
+	case wire.MsgCommOpen, wire.MsgCommMsg, wire.MsgCommClose, wire.MsgCommInfoRequest:
+		if b.handleComm(ctx, r) {
+			return true
+		}
+	}
 	switch {
 	case r.Type() == wire.MsgExecuteRequest:
 		b.execute(ctx, r)
@@ -64,7 +70,7 @@ func (b *Bridge) DeferBusy(r *kernel.Request) bool {
 	if b.cfg.Mode != ModeCode {
 		return false
 	}
-	if _, ok := replyTypes[r.Type()]; !ok {
+	if _, ok := replyTypes[r.Type()]; !ok || b.ownComm(r) {
 		return false
 	}
 	return b.runner.Running()

@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build install test check test-go test-norace test-fuzz test-python test-browser mcp-server acp-client bench clean
+.PHONY: build install test check test-go test-norace test-fuzz test-python test-python-modern test-browser mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -18,7 +18,7 @@ build:
 install: build
 	$(BIN) install --user
 
-test: check test-go test-norace test-fuzz test-python test-browser
+test: check test-go test-norace test-fuzz test-python test-python-modern test-browser
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -38,6 +38,13 @@ test-fuzz:
 
 test-python: build mcp-server
 	AGENTKERNEL_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest tests/python -q -p no:cacheprovider
+
+# The same suites on the stack users run today, from PyPI (JupyterLab 4,
+# Notebook 7, ipykernel 7 as the backing kernel, jupyter_client 8,
+# jupyter_server 2 as the gateway server): tests/python/requirements-modern.txt
+# in a cached venv.
+test-python-modern: build mcp-server
+	AGENTKERNEL_BIN=$(abspath $(BIN)) $$(scripts/modern-venv.sh) -m pytest tests/python -q -p no:cacheprovider
 
 test-browser:
 	bash tests/browser/run.sh

@@ -18,6 +18,9 @@ IPYTHONDIR and JUPYTER_RUNTIME_DIR are also pointed at temporary directories
 so that the user's IPython profile and history never leak into the results.
 
 Run with Debian's interpreter:  /usr/bin/python3 -m pytest tests/python -q
+or on the PyPI stack:           $(scripts/modern-venv.sh) -m pytest tests/python -q
+(see stack.py: there the venv's ipykernel 7 is the backing kernel and
+jupyter_server 2 the gateway server).
 """
 
 import json
@@ -33,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from kclient import describe, descendants
+from stack import MODERN, PYTHON, VENV_DATA
 
 REPO = Path(__file__).resolve().parents[2]
 GO = os.environ.get("GO", "/usr/local/go/bin/go")
@@ -105,7 +109,9 @@ def agentkernel_env(tmp_path_factory):
 
     saved = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "IPYTHONDIR", "JUPYTER_RUNTIME_DIR")}
     data = str(prefix / "share" / "jupyter")
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [data, saved["JUPYTER_PATH"]]))
+    # On the PyPI stack the venv's kernelspecs (pip's ipykernel as python3)
+    # come next, as the venv's Jupyter sees them.
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [data, VENV_DATA, saved["JUPYTER_PATH"]]))
     os.environ["IPYTHONDIR"] = str(tmp / "ipython")
     os.environ["JUPYTER_RUNTIME_DIR"] = str(tmp / "runtime")
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # quiet ipykernel's debugger
@@ -171,7 +177,8 @@ def free_port():
 
 
 class JupyterServer:
-    """Debian's Notebook server (notebook 6) on 127.0.0.1 with a token.
+    """A Jupyter server on 127.0.0.1 with a token: Debian's Notebook 6, or on
+    the PyPI stack jupyter_server 2 (what Notebook 7 and JupyterLab 4 run on).
 
     It serves the kernels REST and WebSocket API that Kernel Gateway and
     Enterprise Gateway serve; ``api`` talks to it, ``kernels`` lists the ids
@@ -183,9 +190,13 @@ class JupyterServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = root / "server.log"
-        cmd = ["/usr/bin/python3", "-m", "notebook", "--no-browser", "--ip=127.0.0.1",
-               f"--port={self.port}", f"--NotebookApp.token={self.token}", f"--notebook-dir={root}",
-               "--NotebookApp.open_browser=False"]
+        if MODERN:
+            cmd = [PYTHON, "-m", "jupyter_server", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
+                   f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}"]
+        else:
+            cmd = ["/usr/bin/python3", "-m", "notebook", "--no-browser", "--ip=127.0.0.1",
+                   f"--port={self.port}", f"--NotebookApp.token={self.token}", f"--notebook-dir={root}",
+                   "--NotebookApp.open_browser=False"]
         if os.geteuid() == 0:
             cmd.append("--allow-root")
         self._log = open(self.log_path, "w")

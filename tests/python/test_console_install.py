@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-JUPYTER = "/usr/bin/jupyter"
+from stack import JUPYTER
 
 
 def clean_env(**extra):

@@ -37,9 +37,7 @@ from test_nbconvert import _norm  # the same normalising of run-to-run noise
 HERE = Path(__file__).resolve().parent
 NOTEBOOKS = HERE.parent / "notebooks" / "dropin"
 RUNNER = HERE / "run_nbclient.py"
-PYTHON = "/usr/bin/python3"
-JUPYTER = "/usr/bin/jupyter"
-SYSTEM_SPEC = "/usr/share/jupyter/kernels/python3"
+from stack import BACKING_SPEC as SYSTEM_SPEC, JUPYTER, PYTHON
 HIST_ARG = "--HistoryManager.hist_file=:memory:"
 
 NAMES = ["widgets", "display", "unicode", "errors", "timeout"]

@@ -28,7 +28,7 @@ TOUR_CASSETTE = EXAMPLES / "tour.cassette.jsonl"
 CODE_MODE = EXAMPLES / "code-mode.ipynb"
 ASK_CASSETTE = EXAMPLES / "ask.cassette.jsonl"
 ASK_PROMPT = "What is 6 times 7? Check it in the kernel."
-JUPYTER = "/usr/bin/jupyter"
+from stack import JUPYTER
 TIMEOUT = 180
 
 

@@ -20,7 +20,7 @@ import pytest
 from conftest import KERNEL
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "outputs.ipynb"
-JUPYTER = "/usr/bin/jupyter"
+from stack import JUPYTER
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 ADDR = re.compile(r"0x[0-9a-fA-F]{4,}")

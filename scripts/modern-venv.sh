@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Prints the python of a virtual environment holding the Jupyter stack of
+# tests/python/requirements-modern.txt (PyPI: JupyterLab 4, Notebook 7,
+# ipykernel 7, jupyter_client 8, jupyter_server 2), making it first when it
+# is missing or its requirements changed. It lives under
+# ${XDG_CACHE_HOME:-~/.cache}/agentkernel/, named by the requirements' hash.
+#   scripts/modern-venv.sh            → /…/venv-modern-<hash>/bin/python
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+req="$repo/tests/python/requirements-modern.txt"
+hash=$(sha256sum "$req" | cut -c1-12)
+venv="${XDG_CACHE_HOME:-$HOME/.cache}/agentkernel/venv-modern-$hash"
+if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.complete" ]; then
+  echo "modern-venv: installing the stack of $(basename "$req") into $venv" >&2
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  /usr/bin/python3 -m venv "$venv" >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >&2
+  touch "$venv/.complete"
+fi
+echo "$venv/bin/python"

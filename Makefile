@@ -8,12 +8,18 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build install test check test-go test-norace test-fuzz test-python test-python-modern test-browser mcp-server acp-client bench clean
+.PHONY: build wheel install test check test-go test-norace test-fuzz test-python test-python-modern test-browser mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/agentkernel
+
+# The Python package (python/): a platform wheel holding the static binary,
+# into dist/. `pip install dist/agentkernel-*.whl`, then `agentkernel install
+# --sys-prefix`.
+wheel:
+	scripts/wheel.sh
 
 install: build
 	$(BIN) install --user

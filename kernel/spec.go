@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/agentkernel/agentkernel/internal/pyenv"
 )
 
 // KernelSpec is the content of a kernel.json.
@@ -53,12 +55,18 @@ func UserDataDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "jupyter"), nil
 }
 
-// SysPrefix returns sys.prefix of the Python that runs Jupyter: python is
-// $AGENTKERNEL_PYTHON, else /usr/bin/python3 (Debian's Jupyter), else
-// python3 on PATH.
+// SysPrefix returns sys.prefix of the Python that runs Jupyter: that of
+// $AGENTKERNEL_PYTHON; else the environment pip installed this executable
+// into (PREFIX/bin/agentkernel: `pip install agentkernel` then
+// `agentkernel install --sys-prefix` puts the kernel into that
+// environment's Jupyter); else /usr/bin/python3's (Debian's Jupyter), else
+// that of python3 on PATH.
 func SysPrefix() (string, error) {
 	py := os.Getenv("AGENTKERNEL_PYTHON")
 	if py == "" {
+		if prefix, ok := pyenv.Own(); ok {
+			return prefix, nil
+		}
 		py = "/usr/bin/python3"
 		if _, err := os.Stat(py); err != nil {
 			py = "python3"

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,87 +21,122 @@ import (
 )
 
 func runInstall(args []string, stdout, stderr io.Writer) error {
+	in, err := parseInstall(args, stderr)
+	if err != nil {
+		return err
+	}
+	spec, found, err := backingSpec(in.gwURL, in.backing, stderr)
+	if err != nil {
+		return err
+	}
+	in.probe = in.probe && found && in.gwURL == "" // a probe of a gateway would start (and stop) a kernel there
+	if in.exe, err = executable(); err != nil {
+		return fmt.Errorf("install: locate agentkernel binary: %w", err)
+	}
+	if in.exe, err = filepath.EvalSymlinks(in.exe); err != nil {
+		return fmt.Errorf("install: locate agentkernel binary: %w", err)
+	}
+	if in.dir, err = kernel.SpecsDir(in.scope, in.prefix); err != nil {
+		return err
+	}
+	for _, k := range in.kernels {
+		if err := checkReplace(in.dir, k.name); err != nil {
+			return err
+		}
+	}
+	// The probe comes first: whether the backing kernel has a debugger goes
+	// into the metadata, where JupyterLab looks before the kernel starts.
+	debugger := false
+	if in.probe {
+		if debugger, err = probeBacking(in.backing); err != nil {
+			fmt.Fprintf(stderr, "warning: could not start backing kernel %q to cache its language_info: %v\n", in.backing, err)
+		}
+	} else if in.gwURL == "" {
+		debugger = backing.CachedDebugger(in.backing)
+	}
+	for _, k := range in.kernels {
+		ks := agentSpec(in.exe, in.backing, k.mode, k.display, spec.Language, in.env, debugger)
+		target, err := kernel.InstallSpec(in.dir, k.name, ks, logos())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Installed kernelspec %s (%q) in %s\n", k.name, k.display, target)
+		reportShadows(stdout, stderr, k.name, target, in.scope == kernel.ScopeSysPrefix)
+		fmt.Fprintf(stdout, "Undo with: agentkernel uninstall --name %s%s\n", k.name, scopeFlag(in.scope, in.prefix))
+	}
+	return nil
+}
+
+// installRun is one `agentkernel install`: where, which kernelspecs, over
+// which backing kernel.
+type installRun struct {
+	scope           kernel.Scope
+	prefix, backing string
+	gwURL, exe, dir string
+	probe           bool
+	env             map[string]string
+	kernels         []installKernel
+}
+
+// installKernel is one kernelspec to write.
+type installKernel struct {
+	name, display string
+	mode          bridge.Mode
+}
+
+// parseInstall reads install's flags. Without --name, --mode and
+// --display-name it installs the pair the launcher shows: "Agent"
+// (agent, prompt mode) and "Agent (code)" (agent-code, code mode).
+func parseInstall(args []string, stderr io.Writer) (*installRun, error) {
 	fs := newFlagSet("install", "install [--user | --sys-prefix | --prefix DIR] [flags]", stderr)
 	user := fs.Bool("user", false, "install for the current user (default)")
-	sysPrefix := fs.Bool("sys-prefix", false, "install into the share/jupyter of the Python that runs Jupyter")
+	sysPrefix := fs.Bool("sys-prefix", false, "install into the share/jupyter of the Python environment agentkernel was pip-installed into, else of the Python that runs Jupyter")
 	prefix := fs.String("prefix", "", "install into `DIR`/share/jupyter/kernels")
-	name := fs.String("name", "agent", "kernelspec name")
+	name := fs.String("name", "", "kernelspec name (default: both \"agent\", prompt mode, and \"agent-code\", code mode)")
 	display := fs.String("display-name", "", "name shown in Jupyter (default \"Agent\" or \"Agent (code)\")")
 	backingName := fs.String("backing", "python3", "kernelspec of the backing kernel that runs code (never agentkernel's own)")
-	modeName := fs.String("mode", "code", "what a cell is: code (backing-kernel code) or prompt (a request to the agent)")
+	modeName := fs.String("mode", "", "what a cell is: code (backing-kernel code) or prompt (a request to the agent); default code with --name")
 	probe := fs.Bool("probe", true, "start the backing kernel once to cache its language_info (instant kernel_info later)")
 	model := fs.String("model", "", "model for this kernelspec (sets AGENTKERNEL_MODEL in kernel.json), e.g. anthropic:claude-sonnet-4-5")
 	gwURL := fs.String("gateway-url", "", "run the backing kernel on the Jupyter server at `URL` (writes JUPYTER_GATEWAY_URL into "+
 		"the kernelspec; the token comes from JUPYTER_GATEWAY_AUTH_TOKEN where Jupyter runs); --backing then names a kernelspec there")
 	approve := fs.String("approve", "", "headless approval policy for this kernelspec: none, read-only or all (sets AGENTKERNEL_APPROVE)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("install: unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("install: unexpected argument %q", fs.Arg(0))
 	}
-	scope, err := parseScope(*user, *sysPrefix, *prefix)
-	if err != nil {
-		return fmt.Errorf("install: %w", err)
+	in := &installRun{prefix: *prefix, backing: *backingName, gwURL: *gwURL, probe: *probe, env: map[string]string{}}
+	var err error
+	if in.scope, err = parseScope(*user, *sysPrefix, *prefix); err != nil {
+		return nil, fmt.Errorf("install: %w", err)
+	}
+	if _, err := agent.ParseApprovalPolicy(*approve); err != nil {
+		return nil, err
+	}
+	for k, v := range map[string]string{"AGENTKERNEL_MODEL": *model, "AGENTKERNEL_APPROVE": *approve, "JUPYTER_GATEWAY_URL": *gwURL} {
+		if v != "" {
+			in.env[k] = v
+		}
+	}
+	if *name == "" && *modeName == "" && *display == "" {
+		in.kernels = []installKernel{{"agent", "Agent", bridge.ModePrompt}, {"agent-code", "Agent (code)", bridge.ModeCode}}
+		return in, nil
 	}
 	mode, err := bridge.ParseMode(*modeName)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	spec, found, err := backingSpec(*gwURL, *backingName, stderr)
-	if err != nil {
-		return err
-	}
-	*probe = *probe && found && *gwURL == "" // a probe of a gateway would start (and stop) a kernel there
-	exe, err := executable()
-	if err != nil {
-		return fmt.Errorf("install: locate agentkernel binary: %w", err)
-	}
-	if exe, err = filepath.EvalSymlinks(exe); err != nil {
-		return fmt.Errorf("install: locate agentkernel binary: %w", err)
-	}
-	if *display == "" {
-		*display = "Agent"
+	k := installKernel{name: cmp.Or(*name, "agent"), display: *display, mode: mode}
+	if k.display == "" {
+		k.display = "Agent"
 		if mode == bridge.ModeCode {
-			*display = "Agent (code)"
+			k.display = "Agent (code)"
 		}
 	}
-	if _, err := agent.ParseApprovalPolicy(*approve); err != nil {
-		return err
-	}
-	env := map[string]string{}
-	for k, v := range map[string]string{"AGENTKERNEL_MODEL": *model, "AGENTKERNEL_APPROVE": *approve, "JUPYTER_GATEWAY_URL": *gwURL} {
-		if v != "" {
-			env[k] = v
-		}
-	}
-	language := spec.Language
-	dir, err := kernel.SpecsDir(scope, *prefix)
-	if err != nil {
-		return err
-	}
-	if err := checkReplace(dir, *name); err != nil {
-		return err
-	}
-	// The probe comes first: whether the backing kernel has a debugger goes
-	// into the metadata, where JupyterLab looks before the kernel starts.
-	debugger := false
-	if *probe {
-		if debugger, err = probeBacking(*backingName); err != nil {
-			fmt.Fprintf(stderr, "warning: could not start backing kernel %q to cache its language_info: %v\n", *backingName, err)
-		}
-	} else if *gwURL == "" {
-		debugger = backing.CachedDebugger(*backingName)
-	}
-	ks := agentSpec(exe, *backingName, mode, *display, language, env, debugger)
-	target, err := kernel.InstallSpec(dir, *name, ks, logos())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "Installed kernelspec %s in %s\n", *name, target)
-	reportShadows(stdout, stderr, *name, target, scope == kernel.ScopeSysPrefix)
-	fmt.Fprintf(stdout, "Undo with: agentkernel uninstall --name %s%s\n", *name, scopeFlag(scope, *prefix))
-	return nil
+	in.kernels = []installKernel{k}
+	return in, nil
 }
 
 // agentSpec is the kernelspec of an agentkernel over the backing kernel
@@ -107,6 +144,9 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 // its debugger in code mode, where JupyterLab looks before the kernel
 // starts.
 func agentSpec(exe, backingName string, mode bridge.Mode, display, language string, env map[string]string, debugger bool) kernel.KernelSpec {
+	if env = maps.Clone(env); len(env) == 0 {
+		env = nil
+	}
 	if mode == bridge.ModePrompt {
 		language = "markdown"
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/agentkernel/agentkernel/internal/pyenv"
 )
 
 // ErrNoSpec is wrapped by FindSpec when no kernelspec has the name.
@@ -37,32 +39,12 @@ type Spec struct {
 var sysPrefixDirs = append(ownPrefixDirs(), "/usr/share/jupyter")
 
 // ownPrefixDirs is PREFIX/share/jupyter when this executable is
-// PREFIX/bin/NAME of a Python environment (PREFIX/bin/python exists).
+// PREFIX/bin/NAME of a Python environment.
 func ownPrefixDirs() []string {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil
-	}
-	if p, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = p
-	}
-	if prefix, ok := envPrefix(filepath.Dir(exe)); ok {
+	if prefix, ok := pyenv.Own(); ok {
 		return []string{filepath.Join(prefix, "share", "jupyter")}
 	}
 	return nil
-}
-
-// envPrefix returns PREFIX when bin is PREFIX/bin of a Python environment.
-func envPrefix(bin string) (string, bool) {
-	if filepath.Base(bin) != "bin" {
-		return "", false
-	}
-	for _, py := range []string{"python", "python3"} {
-		if fi, err := os.Stat(filepath.Join(bin, py)); err == nil && !fi.IsDir() {
-			return filepath.Dir(bin), true
-		}
-	}
-	return "", false
 }
 
 // pythonArg0 matches the argv[0] that jupyter_client replaces with its own

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agentkernel/agentkernel/internal/pyenv"
 )
 
 func writeSpec(t *testing.T, dataDir, name, displayName string) {
@@ -166,8 +168,8 @@ func TestPythonOfTheSpecsEnvironment(t *testing.T) {
 			t.Errorf("resolvePython(%q, %q) = %q, want %q", tt.arg0, tt.dir, got, tt.want)
 		}
 	}
-	if p, ok := envPrefix(bin); !ok || p != prefix {
-		t.Errorf("envPrefix(%q) = %q, %v", bin, p, ok)
+	if p, ok := pyenv.Prefix(bin); !ok || p != prefix {
+		t.Errorf("pyenv.Prefix(%q) = %q, %v", bin, p, ok)
 	}
 	spec, err := ReadSpec(dir)
 	if err != nil {

@@ -38,6 +38,19 @@ type BusyDeferrer interface {
 	DeferBusy(r *Request) bool
 }
 
+// Interceptor is implemented by a Handler that takes some shell messages
+// past the queue, so that they reach it while a cell runs: the comm
+// messages of a panel whose answer the running cell waits for. Intercept
+// is called on the socket's reader goroutine, in arrival order, for every
+// shell message; true means the handler took r (it must not block: it
+// hands r to a goroutine of its own), and the server neither queues it
+// nor publishes a status for it (a status would tell the frontend the
+// kernel is idle while its cell runs). Only messages without a reply
+// should be taken.
+type Interceptor interface {
+	Intercept(r *Request) bool
+}
+
 // KernelInfo is the content of a kernel_info_reply.
 type KernelInfo struct {
 	Status                string          `json:"status"`

@@ -7,10 +7,19 @@ import (
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
-// onShell returns the shell handler: it queues requests for runShell. A
-// full queue holds back the peer's reader (and so the peer), nothing else.
+// onShell returns the shell handler: it queues requests for runShell, but
+// those an Interceptor takes. A full queue holds back the peer's reader
+// (and so the peer), nothing else.
 func (s *Server) onShell(ctx context.Context) func(*wire.Message) {
+	ic, _ := s.cfg.Handler.(Interceptor)
 	return func(m *wire.Message) {
+		if ic != nil {
+			r := &Request{Msg: m, Channel: Shell, srv: s, sock: s.shell}
+			r.busy.Do(func() {}) // no status for an intercepted message
+			if ic.Intercept(r) {
+				return
+			}
+		}
 		select {
 		case s.queue <- m:
 		case <-ctx.Done():

@@ -248,6 +248,19 @@ func (c *Client) Do(ctx context.Context, req Request, h Handlers) (*wire.Message
 	return c.do(ctx, req, h, true)
 }
 
+// Send sends req and returns once it is written, waiting for nothing: a
+// message with no reply (a frontend's comm_msg), whose iopub, if any, goes
+// to Options.OnIOPub. A kernel may publish no status for such a message
+// (agentkernel's panel comms), which Do would wait for.
+func (c *Client) Send(ctx context.Context, req Request) error {
+	p, _, err := c.send(ctx, req)
+	if err != nil {
+		return err
+	}
+	c.forget(p)
+	return nil
+}
+
 // do is Do; with waitIdle false it returns as soon as the reply arrives.
 func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool) (*wire.Message, error) {
 	p, l, err := c.send(ctx, req)

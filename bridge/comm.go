@@ -22,12 +22,61 @@ import (
 const PanelTarget = "agentkernel.panel"
 
 // comms are the bridge's panel comms, by comm id, over one Panel made at
-// the first comm_open.
+// the first comm_open. Their messages skip the shell queue (Intercept):
+// one worker goroutine handles them in arrival order, also while a cell
+// runs, whose ask the panel may be the one to answer.
 type comms struct {
 	mu      sync.Mutex
 	panel   *webview.Panel
+	ids     map[string]bool // comm ids opened to PanelTarget, known from interception on
 	clients map[string]*webview.Client
+	work    chan *kernel.Request
+	stop    context.CancelFunc
+	done    chan struct{}
 	closed  bool
+}
+
+// Intercept implements kernel.Interceptor: the panel's comm messages go
+// to the comm worker at once, past the shell queue.
+func (b *Bridge) Intercept(r *kernel.Request) bool {
+	switch r.Type() {
+	case wire.MsgCommOpen, wire.MsgCommMsg, wire.MsgCommClose:
+	default:
+		return false
+	}
+	if !b.ownComm(r) {
+		return false
+	}
+	cs := &b.comms
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.closed {
+		return true // going down: dropped
+	}
+	if cs.work == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cs.work, cs.stop, cs.done = make(chan *kernel.Request, 4096), cancel, make(chan struct{})
+		go b.commWorker(ctx, cs.work, cs.done)
+	}
+	select {
+	case cs.work <- r:
+	default:
+		b.log.Warn("panel comm: too many messages queued; dropped one", "msg_type", r.Type())
+	}
+	return true
+}
+
+// commWorker handles the intercepted comm messages in order.
+func (b *Bridge) commWorker(ctx context.Context, work <-chan *kernel.Request, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case r := <-work:
+			b.handleComm(ctx, r)
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // handleComm takes the comm messages that are ours (true): a comm_open to
@@ -70,7 +119,7 @@ func (b *Bridge) handleComm(ctx context.Context, r *kernel.Request) bool {
 			return false
 		}
 		out := map[string]any{}
-		for _, id := range b.comms.ids() {
+		for _, id := range b.comms.openIDs() {
 			out[id] = map[string]string{"target_name": PanelTarget}
 		}
 		if err := r.Reply(wire.MsgCommInfoReply, map[string]any{"status": "ok", "comms": out}); err != nil {
@@ -82,19 +131,31 @@ func (b *Bridge) handleComm(ctx context.Context, r *kernel.Request) bool {
 	return true
 }
 
-// ownComm reports whether r is a comm message handleComm takes.
+// ownComm reports whether r is a comm message handleComm takes; a
+// comm_open to PanelTarget makes its id known at once, so that the
+// messages that follow it are ours before the worker has opened it.
 func (b *Bridge) ownComm(r *kernel.Request) bool {
 	var c struct {
 		CommID     string `json:"comm_id"`
 		TargetName string `json:"target_name"`
 	}
+	_ = json.Unmarshal(r.Msg.Content, &c)
+	cs := &b.comms
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
 	switch r.Type() {
-	case wire.MsgCommOpen, wire.MsgCommInfoRequest:
-		_ = json.Unmarshal(r.Msg.Content, &c)
+	case wire.MsgCommOpen:
+		if c.TargetName == PanelTarget && c.CommID != "" {
+			if cs.ids == nil {
+				cs.ids = map[string]bool{}
+			}
+			cs.ids[c.CommID] = true
+			return true
+		}
+	case wire.MsgCommInfoRequest:
 		return c.TargetName == PanelTarget
 	case wire.MsgCommMsg, wire.MsgCommClose:
-		_ = json.Unmarshal(r.Msg.Content, &c)
-		return b.comms.client(c.CommID) != nil
+		return cs.ids[c.CommID]
 	}
 	return false
 }
@@ -136,10 +197,19 @@ func (cs *comms) remove(id string) *webview.Client {
 	defer cs.mu.Unlock()
 	cl := cs.clients[id]
 	delete(cs.clients, id)
+	delete(cs.ids, id)
 	return cl
 }
 
-func (cs *comms) ids() []string {
+// attached reports whether a panel comm is open: the sidebar answers the
+// asks then.
+func (cs *comms) attached() bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return len(cs.clients) > 0
+}
+
+func (cs *comms) openIDs() []string {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	var out []string
@@ -149,12 +219,17 @@ func (cs *comms) ids() []string {
 	return out
 }
 
-// close ends every panel comm (each gets its comm_close) and the panel.
+// close stops the worker and ends every panel comm (each gets its
+// comm_close) and the panel.
 func (cs *comms) close() {
 	cs.mu.Lock()
-	p := cs.panel
+	p, stop, done := cs.panel, cs.stop, cs.done
 	cs.closed, cs.panel, cs.clients = true, nil, nil
 	cs.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
 	if p != nil {
 		p.Close()
 	}

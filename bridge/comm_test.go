@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
@@ -64,18 +67,29 @@ type commConn struct {
 }
 
 func dialComm(ctx context.Context, conn *wire.ConnectionInfo) (*commConn, error) {
-	cc := &commConn{id: uuid.NewString(), frames: make(chan []byte, 4096)}
+	cc := newCommConn()
 	c, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: cc.iopub})
 	if err != nil {
 		return nil, err
 	}
-	cc.c = c
-	if _, err := c.Do(ctx, client.Request{MsgType: wire.MsgCommOpen, Content: map[string]any{
-		"comm_id": cc.id, "target_name": PanelTarget, "data": map[string]any{}}}, client.Handlers{IOPub: cc.iopub}); err != nil {
+	if err := cc.open(ctx, c); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return cc, nil
+}
+
+func newCommConn() *commConn {
+	return &commConn{id: uuid.NewString(), frames: make(chan []byte, 4096)}
+}
+
+// open opens the comm on c, whose OnIOPub is cc.iopub: as JupyterLab
+// sends comm messages, without waiting for a status (the kernel
+// publishes none for its panel comms).
+func (cc *commConn) open(ctx context.Context, c *client.Client) error {
+	cc.c = c
+	return c.Send(ctx, client.Request{MsgType: wire.MsgCommOpen, Content: map[string]any{
+		"comm_id": cc.id, "target_name": PanelTarget, "data": map[string]any{}}})
 }
 
 // iopub takes the comm's messages, wherever their parent is.
@@ -95,9 +109,8 @@ func (cc *commConn) iopub(m *wire.Message) {
 }
 
 func (cc *commConn) Send(ctx context.Context, frame []byte) error {
-	_, err := cc.c.Do(ctx, client.Request{MsgType: wire.MsgCommMsg, Content: map[string]any{
-		"comm_id": cc.id, "data": map[string]json.RawMessage{"frame": frame}}}, client.Handlers{IOPub: cc.iopub})
-	return err
+	return cc.c.Send(ctx, client.Request{MsgType: wire.MsgCommMsg, Content: map[string]any{
+		"comm_id": cc.id, "data": map[string]json.RawMessage{"frame": frame}}})
 }
 
 func (cc *commConn) Recv(ctx context.Context) ([]byte, error) {
@@ -112,7 +125,126 @@ func (cc *commConn) Recv(ctx context.Context) ([]byte, error) {
 func (cc *commConn) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := cc.c.Do(ctx, client.Request{MsgType: wire.MsgCommClose, Content: map[string]any{"comm_id": cc.id, "data": map[string]any{}}},
-		client.Handlers{})
+	err := cc.c.Send(ctx, client.Request{MsgType: wire.MsgCommClose, Content: map[string]any{"comm_id": cc.id, "data": map[string]any{}}})
 	return errors.Join(err, cc.c.Close())
+}
+
+// TestCommAnswersTheRunningCell: with the sidebar open, the running
+// cell's ask is answered there: the cell says so instead of asking on
+// stdin (a stdin prompt would outlive the answer, and JupyterLab then
+// refuses to run cells), the comm's messages are not queued behind the
+// cell, and no status of theirs tells the notebook its kernel is idle.
+func TestCommAnswersTheRunningCell(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	b, err := New(Config{Runner: h.Runner, Host: h.Host, Mode: ModePrompt, Logger: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := wire.NewConnectionInfo("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-served; b.Close() }()
+
+	h.Script.Enqueue(
+		scripted.Reply(scripted.ToolCall("c1", "execute_code", `{"code":"6*7"}`)),
+		scripted.Reply(scripted.Text("It is 42.")),
+	)
+	// The sidebar's comm is on the notebook's own connection, as in
+	// JupyterLab (a second client could not even get ready: its
+	// kernel_info would wait behind the running cell).
+	side := newCommConn()
+	nb, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: side.iopub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	if err := side.open(ctx, nb); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var states []string
+	var out strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		_, err := nb.Execute(ctx, "What is 6 times 7?", client.ExecuteOptions{AllowStdin: true}, client.Handlers{
+			IOPub: func(m *wire.Message) {
+				var c struct {
+					State string `json:"execution_state"`
+					Text  string `json:"text"`
+				}
+				_ = json.Unmarshal(m.Content, &c)
+				mu.Lock()
+				defer mu.Unlock()
+				switch m.Header.MsgType {
+				case wire.MsgStatus:
+					states = append(states, c.State)
+				case wire.MsgStream:
+					out.WriteString(c.Text)
+				}
+			},
+			Input: func(p string, _ bool) (string, error) {
+				t.Errorf("the cell asked on stdin with the sidebar open: %q", p)
+				return "n", nil
+			},
+		})
+		done <- err
+	}()
+	// The sidebar sees the ask and answers it.
+	var ts int64
+	for ts == 0 {
+		msg, err := side.Recv(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var frames []struct {
+			Type    string `json:"type"`
+			Message *struct {
+				TS      int64  `json:"ts"`
+				Type    string `json:"type"`
+				Ask     string `json:"ask"`
+				Partial bool   `json:"partial"`
+			} `json:"message"`
+		}
+		if len(msg) > 0 && msg[0] != '[' {
+			msg = append(append([]byte("["), msg...), ']')
+		}
+		_ = json.Unmarshal(msg, &frames)
+		for _, f := range frames {
+			if m := f.Message; m != nil && m.Type == "ask" && m.Ask == "command" && !m.Partial {
+				ts = m.TS
+			}
+		}
+	}
+	frame, _ := json.Marshal(map[string]any{"type": "askResponse", "ts": ts, "response": "yesButtonClicked"})
+	if err := side.Send(ctx, frame); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the cell: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the cell did not go on after the sidebar's answer")
+	}
+	if ran := h.Runner.Ran(); len(ran) != 1 || ran[0] != "6*7" {
+		t.Errorf("ran %q", ran)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(out.String(), "Answer it in the Agent sidebar.") || !strings.Contains(out.String(), "6*7") {
+		t.Errorf("the cell's note of the ask: %q", out.String())
+	}
+	if len(states) != 2 || states[0] != "busy" || states[1] != "idle" {
+		t.Errorf("the cell's statuses %q: the sidebar's messages must not add any", states)
+	}
 }

@@ -289,6 +289,19 @@ func (b *Bridge) proposedCell(code string) string {
 // without stdin stays pending: the next prompt is its answer.
 func (b *Bridge) approver(r *kernel.Request) agent.Approver {
 	return func(ctx context.Context, ask messages.UIMessage) (agent.Response, bool) {
+		if b.comms.attached() {
+			// The Agent sidebar is open on this kernel: the ask is answered
+			// there. A stdin prompt would outlive the answer in the
+			// notebook, which then refuses to run any cell ("pending
+			// input"): the protocol cannot withdraw an input_request.
+			note := strings.TrimSuffix(askPrompt(ask), "Allow? [y]es / [a]lways / [n]o: ")
+			if err := r.Publish(wire.MsgStream, wire.Stream{Name: "stdout",
+				Text: strings.TrimRight(note, "\n> ") + "\n\nAnswer it in the Agent sidebar.\n"}); err != nil {
+				b.log.Debug("publish ask note", "error", err)
+			}
+			<-ctx.Done() // answered there (or the cell was interrupted)
+			return agent.Response{Kind: agent.ResponseNo, By: "stdin"}, true
+		}
 		if r.AllowStdin() {
 			prompt := askPrompt(ask)
 			for {

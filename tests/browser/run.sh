@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Browser tests of the web panel: installs what they need (playwright-core
 # from npm, Debian's chromium) and runs them against a real prompt-mode
-# kernel with the scripted model. Screenshots: tests/artifacts/.
+# kernel with the scripted model; then JupyterLab 4 and Notebook 7 (the PyPI
+# stack's venv, scripts/modern-venv.sh) with the sidebar extension built
+# from labextension/. Screenshots: tests/artifacts/.
 #   tests/browser/run.sh            (from anywhere)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,3 +30,13 @@ trap 'rm -rf "$(dirname "$bin")"' EXIT
 (cd "$repo" && go build -o "$bin" ./tests/browser/harness)
 mkdir -p "$repo/tests/artifacts"
 HARNESS_BIN="$bin" node panel.test.mjs
+
+# JupyterLab 4 and Notebook 7 with the sidebar (labextension/ built with the
+# venv's jupyter: the panel's page inlined, tsc, jupyter labextension build).
+lab_python="$("$repo/scripts/modern-venv.sh")"
+(cd "$repo/labextension" && npm ci --no-audit --no-fund --loglevel=error &&
+  PATH="$(dirname "$lab_python"):$PATH" npm run --silent build >/dev/null)
+(cd "$repo" && go build -o "$(dirname "$bin")/agentkernel" ./cmd/agentkernel &&
+  go build -o "$(dirname "$bin")/scriptedmodel" ./scripts/scriptedmodel)
+LAB_PYTHON="$lab_python" AGENTKERNEL_BIN="$(dirname "$bin")/agentkernel" SCRIPTED_BIN="$(dirname "$bin")/scriptedmodel" \
+  LAB_EXTENSION="$repo/python/labextension" node lab.test.mjs

@@ -1,5 +1,7 @@
-// agentkernel web panel: mirrors one agent session over a WebSocket and
-// sends commands back. Protocol: docs/webview-protocol.md (version 1).
+// agentkernel web panel: mirrors one agent session and sends commands back,
+// over the panel's WebSocket or, in the JupyterLab sidebar, through its
+// host page (window.AK_TRANSPORT = "postmessage": the page relays frames to
+// and from the kernel's comm). Protocol: docs/webview-protocol.md.
 // No frameworks, no build step. Model text goes through AKMarkdown, which
 // builds DOM nodes and never parses HTML; everything else is set with
 // textContent.
@@ -114,20 +116,42 @@
 
   // ---- connection ----
 
+  // receive takes one message of the kernel's: a frame, or a batch.
+  function receive(text) {
+    var data;
+    try { data = JSON.parse(text); } catch (e) { return; }
+    var frames = Array.isArray(data) ? data : [data]; // a batch, or one frame
+    for (var i = 0; i < frames.length; i++) {
+      var f = frames[i];
+      if (!f || f.v !== PROTOCOL) { showBanner("The kernel speaks another panel protocol version; reload the page.", "error"); return; }
+      apply(f);
+    }
+  }
+
+  // The sidebar's transport: the host page opens the comm and relays. It
+  // says {akStatus: "open" | "closed", reason} and {akFrames: TEXT}; we
+  // send {akFrame: TEXT}. Only messages from the parent window count.
+  var viaParent = window.AK_TRANSPORT === "postmessage";
+  function connectParent() {
+    window.addEventListener("message", function (ev) {
+      if (ev.source !== window.parent || !ev.data || typeof ev.data !== "object") return;
+      if (ev.data.akStatus === "open") { connected = true; hideBanner(); }
+      if (ev.data.akStatus === "closed") {
+        connected = false;
+        st.kernelStatus = "disconnected";
+        renderChrome();
+        showBanner(ev.data.reason || "No agent kernel: open a notebook on an Agent kernel.", "warn");
+      }
+      if (typeof ev.data.akFrames === "string") receive(ev.data.akFrames);
+    });
+    window.parent.postMessage({ akReady: true }, "*");
+  }
+
   function connect() {
     var proto = location.protocol === "https:" ? "wss:" : "ws:";
     ws = new WebSocket(proto + "//" + location.host + "/ws?token=" + encodeURIComponent(token));
     ws.onopen = function () { retry = 0; connected = true; hideBanner(); };
-    ws.onmessage = function (ev) {
-      var data;
-      try { data = JSON.parse(ev.data); } catch (e) { return; }
-      var frames = Array.isArray(data) ? data : [data]; // a batch, or one frame
-      for (var i = 0; i < frames.length; i++) {
-        var f = frames[i];
-        if (!f || f.v !== PROTOCOL) { showBanner("The kernel speaks another panel protocol version; reload the page.", "error"); return; }
-        apply(f);
-      }
-    };
+    ws.onmessage = function (ev) { receive(ev.data); };
     ws.onclose = function (ev) {
       connected = false;
       st.kernelStatus = "disconnected";
@@ -143,6 +167,11 @@
   function send(frame) {
     frame.v = PROTOCOL;
     frame.id = "c" + (nextId++);
+    if (viaParent) {
+      if (!connected) { showBanner("Not connected.", "warn"); return; }
+      window.parent.postMessage({ akFrame: JSON.stringify(frame) }, "*");
+      return;
+    }
     if (!ws || ws.readyState !== WebSocket.OPEN) { showBanner("Not connected.", "warn"); return; }
     ws.send(JSON.stringify(frame));
   }
@@ -737,6 +766,7 @@
     if (q) send({ type: "searchMessages", query: q });
   });
 
-  if (!token) showBanner("This page needs the URL with its token: run %agent webview in the notebook.", "error");
+  if (viaParent) connectParent();
+  else if (!token) showBanner("This page needs the URL with its token: run %agent webview in the notebook.", "error");
   else connect();
 })();

@@ -1,0 +1,181 @@
+// agentkernel's agent panel as a JupyterLab 4 / Notebook 7 sidebar. The
+// panel itself is the web panel's page (webview/static), in a sandboxed
+// iframe; this plugin carries its frames over a comm to the active
+// notebook's kernel (target agentkernel.panel), so it works wherever the
+// notebook does: a remote server, JupyterHub, a gateway. No token: the
+// comm is the notebook's own connection.
+import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { Widget } from '@lumino/widgets';
+
+import { panelHTML } from './panelAssets';
+
+/** The kernel's comm target of the panel (bridge.PanelTarget). */
+export const PANEL_TARGET = 'agentkernel.panel';
+
+type ToPanel = { akStatus?: 'open' | 'closed'; reason?: string; akFrames?: string };
+
+/** The sidebar: the panel's page, and the comm it speaks through. */
+export class AgentSidebar extends Widget {
+  private readonly frame: HTMLIFrameElement;
+  private comm: Kernel.IComm | null = null;
+  private kernel: Kernel.IKernelConnection | null = null;
+  private ready = false;
+  private queue: ToPanel[] = [];
+
+  constructor() {
+    super();
+    this.id = 'agentkernel-sidebar';
+    this.title.label = 'Agent';
+    this.title.caption = 'agentkernel: the agent of this notebook';
+    this.addClass('ak-sidebar');
+    this.frame = document.createElement('iframe');
+    // Scripts only: the page gets an opaque origin, so it reaches nothing
+    // of JupyterLab's but what this plugin relays.
+    this.frame.setAttribute('sandbox', 'allow-scripts');
+    this.frame.title = 'agentkernel panel';
+    this.frame.srcdoc = panelHTML;
+    this.node.appendChild(this.frame);
+    window.addEventListener('message', this.onMessage);
+  }
+
+  dispose(): void {
+    window.removeEventListener('message', this.onMessage);
+    this.attach(null);
+    super.dispose();
+  }
+
+  /** The kernel the panel follows; null: none (not an agent kernel). */
+  get current(): Kernel.IKernelConnection | null {
+    return this.kernel;
+  }
+
+  /** Follows kernel: closes the old comm and opens one to kernel. */
+  attach(kernel: Kernel.IKernelConnection | null, reason?: string): void {
+    if (kernel === this.kernel && (kernel === null || this.comm !== null)) {
+      return;
+    }
+    if (this.comm) {
+      const old = this.comm;
+      this.comm = null;
+      try {
+        old.close();
+      } catch {
+        // the kernel is gone already
+      }
+    }
+    this.kernel = kernel;
+    if (!kernel) {
+      this.post({ akStatus: 'closed', reason: reason ?? 'No agent kernel: open a notebook on an Agent kernel.' });
+      return;
+    }
+    const comm = kernel.createComm(PANEL_TARGET);
+    comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
+      const frame = (msg.content.data as { frame?: unknown }).frame;
+      if (frame !== undefined) {
+        this.post({ akFrames: JSON.stringify(frame) });
+      }
+    };
+    comm.onClose = (msg: KernelMessage.ICommCloseMsg) => {
+      if (this.comm === comm) {
+        this.comm = null;
+        const why = (msg.content.data as { reason?: string }).reason;
+        this.post({ akStatus: 'closed', reason: 'The kernel closed the panel' + (why ? ': ' + why : '') + '.' });
+      }
+    };
+    this.comm = comm;
+    comm.open({});
+    this.post({ akStatus: 'open' });
+  }
+
+  private post(msg: ToPanel): void {
+    if (!this.ready) {
+      this.queue.push(msg);
+      return;
+    }
+    this.frame.contentWindow?.postMessage(msg, '*');
+  }
+
+  private readonly onMessage = (ev: MessageEvent): void => {
+    if (ev.source !== this.frame.contentWindow || !ev.data || typeof ev.data !== 'object') {
+      return;
+    }
+    if (ev.data.akReady) {
+      this.ready = true;
+      const queued = this.queue;
+      this.queue = [];
+      queued.forEach(m => this.post(m));
+      if (!this.kernel && queued.length === 0) {
+        this.post({ akStatus: 'closed' });
+      }
+      return;
+    }
+    if (typeof ev.data.akFrame === 'string' && this.comm) {
+      let frame: unknown;
+      try {
+        frame = JSON.parse(ev.data.akFrame);
+      } catch {
+        return;
+      }
+      this.comm.send({ frame } as any);
+    }
+  };
+}
+
+/** Whether the notebook's kernel is an agentkernel: its kernelspec says so. */
+function isAgentKernel(panel: NotebookPanel | null): boolean {
+  const ctx = panel?.sessionContext;
+  const name = ctx?.session?.kernel?.name;
+  if (!ctx || !name) {
+    return false;
+  }
+  const spec = ctx.specsManager.specs?.kernelspecs[name];
+  return !!(spec?.metadata as { agentkernel?: unknown } | undefined)?.agentkernel;
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: '@agentkernel/jupyterlab:sidebar',
+  description: "agentkernel's agent panel in the right sidebar, following the active notebook",
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ILabShell],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    const sidebar = new AgentSidebar();
+    app.shell.add(sidebar, 'right', { rank: 900 });
+    const opened = new WeakSet<NotebookPanel>(); // notebooks it opened for once
+    const follow = () => {
+      const panel = tracker.currentWidget;
+      if (!isAgentKernel(panel)) {
+        sidebar.attach(null);
+        return;
+      }
+      sidebar.attach(panel!.sessionContext.session!.kernel!);
+      if (!opened.has(panel!)) {
+        opened.add(panel!);
+        app.shell.activateById(sidebar.id);
+      }
+    };
+    const watch = (panel: NotebookPanel) => {
+      const ctx = panel.sessionContext;
+      ctx.kernelChanged.connect(() => tracker.currentWidget === panel && follow());
+      ctx.statusChanged.connect((_, status) => {
+        // A restarted kernel is a new process: open the comm again.
+        if (tracker.currentWidget === panel && (status === 'idle' || status === 'restarting' || status === 'dead')) {
+          if (status !== 'idle') {
+            sidebar.attach(null, 'The kernel is restarting.');
+          } else if (!sidebar.current) {
+            follow();
+          }
+        }
+      });
+      ctx.ready.then(() => tracker.currentWidget === panel && follow());
+    };
+    tracker.widgetAdded.connect((_, panel) => watch(panel));
+    tracker.forEach(watch);
+    tracker.currentChanged.connect(follow);
+    follow();
+  }
+};
+
+export default plugin;

@@ -1,0 +1,287 @@
+// Browser tests of agentkernel in JupyterLab 4 and Notebook 7 (the PyPI
+// stack, LAB_PYTHON's), with the sidebar extension (labextension/, built
+// into LAB_EXTENSION) and the scripted model. Debian's chromium, driven by
+// playwright-core. Run through run.sh; screenshots go to tests/artifacts/.
+//
+// Environment: LAB_PYTHON (a python with jupyterlab and notebook 7),
+// AGENTKERNEL_BIN, SCRIPTED_BIN (scripts/scriptedmodel built), LAB_EXTENSION
+// (the built labextension directory).
+import { spawn, spawnSync, execFileSync } from "node:child_process";
+import { createInterface } from "node:readline";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createServer } from "node:net";
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, "..", "..");
+const artifacts = join(repo, "tests", "artifacts");
+mkdirSync(artifacts, { recursive: true });
+const TIMEOUT = 60000;
+const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync"];
+
+function log(...a) { console.log("[lab]", ...a); }
+
+const children = [];
+function start(cmd, args, opts) {
+  const child = spawn(cmd, args, { ...opts, detached: true });
+  children.push(child);
+  return child;
+}
+function stopAll() {
+  for (const c of children) {
+    if (c.exitCode === null && c.signalCode === null) {
+      try { process.kill(-c.pid, "SIGTERM"); } catch (e) { /* gone */ }
+    }
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
+    s.on("error", reject);
+  });
+}
+
+async function until(what, fn, timeout = TIMEOUT) {
+  const end = Date.now() + timeout;
+  let last;
+  while (Date.now() < end) {
+    try { last = await fn(); } catch (e) { last = undefined; }
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("timed out waiting for " + what);
+}
+
+// ---- the scripted model ----
+
+let model;
+async function startModel() {
+  const child = start(process.env.SCRIPTED_BIN, [], { stdio: ["pipe", "pipe", "inherit"] });
+  const rl = createInterface({ input: child.stdout });
+  const url = await new Promise((resolve) => rl.once("line", resolve));
+  return { child, url };
+}
+async function enqueue(...turns) {
+  const r = await fetch(model.url + "/_enqueue", { method: "POST", body: JSON.stringify(turns) });
+  assert.ok(r.ok, "enqueue " + r.status);
+}
+const pending = async () => Number(await (await fetch(model.url + "/_pending")).text());
+
+// ---- the Jupyter server ----
+
+async function startJupyter(app, tmp) {
+  const port = await freePort();
+  const token = "t" + Math.random().toString(16).slice(2) + Math.random().toString(16).slice(2);
+  const child = start(process.env.LAB_PYTHON, ["-m", app, "--no-browser", "--ip=127.0.0.1", `--port=${port}`,
+    `--IdentityProvider.token=${token}`, `--ServerApp.root_dir=${join(tmp, "work")}`, "--ServerApp.open_browser=False",
+    ...(process.getuid() === 0 ? ["--allow-root"] : [])], {
+    stdio: ["ignore", "ignore", "pipe"], env: jupyterEnv(tmp),
+  });
+  let stderr = "";
+  child.stderr.on("data", (b) => { stderr += b; });
+  const base = `http://127.0.0.1:${port}`;
+  await until(app + " to listen", async () => {
+    if (child.exitCode !== null) throw new Error(app + " exited: " + stderr);
+    const r = await fetch(`${base}/api?token=${token}`);
+    return r.ok;
+  });
+  return { child, base, token, stderr: () => stderr };
+}
+
+function jupyterEnv(tmp) {
+  return {
+    ...process.env,
+    HOME: join(tmp, "home"),
+    JUPYTER_PATH: join(tmp, "prefix", "share", "jupyter"),
+    JUPYTER_CONFIG_DIR: join(tmp, "config"),
+    JUPYTER_RUNTIME_DIR: join(tmp, "runtime"),
+    JUPYTER_DATA_DIR: join(tmp, "data"),
+    AGENTKERNEL_MODEL: "openai:gpt-4.1",
+    OPENAI_BASE_URL: model.url + "/v1",
+    OPENAI_API_KEY: "sk-lab-test-not-real",
+    AGENTKERNEL_DATA_DIR: join(tmp, "agent-data"),
+    AGENTKERNEL_CONFIG: join(tmp, "none.json"),
+    PYDEVD_DISABLE_FILE_VALIDATION: "1",
+  };
+}
+
+function notebook(path, kernel, display) {
+  writeFileSync(path, JSON.stringify({
+    cells: [{ cell_type: "code", metadata: {}, source: "", outputs: [], execution_count: null }],
+    metadata: { kernelspec: { name: kernel, display_name: display, language: "markdown" } },
+    nbformat: 4, nbformat_minor: 5,
+  }));
+}
+
+// ---- the page ----
+
+const results = [];
+let currentPage = null; // shown in a screenshot when a step fails
+async function step(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    log("ok  ", name, `(${Date.now() - t0} ms)`);
+  } catch (e) {
+    results.push({ name, ok: false });
+    log("FAIL", name, "\n", e && e.stack || e);
+    if (currentPage) await shot(currentPage, "failed").catch(() => {});
+    throw e;
+  }
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(artifacts, "lab-" + name + ".png") });
+}
+
+// sidebar is the panel page inside the sidebar's iframe.
+const sidebar = (page) => page.frameLocator("#agentkernel-sidebar iframe");
+
+// runCell types text into the notebook's last cell and runs it.
+async function runCell(page, text) {
+  const cells = page.locator(".jp-Notebook .jp-Cell");
+  const cell = cells.last();
+  await cell.locator(".cm-content").click();
+  await page.keyboard.type(text);
+  await page.keyboard.press("Shift+Enter");
+}
+
+async function main() {
+  const tmp = mkdtempSync(join(tmpdir(), "ak-lab-"));
+  for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
+  model = await startModel();
+  const bin = process.env.AGENTKERNEL_BIN;
+  const prefix = join(tmp, "prefix");
+  execFileSync(bin, ["install", "--prefix", prefix, "--probe=false"], { env: jupyterEnv(tmp), stdio: "inherit" });
+  cpSync(process.env.LAB_EXTENSION, join(prefix, "share", "jupyter", "labextensions", "@agentkernel", "jupyterlab"), { recursive: true });
+  notebook(join(tmp, "work", "agent.ipynb"), "agent", "Agent");
+  notebook(join(tmp, "work", "nb7.ipynb"), "agent", "Agent");
+
+  const lab = await startJupyter("jupyterlab", tmp);
+  const profile = mkdtempSync(join(tmpdir(), "ak-chromium-"));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
+    viewport: { width: 1400, height: 900 },
+  });
+  try {
+    const page = await browser.newPage();
+    currentPage = page;
+    page.on("pageerror", (e) => log("page error:", e.message));
+    page.on("dialog", (d) => d.accept());
+
+    await step("JupyterLab 4 lists the extension and its launcher shows Agent and Agent (code)", async () => {
+      const list = spawnSync(process.env.LAB_PYTHON, ["-m", "jupyter", "labextension", "list"], { env: jupyterEnv(tmp) });
+      const ext = list.stdout.toString() + list.stderr.toString();
+      assert.match(ext, /@agentkernel\/jupyterlab.*enabled.*OK/, ext);
+      await page.goto(`${lab.base}/lab?token=${lab.token}`);
+      const cards = page.locator(".jp-LauncherCard-label");
+      await cards.first().waitFor({ timeout: TIMEOUT });
+      const labels = await cards.allInnerTexts();
+      assert.ok(labels.includes("Agent") && labels.includes("Agent (code)"), JSON.stringify(labels));
+      await shot(page, "01-launcher");
+    });
+
+    await step("a notebook on Agent opens the sidebar by itself, over the kernel's comm", async () => {
+      await page.goto(`${lab.base}/lab/tree/agent.ipynb?token=${lab.token}`);
+      await page.locator("#agentkernel-sidebar iframe").waitFor({ state: "visible", timeout: TIMEOUT });
+      await sidebar(page).locator("#status").filter({ hasText: /idle/ }).waitFor({ timeout: TIMEOUT });
+      await shot(page, "02-sidebar");
+    });
+
+    await step("a prompt cell streams into the notebook, and the sidebar mirrors the turn", async () => {
+      await enqueue({ steps: [{ text: ["Hello ", "from ", "JupyterLab."] }] });
+      await runCell(page, "Say hello");
+      await page.locator(".jp-OutputArea-output").filter({ hasText: "Hello from JupyterLab." }).first().waitFor({ timeout: TIMEOUT });
+      await sidebar(page).locator("#timeline").filter({ hasText: "Hello from JupyterLab." }).waitFor({ timeout: TIMEOUT });
+      await sidebar(page).locator("#timeline").filter({ hasText: "Say hello" }).waitFor({ timeout: TIMEOUT });
+      await shot(page, "03-mirrored");
+    });
+
+    await step("an ask is approved from the sidebar; the code runs and its plot appears in the cell", async () => {
+      const code = "import matplotlib\\nmatplotlib.use('module://matplotlib_inline.backend_inline')\\nimport matplotlib.pyplot as plt\\nplt.plot([1, 3, 2])\\nplt.show()";
+      await enqueue(
+        { steps: [{ toolCall: { id: "c1", name: "execute_code", args: [`{"code": "${code}"}`] } }] },
+        { steps: [{ text: ["Plotted."] }] });
+      await runCell(page, "Plot something");
+      // With the sidebar open the ask is answered there; the cell says so
+      // (no stdin prompt, which would outlive the answer).
+      await page.locator(".jp-OutputArea-output").filter({ hasText: "Answer it in the Agent sidebar." }).first()
+        .waitFor({ timeout: TIMEOUT });
+      const approve = sidebar(page).locator("#approve");
+      await approve.waitFor({ state: "visible", timeout: TIMEOUT });
+      await shot(page, "04-ask");
+      await approve.click();
+      await page.locator(".jp-OutputArea-output img").first().waitFor({ timeout: TIMEOUT });
+      await page.locator(".jp-OutputArea-output").filter({ hasText: "Plotted." }).first().waitFor({ timeout: TIMEOUT });
+      assert.equal(await page.locator(".jp-Stdin-input").count(), 0, "a stdin prompt was left in the notebook");
+      assert.equal(await pending(), 0);
+      await shot(page, "05-plot");
+    });
+
+    await step("a rewind from the sidebar shows in the notebook (%agent history)", async () => {
+      const sb = sidebar(page);
+      const prompt = sb.locator("article.msg.user").filter({ hasText: "Plot something" });
+      await prompt.hover();
+      await prompt.locator("button.rewind").click();
+      await sb.locator("#rwKernel").uncheck();
+      await sb.locator("#rwDo").click();
+      await sb.locator("#rwSummary").waitFor({ state: "visible", timeout: TIMEOUT });
+      await until("the sidebar to drop the rewound prompt", async () => (await sb.locator("article.msg.user").filter({ hasText: "Plot something" }).count()) === 0);
+      await runCell(page, "%agent history");
+      const out = page.locator(".jp-OutputArea-output").filter({ hasText: "say:text" }).last();
+      await out.waitFor({ timeout: TIMEOUT });
+      const text = await out.innerText();
+      assert.ok(text.includes("Say hello") && !text.includes("Plot something"), text);
+      await shot(page, "06-rewound");
+    });
+  } finally {
+    await browser.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+
+  // Notebook 7: the same extension, in its right sidebar.
+  const nb = await startJupyter("notebook", tmp);
+  const profile2 = mkdtempSync(join(tmpdir(), "ak-chromium-"));
+  const browser2 = await chromium.launchPersistentContext(profile2, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
+    viewport: { width: 1400, height: 900 },
+  });
+  try {
+    const page = await browser2.newPage();
+    currentPage = page;
+    page.on("pageerror", (e) => log("page error:", e.message));
+    await step("Notebook 7 opens the sidebar for an Agent notebook and mirrors a turn", async () => {
+      await page.goto(`${nb.base}/notebooks/nb7.ipynb?token=${nb.token}`);
+      await page.locator("#agentkernel-sidebar iframe").waitFor({ state: "visible", timeout: TIMEOUT });
+      await sidebar(page).locator("#status").filter({ hasText: /idle/ }).waitFor({ timeout: TIMEOUT });
+      await enqueue({ steps: [{ text: ["Hello from Notebook 7."] }] });
+      await runCell(page, "Say hello again");
+      await page.locator(".jp-OutputArea-output").filter({ hasText: "Hello from Notebook 7." }).first().waitFor({ timeout: TIMEOUT });
+      await sidebar(page).locator("#timeline").filter({ hasText: "Hello from Notebook 7." }).waitFor({ timeout: TIMEOUT });
+      await shot(page, "07-notebook7");
+    });
+  } finally {
+    await browser2.close();
+    rmSync(profile2, { recursive: true, force: true });
+    stopAll();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+main().then(() => {
+  log(`${results.filter((r) => r.ok).length}/${results.length} passed`);
+  process.exit(0);
+}, (e) => {
+  console.error(e);
+  log(`${results.filter((r) => r.ok).length}/${results.length} passed before a failure`);
+  stopAll();
+  process.exit(1);
+});

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 
 	"github.com/agentkernel/agentkernel/kernel/client"
@@ -39,7 +40,13 @@ func langInfoPath(spec string) string {
 type info struct {
 	LanguageInfo json.RawMessage `json:"language_info"`
 	Debugger     bool            `json:"debugger"`
+	// SupportedFeatures are the protocol 5.5 features the kernel offers
+	// ("kernel subshells", "debugger").
+	SupportedFeatures []string `json:"supported_features,omitempty"`
 }
+
+// subshells reports whether the kernel offers kernel subshells.
+func (v info) subshells() bool { return slices.Contains(v.SupportedFeatures, "kernel subshells") }
 
 // CachedDebugger reports whether the backing kernelspec spec had a
 // debugger when it last ran here (the disk cache; false when unknown).

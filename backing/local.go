@@ -301,6 +301,10 @@ func (l *Local) LanguageInfo(ctx context.Context) json.RawMessage {
 // Debugger implements Runner.
 func (l *Local) Debugger() bool { return l.info.get().Debugger }
 
+// Subshells reports whether the kernel offers kernel subshells (protocol
+// 5.5), as far as LanguageInfo knows.
+func (l *Local) Subshells() bool { return l.info.get().subshells() }
+
 func (l *Local) shutdown(k *client.Kernel) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -391,6 +391,10 @@ func (r *Remote) LanguageInfo(ctx context.Context) json.RawMessage {
 // Debugger implements Runner.
 func (r *Remote) Debugger() bool { return r.info.get().Debugger }
 
+// Subshells reports whether the kernel offers kernel subshells (protocol
+// 5.5), as far as LanguageInfo knows.
+func (r *Remote) Subshells() bool { return r.info.get().subshells() }
+
 // Close implements Runner: the server's kernel is deleted. A second call
 // returns net.ErrClosed.
 func (r *Remote) Close() error {

@@ -163,6 +163,13 @@ func (b *Bridge) KernelInfo() kernel.KernelInfo {
 	if debugger {
 		features = append(features, "debugger")
 	}
+	// Kernel subshells are the backing kernel's too: its create, delete
+	// and list requests go to its control channel, a request's subshell_id
+	// goes with it, and each subshell's requests run beside the main
+	// shell's (kernel.Server keeps a queue per subshell).
+	if s, ok := b.runner.(interface{ Subshells() bool }); ok && b.cfg.Mode == ModeCode && s.Subshells() {
+		features = append(features, "kernel subshells")
+	}
 	return kernel.KernelInfo{
 		Debugger:              debugger,
 		SupportedFeatures:     features,

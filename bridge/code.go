@@ -27,6 +27,11 @@ var replyTypes = map[string]string{
 	wire.MsgCommMsg:           "",
 	wire.MsgCommClose:         "",
 	wire.MsgDebugRequest:      wire.MsgDebugReply, // on control
+	// Kernel subshells, on control: the backing kernel's, when it has them
+	// (kernel_info says so in code mode).
+	wire.MsgCreateSubshellRequest: wire.MsgCreateSubshellReply,
+	wire.MsgDeleteSubshellRequest: wire.MsgDeleteSubshellReply,
+	wire.MsgListSubshellRequest:   wire.MsgListSubshellReply,
 }
 
 // HandleShell implements kernel.Handler.
@@ -205,7 +210,8 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 	}
 	// The frontend's msg_id, so that the backing's replies name it; the
 	// client fills in our session, the date and the version.
-	hdr := wire.Header{MsgID: r.Msg.Header.MsgID, Username: r.Msg.Header.Username, MsgType: r.Type()}
+	hdr := wire.Header{MsgID: r.Msg.Header.MsgID, Username: r.Msg.Header.Username, MsgType: r.Type(),
+		SubshellID: r.Msg.Header.SubshellID}
 	b.recent.add(hdr.MsgID, r)
 
 	inputCtx, cancelInput := context.WithCancel(ctx)

@@ -67,7 +67,9 @@ type Server struct {
 	shell, control, stdin *zmtp.Router
 	iopub                 *zmtp.Pub
 	hb                    zmq4.Socket
-	controlMu             sync.Mutex // control requests run one at a time
+	controlMu             sync.Mutex                    // control requests run one at a time
+	subMu                 sync.Mutex                    // guards subshells
+	subshells             map[string]chan *wire.Message // the subshells' queues, by subshell_id
 
 	queue     chan *wire.Message
 	shutdown  chan struct{} // a shutdown_request was answered; buffered 1

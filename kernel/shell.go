@@ -20,11 +20,44 @@ func (s *Server) onShell(ctx context.Context) func(*wire.Message) {
 				return
 			}
 		}
+		q := s.queue
+		if id := m.Header.SubshellID; id != "" {
+			q = s.subshell(ctx, id)
+		}
 		select {
-		case s.queue <- m:
+		case q <- m:
 		case <-ctx.Done():
 		}
 	}
+}
+
+// subshell returns the queue of a kernel subshell's requests (protocol
+// 5.5), starting its goroutine on first use: a subshell's requests run
+// one at a time, beside the main shell's and the other subshells'. The
+// handler decides what a subshell is (the bridge passes them to a backing
+// kernel that has them); the server only keeps their order apart.
+func (s *Server) subshell(ctx context.Context, id string) chan *wire.Message {
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	if q, ok := s.subshells[id]; ok {
+		return q
+	}
+	if s.subshells == nil {
+		s.subshells = map[string]chan *wire.Message{}
+	}
+	q := make(chan *wire.Message, cap(s.queue))
+	s.subshells[id] = q
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m := <-q:
+				s.handle(ctx, Shell, s.shell, m)
+			}
+		}
+	}()
+	return q
 }
 
 // runShell handles queued shell requests one at a time.

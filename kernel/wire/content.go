@@ -52,6 +52,13 @@ const (
 	MsgDebugReply        = "debug_reply"
 	MsgDebugEvent        = "debug_event"
 	MsgIOPubWelcome      = "iopub_welcome"
+	// Kernel subshells (protocol 5.5), on control.
+	MsgCreateSubshellRequest = "create_subshell_request"
+	MsgCreateSubshellReply   = "create_subshell_reply"
+	MsgDeleteSubshellRequest = "delete_subshell_request"
+	MsgDeleteSubshellReply   = "delete_subshell_reply"
+	MsgListSubshellRequest   = "list_subshell_request"
+	MsgListSubshellReply     = "list_subshell_reply"
 )
 
 // Execution states of a status message.

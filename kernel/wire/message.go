@@ -11,8 +11,8 @@ import (
 // ProtocolVersion is the Jupyter messaging protocol version we speak: 5.5
 // gives each new iopub subscriber an iopub_welcome and lists the optional
 // features in kernel_info_reply (supported_features). Of those we offer
-// the debugger (code mode, when the backing kernel has one), not kernel
-// subshells: a request naming a subshell runs on the main shell.
+// the debugger and kernel subshells, in code mode, when the backing kernel
+// offers them: we pass them through.
 const ProtocolVersion = "5.5"
 
 // Delimiter separates routing identities from the signed part of a message.
@@ -29,6 +29,9 @@ type Header struct {
 	Date     string `json:"date"`
 	MsgType  string `json:"msg_type"`
 	Version  string `json:"version"`
+	// SubshellID routes a shell request to a kernel subshell (protocol
+	// 5.5); "" is the main shell.
+	SubshellID string `json:"subshell_id,omitempty"`
 }
 
 // Message is one Jupyter message. ParentHeader, Metadata and Content hold raw

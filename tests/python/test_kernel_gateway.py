@@ -1,0 +1,150 @@
+"""Jupyter Kernel Gateway 3 (PyPI), both ways:
+
+* agentkernel's backing kernel on a Kernel Gateway (JUPYTER_GATEWAY_URL at
+  it): cells run in the gateway's kernel, which goes when agentkernel does;
+* agentkernel itself as a kernel on a Kernel Gateway, reached through
+  Jupyter Server 2's own gateway client (--GatewayClient.url), as a
+  JupyterHub or a remote Jupyter deployment runs kernels.
+
+Only on the PyPI stack (scripts/modern-venv.sh), where both are installed.
+"""
+
+import asyncio
+import json
+import os
+import subprocess
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+from conftest import KERNEL, _install, free_port
+from kclient import Kernel
+from stack import MODERN, PYTHON
+
+pytestmark = pytest.mark.skipif(not MODERN, reason="Kernel Gateway 3 is on the PyPI stack")
+
+
+class Server:
+    """A Jupyter server process (Kernel Gateway or Jupyter Server) with a token on 127.0.0.1."""
+
+    def __init__(self, args, root, token=None):
+        self.token = token or uuid.uuid4().hex
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = root / f"server-{self.port}.log"
+        self._log = open(self.log_path, "w")
+        cmd = [PYTHON, *[a.format(port=self.port, token=self.token, root=root) for a in args]]
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True, cwd=root)
+        deadline = time.time() + 60
+        while True:
+            try:
+                self.api("GET", "/api/kernelspecs")
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    self.close()
+                    raise RuntimeError(f"{cmd} did not start:\n" + self.log_path.read_text())
+                time.sleep(0.2)
+
+    def api(self, method, path, body=None):
+        req = urllib.request.Request(self.url + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            data = r.read()
+            return json.loads(data) if data else None
+
+    def kernels(self):
+        return {k["id"]: k["name"] for k in self.api("GET", "/api/kernels")}
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, 15)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+                self.proc.wait()
+        self._log.close()
+
+
+@pytest.fixture
+def kernel_gateway(agentkernel_env, tmp_path):
+    kg = Server(["-m", "kernel_gateway", "--KernelGatewayApp.ip=127.0.0.1", "--KernelGatewayApp.port={port}",
+                 "--KernelGatewayApp.auth_token={token}", "--JupyterWebsocketPersonality.list_kernels=True"], tmp_path)
+    try:
+        yield kg
+        deadline = time.time() + 10
+        while kg.kernels() and time.time() < deadline:
+            time.sleep(0.2)
+        assert not kg.kernels(), f"kernels left on the gateway: {kg.kernels()}"
+    finally:
+        kg.close()
+
+
+def test_backing_kernel_on_kernel_gateway(agentkernel_env, kernel_gateway, monkeypatch):
+    """agentkernel (code mode) with its backing kernel on Kernel Gateway."""
+    name = "agentkernel-test-kg"
+    monkeypatch.setenv("JUPYTER_GATEWAY_AUTH_TOKEN", kernel_gateway.token)
+    _install(agentkernel_env["binary"], agentkernel_env["prefix"], name, "Agent (test, kernel gateway)",
+             ["--gateway-url", kernel_gateway.url])
+    with Kernel(name) as k:
+        assert k.value("import os; os.getpid() != %d and 6 * 7" % k.km.provisioner.pid) == "42"
+        running = kernel_gateway.kernels()
+        assert list(running.values()) == ["python3"], running
+    # agentkernel's shutdown deleted its gateway kernel (the fixture checks none is left).
+
+
+async def _execute_over_websocket(base, token, kernel_id, code):
+    """Run code on a server's kernel through its WebSocket, as a browser does;
+    return the execute_result's text/plain."""
+    from tornado.websocket import websocket_connect
+
+    ws = await websocket_connect(f"{base.replace('http', 'ws')}/api/kernels/{kernel_id}/channels?token={token}")
+    msg_id, session = uuid.uuid4().hex, uuid.uuid4().hex
+    ws.write_message(json.dumps({
+        "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": session, "username": "test",
+                   "version": "5.3", "date": ""},
+        "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+        "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                    "allow_stdin": False, "stop_on_error": True}}))
+    result = None
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        raw = await asyncio.wait_for(ws.read_message(), timeout=120)
+        if raw is None:
+            raise AssertionError("the server closed the kernel's socket")
+        m = json.loads(raw)
+        if m.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        t = m["header"]["msg_type"]
+        if t == "execute_result":
+            result = m["content"]["data"]["text/plain"]
+        if t == "error":
+            raise AssertionError(m["content"])
+        if t == "status" and m["content"]["execution_state"] == "idle" and result is not None:
+            break
+    ws.close()
+    return result
+
+
+def test_agentkernel_on_kernel_gateway_through_jupyter_server(agentkernel_env, kernel_gateway, tmp_path):
+    """Jupyter Server 2's gateway client starts agentkernel on Kernel Gateway;
+    a cell sent through Jupyter Server's WebSocket runs there."""
+    js = Server(["-m", "jupyter_server", "--no-browser", "--ip=127.0.0.1", "--port={port}",
+                 "--IdentityProvider.token={token}", "--ServerApp.root_dir={root}",
+                 f"--GatewayClient.url={kernel_gateway.url}", f"--GatewayClient.auth_token={kernel_gateway.token}",
+                 *(["--allow-root"] if os.geteuid() == 0 else [])], tmp_path)
+    try:
+        specs = js.api("GET", "/api/kernelspecs")["kernelspecs"]
+        assert KERNEL in specs, sorted(specs)  # the gateway's kernelspecs, seen through Jupyter Server
+        kid = js.api("POST", "/api/kernels", {"name": KERNEL})["id"]
+        assert kid in kernel_gateway.kernels() and kernel_gateway.kernels()[kid] == KERNEL
+        out = asyncio.run(_execute_over_websocket(js.url, js.token, kid, "6 * 7"))
+        assert out == "42", out
+        js.api("DELETE", f"/api/kernels/{kid}")
+    finally:
+        js.close()

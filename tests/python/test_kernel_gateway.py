@@ -29,13 +29,13 @@ pytestmark = pytest.mark.skipif(not MODERN, reason="Kernel Gateway 3 is on the P
 class Server:
     """A Jupyter server process (Kernel Gateway or Jupyter Server) with a token on 127.0.0.1."""
 
-    def __init__(self, args, root, token=None):
+    def __init__(self, args, root, token=None, python=PYTHON):
         self.token = token or uuid.uuid4().hex
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = root / f"server-{self.port}.log"
         self._log = open(self.log_path, "w")
-        cmd = [PYTHON, *[a.format(port=self.port, token=self.token, root=root) for a in args]]
+        cmd = [python, *[a.format(port=self.port, token=self.token, root=root) for a in args]]
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True, cwd=root)
         deadline = time.time() + 60

@@ -40,10 +40,23 @@ export class AgentSidebar extends Widget {
     window.addEventListener('message', this.onMessage);
   }
 
+  /** Called with the kernel to follow when the sidebar is shown again. */
+  onShown: () => void = () => undefined;
+
   dispose(): void {
     window.removeEventListener('message', this.onMessage);
     this.attach(null);
     super.dispose();
+  }
+
+  // A hidden sidebar lets go of the kernel: its asks then go to the
+  // notebook's stdin prompt, where the user sees them.
+  protected onAfterHide(): void {
+    this.attach(null, 'The sidebar was closed.');
+  }
+
+  protected onAfterShow(): void {
+    this.onShown();
   }
 
   /** The kernel the panel follows; null: none (not an agent kernel). */
@@ -146,7 +159,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const opened = new WeakSet<NotebookPanel>(); // notebooks it opened for once
     const follow = () => {
       const panel = tracker.currentWidget;
-      if (!isAgentKernel(panel)) {
+      if (!isAgentKernel(panel) || (sidebar.isHidden && opened.has(panel!))) {
         sidebar.attach(null);
         return;
       }
@@ -174,6 +187,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker.widgetAdded.connect((_, panel) => watch(panel));
     tracker.forEach(watch);
     tracker.currentChanged.connect(follow);
+    sidebar.onShown = follow;
     follow();
   }
 };

@@ -226,6 +226,31 @@ async function main() {
       await shot(page, "05-plot");
     });
 
+    await step("off-host: the sidebar needs no port of the kernel's (no web panel server runs)", async () => {
+      // The browser reached the kernel only through the Jupyter server: the
+      // comm on the notebook's connection. No agentkernel web panel listens.
+      const list = JSON.parse(execFileSync(bin, ["webview", "list", "--json"], { env: jupyterEnv(tmp) }).toString());
+      assert.deepEqual(list, [], "a web panel server is running: " + JSON.stringify(list));
+    });
+
+    await step("with the sidebar closed, an approval is asked on stdin and answered there", async () => {
+      await page.locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[title*="agentkernel"]').click(); // collapse
+      await page.locator("#agentkernel-sidebar").waitFor({ state: "hidden", timeout: TIMEOUT });
+      await enqueue(
+        { steps: [{ toolCall: { id: "c2", name: "execute_code", args: ['{"code": "print(6 * 7)"}'] } }] },
+        { steps: [{ text: ["Printed it."] }] });
+      await runCell(page, "Print six times seven");
+      const input = page.locator(".jp-Stdin-input");
+      await input.waitFor({ timeout: TIMEOUT });
+      await shot(page, "05b-stdin");
+      await input.fill("y");
+      await input.press("Enter");
+      await page.locator(".jp-OutputArea-output").filter({ hasText: "Printed it." }).first().waitFor({ timeout: TIMEOUT });
+      await page.locator(".jp-OutputArea-output").filter({ hasText: /^\s*42\s*$/ }).first().waitFor({ timeout: TIMEOUT });
+      await page.locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[title*="agentkernel"]').click(); // open again
+      await sidebar(page).locator("#timeline").filter({ hasText: "Printed it." }).waitFor({ timeout: TIMEOUT });
+    });
+
     await step("a rewind from the sidebar shows in the notebook (%agent history)", async () => {
       const sb = sidebar(page);
       const prompt = sb.locator("article.msg.user").filter({ hasText: "Plot something" });

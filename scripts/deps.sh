@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what agentkernel needs on a Debian/Ubuntu machine and puts a Go
 # >= 1.26 first on PATH. Source it: `. scripts/deps.sh run|test`.
-#   run:  Jupyter Notebook, ipykernel, jupyter_client
+#   run:  Jupyter Notebook, ipykernel, jupyter_client, python3-venv and npm
+#         (scripts/run.sh builds the wheel and pip-installs JupyterLab)
 #   test: the above plus everything the tests use (PostgreSQL's server
 #         binaries among them: the tests start throwaway clusters of their own;
 #         python3-venv for the PyPI stack's venv, scripts/modern-venv.sh)
@@ -11,13 +12,13 @@
 
 set -euo pipefail
 
-ak_need=(python3-ipykernel python3-jupyter-client jupyter-client jupyter-notebook make git ca-certificates)
+ak_need=(python3-ipykernel python3-jupyter-client jupyter-client jupyter-notebook make git ca-certificates python3-venv)
 if [ "${1:-run}" = test ]; then
   ak_need+=(python3-jupyter-kernel-test jupyter-nbconvert python3-nbclient python3-nbformat
     jupyter-console python3-pytest python3-ipywidgets python3-matplotlib python3-cryptography procps chromium
     postgresql python3-venv)
-  command -v npm >/dev/null || ak_need+=(npm)
 fi
+command -v npm >/dev/null || ak_need+=(npm) # the JupyterLab extension is built with it
 
 ak_sudo=""
 if [ "$(id -u)" -ne 0 ]; then ak_sudo="sudo"; fi

@@ -70,7 +70,7 @@ tests/acp/node_modules/.package-lock.json: tests/acp/package.json tests/acp/pack
 	cd tests/acp && npm ci --no-audit --no-fund --loglevel=error
 
 bench: build
-	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway
+	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway -ipykernel-python $$(scripts/modern-venv.sh)
 	$(GO) run ./scripts/promptbench -agentkernel $(BIN)
 	$(GO) run ./scripts/ckptbench -agentkernel $(BIN)
 

@@ -69,6 +69,7 @@ type target struct {
 
 func run() error {
 	specs := flag.String("specs", "python3", "comma-separated kernelspecs to measure")
+	newer := flag.String("ipykernel-python", "", "a `PYTHON` with another ipykernel (the PyPI stack's 7.4: scripts/modern-venv.sh): its kernel is measured beside -specs as \"ipykernel-pypi\", with agentkernel over it")
 	ak := flag.String("agentkernel", "", "agentkernel binary: install its kernelspec and measure it too")
 	n := flag.Int("n", 2000, "kernel_info round trips")
 	nexec := flag.Int("exec", 2000, "empty executes")
@@ -85,7 +86,17 @@ func run() error {
 		return errors.New("-gateway needs -agentkernel")
 	}
 	if *local {
-		if err := benchLocal(*specs, *ak, *n, *nexec, *rounds, *starts); err != nil {
+		all := *specs
+		if *newer != "" {
+			dir, err := installIPyKernel(*newer)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "kernelbench:", err)
+				os.Exit(1)
+			}
+			defer os.RemoveAll(dir)
+			all += ",ipykernel-pypi"
+		}
+		if err := benchLocal(all, *ak, *n, *nexec, *rounds, *starts); err != nil {
 			return err
 		}
 	}
@@ -99,18 +110,30 @@ func run() error {
 func benchLocal(specs, ak string, n, nexec, rounds, starts int) error {
 
 	names := strings.Split(specs, ",")
+	// over maps agentkernel's kernelspec over each backing to it: the pairs
+	// whose ratios are printed.
+	over := map[string]string{}
 	if ak != "" {
 		prefix, err := os.MkdirTemp("", "kernelbench-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(prefix)
-		out, err := exec.Command(ak, "install", "--prefix", prefix, "--name", "agentkernel-bench").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("install: %v: %s", err, out)
+		var ours []string
+		for _, backing := range names {
+			name := "agentkernel-bench"
+			if backing != "python3" {
+				name = "agentkernel-over-" + backing
+			}
+			out, err := exec.Command(ak, "install", "--prefix", prefix, "--name", name, "--mode", "code", "--backing", backing).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("install: %v: %s", err, out)
+			}
+			over[name] = backing
+			ours = append(ours, name)
 		}
 		os.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
-		names = append(names, "agentkernel-bench")
+		names = append(names, ours...)
 	}
 	ctx := context.Background()
 	var targets []*target
@@ -192,12 +215,37 @@ func benchLocal(specs, ak string, n, nexec, rounds, starts int) error {
 			us(r.execP50), us(r.execP99), us(r.cpuPerExec), r.switchesPerExec, ms(r.startP50), ms(r.startMin), float64(r.rssKiB)/1024)
 	}
 	w.Flush()
-	if len(results) > 1 {
-		base, ak := results[0], results[len(results)-1]
-		fmt.Printf("\n%s vs %s: kernel_info round trip p50 %.2fx, execute p50 %+.1f%%\n", ak.spec, base.spec,
-			float64(ak.rtP50)/float64(base.rtP50), 100*(float64(ak.execP50)/float64(base.execP50)-1))
+	byName := map[string]result{}
+	for _, r := range results {
+		byName[r.spec] = r
+	}
+	fmt.Println()
+	for _, r := range results {
+		if b, ok := over[r.spec]; ok {
+			base := byName[b]
+			fmt.Printf("%s vs %s: kernel_info round trip p50 %.2fx, execute p50 %+.1f%%\n", r.spec, base.spec,
+				float64(r.rtP50)/float64(base.rtP50), 100*(float64(r.execP50)/float64(base.execP50)-1))
+		}
 	}
 	return nil
+}
+
+// installIPyKernel installs python's ipykernel as the kernelspec
+// "ipykernel-pypi" in a temporary prefix put first on JUPYTER_PATH, and
+// returns the prefix.
+func installIPyKernel(python string) (string, error) {
+	prefix, err := os.MkdirTemp("", "kernelbench-ipykernel-")
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(python, "-m", "ipykernel", "install", "--prefix", prefix, "--name", "ipykernel-pypi",
+		"--display-name", "ipykernel (PyPI)").CombinedOutput()
+	if err != nil {
+		os.RemoveAll(prefix)
+		return "", fmt.Errorf("%s -m ipykernel install: %v: %s", python, err, out)
+	}
+	os.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
+	return prefix, nil
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }

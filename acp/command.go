@@ -23,6 +23,9 @@ kernel of its own there, started on first use. Asks become
 session/request_permission; /rewind [N] takes the conversation and files
 back to before the Nth last prompt. Logs go to stderr.`
 
+// source names the inputs of ACP clients in the event log.
+const source eventlog.Source = "acp"
+
 // Command is `agentkernel acp`.
 var Command = app.Command{Name: "acp", Synopsis: "acp [flags]", Summary: "an Agent Client Protocol agent on stdio (Zed, JetBrains, Neovim, Jupyter AI)",
 	Run: run}
@@ -57,7 +60,7 @@ func run(args []string, env app.Env) error {
 	// commands, sent after the answer) is gone, not a crash: the write
 	// fails and Serve ends.
 	signal.Ignore(syscall.SIGPIPE)
-	a, err := app.Open(ctx, cfg, app.Surface{Kind: "acp", Source: eventlog.SourceACP, StoreNow: true, NoHost: true, Logger: log,
+	a, err := app.Open(ctx, cfg, app.Surface{Kind: "acp", Source: source, StoreNow: true, NoHost: true, Logger: log,
 		Backing: &backing.Options{Kernel: bf.Kernel, Owner: "acp", Gateway: gw}})
 	if err != nil {
 		return fmt.Errorf("acp: %w", err)

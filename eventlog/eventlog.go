@@ -38,7 +38,6 @@ const (
 	SourcePanel    Source = "panel"    // the web panel
 	SourceAsk      Source = "ask"      // agentkernel ask
 	SourceRun      Source = "run"      // agentkernel run
-	SourceACP      Source = "acp"      // agentkernel acp: an ACP client
 )
 
 // The events of an entry. Inputs: EventPrompt, EventAnswer, EventCommand;

@@ -76,17 +76,18 @@ const pending = async () => Number(await (await fetch(model.url + "/_pending")).
 
 // ---- the Jupyter server ----
 
-async function startJupyter(app, tmp) {
+async function startJupyter(app, tmp, baseURL = "/") {
   const port = await freePort();
   const token = "t" + Math.random().toString(16).slice(2) + Math.random().toString(16).slice(2);
   const child = start(process.env.LAB_PYTHON, ["-m", app, "--no-browser", "--ip=127.0.0.1", `--port=${port}`,
     `--IdentityProvider.token=${token}`, `--ServerApp.root_dir=${join(tmp, "work")}`, "--ServerApp.open_browser=False",
+    `--ServerApp.base_url=${baseURL}`,
     ...(process.getuid() === 0 ? ["--allow-root"] : [])], {
     stdio: ["ignore", "ignore", "pipe"], env: jupyterEnv(tmp),
   });
   let stderr = "";
   child.stderr.on("data", (b) => { stderr += b; });
-  const base = `http://127.0.0.1:${port}`;
+  const base = `http://127.0.0.1:${port}${baseURL.replace(/\/$/, "")}`;
   await until(app + " to listen", async () => {
     if (child.exitCode !== null) throw new Error(app + " exited: " + stderr);
     const r = await fetch(`${base}/api?token=${token}`);
@@ -154,6 +155,47 @@ async function runCell(page, text) {
   await page.keyboard.press("Shift+Enter");
 }
 
+// approveAndPlot: a prompt whose code the sidebar approves; its plot and
+// the answer appear in the cell, and no stdin prompt is left.
+async function approveAndPlot(page, name) {
+  const code = "import matplotlib\\nmatplotlib.use('module://matplotlib_inline.backend_inline')\\nimport matplotlib.pyplot as plt\\nplt.plot([1, 3, 2])\\nplt.show()";
+  await enqueue(
+    { steps: [{ toolCall: { id: "c1", name: "execute_code", args: [`{"code": "${code}"}`] } }] },
+    { steps: [{ text: ["Plotted."] }] });
+  await runCell(page, "Plot something");
+  // With the sidebar open the ask is answered there; the cell says so (no
+  // stdin prompt, which would outlive the answer).
+  await page.locator(".jp-OutputArea-output").filter({ hasText: "Answer it in the Agent sidebar." }).first()
+    .waitFor({ timeout: TIMEOUT });
+  const approve = sidebar(page).locator("#approve");
+  await approve.waitFor({ state: "visible", timeout: TIMEOUT });
+  await approve.click();
+  await page.locator(".jp-OutputArea-output img").first().waitFor({ timeout: TIMEOUT });
+  await page.locator(".jp-OutputArea-output").filter({ hasText: "Plotted." }).first().waitFor({ timeout: TIMEOUT });
+  assert.equal(await page.locator(".jp-Stdin-input").count(), 0, "a stdin prompt was left in the notebook");
+  assert.equal(await pending(), 0);
+  await shot(page, name);
+}
+
+// rewindFromSidebar: "rewind to here" on the plot's prompt, conversation
+// and files only; %agent history in the notebook agrees.
+async function rewindFromSidebar(page, kept, name) {
+  const sb = sidebar(page);
+  const prompt = sb.locator("article.msg.user").filter({ hasText: "Plot something" });
+  await prompt.hover();
+  await prompt.locator("button.rewind").click();
+  await sb.locator("#rwKernel").uncheck();
+  await sb.locator("#rwDo").click();
+  await sb.locator("#rwSummary").waitFor({ state: "visible", timeout: TIMEOUT });
+  await until("the sidebar to drop the rewound prompt", async () => (await sb.locator("article.msg.user").filter({ hasText: "Plot something" }).count()) === 0);
+  await runCell(page, "%agent history");
+  const out = page.locator(".jp-OutputArea-output").filter({ hasText: "say:text" }).last();
+  await out.waitFor({ timeout: TIMEOUT });
+  const text = await out.innerText();
+  assert.ok(text.includes(kept) && !text.includes("Plot something"), text);
+  await shot(page, name);
+}
+
 async function main() {
   const tmp = mkdtempSync(join(tmpdir(), "ak-lab-"));
   for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
@@ -165,7 +207,8 @@ async function main() {
   notebook(join(tmp, "work", "agent.ipynb"), "agent", "Agent");
   notebook(join(tmp, "work", "nb7.ipynb"), "agent", "Agent");
 
-  const lab = await startJupyter("jupyterlab", tmp);
+  // JupyterLab behind a base URL, as a JupyterHub single-user server is.
+  const lab = await startJupyter("jupyterlab", tmp, "/user/tester/");
   const profile = mkdtempSync(join(tmpdir(), "ak-chromium-"));
   const browser = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
@@ -205,26 +248,7 @@ async function main() {
       await shot(page, "03-mirrored");
     });
 
-    await step("an ask is approved from the sidebar; the code runs and its plot appears in the cell", async () => {
-      const code = "import matplotlib\\nmatplotlib.use('module://matplotlib_inline.backend_inline')\\nimport matplotlib.pyplot as plt\\nplt.plot([1, 3, 2])\\nplt.show()";
-      await enqueue(
-        { steps: [{ toolCall: { id: "c1", name: "execute_code", args: [`{"code": "${code}"}`] } }] },
-        { steps: [{ text: ["Plotted."] }] });
-      await runCell(page, "Plot something");
-      // With the sidebar open the ask is answered there; the cell says so
-      // (no stdin prompt, which would outlive the answer).
-      await page.locator(".jp-OutputArea-output").filter({ hasText: "Answer it in the Agent sidebar." }).first()
-        .waitFor({ timeout: TIMEOUT });
-      const approve = sidebar(page).locator("#approve");
-      await approve.waitFor({ state: "visible", timeout: TIMEOUT });
-      await shot(page, "04-ask");
-      await approve.click();
-      await page.locator(".jp-OutputArea-output img").first().waitFor({ timeout: TIMEOUT });
-      await page.locator(".jp-OutputArea-output").filter({ hasText: "Plotted." }).first().waitFor({ timeout: TIMEOUT });
-      assert.equal(await page.locator(".jp-Stdin-input").count(), 0, "a stdin prompt was left in the notebook");
-      assert.equal(await pending(), 0);
-      await shot(page, "05-plot");
-    });
+    await step("an ask is approved from the sidebar; the code runs and its plot appears in the cell", () => approveAndPlot(page, "05-plot"));
 
     await step("off-host: the sidebar needs no port of the kernel's (no web panel server runs)", async () => {
       // The browser reached the kernel only through the Jupyter server: the
@@ -251,22 +275,7 @@ async function main() {
       await sidebar(page).locator("#timeline").filter({ hasText: "Printed it." }).waitFor({ timeout: TIMEOUT });
     });
 
-    await step("a rewind from the sidebar shows in the notebook (%agent history)", async () => {
-      const sb = sidebar(page);
-      const prompt = sb.locator("article.msg.user").filter({ hasText: "Plot something" });
-      await prompt.hover();
-      await prompt.locator("button.rewind").click();
-      await sb.locator("#rwKernel").uncheck();
-      await sb.locator("#rwDo").click();
-      await sb.locator("#rwSummary").waitFor({ state: "visible", timeout: TIMEOUT });
-      await until("the sidebar to drop the rewound prompt", async () => (await sb.locator("article.msg.user").filter({ hasText: "Plot something" }).count()) === 0);
-      await runCell(page, "%agent history");
-      const out = page.locator(".jp-OutputArea-output").filter({ hasText: "say:text" }).last();
-      await out.waitFor({ timeout: TIMEOUT });
-      const text = await out.innerText();
-      assert.ok(text.includes("Say hello") && !text.includes("Plot something"), text);
-      await shot(page, "06-rewound");
-    });
+    await step("a rewind from the sidebar shows in the notebook (%agent history)", () => rewindFromSidebar(page, "Say hello", "06-rewound"));
   } finally {
     await browser.close();
     rmSync(profile, { recursive: true, force: true });
@@ -293,6 +302,8 @@ async function main() {
       await sidebar(page).locator("#timeline").filter({ hasText: "Hello from Notebook 7." }).waitFor({ timeout: TIMEOUT });
       await shot(page, "07-notebook7");
     });
+    await step("Notebook 7: an ask approved from the sidebar, its plot in the cell", () => approveAndPlot(page, "08-notebook7-plot"));
+    await step("Notebook 7: a rewind from the sidebar shows in the notebook", () => rewindFromSidebar(page, "Say hello again", "09-notebook7-rewound"));
   } finally {
     await browser2.close();
     rmSync(profile2, { recursive: true, force: true });

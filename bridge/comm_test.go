@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
-	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/session/surfacetest"
@@ -26,32 +25,12 @@ import (
 // drives the agent while the notebook's cells run code.
 func TestCommConformance(t *testing.T) {
 	surfacetest.Run(t, func(t *testing.T, h *surfacetest.Host) surfacetest.Surface {
-		b, err := New(Config{Runner: h.Runner, Host: h.Host, Mode: ModeCode, Logger: logger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := wire.NewConnectionInfo("127.0.0.1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: logger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- srv.Serve(ctx) }()
-		s, err := paneltest.Surface(ctx, func(ctx context.Context) (paneltest.Conn, error) {
+		conn, stop := serveBridge(t, h, ModeCode)
+		s, err := paneltest.Surface(context.Background(), func(ctx context.Context) (paneltest.Conn, error) {
 			return dialComm(ctx, conn)
-		}, func() error {
-			cancel()
-			<-served
-			return b.Close()
-		})
+		}, stop)
 		if err != nil {
-			cancel()
-			<-served
-			b.Close()
+			stop()
 			t.Fatal(err)
 		}
 		return s
@@ -136,23 +115,10 @@ func (cc *commConn) Close() error {
 // cell, and no status of theirs tells the notebook its kernel is idle.
 func TestCommAnswersTheRunningCell(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	b, err := New(Config{Runner: h.Runner, Host: h.Host, Mode: ModePrompt, Logger: logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := wire.NewConnectionInfo("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, stop := serveBridge(t, h, ModePrompt)
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
-	defer func() { cancel(); <-served; b.Close() }()
 
 	h.Script.Enqueue(
 		scripted.Reply(scripted.ToolCall("c1", "execute_code", `{"code":"6*7"}`)),

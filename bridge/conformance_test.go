@@ -20,32 +20,39 @@ import (
 // the surface suite.
 func TestConformance(t *testing.T) {
 	surfacetest.Run(t, func(t *testing.T, h *surfacetest.Host) surfacetest.Surface {
-		b, err := New(Config{Runner: h.Runner, Host: h.Host, Mode: ModePrompt, Logger: logger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := wire.NewConnectionInfo("127.0.0.1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: logger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- srv.Serve(ctx) }()
-		nb := &notebook{conn: conn, stop: func() {
-			cancel()
-			<-served
-			b.Close()
-		}}
-		if err := nb.dial(ctx); err != nil {
+		conn, stop := serveBridge(t, h, ModePrompt)
+		nb := &notebook{conn: conn, stop: func() { stop() }}
+		if err := nb.dial(context.Background()); err != nil {
 			nb.Close()
 			t.Fatal(err)
 		}
 		return nb
 	})
+}
+
+// serveBridge serves a bridge over the scripted host h as a kernel;
+// stop ends the server and closes the bridge.
+func serveBridge(t *testing.T, h *surfacetest.Host, mode Mode) (conn *wire.ConnectionInfo, stop func() error) {
+	t.Helper()
+	b, err := New(Config{Runner: h.Runner, Host: h.Host, Mode: mode, Logger: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn, err = wire.NewConnectionInfo("127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	return conn, func() error {
+		cancel()
+		<-served
+		return b.Close()
+	}
 }
 
 // notebook is a Jupyter frontend of the kernel.

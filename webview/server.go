@@ -71,18 +71,11 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		o.Token = hex.EncodeToString(b)
 	}
-	if o.SendBuffer <= 0 {
-		o.SendBuffer = 1024
-	}
-	if o.MaxFrameBytes <= 0 {
-		o.MaxFrameBytes = 8 << 20
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = 10 * time.Second
-	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	// SendBuffer, MaxFrameBytes and WriteTimeout are the Panel's
+	// (PanelOptions' defaults): Start takes them back from it.
 	return o, nil
 }
 
@@ -147,6 +140,7 @@ func Start(a Agent, opts Options) (*Server, error) {
 	log := opts.Logger.Named("webview")
 	panel := NewPanel(a, PanelOptions{SendBuffer: opts.SendBuffer, MaxFrameBytes: opts.MaxFrameBytes,
 		WriteTimeout: opts.WriteTimeout, Logger: log})
+	opts.SendBuffer, opts.MaxFrameBytes, opts.WriteTimeout = panel.opts.SendBuffer, panel.opts.MaxFrameBytes, panel.opts.WriteTimeout
 	s := &Server{
 		opts:   opts,
 		log:    log,

@@ -113,7 +113,7 @@ func (b *Bridge) handleComm(ctx context.Context, r *kernel.Request) bool {
 		if cl == nil {
 			return false
 		}
-		cl.Detach()
+		go cl.Detach() // its writer may be mid-write: the worker goes on with the next comm
 	case wire.MsgCommInfoRequest:
 		if c.TargetName != PanelTarget {
 			return false

@@ -135,6 +135,11 @@ func (b *Bridge) handleComm(ctx context.Context, r *kernel.Request) bool {
 // comm_open to PanelTarget makes its id known at once, so that the
 // messages that follow it are ours before the worker has opened it.
 func (b *Bridge) ownComm(r *kernel.Request) bool {
+	switch r.Type() {
+	case wire.MsgCommOpen, wire.MsgCommInfoRequest, wire.MsgCommMsg, wire.MsgCommClose:
+	default:
+		return false // no decoding on the path of every execute_request (DeferBusy)
+	}
 	var c struct {
 		CommID     string `json:"comm_id"`
 		TargetName string `json:"target_name"`

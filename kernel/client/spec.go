@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/agentkernel/agentkernel/internal/pyenv"
 )
@@ -36,7 +37,8 @@ type Spec struct {
 // environment this executable was installed into (pip puts a wheel's
 // binary in PREFIX/bin, beside the kernelspecs in PREFIX/share/jupyter),
 // then Debian's /usr/bin/python3 (sys.prefix /usr).
-var sysPrefixDirs = append(ownPrefixDirs(), "/usr/share/jupyter")
+// It is worked out when first needed, not at every process's start.
+var sysPrefixDirs = sync.OnceValue(func() []string { return append(ownPrefixDirs(), "/usr/share/jupyter") })
 
 // ownPrefixDirs is PREFIX/share/jupyter when this executable is
 // PREFIX/bin/NAME of a Python environment.
@@ -98,7 +100,7 @@ func DataDirs() []string {
 		user = append(user, filepath.Join(home, ".local", "share", "jupyter"))
 	}
 	var env []string
-	for _, d := range sysPrefixDirs {
+	for _, d := range sysPrefixDirs() {
 		if !contains(systemDirs, d) {
 			env = append(env, d)
 		}

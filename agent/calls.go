@@ -268,3 +268,51 @@ func (t *Task) runExternal(ctx context.Context, tool *Tool, call provider.ToolCa
 	}
 	return res, err
 }
+
+// Call runs one call of a tool of the task's toolbox that comes from
+// outside the model — a client of the session's MCP server (agentkernel
+// mcp serve) — the way a model's call runs: decided by the permission
+// policy and the PreToolUse hooks, asked through approve where they say
+// ask (the ask and its answer are recorded in the UI history), run with
+// the world told (a rewind takes its changes back), and given to the
+// PostToolUse hooks. The model's history is not changed. A call the policy
+// or approve refused returns the result the model would get and an error
+// wrapping ErrDenied. Calls may come while a turn runs.
+func (t *Task) Call(ctx context.Context, call provider.ToolCall, approve Approver) (Result, error) {
+	if t.isClosed() {
+		return Result{}, ErrClosed
+	}
+	h := recording{toolResult: func(string, string) {}, approve: func(ctx context.Context, ask messages.UIMessage) (Response, error) {
+		ask.TS = t.clock.Next()
+		if err := t.create(ctx, ask); err != nil {
+			return Response{}, err
+		}
+		resp, ok := Response{Kind: ResponseNo, By: "nobody"}, false
+		if approve != nil {
+			resp, ok = approve(ctx, ask)
+		}
+		if !ok {
+			resp = Response{Kind: ResponseNo, By: orDefault(resp.By, "nobody")}
+		}
+		if err := t.markAnswered(context.WithoutCancel(ctx), ask); err != nil {
+			return Response{}, err
+		}
+		return resp, ctx.Err()
+	}}
+	res, err := t.runTool(ctx, h, call)
+	switch {
+	case errors.Is(err, errDenied):
+		t.countTool(call.Name, false)
+		return res, fmt.Errorf("%w: %s", ErrDenied, strings.TrimSuffix(strings.TrimPrefix(res.Text, "Permission denied: "), "."))
+	case err != nil:
+		t.countTool(call.Name, true)
+		t.lis.Emit(Event{Kind: EventToolFailed, Tool: call.Name, Text: err.Error()})
+	default:
+		t.countTool(call.Name, false)
+	}
+	return res, err
+}
+
+// ErrDenied is the error of a Call that the permission policy, a hook or
+// the user refused.
+var ErrDenied = errors.New("agent: denied")

@@ -6,11 +6,9 @@ import (
 
 // Roles of the derived role column, used by previews and first-user lookups.
 const (
-	roleUser      = "user"
-	roleAssistant = "assistant"
-	roleTool      = "tool"
-	roleSystem    = "system"
-	roleMeta      = "meta" // bookkeeping (api_req_*, checkpoints, status): never previewed
+	roleUser      = string(messages.RoleUser)
+	roleAssistant = string(messages.RoleAssistant)
+	roleMeta      = string(messages.RoleMeta)
 )
 
 // uiKind is the ask or say kind of m.
@@ -21,38 +19,8 @@ func uiKind(m messages.UIMessage) string {
 	return string(m.Say)
 }
 
-// uiRole classifies a UI message for previews. first says whether m is the
-// first message of its session: the task the user typed is a say:text.
-func uiRole(m messages.UIMessage, first bool) string {
-	if m.Type == messages.TypeAsk {
-		switch m.Ask {
-		case messages.AskFollowup, messages.AskCompletionResult:
-			return roleAssistant
-		case messages.AskTool, messages.AskCommand, messages.AskCommandOutput, messages.AskUseMCPServer:
-			return roleTool
-		}
-		return roleSystem
-	}
-	switch m.Say {
-	case messages.SayText:
-		if first {
-			return roleUser
-		}
-		return roleAssistant
-	case messages.SayUserFeedback, messages.SayUserFeedbackDiff:
-		return roleUser
-	case messages.SayReasoning, messages.SayCompletionResult, messages.SaySubtaskResult:
-		return roleAssistant
-	case messages.SayCommandOutput, messages.SayMCPServerRequestStarted, messages.SayMCPServerResponse,
-		messages.SayCellExecuted, messages.SayImage, messages.SayDiffError:
-		return roleTool
-	case messages.SayAPIReqStarted, messages.SayAPIReqFinished, messages.SayAPIReqRetried,
-		messages.SayAPIReqRetryDelayed, messages.SayAPIReqDeleted, messages.SayCheckpointSaved,
-		messages.SayKernelStatus:
-		return roleMeta
-	}
-	return roleSystem
-}
+// uiRole classifies a UI message for previews (messages.RoleOf).
+func uiRole(m messages.UIMessage, first bool) string { return string(messages.RoleOf(m, first)) }
 
 // uiText is the indexed text of a UI message: its text, then its reasoning.
 func uiText(m messages.UIMessage) string {

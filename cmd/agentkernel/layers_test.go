@@ -39,7 +39,8 @@ func TestLayers(t *testing.T) {
 		// are wired to it, never the other way.
 		"app": {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
 		// A surface over the app's hosts, as bridge is over its host.
-		"acp": {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
+		"acp":      {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
+		"mcpserve": {"bridge", "webview", "webview/hostagent", "streamjson", "acp", "kernel", "cmd/agentkernel"},
 		// The surface suite drives a host; the surfaces bring themselves.
 		"session/surfacetest": {"app", "bridge", "webview", "webview/hostagent", "streamjson", "cmd/agentkernel"},
 		// The panel's protocol over the host: no transport of its own.
@@ -56,6 +57,8 @@ func TestLayers(t *testing.T) {
 		"streamjson":        {"store", "rewind", "kernel/client"},
 		"webview/hostagent": {"store", "rewind", "kernel/client", "kernel/wire"},
 		"acp":               {"store", "rewind", "kernel/client", "kernel/wire"},
+		// It speaks to the kernel through the runner only.
+		"mcpserve": {"store", "rewind"},
 	}
 	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "../../...").Output()
 	if err != nil {

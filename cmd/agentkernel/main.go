@@ -10,6 +10,7 @@
 //	agentkernel webview list
 //	agentkernel logs [--follow]
 //	agentkernel mcp list
+//	agentkernel mcp serve [--http ADDR]      (the live kernel and the sessions as an MCP server)
 //	agentkernel acp                           (an Agent Client Protocol agent on stdio)
 //	agentkernel version
 //
@@ -85,8 +86,8 @@ var commands = []app.Command{
 		Run: func(a []string, e app.Env) error { return runWebview(a, e.Stdout, e.Stderr) }},
 	{Name: "logs", Synopsis: "logs [--follow]", Summary: "the event log: prompts, answers, commands, messages, tool calls, results",
 		Run: func(a []string, e app.Env) error { return runLogs(a, e.Stdout, e.Stderr) }},
-	{Name: "mcp", Synopsis: "mcp list [--json]", Summary: "the MCP servers of this directory: status, transport, tools",
-		Run: func(a []string, e app.Env) error { return runMCP(a, e.Stdout, e.Stderr) }},
+	{Name: "mcp", Synopsis: "mcp list | mcp serve", Summary: "the MCP servers of this directory; serve the live kernel and the sessions as one",
+		Run: runMCP},
 	acp.Command,
 	{Name: "version", Synopsis: "version", Summary: "print the version",
 		Run: func(_ []string, e app.Env) error {

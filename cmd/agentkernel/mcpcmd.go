@@ -11,13 +11,23 @@ import (
 
 	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/mcp"
+	"github.com/agentkernel/agentkernel/mcpserve"
 )
 
-// runMCP: `agentkernel mcp list` starts the MCP servers configured for a
+// runMCP runs `agentkernel mcp list` or `agentkernel mcp serve` (package
+// mcpserve).
+func runMCP(args []string, env app.Env) error {
+	if len(args) > 0 && args[0] == "serve" {
+		return mcpserve.Run(args[1:], env)
+	}
+	return runMCPList(args, env.Stdout, env.Stderr)
+}
+
+// runMCPList: `agentkernel mcp list` starts the MCP servers configured for a
 // directory (its .mcp.json, and the config file's mcpServers), waits for
 // them, prints each one's status, transport and tools, and stops them.
-func runMCP(args []string, stdout, stderr io.Writer) error {
-	if ok, err := wantList("mcp", "mcp list [--json] [--dir DIR]", args, stderr); !ok {
+func runMCPList(args []string, stdout, stderr io.Writer) error {
+	if ok, err := wantList("mcp", "mcp list [--json] [--dir DIR] | mcp serve [flags]", args, stderr); !ok {
 		return err
 	}
 	fs := newFlagSet("mcp list", "mcp list [--json] [--dir DIR]", stderr)

@@ -73,6 +73,7 @@ bench: build
 	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway -ipykernel-python $$(scripts/modern-venv.sh)
 	$(GO) run ./scripts/promptbench -agentkernel $(BIN)
 	$(GO) run ./scripts/ckptbench -agentkernel $(BIN)
+	$(GO) run ./scripts/mcpbench -agentkernel $(BIN)
 
 clean:
 	rm -rf bin

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
@@ -191,9 +190,6 @@ func failed(format string, a ...any) *sdk.CallToolResult {
 }
 
 func (s *Server) execute(ctx context.Context, req *sdk.CallToolRequest, in executeIn) (*sdk.CallToolResult, any, error) {
-	if strings.TrimSpace(in.Code) == "" {
-		return failed("execute_code: no code given"), nil, nil
-	}
 	input, _ := json.Marshal(map[string]string{"code": in.Code})
 	call := provider.ToolCall{ID: "mcp_" + uuid.NewString(), Name: agent.ToolExecuteCode, Input: input}
 	approve, ask, err := s.approver(ctx, req, call, in.Code)

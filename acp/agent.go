@@ -30,6 +30,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/app"
+	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 )
@@ -123,6 +124,7 @@ func (a *Agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 		AuthMethods:     []sdk.AuthMethod{},
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:        true,
+			McpCapabilities:    sdk.McpCapabilities{Http: true},
 			PromptCapabilities: sdk.PromptCapabilities{Image: true, EmbeddedContext: true},
 			SessionCapabilities: sdk.SessionCapabilities{
 				List:   &sdk.SessionListCapabilities{},
@@ -141,12 +143,16 @@ func (a *Agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.Auth
 
 // openSession opens a host for cwd and makes a session current in it
 // (start).
-func (a *Agent) openSession(ctx context.Context, cwd string, start func(*session.Host) (session.Info, error)) (*acpSession, error) {
+func (a *Agent) openSession(ctx context.Context, cwd string, servers []sdk.McpServer, start func(*session.Host) (session.Info, error)) (*acpSession, error) {
 	if cwd == "" || !strings.HasPrefix(cwd, "/") {
 		return nil, sdk.NewInvalidParams(map[string]any{"cwd": "an absolute path is required"})
 	}
 	h, closeWS, err := a.open(cwd)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.AddMCPServers(mcpServers(servers)); err != nil {
+		closeWS()
 		return nil, err
 	}
 	info, err := start(h)
@@ -169,6 +175,28 @@ func (a *Agent) openSession(ctx context.Context, cwd string, start func(*session
 	return s, nil
 }
 
+// mcpServers are the MCP servers a client gives a session, as ours.
+func mcpServers(servers []sdk.McpServer) []mcp.ServerConfig {
+	var out []mcp.ServerConfig
+	for _, s := range servers {
+		switch {
+		case s.Stdio != nil:
+			env := map[string]string{}
+			for _, e := range s.Stdio.Env {
+				env[e.Name] = e.Value
+			}
+			out = append(out, mcp.ServerConfig{Name: s.Stdio.Name, Type: mcp.TransportStdio, Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env})
+		case s.Http != nil:
+			hs := map[string]string{}
+			for _, h := range s.Http.Headers {
+				hs[h.Name] = h.Value
+			}
+			out = append(out, mcp.ServerConfig{Name: s.Http.Name, Type: mcp.TransportHTTP, URL: s.Http.Url, Headers: hs})
+		}
+	}
+	return out
+}
+
 // session returns the open session id.
 func (a *Agent) session(id sdk.SessionId) (*acpSession, error) {
 	a.mu.Lock()
@@ -182,7 +210,7 @@ func (a *Agent) session(id sdk.SessionId) (*acpSession, error) {
 
 // NewSession implements sdk.Agent: a new stored session of cwd.
 func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
-	s, err := a.openSession(ctx, p.Cwd, func(h *session.Host) (session.Info, error) { return h.NewSession(ctx) })
+	s, err := a.openSession(ctx, p.Cwd, p.McpServers, func(h *session.Host) (session.Info, error) { return h.NewSession(ctx) })
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
@@ -193,7 +221,7 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 // LoadSession implements sdk.AgentLoader: the stored session, its
 // conversation replayed as session/update before the answer.
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
-	s, err := a.openSession(ctx, p.Cwd, func(h *session.Host) (session.Info, error) { return h.Resume(ctx, string(p.SessionId)) })
+	s, err := a.openSession(ctx, p.Cwd, p.McpServers, func(h *session.Host) (session.Info, error) { return h.Resume(ctx, string(p.SessionId)) })
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
@@ -204,7 +232,7 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 
 // ResumeSession implements sdk.Agent: the stored session, not replayed.
 func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	s, err := a.openSession(ctx, p.Cwd, func(h *session.Host) (session.Info, error) { return h.Resume(ctx, string(p.SessionId)) })
+	s, err := a.openSession(ctx, p.Cwd, p.McpServers, func(h *session.Host) (session.Info, error) { return h.Resume(ctx, string(p.SessionId)) })
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
@@ -215,7 +243,7 @@ func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 // UnstableForkSession is session/fork: a new session with the whole
 // history of the given one (its files and kernel untouched).
 func (a *Agent) UnstableForkSession(ctx context.Context, p sdk.UnstableForkSessionRequest) (sdk.UnstableForkSessionResponse, error) {
-	s, err := a.openSession(ctx, p.Cwd, func(h *session.Host) (session.Info, error) {
+	s, err := a.openSession(ctx, p.Cwd, nil, func(h *session.Host) (session.Info, error) {
 		if _, err := h.Resume(ctx, string(p.SessionId)); err != nil {
 			return session.Info{}, err
 		}

@@ -458,12 +458,19 @@ func (t *turn) approve(ctx context.Context, ask messages.UIMessage) (agent.Respo
 // of its tool.
 func (t *turn) callOf(ask messages.UIMessage) *call {
 	name := agent.ToolExecuteCode
-	if ask.Ask == messages.AskTool {
+	switch ask.Ask {
+	case messages.AskTool:
 		a, ok := messages.ParseToolAsk(ask)
 		if !ok {
 			return nil
 		}
 		name = a.Tool
+	case messages.AskUseMCPServer:
+		a, ok := agent.ParseMCPAsk(ask)
+		if !ok {
+			return nil
+		}
+		name = agent.ExternalPrefix + a.ServerName + "__" + a.ToolName
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -504,6 +511,9 @@ func title(tool string, input json.RawMessage) string {
 		return "Run " + messages.FirstLine(fmt.Sprint(in["code"]), 80)
 	case agent.ToolReadFile, agent.ToolWriteFile, agent.ToolEditFile, agent.ToolListFiles:
 		return fmt.Sprintf("%s %v", tool, in["path"])
+	}
+	if code, ok := in["code"].(string); ok && agent.IsExternal(tool) {
+		return tool + ": " + messages.FirstLine(code, 80)
 	}
 	return tool
 }

@@ -290,6 +290,10 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 	defer stop()
 
 	var textMsg, reasonMsg *messages.UIMessage
+	// An agent that runs its own tools (EventActivity, EventAsk) says
+	// things between its steps: each stretch of its text is a message of
+	// its own, from these offsets on.
+	var textFrom, reasonFrom int
 	grow := func(m **messages.UIMessage, kind messages.Say, full string) error {
 		if *m == nil {
 			created, err := t.say(ctx, kind, full, func(u *messages.UIMessage) { u.Partial = true })
@@ -318,6 +322,16 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 		}
 		return nil
 	}
+	// cut ends the stretch of text so far: what the agent says after a
+	// step of its own is a new message, after the step's.
+	cut := func() error {
+		if err := finish(); err != nil {
+			return err
+		}
+		textMsg, reasonMsg, textFrom, reasonFrom = nil, nil, len(res.text), len(res.reasoning)
+		return nil
+	}
+	steps := map[string]*activity{}
 	for {
 		ev, err := s.Next()
 		if errors.Is(err, io.EOF) {
@@ -335,7 +349,7 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 		switch ev.Type {
 		case provider.EventText:
 			res.text += ev.Text
-			if err := grow(&textMsg, messages.SayText, res.text); err != nil {
+			if err := grow(&textMsg, messages.SayText, res.text[textFrom:]); err != nil {
 				return res, err
 			}
 		case provider.EventReasoning:
@@ -343,7 +357,7 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 			if ev.Signature != "" {
 				res.signature = ev.Signature
 			}
-			if err := grow(&reasonMsg, messages.SayReasoning, res.reasoning); err != nil {
+			if err := grow(&reasonMsg, messages.SayReasoning, res.reasoning[reasonFrom:]); err != nil {
 				return res, err
 			}
 		case provider.EventToolCall:
@@ -356,9 +370,106 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 			}
 		case provider.EventDone:
 			res.stop = ev.StopReason
+		case provider.EventActivity:
+			if ev.Activity == nil {
+				continue
+			}
+			if err := cut(); err != nil {
+				return res, err
+			}
+			if err := t.recordActivity(ctx, prov, steps, *ev.Activity); err != nil {
+				return res, err
+			}
+		case provider.EventAsk:
+			if ev.Ask == nil {
+				continue
+			}
+			if err := cut(); err != nil {
+				return res, err
+			}
+			if err := t.askForAgent(ctx, *ev.Ask); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, finish()
+}
+
+// activity is what the history has of one tool call of an agent that runs
+// its own tools.
+type activity struct {
+	started, ended bool
+}
+
+// recordActivity records a step of an agent that runs its own tools, as
+// an MCP tool call of ours is recorded: mcp_server_request_started when
+// the call starts (the agent's name as the server), mcp_server_response
+// with a preview of its output when it ends.
+func (t *Task) recordActivity(ctx context.Context, prov provider.Provider, steps map[string]*activity, a provider.Activity) error {
+	st := steps[a.ID]
+	if st == nil {
+		st = &activity{}
+		steps[a.ID] = st
+	}
+	if !st.started {
+		st.started = true
+		input := string(a.Input)
+		if input == "" {
+			input = "{}"
+		}
+		b, _ := json.Marshal(map[string]string{"serverName": prov.Model().ID, "toolName": a.Title,
+			"arguments": truncateRunes(input, maxResponsePreview)})
+		if _, err := t.say(ctx, messages.SayMCPServerRequestStarted, string(b), nil); err != nil {
+			return err
+		}
+		t.lis.Emit(Event{Kind: EventToolStarted, Tool: a.Title, ToolID: a.ID})
+	}
+	if a.Done() && !st.ended {
+		st.ended = true
+		out := a.Output
+		if a.Status == "failed" && out == "" {
+			out = "(failed)"
+		}
+		if _, err := t.say(ctx, messages.SayMCPServerResponse, truncateRunes(out, maxResponsePreview), nil); err != nil {
+			return err
+		}
+		t.countTool(a.Title, a.Status == "failed")
+		t.lis.Emit(Event{Kind: EventToolFinished, Tool: a.Title, ToolID: a.ID, Failed: a.Status == "failed"})
+	}
+	return nil
+}
+
+// askForAgent answers a permission an agent that runs its own tools asks
+// for: by the permission mode (bypassPermissions allows, plan denies),
+// else by asking whoever answers asks, as our own tools' asks are.
+func (t *Task) askForAgent(ctx context.Context, a provider.Ask) error {
+	switch t.perm.Mode() {
+	case ModeBypassPermissions:
+		a.Reply(true, false)
+		return nil
+	case ModePlan:
+		a.Reply(false, false)
+		return nil
+	}
+	input := a.Input
+	if !json.Valid(input) {
+		input = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(messages.ToolAsk{Tool: a.Tool, Input: input, Reason: "the agent asks for it"})
+	resp, err := t.ask(ctx, messages.AskTool, string(b))
+	if err != nil {
+		a.Reply(false, false)
+		return err
+	}
+	switch resp.Kind {
+	case ResponseYes:
+		a.Reply(true, false)
+	case ResponseAllowAll:
+		a.Reply(true, true)
+	default:
+		a.Reply(false, false)
+	}
+	return nil
 }
 
 // finishRequest records the assistant message, usage and cost.

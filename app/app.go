@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/mcp"
@@ -120,11 +119,9 @@ func (c Config) Err() error {
 }
 
 // host is the session host's configuration from c: everything but the
-// store, the runner, the workspace, the kind, the logger and the event log,
-// which Open adds.
+// store, the runner, the workspace, the kind, the logger, the event log
+// and the model opener, which Open adds.
 func (c Config) host() session.Config {
-	prices := c.File.prices()
-	record := c.Record
 	return session.Config{
 		DataDir:        c.DataDir,
 		StoreURL:       c.StoreURL,
@@ -143,9 +140,6 @@ func (c Config) host() session.Config {
 				return err
 			}
 			return notebooks.Write(w, nb)
-		},
-		OpenModel: func(spec string) (provider.Provider, error) {
-			return models.Open(spec, models.Options{Prices: prices, Record: record})
 		},
 	}
 }

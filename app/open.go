@@ -10,6 +10,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/acpagent"
+	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/session"
@@ -59,6 +62,7 @@ type App struct {
 	surface Surface
 	mu      sync.Mutex
 	closed  bool
+	tools   func(context.Context) ([]acpagent.ToolServer, error)
 }
 
 // Open opens the event log, the store (now, or at first use), the backing
@@ -105,14 +109,41 @@ func (a *App) runner(dir string) (backing.Runner, error) {
 	return backing.Open(o)
 }
 
-// host makes a session host of workspace over the app's store.
+// host makes a session host of workspace over the app's store. An
+// external agent (a model acp:…) runs in workspace with the tools
+// SetAgentTools gives.
 func (a *App) host(workspace, kind string, r backing.Runner) *session.Host {
 	hc := a.Config.host()
+	prices, record := a.Config.File.prices(), a.Config.Record
+	hc.OpenModel = func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Prices: prices, Record: record, ACP: acpagent.Options{
+			Dir: workspace, Logger: a.surface.Logger, Tools: a.agentTools}})
+	}
 	hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.EventLog = a.Store, r, workspace, kind, a.surface.Logger, a.Log
 	if a.surface.Source != "" {
 		hc.Source = a.surface.Source
 	}
 	return session.New(hc)
+}
+
+// SetAgentTools sets what gives an external agent (a model acp:…) its MCP
+// servers at each session it opens: the kernel command gives it the live
+// kernel's own (package mcpserve).
+func (a *App) SetAgentTools(f func(context.Context) ([]acpagent.ToolServer, error)) {
+	a.mu.Lock()
+	a.tools = f
+	a.mu.Unlock()
+}
+
+// agentTools gives an external agent the tools SetAgentTools set.
+func (a *App) agentTools(ctx context.Context) ([]acpagent.ToolServer, error) {
+	a.mu.Lock()
+	f := a.tools
+	a.mu.Unlock()
+	if f == nil {
+		return nil, nil
+	}
+	return f(ctx)
 }
 
 // Workspace is a session host of its own and the runner of its backing

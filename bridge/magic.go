@@ -26,6 +26,7 @@ const magicHelp = `%agent new              start a new session
 %agent fork TS|#N       a new session holding the history before that message
 %agent edit TS|#N TEXT  replace a prompt of yours with TEXT and run it again
 %agent model [NAME]     show or set the model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:NAME, replay:FILE)
+%agent use AGENT        let an ACP agent answer (claude, codex, gemini, or its command line); it runs code here
 %agent mode [NAME]      show or set the permission mode (default, acceptEdits, bypassPermissions, plan)
 %agent cost             tokens and cost of this session
 %agent export FILE      write this session: FILE.ipynb as a notebook, else both histories as JSONL
@@ -37,7 +38,7 @@ const magicHelp = `%agent new              start a new session
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -142,6 +143,16 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			return "", err
 		}
 		return "Model: " + h.Model(), nil
+	case "use":
+		if len(args) == 0 {
+			return "Usage: %agent use claude|codex|gemini|COMMAND [ARGS...] — an external ACP agent answers the prompts " +
+				"(%agent model MODEL goes back to a model).", nil
+		}
+		if err := h.SetModel(ctx, "acp:"+strings.Join(args, " ")); err != nil {
+			return "", err
+		}
+		return "Agent: " + strings.Join(args, " ") + " (ACP). Its turns are stored in this session; it runs code in this " +
+			"kernel through agentkernel's MCP server, and its permission requests are asked here.", nil
 	case "mode":
 		if len(args) == 0 {
 			return "Permission mode: " + string(h.Mode()), nil

@@ -182,6 +182,21 @@ type Config struct {
 	Problems []Problem
 }
 
+// Add adds servers a client gives (ACP's session/new), in scope "client":
+// one of the same name as a configured server replaces it; one that is
+// not valid is a Problem.
+func (c *Config) Add(servers []ServerConfig) {
+	for _, sc := range servers {
+		sc.Scope = "client"
+		if err := sc.check(); err != nil {
+			c.Problems = append(c.Problems, Problem{Name: sc.Name, Scope: sc.Scope, Err: err})
+			continue
+		}
+		c.Servers = slices.DeleteFunc(c.Servers, func(o ServerConfig) bool { return o.Name == sc.Name })
+		c.Servers = append(c.Servers, sc)
+	}
+}
+
 // Problem is a configuration entry that could not be used.
 type Problem struct {
 	Name, Scope string

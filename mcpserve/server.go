@@ -50,8 +50,12 @@ type Options struct {
 	// Version is the server's version, told to clients.
 	Version string
 	// Approve answers the asks of a client that cannot be asked (it did
-	// not declare elicitation). The zero value denies them.
+	// not declare elicitation, or NoElicitation). The zero value denies
+	// them.
 	Approve agent.ApprovalPolicy
+	// NoElicitation never asks the client: its user was asked already
+	// (an external agent asks before it calls a tool).
+	NoElicitation bool
 	// Logger; default a null logger.
 	Logger hclog.Logger
 }
@@ -260,7 +264,7 @@ const askKey = "approve"
 func (s *Server) approver(ctx context.Context, req *sdk.CallToolRequest, call provider.ToolCall, code string) (approve agent.Approver, res *sdk.CallToolResult, err error) {
 	ss := req.Session
 	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+	if s.o.NoElicitation || p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
 		return s.o.Approve.Approver(), nil, nil
 	}
 	by := "mcp client"

@@ -106,8 +106,9 @@ type Host struct {
 	logSeq    int64            // the last entry's seq
 	logMark   map[string]int64 // per session: the last entry it has seen
 	providers map[string]provider.Provider
-	mcp       *mcp.Manager // made at the first session
-	cells     []cell       // code mode's cells run before any session: the first one's context
+	mcp       *mcp.Manager       // made at the first session
+	clientMCP []mcp.ServerConfig // a client's servers (AddMCPServers)
+	cells     []cell             // code mode's cells run before any session: the first one's context
 	closed    bool
 }
 

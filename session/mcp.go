@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/mcp"
@@ -15,12 +16,30 @@ func (h *Host) mcpServers() *mcp.Manager {
 	if h.mcp == nil && !h.closed {
 		opts := h.cfg.MCP
 		opts.Config = mcp.Load(h.cfg.Workspace, h.cfg.MCPServers, opts.UserDir)
+		opts.Config.Add(h.clientMCP)
 		opts.Dir = h.cfg.Workspace
 		opts.Logger = h.cfg.Logger
 		opts.OnChange = func() { h.lis.Emit(agent.Event{Kind: EventMCPChanged}) }
 		h.mcp = mcp.NewManager(opts)
 	}
 	return h.mcp
+}
+
+// AddMCPServers adds MCP servers a client gives (ACP's session/new) to the
+// workspace's and the config file's, before the host's first session; a
+// server named as a configured one replaces it. After that it is an
+// error: the servers are running.
+func (h *Host) AddMCPServers(servers []mcp.ServerConfig) error {
+	if len(servers) == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mcp != nil {
+		return errors.New("session: the MCP servers are already running")
+	}
+	h.clientMCP = append(h.clientMCP, servers...)
+	return nil
 }
 
 // mcpSource is the tool source of a new session's toolbox: the MCP

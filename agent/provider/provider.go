@@ -58,6 +58,14 @@ const (
 	EventUsage EventType = "usage"
 	// EventDone: the turn ended; StopReason says why.
 	EventDone EventType = "done"
+	// EventActivity: Activity is a step of an agent that runs its own
+	// tools (an external ACP agent): a tool call it started, or that
+	// call's progress or result. The task records it; it runs nothing.
+	EventActivity EventType = "activity"
+	// EventAsk: Ask is a permission such an agent wants. The task asks
+	// whoever answers asks (the notebook's stdin, the panel, a policy)
+	// and gives the answer to Ask.Reply before it reads on.
+	EventAsk EventType = "ask"
 )
 
 // Event is one normalised piece of a model's streamed answer.
@@ -68,6 +76,34 @@ type Event struct {
 	ToolCall   *ToolCall  `json:"toolCall,omitempty"`
 	Usage      *Usage     `json:"usage,omitempty"`
 	StopReason StopReason `json:"stopReason,omitempty"`
+	Activity   *Activity  `json:"activity,omitempty"`
+	Ask        *Ask       `json:"-"`
+}
+
+// Activity is a tool call of an agent that runs its own tools, as far as
+// it has gone.
+type Activity struct {
+	ID    string          `json:"id"`
+	Title string          `json:"title"`          // what it does, for people
+	Kind  string          `json:"kind,omitempty"` // read, edit, execute, fetch, … (ACP's tool kinds)
+	Input json.RawMessage `json:"input,omitempty"`
+	// Status is pending, in_progress, completed or failed.
+	Status string `json:"status,omitempty"`
+	// Output is what the call gave, as text, once it is known.
+	Output string `json:"output,omitempty"`
+}
+
+// Done reports whether the call has ended.
+func (a Activity) Done() bool { return a.Status == "completed" || a.Status == "failed" }
+
+// Ask is a permission an agent that runs its own tools asks for.
+type Ask struct {
+	// Tool is the call it wants to make, for people; Input its arguments.
+	Tool  string
+	Input json.RawMessage
+	// Reply takes the answer: allow, and always (the agent need not ask
+	// again in this session). It is called once.
+	Reply func(allow, always bool)
 }
 
 // ToolCall is a call of a tool by the model.

@@ -18,12 +18,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/eglaunch"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/mcpserve"
 )
 
 func runKernel(args []string, stderr io.Writer) error {
@@ -58,6 +60,13 @@ func parseKernel(args []string, stderr io.Writer) (*kernelRun, error) {
 	k.backing = app.AddBackingFlags(fs, "kernelspec of the backing kernel")
 	fs.StringVar(&k.mode, "mode", "code", "kernel mode: code or prompt")
 	fs.StringVar(&k.model, "model", "", "model for new sessions (default $AGENTKERNEL_MODEL, then the config file)")
+	fs.Func("agent", "an external ACP agent answers instead of a model: claude, codex, gemini or `acp:COMMAND` (same as --model acp:…)", func(v string) error {
+		if !strings.HasPrefix(v, "acp:") {
+			v = "acp:" + v
+		}
+		k.model = v
+		return nil
+	})
 	fs.StringVar(&k.record, "record", "", "record the model's answers to this cassette `FILE` (default $"+app.EnvRecord+")")
 	storeArg := app.StoreFlag(fs)
 	fs.Usage = func() {
@@ -168,13 +177,19 @@ func (k *kernelRun) open(mode bridge.Mode, nested error) (b *bridge.Bridge, clos
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: %w", err)
 	}
+	// An external agent (%agent use claude) is given the live kernel as
+	// an MCP server.
+	tools, closeTools := mcpserve.AgentTools(mcpserve.Options{Host: a.Host, Runner: a.Runner, Version: versionString(),
+		Approve: agent.ApproveAll, Logger: k.log})
+	a.SetAgentTools(tools)
 	b, err = bridge.New(bridge.Config{Runner: a.Runner, Host: a.Host, Refuse: nested, Mode: mode, Logger: k.log,
 		Version: versionString(), Problems: cfg.Problems, Approve: cfg.Approve})
 	if err != nil {
+		closeTools()
 		a.Close()
 		return nil, nil, err
 	}
-	return b, func() { a.Close() }, nil
+	return b, func() { a.Close(); closeTools() }, nil
 }
 
 // startProfile writes a CPU profile when AGENTKERNEL_CPUPROFILE names a

@@ -6,6 +6,7 @@
 //	anthropic:claude-sonnet-4-5  ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
 //	ollama:qwen2.5-coder         OLLAMA_HOST (default http://localhost:11434)
 //	replay:FILE                  a cassette recorded with Options.Record
+//	acp:claude                   an external ACP agent (claude, codex, gemini, or a command line): its turns are the model's
 //
 // A model the tables and Options.Prices do not give a context window gets
 // it from its server, asked once when first needed: Ollama's /api/show,
@@ -24,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/acpagent"
 	"github.com/agentkernel/agentkernel/agent/provider/anthropic"
 	"github.com/agentkernel/agentkernel/agent/provider/openai"
 	"github.com/agentkernel/agentkernel/agent/provider/replay"
@@ -41,6 +43,10 @@ type Options struct {
 	// cassette to this file (see package replay). Close the returned
 	// provider (it is an io.Closer then) to finish the cassette.
 	Record string
+	// ACP is the template of an external agent's options (acp:…): its
+	// workspace, the tools it is given, the logger. Label and Command
+	// come from the model string.
+	ACP acpagent.Options
 }
 
 // Env lists the variables Open reads, for help texts.
@@ -99,13 +105,24 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		}
 		secrets = append(secrets, key)
 		p, err = anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
+	case "acp":
+		if o.Record != "" {
+			return nil, errors.New("models: an external agent's turns cannot be recorded")
+		}
+		ao := o.ACP
+		ao.Command = acpagent.Command(model)
+		ao.Label = strings.TrimSpace(model)
+		if _, ok := acpagent.Aliases[ao.Label]; !ok && len(ao.Command) > 0 {
+			ao.Label = acpagent.Label(ao.Command)
+		}
+		return acpagent.New(ao)
 	case "replay":
 		if o.Record != "" {
 			return nil, errors.New("models: cannot record a replay")
 		}
 		return replay.Open(model)
 	default:
-		return nil, fmt.Errorf("models: unknown provider %q in %q (want openai, anthropic, ollama or replay)", name, spec)
+		return nil, fmt.Errorf("models: unknown provider %q in %q (want openai, anthropic, ollama, acp or replay)", name, spec)
 	}
 	if err != nil {
 		return nil, err

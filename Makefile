@@ -42,14 +42,14 @@ test-norace:
 test-fuzz:
 	$(GO) test -run=NONE -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./kernel/wire
 
-test-python: build mcp-server
+test-python: build mcp-server acp-client
 	AGENTKERNEL_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest tests/python -q -p no:cacheprovider
 
 # The same suites on the stack users run today, from PyPI (JupyterLab 4,
 # Notebook 7, ipykernel 7 as the backing kernel, jupyter_client 8,
 # jupyter_server 2 as the gateway server): tests/python/requirements-modern.txt
 # in a cached venv.
-test-python-modern: build mcp-server
+test-python-modern: build mcp-server acp-client
 	AGENTKERNEL_BIN=$(abspath $(BIN)) $$(scripts/modern-venv.sh) -m pytest tests/python -q -p no:cacheprovider
 
 test-browser:

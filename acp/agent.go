@@ -30,6 +30,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/app"
+	"github.com/agentkernel/agentkernel/internal/gate"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
@@ -91,11 +92,13 @@ func NewWithOpener(open Opener, version string, log hclog.Logger) *Agent {
 // Serve speaks ACP on r and w until the client closes its end or ctx
 // ends, then closes every session.
 func (a *Agent) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	a.conn = sdk.NewAgentSideConnection(a, w, r)
+	in := gate.New(r)
+	a.conn = sdk.NewAgentSideConnection(a, w, in)
 	// The SDK's own log (a closed connection, a bad frame) goes to ours,
-	// at its warnings.
+	// at its warnings; nothing is read before it is set.
 	a.conn.SetLogger(slog.New(slog.NewTextHandler(a.log.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
 		&slog.HandlerOptions{Level: slog.LevelWarn})))
+	in.Open()
 	select {
 	case <-a.conn.Done():
 	case <-ctx.Done():

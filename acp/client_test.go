@@ -83,6 +83,13 @@ func TestRealClient(t *testing.T) {
 		ReplayedPrompts []string
 		Listed          []string
 		Usage           struct{ InputTokens, OutputTokens int }
+		UsageUpdates    []struct {
+			Used, Size int
+			Cost       struct {
+				Amount   float64
+				Currency string
+			}
+		}
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("summary %s: %v", out, err)
@@ -103,6 +110,12 @@ func TestRealClient(t *testing.T) {
 	updates := string(mustJSON(got.ToolUpdates))
 	if !strings.Contains(updates, `"42\n"`) || !strings.Contains(updates, `"completed"`) {
 		t.Errorf("the tool call's updates lack the kernel's output or its end: %s", updates)
+	}
+	// usage_update after each model request: the context's fill (the
+	// request's 100 tokens in and 10 out) and the session's cost.
+	if n := len(got.UsageUpdates); n < 3 || got.UsageUpdates[n-1].Used != 110 || got.UsageUpdates[n-1].Cost.Currency != "USD" ||
+		got.UsageUpdates[n-1].Cost.Amount <= 0 || got.UsageUpdates[n-1].Size <= 0 {
+		t.Errorf("usage updates %+v", got.UsageUpdates)
 	}
 	if got.Stops["cancelled"] != "cancelled" {
 		t.Errorf("the cancelled prompt answered %q", got.Stops["cancelled"])

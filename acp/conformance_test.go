@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/agentkernel/agentkernel/internal/gate"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/session/surfacetest"
 )
@@ -58,8 +59,10 @@ func (e *editor) connect(ctx context.Context, then func(*sdk.ClientSideConnectio
 	a := NewWithOpener(e.open, "test", nil)
 	served := make(chan error, 1)
 	go func() { served <- a.Serve(context.Background(), toAgent, fromAgent) }()
-	e.conn = sdk.NewClientSideConnection(e, agentIn, agentOut)
+	out := gate.New(agentOut)
+	e.conn = sdk.NewClientSideConnection(e, agentIn, out)
 	e.conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	out.Open()
 	e.stop = func() {
 		agentIn.Close()
 		agentOut.Close()

@@ -234,6 +234,12 @@ func (t *turn) event(e agent.Event) {
 			st = sdk.ToolCallStatusFailed
 		}
 		t.status(e.ToolID, st, false)
+	case agent.EventTokenUsage:
+		// How full the context is, and what the session has cost.
+		if c := e.Context; c != nil {
+			t.a.update(t.ctx, t.s, sdk.SessionUpdate{UsageUpdate: &sdk.SessionUsageUpdate{Used: c.Used, Size: c.Window,
+				Cost: &sdk.Cost{Amount: e.Usage.Cost, Currency: "USD"}}})
+		}
 	case session.EventSettingsChanged:
 		t.a.update(t.ctx, t.s, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{
 			CurrentModeId: sdk.SessionModeId(t.s.host.Mode())}})

@@ -62,6 +62,17 @@ type Event struct {
 	Checkpoint *Checkpoint
 	// Hook is set on hookBlocked: the hook event that blocked, and why.
 	Hook *HookBlock
+	// Context is set on tokenUsageUpdated: how full the model's context
+	// window was at the request.
+	Context *ContextUse
+}
+
+// ContextUse is how full a model's context window is.
+type ContextUse struct {
+	// Used is the tokens of the last request and its answer.
+	Used int
+	// Window is the model's context window; 0 when it is not known.
+	Window int
 }
 
 // HookBlock is a hook's block: the event it ran at and its reason.

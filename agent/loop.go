@@ -516,6 +516,11 @@ func (t *Task) finishRequest(ctx context.Context, prov provider.Provider, res st
 	if _, err := t.say(ctx, messages.SayAPIReqFinished, string(b), nil); err != nil {
 		return err
 	}
-	t.lis.Emit(Event{Kind: EventTokenUsage, Usage: totals})
+	ev := Event{Kind: EventTokenUsage, Usage: totals}
+	if used := res.usage.InputTokens + res.usage.CacheReadTokens + res.usage.CacheWriteTokens + res.usage.OutputTokens; used > 0 {
+		// An answer cut short has no usage: the fill is not known.
+		ev.Context = &ContextUse{Used: used, Window: info.ContextWindow}
+	}
+	t.lis.Emit(ev)
 	return nil
 }

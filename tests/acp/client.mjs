@@ -56,6 +56,8 @@ async function session(op) {
         users.push(u.content.text);
       } else if (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") {
         summary.toolUpdates.push(u);
+      } else if (u.sessionUpdate === "usage_update") {
+        (summary.usageUpdates ??= []).push({ used: u.used, size: u.size, cost: u.cost });
       }
     });
   const result = await app.connectWith(stream, async (cx) => {

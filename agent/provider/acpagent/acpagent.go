@@ -39,6 +39,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/internal/gate"
 	"github.com/agentkernel/agentkernel/messages"
 )
 
@@ -380,9 +381,11 @@ func start(ctx context.Context, o Options, log hclog.Logger) (*process, error) {
 		_ = cmd.Wait()
 		close(pr.exited)
 	}()
-	pr.conn = sdk.NewClientSideConnection(&client{p: pr}, stdin, stdout)
+	in := gate.New(stdout)
+	pr.conn = sdk.NewClientSideConnection(&client{p: pr}, stdin, in)
 	pr.conn.SetLogger(slog.New(slog.NewTextHandler(log.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
 		&slog.HandlerOptions{Level: slog.LevelWarn})))
+	in.Open()
 	init, err := pr.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber,
 		ClientInfo:         &sdk.Implementation{Name: "agentkernel", Version: "1"},
 		ClientCapabilities: sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{ReadTextFile: false, WriteTextFile: false}, Terminal: false}})

@@ -43,12 +43,15 @@ type editor struct {
 	cwd  string
 	sid  sdk.SessionId
 
-	conn   *sdk.ClientSideConnection
-	stop   func() // ends the connection and waits for the agent
-	mu     sync.Mutex
-	text   string   // agent_message_chunk texts since the last take
-	asked  []string // the permission requests' titles and code
-	users  []string // user_message_chunk texts (a load's replay)
+	conn  *sdk.ClientSideConnection
+	stop  func() // ends the connection and waits for the agent
+	mu    sync.Mutex
+	text  string   // agent_message_chunk texts since the last take
+	asked []string // the permission requests' titles and code
+	users []string // user_message_chunk texts (a load's replay)
+	// chunk, when set, is told of each agent_message_chunk (a benchmark
+	// times the first).
+	chunk  func()
 	prompt chan error
 }
 
@@ -106,6 +109,9 @@ func (e *editor) SessionUpdate(_ context.Context, n sdk.SessionNotification) err
 	switch u := n.Update; {
 	case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
 		e.text += u.AgentMessageChunk.Content.Text.Text
+		if e.chunk != nil {
+			e.chunk()
+		}
 	case u.UserMessageChunk != nil && u.UserMessageChunk.Content.Text != nil:
 		e.users = append(e.users, u.UserMessageChunk.Content.Text.Text)
 	}

@@ -87,7 +87,7 @@ type Host struct {
 }
 
 // NewHost returns a scripted host; the test's cleanup closes it.
-func NewHost(t *testing.T) *Host {
+func NewHost(t testing.TB) *Host {
 	t.Helper()
 	srv := scripted.New(t)
 	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})

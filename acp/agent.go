@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 
@@ -47,6 +48,9 @@ type Agent struct {
 	mu       sync.Mutex
 	sessions map[string]*acpSession
 	closed   bool
+	// fs is what the client offers of its files (its editor's buffers):
+	// the file tools read and write through it.
+	fs sdk.FileSystemCapabilities
 }
 
 // Opener opens the workspace of an ACP session in dir: a host of its own
@@ -121,6 +125,9 @@ func (a *Agent) Close() error {
 
 // Initialize implements sdk.Agent.
 func (a *Agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+	a.mu.Lock()
+	a.fs = p.ClientCapabilities.Fs
+	a.mu.Unlock()
 	return sdk.InitializeResponse{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		AgentInfo:       &sdk.Implementation{Name: "agentkernel", Title: sdk.Ptr("agentkernel"), Version: a.version},
@@ -158,10 +165,21 @@ func (a *Agent) openSession(ctx context.Context, cwd string, servers []sdk.McpSe
 		closeWS()
 		return nil, err
 	}
+	a.mu.Lock()
+	fsCaps := a.fs
+	a.mu.Unlock()
+	var files *clientFiles
+	if fsCaps.ReadTextFile || fsCaps.WriteTextFile {
+		files = &clientFiles{a: a, read: fsCaps.ReadTextFile, write: fsCaps.WriteTextFile}
+		h.SetFiles(files)
+	}
 	info, err := start(h)
 	if err != nil {
 		closeWS()
 		return nil, err
+	}
+	if files != nil {
+		files.setSession(info.ID)
 	}
 	s := &acpSession{id: info.ID, host: h, close: closeWS}
 	a.mu.Lock()
@@ -176,6 +194,52 @@ func (a *Agent) openSession(ctx context.Context, cwd string, servers []sdk.McpSe
 	a.sessions[info.ID] = s
 	a.mu.Unlock()
 	return s, nil
+}
+
+// clientFiles are the client's files (fs/read_text_file,
+// fs/write_text_file) as the file tools' agent.Files: what the client
+// does not offer is the disk.
+type clientFiles struct {
+	a           *Agent
+	read, write bool
+	mu          sync.Mutex
+	sid         string
+}
+
+func (f *clientFiles) setSession(id string) {
+	f.mu.Lock()
+	f.sid = id
+	f.mu.Unlock()
+}
+
+func (f *clientFiles) session() sdk.SessionId {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return sdk.SessionId(f.sid)
+}
+
+// ReadTextFile implements agent.Files.
+func (f *clientFiles) ReadTextFile(ctx context.Context, path string) (string, error) {
+	if !f.read {
+		b, err := os.ReadFile(path)
+		return string(b), err
+	}
+	resp, err := f.a.conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: f.session(), Path: path})
+	if err != nil {
+		return "", fmt.Errorf("the editor's fs/read_text_file: %w", err)
+	}
+	return resp.Content, nil
+}
+
+// WriteTextFile implements agent.Files.
+func (f *clientFiles) WriteTextFile(ctx context.Context, path, content string) error {
+	if !f.write {
+		return os.WriteFile(path, []byte(content), 0o644)
+	}
+	if _, err := f.a.conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: f.session(), Path: path, Content: content}); err != nil {
+		return fmt.Errorf("the editor's fs/write_text_file: %w", err)
+	}
+	return nil
 }
 
 // mcpServers are the MCP servers a client gives a session, as ours.

@@ -2,15 +2,21 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/internal/gate"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/session/surfacetest"
@@ -51,8 +57,11 @@ type editor struct {
 	users []string // user_message_chunk texts (a load's replay)
 	// chunk, when set, is told of each agent_message_chunk (a benchmark
 	// times the first).
-	chunk  func()
-	prompt chan error
+	chunk func()
+	// buffers, when set, are the editor's files, offered as fs/*: what
+	// the agent reads and writes (by absolute path).
+	buffers map[string]string
+	prompt  chan error
 }
 
 // connect starts an agent on pipes, initializes it and runs then.
@@ -71,7 +80,11 @@ func (e *editor) connect(ctx context.Context, then func(*sdk.ClientSideConnectio
 		agentOut.Close()
 		<-served
 	}
-	init, err := e.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber})
+	req := sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}
+	if e.buffers != nil {
+		req.ClientCapabilities.Fs = sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}
+	}
+	init, err := e.conn.Initialize(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -118,11 +131,22 @@ func (e *editor) SessionUpdate(_ context.Context, n sdk.SessionNotification) err
 	return nil
 }
 
-func (e *editor) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+func (e *editor) ReadTextFile(_ context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if text, ok := e.buffers[p.Path]; ok {
+		return sdk.ReadTextFileResponse{Content: text}, nil
+	}
 	return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsReadTextFile)
 }
 
-func (e *editor) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+func (e *editor) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.buffers != nil {
+		e.buffers[p.Path] = p.Content
+		return sdk.WriteTextFileResponse{}, nil
+	}
 	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsWriteTextFile)
 }
 
@@ -217,4 +241,51 @@ func (e *editor) Reconnect(ctx context.Context) ([]string, error) {
 func (e *editor) Close() error {
 	e.stop()
 	return nil
+}
+
+// TestEditorFiles: a client that offers fs/* is where the file tools read
+// and write: the agent reads the editor's unsaved buffer, not the disk,
+// and its edit lands in the buffer.
+func TestEditorFiles(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	path := filepath.Join(h.Workspace(), "notes.txt")
+	if err := os.WriteFile(path, []byte("on disk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &editor{open: func(string) (*session.Host, func() error, error) { return h.Host, func() error { return nil }, nil },
+		cwd: h.Workspace(), buffers: map[string]string{path: "unsaved in the editor\n"}}
+	ctx := context.Background()
+	if err := e.connect(ctx, func(c *sdk.ClientSideConnection) error {
+		resp, err := c.NewSession(ctx, sdk.NewSessionRequest{Cwd: e.cwd, McpServers: []sdk.McpServer{}})
+		e.sid = resp.SessionId
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := h.SetMode(ctx, agent.ModeAcceptEdits); err != nil {
+		t.Fatal(err)
+	}
+	h.Script.Enqueue(
+		scripted.Reply(scripted.ToolCall("r1", "read_file", `{"path":"notes.txt"}`)),
+		scripted.Reply(scripted.ToolCall("e1", "edit_file", `{"path":"notes.txt","search":"unsaved","replace":"edited"}`)),
+		scripted.Reply(scripted.Text("Done.")),
+	)
+	if _, err := e.Prompt(ctx, "Edit my notes"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := h.Script.Requests()
+	b, _ := json.Marshal(reqs[1].Body)
+	if !strings.Contains(string(b), "unsaved in the editor") {
+		t.Errorf("read_file did not read the editor's buffer: %s", b)
+	}
+	e.mu.Lock()
+	got := e.buffers[path]
+	e.mu.Unlock()
+	if got != "edited in the editor\n" {
+		t.Errorf("the buffer after the edit: %q", got)
+	}
+	if disk, _ := os.ReadFile(path); string(disk) != "on disk\n" {
+		t.Errorf("the disk changed: %q", disk)
+	}
 }

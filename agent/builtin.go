@@ -161,7 +161,7 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, 
 	return Result{Text: tb.capText(text), IsError: cr.Error != nil, Images: images, Shown: shown, Blocks: blocks}, nil
 }
 
-func (tb *Toolbox) readFile(_ context.Context, in map[string]any) (Result, error) {
+func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, error) {
 	path := in["path"].(string)
 	abs, err := tb.resolveExisting(path, false)
 	if err != nil {
@@ -177,11 +177,21 @@ func (tb *Toolbox) readFile(_ context.Context, in map[string]any) (Result, error
 	if end < start {
 		return Result{}, fmt.Errorf("read_file %s: end_line %d is before start_line %d", path, end, start)
 	}
-	f, err := os.Open(abs)
-	if err != nil {
-		return Result{}, fmt.Errorf("read_file %s: %w", path, err)
+	var f io.Reader
+	if files := tb.opts.Files; files != nil {
+		text, err := files.ReadTextFile(ctx, abs)
+		if err != nil {
+			return Result{}, fmt.Errorf("read_file %s: %w", path, err)
+		}
+		f = strings.NewReader(text)
+	} else {
+		file, err := os.Open(abs)
+		if err != nil {
+			return Result{}, fmt.Errorf("read_file %s: %w", path, err)
+		}
+		defer file.Close()
+		f = file
 	}
-	defer f.Close()
 	head := make([]byte, 8000)
 	n, _ := io.ReadFull(f, head)
 	if bytes.IndexByte(head[:n], 0) >= 0 {
@@ -374,7 +384,7 @@ func (tb *Toolbox) searchFiles(ctx context.Context, in map[string]any) (Result, 
 	return Result{Text: tb.capText(text)}, nil
 }
 
-func (tb *Toolbox) writeFile(_ context.Context, in map[string]any) (Result, error) {
+func (tb *Toolbox) writeFile(ctx context.Context, in map[string]any) (Result, error) {
 	path, content := in["path"].(string), in["content"].(string)
 	abs, err := tb.resolve(path)
 	if err != nil {
@@ -390,14 +400,14 @@ func (tb *Toolbox) writeFile(_ context.Context, in map[string]any) (Result, erro
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return Result{}, fmt.Errorf("write_file %s: %w", path, err)
 	}
-	if err := os.WriteFile(abs, []byte(content), mode); err != nil {
+	if err := tb.write(ctx, abs, content, mode); err != nil {
 		return Result{}, fmt.Errorf("write_file %s: %w", path, err)
 	}
 	return Result{Text: fmt.Sprintf("%s %s (%d bytes, %d lines).", strings.ToUpper(verb[:1])+verb[1:],
 		tb.ws.Rel(abs), len(content), countLines(content))}, nil
 }
 
-func (tb *Toolbox) editFile(_ context.Context, in map[string]any) (Result, error) {
+func (tb *Toolbox) editFile(ctx context.Context, in map[string]any) (Result, error) {
 	path, search, replace := in["path"].(string), in["search"].(string), in["replace"].(string)
 	all, _ := in["replace_all"].(bool)
 	abs, err := tb.resolveExisting(path, false)
@@ -412,11 +422,10 @@ func (tb *Toolbox) editFile(_ context.Context, in map[string]any) (Result, error
 		return Result{}, fmt.Errorf("edit_file %s: file too large (%s; the limit is %s)",
 			path, humanBytes(int(fi.Size())), humanBytes(int(tb.opts.MaxFileBytes)))
 	}
-	data, err := os.ReadFile(abs)
+	text, err := tb.read(ctx, abs)
 	if err != nil {
 		return Result{}, fmt.Errorf("edit_file %s: %w", path, err)
 	}
-	text := string(data)
 	n := strings.Count(text, search)
 	switch {
 	case n == 0:
@@ -435,10 +444,28 @@ func (tb *Toolbox) editFile(_ context.Context, in map[string]any) (Result, error
 	} else {
 		text = strings.Replace(text, search, replace, 1)
 	}
-	if err := os.WriteFile(abs, []byte(text), fi.Mode().Perm()); err != nil {
+	if err := tb.write(ctx, abs, text, fi.Mode().Perm()); err != nil {
 		return Result{}, fmt.Errorf("edit_file %s: %w", path, err)
 	}
 	return Result{Text: fmt.Sprintf("Replaced %d occurrence%s in %s.", n, plural(n), tb.ws.Rel(abs))}, nil
+}
+
+// read reads a whole text file: through Files when set, else the disk.
+func (tb *Toolbox) read(ctx context.Context, abs string) (string, error) {
+	if files := tb.opts.Files; files != nil {
+		return files.ReadTextFile(ctx, abs)
+	}
+	data, err := os.ReadFile(abs)
+	return string(data), err
+}
+
+// write writes a text file: through Files when set, else the disk (with
+// mode).
+func (tb *Toolbox) write(ctx context.Context, abs, text string, mode fs.FileMode) error {
+	if files := tb.opts.Files; files != nil {
+		return files.WriteTextFile(ctx, abs, text)
+	}
+	return os.WriteFile(abs, []byte(text), mode)
 }
 
 func (tb *Toolbox) askFollowup(_ context.Context, in map[string]any) (Result, error) {

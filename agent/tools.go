@@ -213,6 +213,18 @@ type ToolboxOptions struct {
 	// Source offers more tools (the MCP servers' tools), named with
 	// ExternalPrefix. Nil: none.
 	Source ToolSource
+	// Files, when set, is where read_file, write_file and edit_file read
+	// and write text: an editor's buffers, unsaved changes included (an
+	// ACP client's fs/read_text_file and fs/write_text_file). Nil: the
+	// disk.
+	Files Files
+}
+
+// Files reads and writes the text of files for the file tools. Paths are
+// absolute, already confined to the workspace.
+type Files interface {
+	ReadTextFile(ctx context.Context, path string) (string, error)
+	WriteTextFile(ctx context.Context, path, content string) error
 }
 
 func (o ToolboxOptions) withDefaults() ToolboxOptions {

@@ -108,6 +108,7 @@ type Host struct {
 	providers map[string]provider.Provider
 	mcp       *mcp.Manager       // made at the first session
 	clientMCP []mcp.ServerConfig // a client's servers (AddMCPServers)
+	files     agent.Files        // a client's file buffers (SetFiles)
 	cells     []cell             // code mode's cells run before any session: the first one's context
 	closed    bool
 }
@@ -330,7 +331,10 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		return nil, fmt.Errorf("session: workspace: %w", err)
 	}
 	c.ws = ws
-	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource()})
+	h.mu.Lock()
+	files := h.files
+	h.mu.Unlock()
+	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource(), Files: files})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}

@@ -42,6 +42,15 @@ func (h *Host) AddMCPServers(servers []mcp.ServerConfig) error {
 	return nil
 }
 
+// SetFiles makes the file tools of the sessions the host opens from now on
+// read and write through f (an ACP client's editor buffers) instead of
+// the disk.
+func (h *Host) SetFiles(f agent.Files) {
+	h.mu.Lock()
+	h.files = f
+	h.mu.Unlock()
+}
+
 // mcpSource is the tool source of a new session's toolbox: the MCP
 // servers, which begin to start now, in the background; the first model
 // request waits for their first start (bounded by the start timeout), so

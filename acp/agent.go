@@ -282,7 +282,7 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 		return sdk.NewSessionResponse{}, err
 	}
 	a.afterOpen(ctx, s)
-	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.id), Modes: modes(s.host)}, nil
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.id), Modes: modes(s.host), ConfigOptions: configOptions(s.host)}, nil
 }
 
 // LoadSession implements sdk.AgentLoader: the stored session, its
@@ -372,10 +372,42 @@ func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest)
 	return sdk.SetSessionModeResponse{}, s.host.SetMode(ctx, m)
 }
 
-// SetSessionConfigOption implements sdk.Agent: agentkernel offers no
-// config options (its mode is a mode, its model set by the config).
-func (a *Agent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
-	return sdk.SetSessionConfigOptionResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionSetConfigOption)
+// SetSessionConfigOption implements sdk.Agent: the one option is "mode",
+// the permission mode, as session/set_mode sets it.
+func (a *Agent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	v := p.ValueId
+	if v == nil {
+		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"value": "the mode option takes a value id"})
+	}
+	s, err := a.session(v.SessionId)
+	if err != nil {
+		return sdk.SetSessionConfigOptionResponse{}, err
+	}
+	if v.ConfigId != configMode {
+		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"configId": fmt.Sprintf("no option %q (there is %q)", v.ConfigId, configMode)})
+	}
+	m, err := agent.ParseMode(string(v.Value))
+	if err != nil {
+		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"value": err.Error()})
+	}
+	if err := s.host.SetMode(ctx, m); err != nil {
+		return sdk.SetSessionConfigOptionResponse{}, err
+	}
+	return sdk.SetSessionConfigOptionResponse{ConfigOptions: configOptions(s.host)}, nil
+}
+
+// configMode is the id of the mode option.
+const configMode sdk.SessionConfigId = "mode"
+
+// configOptions are a session's config options: its permission mode.
+func configOptions(h *session.Host) []sdk.SessionConfigOption {
+	var opts sdk.SessionConfigSelectOptionsUngrouped
+	for _, m := range agent.Modes {
+		opts = append(opts, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m), Name: modeNames[m], Description: sdk.Ptr(modeHelp[m])})
+	}
+	return []sdk.SessionConfigOption{{Select: &sdk.SessionConfigOptionSelect{Type: "select", Id: configMode, Name: "Permission mode",
+		Category: sdk.Ptr(sdk.SessionConfigOptionCategoryMode), CurrentValue: sdk.SessionConfigValueId(h.Mode()),
+		Options: sdk.SessionConfigSelectOptions{Ungrouped: &opts}}}}
 }
 
 // Cancel implements sdk.Agent: the running prompt stops, and answers

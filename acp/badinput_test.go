@@ -113,6 +113,16 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("session/new: %v", m)
 	}
 
+	// session/set_config_option: the mode is the one option.
+	w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":10,"method":"session/set_config_option","params":{"sessionId":%q,"configId":"mode","value":"plan"}}`, sid))
+	if m := w.reply(t, 10); !strings.Contains(fmt.Sprint(m["result"]), "currentValue:plan") || h.Mode() != "plan" {
+		t.Errorf("set_config_option mode plan: %v (mode %s)", m, h.Mode())
+	}
+	w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":11,"method":"session/set_config_option","params":{"sessionId":%q,"configId":"colour","value":"red"}}`, sid))
+	if m := w.reply(t, 11); errCode(m) != -32602 {
+		t.Errorf("an unknown option: %v, want invalid params", m)
+	}
+
 	// A prompt while one runs: the running turn ends cancelled, the new
 	// one answers.
 	h.Script.Enqueue(scripted.Reply(scripted.Text("Thinking"), scripted.Stall()),

@@ -215,11 +215,13 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) (provider.S
 		defer stopCancel()
 		resp, err := proc.conn.Prompt(context.WithoutCancel(ctx), sdk.PromptRequest{SessionId: proc.sid, Prompt: prompt})
 		if err != nil {
+			// A process that died fails the prompt as its pipe closes,
+			// a moment before its exit is seen.
 			select {
 			case <-proc.exited:
-				err = p.apiError("%s exited during the turn%s", p.o.Label, proc.stderrTail())
+				err = p.apiError("%s exited during the turn (%v)%s", p.o.Label, proc.cmd.ProcessState, proc.stderrTail())
 				p.drop(proc)
-			default:
+			case <-time.After(time.Second):
 				err = p.apiError("%s: session/prompt: %v", p.o.Label, err)
 			}
 			s.fail(err)

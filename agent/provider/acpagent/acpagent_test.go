@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -235,6 +237,53 @@ func TestClaudeCode(t *testing.T) {
 	}
 }
 
+// TestAgentDiesMidTurn: an agent process killed while it streams fails
+// the turn (what it said so far is kept); the next prompt starts a new
+// one, which is told the conversation and answers.
+func TestAgentDiesMidTurn(t *testing.T) {
+	needKernel(t)
+	bin := build(t)
+	srv := scripted.New(t)
+	srv.Enqueue(scripted.Reply(scripted.Text("Working on it"), scripted.Stall()),
+		scripted.Reply(scripted.Text("Back again.")))
+	tmp := t.TempDir()
+	env := []string{"AGENTKERNEL_MODEL=openai:gpt-4.1", "OPENAI_BASE_URL=" + srv.OpenAIURL(), "OPENAI_API_KEY=sk-inner",
+		"AGENTKERNEL_DATA_DIR=" + filepath.Join(tmp, "inner"), "AGENTKERNEL_CONFIG=" + filepath.Join(tmp, "none.json")}
+	o := newOuter(t, "acp:"+bin+" acp", env)
+	done := make(chan error, 1)
+	go func() {
+		_, err := o.submit(t, "A long task")
+		done <- err
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(texts(o.host.History()), "Working on it") {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never streamed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Kill the agent: the process whose command line is this test's
+	// binary's `acp`.
+	if n := killAll(bin + "\x00acp\x00"); n != 1 {
+		t.Fatalf("killed %d agent processes, want 1", n)
+	}
+	err := <-done
+	if !errors.Is(err, agent.ErrAPIFailed) || !strings.Contains(err.Error(), "exited during the turn") {
+		t.Fatalf("the turn of a killed agent: %v", err)
+	}
+	if !strings.Contains(texts(o.host.History()), "Working on it") {
+		t.Error("what the agent said before it died is gone")
+	}
+	res, err := o.submit(t, "Try again")
+	if err != nil || !strings.Contains(res.Text, "Back again.") {
+		t.Fatalf("the next prompt: %q %v", res.Text, err)
+	}
+	b, _ := json.Marshal(srv.Requests()[1].Body)
+	if !strings.Contains(string(b), "A long task") {
+		t.Errorf("the new agent was not told the conversation: %s", b)
+	}
+}
+
 // TestAgentThatFails: an agent that is not installed, and one that dies
 // before it answers, fail the turn with a clear error; the session goes on
 // and a working model answers the next prompt.
@@ -259,6 +308,24 @@ func TestAgentThatFails(t *testing.T) {
 	if n := len(o.host.History()); n == 0 {
 		t.Error("the failed turns left no history")
 	}
+}
+
+// killAll kills with SIGKILL the processes whose command line (NUL
+// separated) begins with prefix, and returns how many.
+func killAll(prefix string) int {
+	n := 0
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(cmdline), prefix) && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func texts(ui []messages.UIMessage) string {

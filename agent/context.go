@@ -49,7 +49,10 @@ func (t *Task) manageContext(ctx context.Context, prov provider.Provider) error 
 	eff := messages.Effective(api)
 	t.mu.Unlock()
 	tools := t.cfg.Toolbox.Tools(ctx)
-	est := EstimateTokens(t.cfg.System, tools, eff)
+	t.mu.Lock()
+	system := t.systemLocked()
+	t.mu.Unlock()
+	est := EstimateTokens(system, tools, eff)
 	if float64(est) <= t.cfg.ContextThreshold*float64(window) {
 		return nil
 	}
@@ -66,8 +69,11 @@ func (t *Task) manageContext(ctx context.Context, prov provider.Provider) error 
 }
 
 func (t *Task) condense(ctx context.Context, prov provider.Provider, api, eff []messages.APIMessage, prev int) error {
+	t.mu.Lock()
+	system := t.systemLocked()
+	t.mu.Unlock()
 	req := provider.Request{
-		System: t.cfg.System,
+		System: system,
 		Messages: append(append([]messages.APIMessage(nil), eff...), messages.APIMessage{
 			Role: messages.RoleUser, Content: []messages.ContentBlock{{Type: messages.BlockText, Text: condensePrompt}},
 		}),
@@ -99,7 +105,7 @@ func (t *Task) condense(ctx context.Context, prov provider.Provider, api, eff []
 	if err != nil {
 		return err
 	}
-	after := EstimateTokens(t.cfg.System, t.cfg.Toolbox.Tools(ctx), messages.Effective(newAPI))
+	after := EstimateTokens(system, t.cfg.Toolbox.Tools(ctx), messages.Effective(newAPI))
 	ui := messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeSay, Say: messages.SayCondenseContext,
 		ContextCondense: &messages.ContextCondense{CondenseID: id, Summary: summary, PrevContextTokens: prev, NewContextTokens: after}}
 	return t.replaceAPI(ctx, api, newAPI, ui)

@@ -93,6 +93,13 @@ func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim L
 		}
 	}
 	t.stopHookActive = false
+	system, files := t.cfg.System, []string(nil)
+	if f := t.cfg.Rules; f != nil {
+		system, files = f(ctx)
+	}
+	t.mu.Lock()
+	t.turnSystem, t.turnRules = system, files
+	t.mu.Unlock()
 	mistakes := 0
 	maxSteps := t.cfg.MaxSteps
 	if lim.MaxRequests > 0 {
@@ -217,12 +224,13 @@ func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.
 		tools := t.cfg.Toolbox.Tools(ctx) // outside the lock: it asks the tool source
 		t.mu.Lock()
 		req := provider.Request{
-			System:   t.cfg.System,
+			System:   t.systemLocked(),
 			Messages: messages.Effective(t.api),
 			Tools:    tools,
 		}
+		rules := t.turnRules
 		t.mu.Unlock()
-		started, err := t.say(ctx, messages.SayAPIReqStarted, apiReqText(len(req.Messages), attempt), nil)
+		started, err := t.say(ctx, messages.SayAPIReqStarted, apiReqText(len(req.Messages), attempt, rules), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -272,9 +280,21 @@ func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.
 	}
 }
 
-func apiReqText(n, attempt int) string {
-	b, _ := json.Marshal(map[string]any{"messages": n, "attempt": attempt})
+func apiReqText(n, attempt int, rules []string) string {
+	m := map[string]any{"messages": n, "attempt": attempt}
+	if len(rules) > 0 {
+		m["rules"] = rules
+	}
+	b, _ := json.Marshal(m)
 	return string(b)
+}
+
+// systemLocked is the running turn's system prompt (t.mu held).
+func (t *Task) systemLocked() string {
+	if t.turnSystem != "" {
+		return t.turnSystem
+	}
+	return t.cfg.System
 }
 
 // stream consumes one model stream into partial say messages.

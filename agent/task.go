@@ -47,6 +47,12 @@ type Config struct {
 	Policy *Policy
 	// System is the system prompt; default DefaultSystemPrompt.
 	System string
+	// Rules, when set, gives a turn's system prompt with the user's
+	// instructions in it (package rules), fixed for the turn, and the
+	// files they came from, which each request's api_req_started message
+	// records. Nil: System.
+	Rules func(ctx context.Context) (system string, files []string)
+
 	Logger hclog.Logger
 	// Clock stamps messages; default a new one seeded from the history.
 	Clock *messages.Clock
@@ -188,6 +194,10 @@ type Task struct {
 	sessionStarted bool
 
 	// Only the turns' goroutine (one at a time) touches these:
+	// turnSystem and turnRules are the running turn's system prompt and
+	// the rule files in it (Config.Rules), under mu.
+	turnSystem string
+	turnRules  []string
 	// stopHookActive: a Stop hook made the running turn go on;
 	// startContext: what SessionStart hooks said, for the next prompt.
 	stopHookActive bool

@@ -120,6 +120,9 @@ func (a *App) host(workspace, kind string, r backing.Runner) *session.Host {
 			Dir: workspace, Logger: a.surface.Logger, Tools: a.agentTools}})
 	}
 	hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.EventLog = a.Store, r, workspace, kind, a.surface.Logger, a.Log
+	if b := a.surface.Backing; b != nil {
+		hc.Kernel = b.Kernel
+	}
 	if a.surface.Source != "" {
 		hc.Source = a.surface.Source
 	}

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/rules"
 	"github.com/agentkernel/agentkernel/session"
 )
 
@@ -27,6 +29,7 @@ const magicHelp = `%agent new              start a new session
 %agent edit TS|#N TEXT  replace a prompt of yours with TEXT and run it again
 %agent model [NAME]     show or set the model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:NAME, replay:FILE)
 %agent use AGENT        let an ACP agent answer (claude, codex, gemini, or its command line); it runs code here
+%agent rules            the instructions the agent is given: AGENTS.md, CLAUDE.md, .agentkernel/rules/*.md
 %agent mode [NAME]      show or set the permission mode (default, acceptEdits, bypassPermissions, plan)
 %agent cost             tokens and cost of this session
 %agent export FILE      write this session: FILE.ipynb as a notebook, else both histories as JSONL
@@ -38,7 +41,7 @@ const magicHelp = `%agent new              start a new session
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -143,6 +146,8 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			return "", err
 		}
 		return "Model: " + h.Model(), nil
+	case "rules":
+		return formatRules(h.Rules(ctx)), nil
 	case "use":
 		if len(args) == 0 {
 			return "Usage: %agent use claude|codex|gemini|COMMAND [ARGS...] — an external ACP agent answers the prompts " +
@@ -383,4 +388,56 @@ func firstLineOf(s string, n int) string {
 		s = string(rs[:n]) + "…"
 	}
 	return s
+}
+
+// formatRules is %agent rules: the rule files that apply, those that do
+// not (and why), and the files that could not be used.
+func formatRules(applying, all []rules.Rule, c rules.Context, problems []error) string {
+	var b strings.Builder
+	scope := func(r rules.Rule) string {
+		var parts []string
+		for _, p := range []struct {
+			name string
+			vals []string
+		}{{"kernels", r.Kernels}, {"modes", r.Modes}, {"paths", r.Paths}} {
+			if len(p.vals) > 0 {
+				parts = append(parts, p.name+": "+strings.Join(p.vals, ", "))
+			}
+		}
+		if len(parts) == 0 {
+			return r.Scope
+		}
+		return r.Scope + "; " + strings.Join(parts, "; ")
+	}
+	fmt.Fprintf(&b, "Rules for the next turn (kernel %s, mode %s", cmp.Or(c.Language, c.Kernel, "not started"), cmp.Or(c.Mode, "default"))
+	if c.Notebook != "" {
+		fmt.Fprintf(&b, ", notebook %s", c.Notebook)
+	}
+	b.WriteString("):\n")
+	if len(applying) == 0 {
+		b.WriteString("  none\n")
+	}
+	for _, r := range applying {
+		fmt.Fprintf(&b, "  %s (%s)\n", r.Path, scope(r))
+	}
+	var skipped []rules.Rule
+	for _, r := range all {
+		if !slices.ContainsFunc(applying, func(a rules.Rule) bool { return a.Path == r.Path }) {
+			skipped = append(skipped, r)
+		}
+	}
+	if len(skipped) > 0 {
+		b.WriteString("Not applying here:\n")
+		for _, r := range skipped {
+			fmt.Fprintf(&b, "  %s (%s)\n", r.Path, scope(r))
+		}
+	}
+	for _, err := range problems {
+		fmt.Fprintf(&b, "Problem: %v\n", err)
+	}
+	if len(all) == 0 && len(problems) == 0 {
+		b.WriteString("Write instructions in AGENTS.md or CLAUDE.md (the workspace, its repository, or the config directory), " +
+			"or scoped ones in .agentkernel/rules/*.md with front matter (kernels:, modes:, paths:).\n")
+	}
+	return b.String()
 }

@@ -40,6 +40,9 @@ type Config struct {
 	Store *store.Store
 	// DataDir is where the host opens its store; default store.DataDir().
 	DataDir string
+	// Kernel is the backing kernel's kernelspec name (rules scoped by
+	// kernel match it, or its language).
+	Kernel string
 	// StoreURL, when a postgres:// URL, is the PostgreSQL store the host
 	// opens instead (see store.Options.URL).
 	StoreURL string
@@ -355,7 +358,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	if c.task, err = agent.New(agent.Config{
 		SessionID: id, Store: agentstore.New(st), Toolbox: tb, Provider: prov, Policy: c.policy,
 		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: c.takeCells, World: world{h: h, c: c},
-		Hooks: h.hooks,
+		Hooks: h.hooks, Rules: h.turnRules(c),
 	}); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}

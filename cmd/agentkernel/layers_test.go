@@ -39,7 +39,9 @@ func TestLayers(t *testing.T) {
 		// are wired to it, never the other way.
 		"app": {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
 		// A surface over the app's hosts, as bridge is over its host.
-		"acp":      {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
+		"acp": {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
+		// The user's instruction files: read by the host, knowing none of us.
+		"rules":    {"messages", "agent", "session", "store", "kernel", "backing", "bridge", "app"},
 		"mcpserve": {"bridge", "webview", "webview/hostagent", "streamjson", "acp", "kernel", "cmd/agentkernel"},
 		// The surface suite drives a host; the surfaces bring themselves.
 		"session/surfacetest": {"app", "bridge", "webview", "webview/hostagent", "streamjson", "cmd/agentkernel"},

@@ -1,0 +1,247 @@
+// Package rules is what the user tells the agent beside the prompt: the
+// instruction files peers read — AGENTS.md (Codex, notebook-intelligence
+// and others) and CLAUDE.md (Claude Code) — in the workspace, its parent
+// directories up to the repository's root, and the user's configuration
+// directory; and rule files with a scope, in .agentkernel/rules/*.md of the
+// workspace and rules/*.md of the configuration directory:
+//
+//	---
+//	kernels: python, ir        the backing kernel's language or kernelspec name
+//	modes: default, plan       the permission mode
+//	paths: analysis/*.ipynb    the notebook's path in the workspace (Jupyter's JPY_SESSION_NAME)
+//	---
+//	Use polars, not pandas.
+//
+// Each key takes a comma-separated list; a rule applies when every key it
+// has matches (one of its values), and a rule without keys always. Load
+// reads the files; Applying picks those of a turn's context, and Prompt
+// adds them to the system prompt. The package imports nothing of ours.
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// The instruction files, in the order they are read in each directory.
+var instructionFiles = []string{"AGENTS.md", "CLAUDE.md"}
+
+// MaxBytes caps one file's text: a larger one is cut, and says so.
+const MaxBytes = 64 << 10
+
+// Rule is one file's instructions.
+type Rule struct {
+	// Path is the file; Scope is "project" (the workspace and its
+	// parents) or "user" (the configuration directory).
+	Path, Scope string
+	// Kernels, Modes and Paths restrict where the rule applies (nil: no
+	// restriction).
+	Kernels, Modes, Paths []string
+	// Text is the instructions, without the front matter.
+	Text string
+}
+
+// Context is what a turn's rules are picked by.
+type Context struct {
+	// Language is the backing kernel's language (language_info.name),
+	// Kernel its kernelspec name.
+	Language, Kernel string
+	// Mode is the permission mode.
+	Mode string
+	// Notebook is the notebook's path relative to the workspace ("" when
+	// it is not known).
+	Notebook string
+}
+
+// Load reads the rules of workspace and of the configuration directory
+// userDir ("" for none): the user's first, then the project's from the
+// outermost directory in, then the scoped rule files. A file that cannot
+// be read or whose front matter is broken is a problem; the others load.
+func Load(workspace, userDir string) ([]Rule, []error) {
+	var out []Rule
+	var problems []error
+	add := func(p, scope string, scoped bool) {
+		r, err := read(p, scope, scoped)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			problems = append(problems, err)
+		case strings.TrimSpace(r.Text) != "":
+			out = append(out, r)
+		}
+	}
+	if userDir != "" {
+		for _, name := range instructionFiles {
+			add(filepath.Join(userDir, name), "user", false)
+		}
+	}
+	for _, dir := range projectDirs(workspace) {
+		for _, name := range instructionFiles {
+			add(filepath.Join(dir, name), "project", false)
+		}
+	}
+	for _, d := range []struct{ dir, scope string }{{filepath.Join(userDir, "rules"), "user"}, {filepath.Join(workspace, ".agentkernel", "rules"), "project"}} {
+		if d.dir == "rules" { // no userDir
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(d.dir, "*.md"))
+		slices.Sort(files)
+		for _, f := range files {
+			add(f, d.scope, true)
+		}
+	}
+	return out, problems
+}
+
+// projectDirs are the workspace and its parents up to the repository's
+// root (the nearest directory holding .git), outermost first; the
+// workspace alone outside a repository.
+func projectDirs(workspace string) []string {
+	dirs := []string{workspace}
+	for d := workspace; ; {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			slices.Reverse(dirs)
+			return dirs
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return []string{workspace}
+		}
+		d = parent
+		dirs = append(dirs, d)
+	}
+}
+
+// read reads one file; a scoped one may have front matter.
+func read(p, scope string, scoped bool) (Rule, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return Rule{}, err
+	}
+	text := string(b)
+	if len(text) > MaxBytes {
+		text = text[:MaxBytes] + "\n[cut: the file is over 64 KiB]"
+	}
+	r := Rule{Path: p, Scope: scope, Text: text}
+	if !scoped {
+		return r, nil
+	}
+	front, body, ok := frontMatter(text)
+	if !ok {
+		return r, nil
+	}
+	r.Text = body
+	for i, line := range strings.Split(front, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			return Rule{}, fmt.Errorf("%s: front matter line %d: want key: value", p, i+2)
+		}
+		vals := list(v)
+		switch strings.TrimSpace(k) {
+		case "kernels", "kernel", "languages", "language":
+			r.Kernels = append(r.Kernels, vals...)
+		case "modes", "mode":
+			r.Modes = append(r.Modes, vals...)
+		case "paths", "globs", "files":
+			for _, g := range vals {
+				if _, err := path.Match(g, ""); err != nil {
+					return Rule{}, fmt.Errorf("%s: paths: %q: %w", p, g, err)
+				}
+			}
+			r.Paths = append(r.Paths, vals...)
+		case "description", "name":
+		default:
+			return Rule{}, fmt.Errorf("%s: front matter: unknown key %q (want kernels, modes or paths)", p, strings.TrimSpace(k))
+		}
+	}
+	return r, nil
+}
+
+// frontMatter splits text into its front matter (between --- lines at its
+// start) and the rest.
+func frontMatter(text string) (front, body string, ok bool) {
+	t := strings.TrimLeft(text, "\ufeff")
+	if !strings.HasPrefix(t, "---\n") && !strings.HasPrefix(t, "---\r\n") {
+		return "", text, false
+	}
+	_, rest, _ := strings.Cut(t, "\n")
+	i := strings.Index(rest, "\n---")
+	if i < 0 {
+		return "", text, false
+	}
+	front = strings.ReplaceAll(rest[:i], "\r", "")
+	body = rest[i+len("\n---"):]
+	if _, after, ok := strings.Cut(body, "\n"); ok {
+		body = after
+	} else {
+		body = ""
+	}
+	return front, strings.TrimLeft(body, "\n"), true
+}
+
+// list parses "a, b", "[a, b]" or "a".
+func list(v string) []string {
+	v = strings.Trim(strings.TrimSpace(v), "[]")
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.Trim(strings.TrimSpace(s), `"'`); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Applies reports whether r applies in c.
+func (r Rule) Applies(c Context) bool {
+	if len(r.Kernels) > 0 && !slices.ContainsFunc(r.Kernels, func(k string) bool {
+		return strings.EqualFold(k, c.Language) || strings.EqualFold(k, c.Kernel)
+	}) {
+		return false
+	}
+	if len(r.Modes) > 0 && !slices.ContainsFunc(r.Modes, func(m string) bool { return strings.EqualFold(m, c.Mode) }) {
+		return false
+	}
+	if len(r.Paths) > 0 && !slices.ContainsFunc(r.Paths, func(g string) bool {
+		ok, _ := path.Match(g, filepath.ToSlash(c.Notebook))
+		return ok
+	}) {
+		return false
+	}
+	return true
+}
+
+// Applying returns the rules of rs that apply in c, in order.
+func Applying(rs []Rule, c Context) []Rule {
+	var out []Rule
+	for _, r := range rs {
+		if r.Applies(c) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Prompt is the system prompt base with the rules' instructions after it,
+// each under the file it came from.
+func Prompt(base string, rs []Rule) string {
+	if len(rs) == 0 {
+		return base
+	}
+	var b strings.Builder
+	b.WriteString(base)
+	b.WriteString("\n\nThe user's instructions follow; they take precedence over the guidance above.")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "\n\n# Instructions from %s\n\n%s", r.Path, strings.TrimSpace(r.Text))
+	}
+	return b.String()
+}

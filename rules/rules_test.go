@@ -1,0 +1,89 @@
+package rules
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, p, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoad: the user's files, then the repository's from its root in to
+// the workspace, then the scoped rule files; a directory above the
+// repository is not read; a broken front matter is a problem of its file
+// alone.
+func TestLoad(t *testing.T) {
+	root := t.TempDir()
+	above, repo := root, filepath.Join(root, "repo")
+	ws := filepath.Join(repo, "project", "nb")
+	user := filepath.Join(root, "config")
+	write(t, filepath.Join(above, "AGENTS.md"), "not ours: above the repository")
+	write(t, filepath.Join(repo, ".git", "HEAD"), "ref: refs/heads/main")
+	write(t, filepath.Join(repo, "AGENTS.md"), "repo rule")
+	write(t, filepath.Join(repo, "project", "CLAUDE.md"), "project rule")
+	write(t, filepath.Join(ws, "AGENTS.md"), "workspace rule")
+	write(t, filepath.Join(user, "AGENTS.md"), "user rule")
+	write(t, filepath.Join(ws, ".agentkernel", "rules", "r.md"), "---\nkernels: ir, julia\nmodes: [plan]\npaths: analysis/*.ipynb\n---\nscoped rule\n")
+	write(t, filepath.Join(ws, ".agentkernel", "rules", "broken.md"), "---\ncolour: red\n---\nbroken rule\n")
+	write(t, filepath.Join(user, "rules", "py.md"), "---\nkernels: python\n---\nuse polars\n")
+
+	rs, problems := Load(ws, user)
+	var texts []string
+	for _, r := range rs {
+		texts = append(texts, strings.TrimSpace(r.Text))
+	}
+	want := "user rule|repo rule|project rule|workspace rule|use polars|scoped rule"
+	if got := strings.Join(texts, "|"); got != want {
+		t.Errorf("loaded %q, want %q", got, want)
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0].Error(), "broken.md") || !strings.Contains(problems[0].Error(), "colour") {
+		t.Errorf("problems %v, want the broken front matter's", problems)
+	}
+	scoped := rs[len(rs)-1]
+	if strings.Join(scoped.Kernels, ",") != "ir,julia" || strings.Join(scoped.Modes, ",") != "plan" || scoped.Paths[0] != "analysis/*.ipynb" {
+		t.Errorf("scoped rule %+v", scoped)
+	}
+
+	// Outside a repository, the workspace alone.
+	lone := filepath.Join(t.TempDir(), "ws")
+	write(t, filepath.Join(lone, "AGENTS.md"), "lone")
+	if rs, _ := Load(lone, ""); len(rs) != 1 || rs[0].Text != "lone" {
+		t.Errorf("outside a repository: %+v", rs)
+	}
+}
+
+func TestApplies(t *testing.T) {
+	r := Rule{Kernels: []string{"ir"}, Modes: []string{"plan"}, Paths: []string{"analysis/*.ipynb"}}
+	for _, tc := range []struct {
+		c    Context
+		want bool
+	}{
+		{Context{Language: "R", Mode: "plan", Notebook: "analysis/a.ipynb"}, false},
+		{Context{Language: "r", Kernel: "ir", Mode: "plan", Notebook: "analysis/a.ipynb"}, true},
+		{Context{Kernel: "ir", Mode: "default", Notebook: "analysis/a.ipynb"}, false},
+		{Context{Kernel: "ir", Mode: "plan", Notebook: "other/a.ipynb"}, false},
+	} {
+		if got := r.Applies(tc.c); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.c, got, tc.want)
+		}
+	}
+	if !(Rule{}).Applies(Context{}) {
+		t.Error("a rule without scope must always apply")
+	}
+	p := Prompt("BASE", []Rule{{Path: "/w/AGENTS.md", Text: "Be brief.\n"}})
+	if !strings.HasPrefix(p, "BASE\n\n") || !strings.Contains(p, "# Instructions from /w/AGENTS.md\n\nBe brief.") {
+		t.Errorf("prompt %q", p)
+	}
+	if Prompt("BASE", nil) != "BASE" {
+		t.Error("no rules must leave the prompt alone")
+	}
+}

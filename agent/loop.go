@@ -227,6 +227,7 @@ func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.
 			System:   t.systemLocked(),
 			Messages: messages.Effective(t.api),
 			Tools:    tools,
+			Effort:   t.effort,
 		}
 		rules := t.turnRules
 		t.mu.Unlock()

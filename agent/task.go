@@ -194,6 +194,8 @@ type Task struct {
 	sessionStarted bool
 
 	// Only the turns' goroutine (one at a time) touches these:
+	// effort is the requests' reasoning effort (SetEffort), under mu.
+	effort provider.Effort
 	// turnSystem and turnRules are the running turn's system prompt and
 	// the rule files in it (Config.Rules), under mu.
 	turnSystem string
@@ -607,6 +609,21 @@ func (t *Task) SetProvider(p provider.Provider) {
 	t.mu.Lock()
 	t.cfg.Provider = p
 	t.mu.Unlock()
+}
+
+// SetEffort sets how hard the model thinks from the next request on
+// ("" is the provider's default).
+func (t *Task) SetEffort(e provider.Effort) {
+	t.mu.Lock()
+	t.effort = e
+	t.mu.Unlock()
+}
+
+// Effort returns the reasoning effort of the next request.
+func (t *Task) Effort() provider.Effort {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.effort
 }
 
 // Provider returns the current model, or nil.

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/mcp"
@@ -31,6 +32,7 @@ const (
 	EnvModel          = "AGENTKERNEL_MODEL"
 	EnvApprove        = "AGENTKERNEL_APPROVE"
 	EnvPermissionMode = "AGENTKERNEL_PERMISSION_MODE"
+	EnvEffort         = "AGENTKERNEL_EFFORT"
 	EnvConfig         = "AGENTKERNEL_CONFIG"
 	EnvRecord         = "AGENTKERNEL_RECORD"
 	// EnvEventSource names the surface a kernel's inputs come from in the
@@ -67,6 +69,8 @@ type Config struct {
 	Approve agent.ApprovalPolicy
 	// PermissionMode is each session's starting permission mode.
 	PermissionMode agent.Mode
+	// Effort is the sessions' starting reasoning effort.
+	Effort provider.Effort
 	// DataDir is $AGENTKERNEL_DATA_DIR ("" is the store's default).
 	DataDir string
 	// StoreURL is the store: --store, $AGENTKERNEL_STORE, the file's
@@ -100,6 +104,9 @@ func Load(f Flags, log hclog.Logger) Config {
 			c.PermissionMode = ""
 		}
 	}
+	if c.Effort, err = provider.ParseEffort(firstNonEmpty(os.Getenv(EnvEffort), fc.Effort)); err != nil {
+		c.Problems = append(c.Problems, "effort: "+err.Error()+" (using the model's default)")
+	}
 	for _, p := range c.Problems {
 		log.Error("configuration problem", "problem", p)
 	}
@@ -130,6 +137,7 @@ func (c Config) host() session.Config {
 		Source:         c.Source,
 		Model:          c.Model,
 		PermissionMode: c.PermissionMode,
+		Effort:         c.Effort,
 		Allow:          c.File.Allow,
 		Deny:           c.File.Deny,
 		MCPServers:     c.File.MCPServers,

@@ -29,6 +29,7 @@ type File struct {
 	Model   string   `json:"model"`   // e.g. "anthropic:claude-sonnet-4-5"
 	Approve string   `json:"approve"` // none | read-only | all (headless asks)
 	Mode    string   `json:"mode"`    // default | acceptEdits | bypassPermissions | plan
+	Effort  string   `json:"effort"`  // low | medium | high | off: thinking budget / reasoning_effort
 	Allow   []string `json:"allow"`   // permission rules, e.g. "execute_code(pip install *)"
 	Deny    []string `json:"deny"`
 	// Store selects the session store: a postgres:// URL, or "" for the

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
@@ -30,6 +31,7 @@ const magicHelp = `%agent new              start a new session
 %agent model [NAME]     show or set the model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:NAME, replay:FILE)
 %agent use AGENT        let an ACP agent answer (claude, codex, gemini, or its command line); it runs code here
 %agent rules            the instructions the agent is given: AGENTS.md, CLAUDE.md, .agentkernel/rules/*.md
+%agent effort [LEVEL]   show or set how hard the model thinks: low, medium, high, off
 %agent mode [NAME]      show or set the permission mode (default, acceptEdits, bypassPermissions, plan)
 %agent cost             tokens and cost of this session
 %agent export FILE      write this session: FILE.ipynb as a notebook, else both histories as JSONL
@@ -41,7 +43,7 @@ const magicHelp = `%agent new              start a new session
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -148,6 +150,20 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		return "Model: " + h.Model(), nil
 	case "rules":
 		return formatRules(h.Rules(ctx)), nil
+	case "effort":
+		if len(args) > 0 {
+			e, err := provider.ParseEffort(args[0])
+			if err != nil {
+				return "", err
+			}
+			if err := h.SetEffort(ctx, e); err != nil {
+				return "", err
+			}
+		}
+		if e := h.Effort(); e != "" {
+			return fmt.Sprintf("Effort: %s (Anthropic: a %d-token thinking budget; OpenAI: reasoning_effort %s)", e, provider.EffortBudget(e), e), nil
+		}
+		return "Effort: the model's default (no extended thinking, no reasoning_effort sent)", nil
 	case "use":
 		if len(args) == 0 {
 			return "Usage: %agent use claude|codex|gemini|COMMAND [ARGS...] — an external ACP agent answers the prompts " +

@@ -43,6 +43,9 @@ type Config struct {
 	// Kernel is the backing kernel's kernelspec name (rules scoped by
 	// kernel match it, or its language).
 	Kernel string
+	// Effort is the reasoning effort of the sessions' requests ("": the
+	// provider's default) until SetEffort.
+	Effort provider.Effort
 	// StoreURL, when a postgres:// URL, is the PostgreSQL store the host
 	// opens instead (see store.Options.URL).
 	StoreURL string
@@ -112,7 +115,9 @@ type Host struct {
 	mcp       *mcp.Manager       // made at the first session
 	clientMCP []mcp.ServerConfig // a client's servers (AddMCPServers)
 	files     agent.Files        // a client's file buffers (SetFiles)
-	cells     []cell             // code mode's cells run before any session: the first one's context
+	effort    provider.Effort    // SetEffort's, when effortSet
+	effortSet bool
+	cells     []cell // code mode's cells run before any session: the first one's context
 	closed    bool
 }
 
@@ -362,6 +367,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	}); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
+	c.task.SetEffort(h.Effort())
 	c.unlisten = c.task.Listen(func(e agent.Event) {
 		h.logEvent(c, e)
 		h.lis.Emit(e)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/store"
 )
@@ -85,6 +86,34 @@ func (h *Host) SetMode(ctx context.Context, mode agent.Mode) error {
 	}
 	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return nil
+}
+
+// SetEffort sets how hard the model thinks, from the next request on, in
+// the current session and those the host opens later: low, medium, high
+// ("" is the provider's default). Anthropic's extended thinking budget,
+// OpenAI's reasoning_effort.
+func (h *Host) SetEffort(ctx context.Context, e provider.Effort) error {
+	c, err := h.session(ctx)
+	if err != nil {
+		return err
+	}
+	h.logCommand(ctx, c, "effort", string(e))
+	h.mu.Lock()
+	h.effort, h.effortSet = e, true
+	h.mu.Unlock()
+	c.task.SetEffort(e)
+	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	return nil
+}
+
+// Effort returns the reasoning effort of the next request.
+func (h *Host) Effort() provider.Effort {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.effortSet {
+		return h.effort
+	}
+	return h.cfg.Effort
 }
 
 // History returns the current session's UI history (empty without one).

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentkernel/agentkernel/messages"
@@ -37,6 +38,46 @@ type Request struct {
 	Messages  []messages.APIMessage // what is sent: messages.Effective of the history
 	Tools     []Tool
 	MaxTokens int // 0: the provider's default
+	// Effort is how hard the model thinks: "" (the provider's default),
+	// low, medium or high — Anthropic's extended thinking budget
+	// (EffortBudget), OpenAI's reasoning_effort.
+	Effort Effort
+}
+
+// Effort is a reasoning effort.
+type Effort string
+
+// The efforts.
+const (
+	EffortLow    Effort = "low"
+	EffortMedium Effort = "medium"
+	EffortHigh   Effort = "high"
+)
+
+// ParseEffort parses an effort; "off", "none" and "" are no effort (the
+// provider's default).
+func ParseEffort(s string) (Effort, error) {
+	switch e := Effort(strings.ToLower(strings.TrimSpace(s))); e {
+	case EffortLow, EffortMedium, EffortHigh:
+		return e, nil
+	case "", "off", "none", "default":
+		return "", nil
+	}
+	return "", fmt.Errorf("unknown effort %q (want low, medium, high or off)", s)
+}
+
+// EffortBudget is the thinking budget, in tokens, of an effort on APIs
+// that take one (Anthropic's extended thinking); 0 for none.
+func EffortBudget(e Effort) int {
+	switch e {
+	case EffortLow:
+		return 2048
+	case EffortMedium:
+		return 8192
+	case EffortHigh:
+		return 24576
+	}
+	return 0
 }
 
 // EventType says what an Event carries.

@@ -145,9 +145,15 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) (provider.S
 			return nil, fmt.Errorf("%s: map tools: %w", p.name, err)
 		}
 	}
-	if b := p.cfg.ThinkingBudget; b > 0 {
+	b := p.cfg.ThinkingBudget
+	if e := provider.EffortBudget(req.Effort); e > 0 {
+		b = e
+	}
+	if b > 0 {
+		// The budget counts within max_tokens: the answer keeps room.
 		if b >= maxTokens {
-			b = maxTokens - 1
+			maxTokens = b + DefaultMaxTokens
+			params.MaxTokens = int64(maxTokens)
 		}
 		params.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(b))
 	}

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
 )
@@ -133,6 +134,9 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) (provider.S
 		} else {
 			params.MaxTokens = sdk.Int(int64(maxTokens))
 		}
+	}
+	if req.Effort != "" {
+		params.ReasoningEffort = shared.ReasoningEffort(req.Effort)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := p.client.Chat.Completions.NewStreaming(sctx, params)

@@ -372,3 +372,101 @@ func BenchmarkList10k(b *testing.B) {
 		})
 	}
 }
+
+// pageFixture is a store with one session of n UI messages (the turns of
+// rewindBenchHistories: user feedback, a command, its output, an answer),
+// appended in batches.
+func pageFixture(b *testing.B, n int) (*Store, string, []messages.UIMessage) {
+	b.Helper()
+	ctx := context.Background()
+	s := newStore(b)
+	id := newSession(b, s)
+	ui := rewindBenchHistories(n).UI
+	t0 := time.Now()
+	for i := 0; i < len(ui); i += 10_000 {
+		must(b, s.AppendUI(ctx, id, ui[i:min(i+10_000, len(ui))]...))
+	}
+	b.Logf("appended %d UI messages in %v", len(ui), time.Since(t0))
+	return s, id, ui
+}
+
+// reportMS reports the median of durs in milliseconds.
+func reportMS(b *testing.B, durs []time.Duration) {
+	slices.Sort(durs)
+	if len(durs) == 0 {
+		return
+	}
+	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkPageLast50Of100k reads the last page of a 100,000-message
+// session, as `agentkernel sessions show ID --last 50` does: PageUI with
+// Last 50. The target is 5 ms at the median on SQLite.
+func BenchmarkPageLast50Of100k(b *testing.B) {
+	ctx := context.Background()
+	s, id, ui := pageFixture(b, 100_000)
+	var durs []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		page, err := s.PageUI(ctx, id, UIPage{Last: 50})
+		durs = append(durs, time.Since(t0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(page) != 50 || page[49].TS != ui[len(ui)-1].TS {
+			b.Fatalf("page of %d messages, ending at %d", len(page), page[len(page)-1].TS)
+		}
+	}
+	reportMS(b, durs)
+}
+
+// BenchmarkPage100k is the other reads of a paging view of a
+// 100,000-message session: a role's last page, a page from the middle,
+// the counts, and the places (#N) of the last page's messages.
+func BenchmarkPage100k(b *testing.B) {
+	ctx := context.Background()
+	s, id, ui := pageFixture(b, 100_000)
+	last := ui[len(ui)-50:]
+	for _, tc := range []struct {
+		name string
+		read func() error
+	}{
+		{"user-last50", func() error {
+			p, err := s.PageUI(ctx, id, UIPage{Last: 50, Role: "user"})
+			if err == nil && len(p) != 50 {
+				err = fmt.Errorf("%d messages", len(p))
+			}
+			return err
+		}},
+		{"middle-last50", func() error {
+			p, err := s.PageUI(ctx, id, UIPage{Last: 50, Before: ui[len(ui)/2].TS})
+			if err == nil && len(p) != 50 {
+				err = fmt.Errorf("%d messages", len(p))
+			}
+			return err
+		}},
+		{"count", func() error { _, err := s.CountUI(ctx, id, ""); return err }},
+		{"count-user", func() error { _, err := s.CountUI(ctx, id, "user"); return err }},
+		{"indexes-last50", func() error {
+			idx, err := s.UIIndexes(ctx, id, tsOf(last))
+			if err == nil && idx[0] != len(ui)-50 {
+				err = fmt.Errorf("index %d", idx[0])
+			}
+			return err
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var durs []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				err := tc.read()
+				durs = append(durs, time.Since(t0))
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportMS(b, durs)
+		})
+	}
+}

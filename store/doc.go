@@ -36,8 +36,9 @@
 // (lookup by id prefix, the latest session of a workspace), classify.go
 // (derived kind/role/text columns), append.go and stream.go (writes and
 // debounced streaming updates), query.go (paged loads, recent, counts,
-// pairs), search.go (FTS5; tsvector on PostgreSQL), preview.go and
-// summary.go (previews and tool summaries), rewind.go and rewrite.go,
+// pairs), page.go (paging a UI history from its end, by role), search.go
+// (FTS5; tsvector on PostgreSQL), preview.go and summary.go (previews and
+// tool summaries), rewind.go and rewrite.go,
 // export.go (JSONL), world.go (file blobs, code runs, file changes,
 // forks) and fileindex.go (the workspace trackers' index).
 package store

@@ -263,6 +263,10 @@ CREATE TABLE file_index (
 	PRIMARY KEY (workspace, path)
 );
 `,
+	// 3: SQLite schema 4, paging a session's UI history by role.
+	`
+CREATE INDEX ui_session_role_ts ON ui_messages(session_pk, role, ts);
+`,
 }
 
 // pgLockKey is the advisory lock that serialises migrations between

@@ -129,6 +129,11 @@ CREATE TABLE file_index (
 	PRIMARY KEY (workspace, path)
 ) WITHOUT ROWID;
 `,
+	// 4: paging a session's UI history by role (Store.PageUI with a role,
+	// CountUI): the newest messages of one role without walking the others.
+	`
+CREATE INDEX ui_session_role_ts ON ui_messages(session_pk, role, ts);
+`,
 }
 
 // SchemaVersion is the user_version this build writes.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,7 +30,9 @@ Subcommands:
   list [--all | --archived] [--search TEXT] [--limit N] [--dir DIR]
                                                           this directory's sessions (--all: every
                                                           directory's, archived included), newest first
-  show ID                                                 a session's details and history
+  show ID [--last N] [--before TS|#N] [--role ROLE]       a session's details and history: all of it, or
+                                                          the last N messages (before TS or #N; of ROLE:
+                                                          user, assistant, tool, system or meta)
   search TEXT [--session ID] [--all] [--limit N] [--dir DIR]
                                                           full-text search of this directory's histories
   export ID [--format jsonl|ipynb] [-o FILE] [--kernel K] a session as JSONL (import format) or a notebook
@@ -71,6 +74,9 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	pos, err := parseArgs(fs, rest)
 	if err != nil {
 		return err
+	}
+	if err := f.checkShow(); err != nil {
+		return fmt.Errorf("sessions %s: %w", sub, err)
 	}
 	c.json = *asJSON
 	want := 1
@@ -117,6 +123,51 @@ type sessionsFlags struct {
 	kernelName, inSession    string
 	limit                    int
 	rewind                   session.RewindOptions
+	page                     showPage
+}
+
+// showPage is the part of a session's UI history that sessions show
+// prints: with no flag, all of it.
+type showPage struct {
+	last   int    // the last N messages; 0: all
+	before string // TS or #N: only the messages before it
+	role   string // only the messages of this role
+}
+
+func (p showPage) paged() bool { return p.last != 0 || p.before != "" || p.role != "" }
+
+// checkShow checks the flags of sessions show before the store is opened.
+func (f *sessionsFlags) checkShow() error {
+	p := f.page
+	if p.last < 0 {
+		return fmt.Errorf("--last %d: want a number of messages (0: all)", p.last)
+	}
+	if p.before != "" {
+		if _, _, err := parseBefore(p.before); err != nil {
+			return err
+		}
+	}
+	if err := store.CheckRole(p.role); err != nil {
+		return fmt.Errorf("--role: %w", err)
+	}
+	return nil
+}
+
+// parseBefore parses --before: a message's ts, or #N (its place in the
+// history, as show prints it).
+func parseBefore(v string) (ts int64, n int, err error) {
+	if rest, ok := strings.CutPrefix(v, "#"); ok {
+		n, err := strconv.Atoi(rest)
+		if err != nil || n < 0 {
+			return 0, 0, fmt.Errorf("--before %q: want a message's ts or #N (see sessions show)", v)
+		}
+		return 0, n, nil
+	}
+	ts, err = strconv.ParseInt(v, 10, 64)
+	if err != nil || ts <= 0 {
+		return 0, 0, fmt.Errorf("--before %q: want a message's ts or #N (see sessions show)", v)
+	}
+	return ts, -1, nil
 }
 
 func addSessionsFlags(fs *flag.FlagSet, sub string) *sessionsFlags {
@@ -137,6 +188,10 @@ func addSessionsFlags(fs *flag.FlagSet, sub string) *sessionsFlags {
 		fs.StringVar(&f.format, "format", "jsonl", "jsonl (what import reads) or ipynb (a notebook of the session)")
 		fs.StringVar(&f.out, "o", "", "write to `FILE` (atomically) instead of stdout")
 		fs.StringVar(&f.kernelName, "kernel", "", "ipynb: the kernelspec `NAME` recorded in the notebook's metadata")
+	case "show":
+		fs.IntVar(&f.page.last, "last", 0, "only the last `N` messages of those --before and --role keep; 0: all")
+		fs.StringVar(&f.page.before, "before", "", "only the messages older than `TS`: a ts, or #N as show numbers messages")
+		fs.StringVar(&f.page.role, "role", "", "only the messages of `ROLE`: user, assistant, tool, system or meta")
 	case "rm":
 		fs.BoolVar(&f.purge, "purge", false, "delete the session and its histories for good instead of archiving it")
 	case "rewind", "fork":
@@ -165,7 +220,7 @@ func (c *sessionsCmd) run(ctx context.Context, sub string, pos []string, f *sess
 		}
 		return c.list(ctx, store.ListOptions{Search: f.search, Limit: limitOrAll(f.limit), Archived: filter, Workspace: workspace})
 	case "show":
-		return c.show(ctx, pos[0])
+		return c.show(ctx, pos[0], f.page)
 	case "search":
 		return c.search(ctx, pos[0], f.inSession, workspace, f.all, f.limit)
 	case "export":
@@ -299,21 +354,98 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 	return w.Flush()
 }
 
-func (c *sessionsCmd) show(ctx context.Context, ref string) error {
+// shownPage is the part of the UI history that sessions show prints.
+type shownPage struct {
+	UI       []messages.UIMessage
+	Index    []int // each message's #N: its place in the whole history
+	Matching int   // the messages of --role (all without it) in the whole history
+	Older    bool  // messages that pass --before and --role lie before the page
+}
+
+// page reads the part p of a session's UI history through Store.PageUI:
+// the rows of the page only, however long the session.
+func (c *sessionsCmd) page(ctx context.Context, id string, p showPage) (shownPage, error) {
+	var out shownPage
+	q := store.UIPage{Last: p.last, Role: p.role}
+	if p.before != "" {
+		ts, n, err := parseBefore(p.before)
+		if err != nil {
+			return out, err
+		}
+		if n >= 0 {
+			m, err := c.st.LoadUI(ctx, id, store.Page{Offset: n, Limit: 1})
+			if err != nil {
+				return out, err
+			}
+			if len(m) == 0 {
+				return out, fmt.Errorf("--before %s: no such message (see sessions show)", p.before)
+			}
+			ts = m[0].TS
+		}
+		q.Before = ts
+	}
+	if q.Last > 0 {
+		q.Last++ // one more tells whether older messages remain
+	}
+	ui, err := c.st.PageUI(ctx, id, q)
+	if err != nil {
+		return out, err
+	}
+	if p.last > 0 && len(ui) > p.last {
+		ui, out.Older = ui[1:], true
+	}
+	ts := make([]int64, len(ui))
+	for i, m := range ui {
+		ts[i] = m.TS
+	}
+	if out.Index, err = c.st.UIIndexes(ctx, id, ts); err != nil {
+		return out, err
+	}
+	if out.Matching, err = c.st.CountUI(ctx, id, p.role); err != nil {
+		return out, err
+	}
+	out.UI = ui
+	return out, nil
+}
+
+func (c *sessionsCmd) show(ctx context.Context, ref string, p showPage) error {
 	s, err := c.find(ctx, ref)
 	if err != nil {
 		return err
 	}
-	h, err := c.st.Load(ctx, s.ID)
-	if err != nil {
-		return err
-	}
-	if c.json {
+	if c.json && !p.paged() {
+		h, err := c.st.Load(ctx, s.ID)
+		if err != nil {
+			return err
+		}
 		return c.printJSON(struct {
 			Session sessionJSON           `json:"session"`
 			UI      []messages.UIMessage  `json:"ui"`
 			API     []messages.APIMessage `json:"api"`
 		}{toJSON(s), nonNil(h.UI), nonNil(h.API)})
+	}
+	pg, err := c.page(ctx, s.ID, p)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		// A page of the UI history and where it lies; the API history,
+		// as long as the session, is left out.
+		type pageJSON struct {
+			Index      []int `json:"index"`
+			Matching   int   `json:"matching"`
+			Older      bool  `json:"older"`
+			NextBefore int64 `json:"next_before,omitempty"`
+		}
+		j := pageJSON{Index: nonNil(pg.Index), Matching: pg.Matching, Older: pg.Older}
+		if pg.Older {
+			j.NextBefore = pg.UI[0].TS
+		}
+		return c.printJSON(struct {
+			Session sessionJSON          `json:"session"`
+			UI      []messages.UIMessage `json:"ui"`
+			Page    pageJSON             `json:"page"`
+		}{toJSON(s), nonNil(pg.UI), j})
 	}
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "ID:\t%s\n", s.ID)
@@ -336,12 +468,34 @@ func (c *sessionsCmd) show(ctx context.Context, ref string) error {
 		return err
 	}
 	fmt.Fprintln(c.stdout)
+	if p.paged() {
+		what := "messages"
+		if p.role != "" {
+			what = p.role + " messages"
+		}
+		if len(pg.UI) == 0 {
+			fmt.Fprintf(c.stdout, "No %s", what)
+			if p.before != "" {
+				fmt.Fprintf(c.stdout, " before %s", p.before)
+			}
+			fmt.Fprintf(c.stdout, " (%d in all).\n", pg.Matching)
+			return nil
+		}
+		fmt.Fprintf(c.stdout, "%d of %d %s, #%d to #%d:\n", len(pg.UI), pg.Matching, what, pg.Index[0], pg.Index[len(pg.Index)-1])
+	}
 	// #N is the message's place in the UI history, as %agent history and
 	// sessions rewind/fork take it.
-	for i, m := range h.UI {
+	for i, m := range pg.UI {
 		if line := transcriptLine(m); line != "" {
-			fmt.Fprintf(c.stdout, "#%-4d %s\n", i, line)
+			fmt.Fprintf(c.stdout, "#%-4d %s\n", pg.Index[i], line)
 		}
+	}
+	if pg.Older {
+		more := fmt.Sprintf("agentkernel sessions show %s --last %d --before #%d", s.ID, p.last, pg.Index[0])
+		if p.role != "" {
+			more += " --role " + p.role
+		}
+		fmt.Fprintf(c.stdout, "\nOlder messages: %s\n", more)
 	}
 	return nil
 }

@@ -372,8 +372,8 @@ func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest)
 	return sdk.SetSessionModeResponse{}, s.host.SetMode(ctx, m)
 }
 
-// SetSessionConfigOption implements sdk.Agent: the one option is "mode",
-// the permission mode, as session/set_mode sets it.
+// SetSessionConfigOption implements sdk.Agent: "mode" is the permission
+// mode (as session/set_mode sets it), "agentMode" the agent mode.
 func (a *Agent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
 	v := p.ValueId
 	if v == nil {
@@ -383,8 +383,15 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConf
 	if err != nil {
 		return sdk.SetSessionConfigOptionResponse{}, err
 	}
-	if v.ConfigId != configMode {
-		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"configId": fmt.Sprintf("no option %q (there is %q)", v.ConfigId, configMode)})
+	switch v.ConfigId {
+	case configAgentMode:
+		if _, err := s.host.SetAgentMode(ctx, string(v.Value)); err != nil {
+			return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"value": err.Error()})
+		}
+		return sdk.SetSessionConfigOptionResponse{ConfigOptions: configOptions(s.host)}, nil
+	case configMode:
+	default:
+		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"configId": fmt.Sprintf("no option %q (there are %q and %q)", v.ConfigId, configMode, configAgentMode)})
 	}
 	m, err := agent.ParseMode(string(v.Value))
 	if err != nil {
@@ -396,8 +403,11 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConf
 	return sdk.SetSessionConfigOptionResponse{ConfigOptions: configOptions(s.host)}, nil
 }
 
-// configMode is the id of the mode option.
-const configMode sdk.SessionConfigId = "mode"
+// The ids of the config options: the permission mode, the agent mode.
+const (
+	configMode      sdk.SessionConfigId = "mode"
+	configAgentMode sdk.SessionConfigId = "agentMode"
+)
 
 // configOptions are a session's config options: its permission mode.
 func configOptions(h *session.Host) []sdk.SessionConfigOption {
@@ -405,9 +415,19 @@ func configOptions(h *session.Host) []sdk.SessionConfigOption {
 	for _, m := range agent.Modes {
 		opts = append(opts, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m), Name: modeNames[m], Description: sdk.Ptr(modeHelp[m])})
 	}
-	return []sdk.SessionConfigOption{{Select: &sdk.SessionConfigOptionSelect{Type: "select", Id: configMode, Name: "Permission mode",
-		Category: sdk.Ptr(sdk.SessionConfigOptionCategoryMode), CurrentValue: sdk.SessionConfigValueId(h.Mode()),
-		Options: sdk.SessionConfigSelectOptions{Ungrouped: &opts}}}}
+	var agentModes sdk.SessionConfigSelectOptionsUngrouped
+	ms, _ := h.Modes()
+	for _, m := range ms {
+		agentModes = append(agentModes, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m.Name), Name: m.Name, Description: sdk.Ptr(m.Description)})
+	}
+	return []sdk.SessionConfigOption{
+		{Select: &sdk.SessionConfigOptionSelect{Type: "select", Id: configMode, Name: "Permission mode",
+			Category: sdk.Ptr(sdk.SessionConfigOptionCategoryMode), CurrentValue: sdk.SessionConfigValueId(h.Mode()),
+			Options: sdk.SessionConfigSelectOptions{Ungrouped: &opts}}},
+		{Select: &sdk.SessionConfigOptionSelect{Type: "select", Id: configAgentMode, Name: "Mode",
+			Description:  sdk.Ptr("code, ask, architect, debug, or the user's: instructions and the tools offered"),
+			CurrentValue: sdk.SessionConfigValueId(h.AgentMode().Name), Options: sdk.SessionConfigSelectOptions{Ungrouped: &agentModes}}},
+	}
 }
 
 // Cancel implements sdk.Agent: the running prompt stops, and answers

@@ -118,6 +118,10 @@ func TestBadInput(t *testing.T) {
 	if m := w.reply(t, 10); !strings.Contains(fmt.Sprint(m["result"]), "currentValue:plan") || h.Mode() != "plan" {
 		t.Errorf("set_config_option mode plan: %v (mode %s)", m, h.Mode())
 	}
+	w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":12,"method":"session/set_config_option","params":{"sessionId":%q,"configId":"agentMode","value":"architect"}}`, sid))
+	if m := w.reply(t, 12); !strings.Contains(fmt.Sprint(m["result"]), "currentValue:architect") || h.AgentMode().Name != "architect" {
+		t.Errorf("set_config_option agentMode architect: %v (mode %s)", m, h.AgentMode().Name)
+	}
 	w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":11,"method":"session/set_config_option","params":{"sessionId":%q,"configId":"colour","value":"red"}}`, sid))
 	if m := w.reply(t, 11); errCode(m) != -32602 {
 		t.Errorf("an unknown option: %v, want invalid params", m)

@@ -133,7 +133,11 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 		return Result{Text: fmt.Sprintf("Error: there is no tool %q.", call.Name), IsError: true},
 			fmt.Errorf("agent: unknown tool %q", call.Name)
 	}
-	d := t.preToolHooks(ctx, call, t.perm.Decide(call))
+	d := t.perm.Decide(call)
+	if ok, mode := t.allowed(tool); !ok {
+		d = Decision{Verdict: Deny, Reason: fmt.Sprintf("%s is not available in %s mode", call.Name, mode), Hard: true}
+	}
+	d = t.preToolHooks(ctx, call, d)
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}

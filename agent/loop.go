@@ -221,7 +221,7 @@ type streamed struct {
 // records the answer. It returns the tool calls to run.
 func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.ToolCall, error) {
 	for attempt := 0; ; attempt++ {
-		tools := t.cfg.Toolbox.Tools(ctx) // outside the lock: it asks the tool source
+		tools := t.offered(ctx) // outside the lock: it asks the tool source
 		t.mu.Lock()
 		req := provider.Request{
 			System:   t.systemLocked(),
@@ -279,6 +279,26 @@ func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.
 		}
 		return nil, fmt.Errorf("%w: %w", ErrAPIFailed, err)
 	}
+}
+
+// offered are the tools the model is offered: the toolbox's, less those
+// the tool filter (an agent mode) does not allow.
+func (t *Task) offered(ctx context.Context) []provider.Tool {
+	tools := t.cfg.Toolbox.Tools(ctx)
+	t.mu.Lock()
+	f := t.filter
+	t.mu.Unlock()
+	if f == nil || f.Allow == nil {
+		return tools
+	}
+	out := tools[:0:0]
+	for _, pt := range tools {
+		if tool, ok := t.cfg.Toolbox.Lookup(pt.Name); ok && !f.Allow(tool.Name(), tool.Class()) {
+			continue
+		}
+		out = append(out, pt)
+	}
+	return out
 }
 
 func apiReqText(n, attempt int, rules []string) string {

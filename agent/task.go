@@ -196,6 +196,8 @@ type Task struct {
 	// Only the turns' goroutine (one at a time) touches these:
 	// effort is the requests' reasoning effort (SetEffort), under mu.
 	effort provider.Effort
+	// filter limits the tools (SetToolFilter), under mu.
+	filter *ToolFilter
 	// turnSystem and turnRules are the running turn's system prompt and
 	// the rule files in it (Config.Rules), under mu.
 	turnSystem string
@@ -617,6 +619,33 @@ func (t *Task) SetEffort(e provider.Effort) {
 	t.mu.Lock()
 	t.effort = e
 	t.mu.Unlock()
+}
+
+// ToolFilter limits the tools a task offers the model and lets it call: an
+// agent mode's tool list. Name names the mode in a refusal.
+type ToolFilter struct {
+	Name  string
+	Allow func(tool string, class ToolClass) bool
+}
+
+// SetToolFilter sets the tool filter from the next request on (nil:
+// every tool).
+func (t *Task) SetToolFilter(f *ToolFilter) {
+	t.mu.Lock()
+	t.filter = f
+	t.mu.Unlock()
+}
+
+// allowed reports whether the task's filter lets tool be used, and the
+// filter's name.
+func (t *Task) allowed(tool *Tool) (bool, string) {
+	t.mu.Lock()
+	f := t.filter
+	t.mu.Unlock()
+	if f == nil || f.Allow == nil {
+		return true, ""
+	}
+	return f.Allow(tool.Name(), tool.Class()), f.Name
 }
 
 // Effort returns the reasoning effort of the next request.

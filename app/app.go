@@ -138,6 +138,7 @@ func (c Config) host() session.Config {
 		Model:          c.Model,
 		PermissionMode: c.PermissionMode,
 		Effort:         c.Effort,
+		Modes:          c.File.Modes,
 		Allow:          c.File.Allow,
 		Deny:           c.File.Deny,
 		MCPServers:     c.File.MCPServers,

@@ -19,6 +19,7 @@ import (
 	"github.com/agentkernel/agentkernel/checkpoint"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
+	"github.com/agentkernel/agentkernel/rules"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -26,12 +27,16 @@ import (
 // $AGENTKERNEL_CONFIG). Every field is optional; the environment and flags
 // override it.
 type File struct {
-	Model   string   `json:"model"`   // e.g. "anthropic:claude-sonnet-4-5"
-	Approve string   `json:"approve"` // none | read-only | all (headless asks)
-	Mode    string   `json:"mode"`    // default | acceptEdits | bypassPermissions | plan
-	Effort  string   `json:"effort"`  // low | medium | high | off: thinking budget / reasoning_effort
-	Allow   []string `json:"allow"`   // permission rules, e.g. "execute_code(pip install *)"
-	Deny    []string `json:"deny"`
+	Model   string `json:"model"`   // e.g. "anthropic:claude-sonnet-4-5"
+	Approve string `json:"approve"` // none | read-only | all (headless asks)
+	Mode    string `json:"mode"`    // default | acceptEdits | bypassPermissions | plan
+	Effort  string `json:"effort"`  // low | medium | high | off: thinking budget / reasoning_effort
+	// Modes are the user's agent modes, by name (besides code, ask,
+	// architect and debug): description, instructions, tools,
+	// permissionMode.
+	Modes map[string]rules.Mode `json:"modes"`
+	Allow []string              `json:"allow"` // permission rules, e.g. "execute_code(pip install *)"
+	Deny  []string              `json:"deny"`
 	// Store selects the session store: a postgres:// URL, or "" for the
 	// SQLite file in the data directory. $AGENTKERNEL_STORE and --store
 	// override it.

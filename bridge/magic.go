@@ -32,7 +32,7 @@ const magicHelp = `%agent new              start a new session
 %agent use AGENT        let an ACP agent answer (claude, codex, gemini, or its command line); it runs code here
 %agent rules            the instructions the agent is given: AGENTS.md, CLAUDE.md, .agentkernel/rules/*.md
 %agent effort [LEVEL]   show or set how hard the model thinks: low, medium, high, off
-%agent mode [NAME]      show or set the permission mode (default, acceptEdits, bypassPermissions, plan)
+%agent mode [NAME]      show or set the mode: code, ask, architect, debug, yours; or the permission mode (default, acceptEdits, bypassPermissions, plan)
 %agent cost             tokens and cost of this session
 %agent export FILE      write this session: FILE.ipynb as a notebook, else both histories as JSONL
 %agent attach [FILE ...|clear]
@@ -176,16 +176,20 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			"kernel through agentkernel's MCP server, and its permission requests are asked here.", nil
 	case "mode":
 		if len(args) == 0 {
-			return "Permission mode: " + string(h.Mode()), nil
+			return formatModes(h), nil
 		}
-		m, err := agent.ParseMode(args[0])
+		// A permission mode, else an agent mode.
+		if m, err := agent.ParseMode(args[0]); err == nil {
+			if err := h.SetMode(ctx, m); err != nil {
+				return "", err
+			}
+			return "Permission mode: " + string(m), nil
+		}
+		m, err := h.SetAgentMode(ctx, args[0])
 		if err != nil {
 			return "", err
 		}
-		if err := h.SetMode(ctx, m); err != nil {
-			return "", err
-		}
-		return "Permission mode: " + string(m), nil
+		return fmt.Sprintf("Mode: %s — %s (permission mode %s)", m.Name, m.Description, h.Mode()), nil
 	case "cost":
 		sess, err := h.Cost(ctx)
 		if err != nil {
@@ -454,6 +458,33 @@ func formatRules(applying, all []rules.Rule, c rules.Context, problems []error) 
 	if len(all) == 0 && len(problems) == 0 {
 		b.WriteString("Write instructions in AGENTS.md or CLAUDE.md (the workspace, its repository, or the config directory), " +
 			"or scoped ones in .agentkernel/rules/*.md with front matter (kernels:, modes:, paths:).\n")
+	}
+	return b.String()
+}
+
+// formatModes is %agent mode: the agent mode and the permission mode, and
+// the modes there are.
+func formatModes(h *session.Host) string {
+	var b strings.Builder
+	cur := h.AgentMode()
+	fmt.Fprintf(&b, "Mode: %s; permission mode: %s\n\nModes (%%agent mode NAME):\n", cur.Name, h.Mode())
+	modes, problems := h.Modes()
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, m := range modes {
+		mark := " "
+		if m.Name == cur.Name {
+			mark = "*"
+		}
+		tools := "all tools"
+		if len(m.Tools) > 0 {
+			tools = strings.Join(m.Tools, ", ")
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", mark, m.Name, m.Description, tools, m.Source)
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "\nPermission modes: %s\n", strings.Join([]string{"default", "acceptEdits", "bypassPermissions", "plan"}, ", "))
+	for _, err := range problems {
+		fmt.Fprintf(&b, "Problem: %v\n", err)
 	}
 	return b.String()
 }

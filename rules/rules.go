@@ -7,7 +7,7 @@
 //
 //	---
 //	kernels: python, ir        the backing kernel's language or kernelspec name
-//	modes: default, plan       the permission mode
+//	modes: default, ask        the permission mode or the agent mode
 //	paths: analysis/*.ipynb    the notebook's path in the workspace (Jupyter's JPY_SESSION_NAME)
 //	---
 //	Use polars, not pandas.
@@ -52,8 +52,9 @@ type Context struct {
 	// Language is the backing kernel's language (language_info.name),
 	// Kernel its kernelspec name.
 	Language, Kernel string
-	// Mode is the permission mode.
-	Mode string
+	// Mode is the permission mode, AgentMode the agent mode (code, ask,
+	// …): a rule's modes match either.
+	Mode, AgentMode string
 	// Notebook is the notebook's path relative to the workspace ("" when
 	// it is not known).
 	Notebook string
@@ -208,7 +209,9 @@ func (r Rule) Applies(c Context) bool {
 	}) {
 		return false
 	}
-	if len(r.Modes) > 0 && !slices.ContainsFunc(r.Modes, func(m string) bool { return strings.EqualFold(m, c.Mode) }) {
+	if len(r.Modes) > 0 && !slices.ContainsFunc(r.Modes, func(m string) bool {
+		return strings.EqualFold(m, c.Mode) || (c.AgentMode != "" && strings.EqualFold(m, c.AgentMode))
+	}) {
 		return false
 	}
 	if len(r.Paths) > 0 && !slices.ContainsFunc(r.Paths, func(g string) bool {

@@ -23,6 +23,7 @@ import (
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/mcp"
+	"github.com/agentkernel/agentkernel/rules"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -46,6 +47,8 @@ type Config struct {
 	// Effort is the reasoning effort of the sessions' requests ("": the
 	// provider's default) until SetEffort.
 	Effort provider.Effort
+	// Modes are the config file's agent modes, by name (package rules).
+	Modes map[string]rules.Mode
 	// StoreURL, when a postgres:// URL, is the PostgreSQL store the host
 	// opens instead (see store.Options.URL).
 	StoreURL string
@@ -117,7 +120,8 @@ type Host struct {
 	files     agent.Files        // a client's file buffers (SetFiles)
 	effort    provider.Effort    // SetEffort's, when effortSet
 	effortSet bool
-	cells     []cell // code mode's cells run before any session: the first one's context
+	mode      rules.Mode // SetAgentMode's; zero: code
+	cells     []cell     // code mode's cells run before any session: the first one's context
 	closed    bool
 }
 
@@ -368,6 +372,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	c.task.SetEffort(h.Effort())
+	c.task.SetToolFilter(toolFilter(h.agentMode()))
 	c.unlisten = c.task.Listen(func(e agent.Event) {
 		h.logEvent(c, e)
 		h.lis.Emit(e)

@@ -3,8 +3,10 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/rules"
@@ -27,8 +29,79 @@ func (h *Host) turnRules(c *current) func(ctx context.Context) (string, []string
 		for _, r := range applying {
 			files = append(files, r.Path)
 		}
-		return rules.Prompt(agent.DefaultSystemPrompt, applying), files
+		base := agent.DefaultSystemPrompt
+		if m := h.agentMode(); m.Instructions != "" {
+			base += "\n\n# Mode: " + m.Name + "\n\n" + m.Instructions
+		}
+		return rules.Prompt(base, applying), files
 	}
+}
+
+// Modes returns the agent modes (built-in, the config file's, the
+// workspace's .agentkernel/modes) and the files that could not be used.
+func (h *Host) Modes() ([]rules.Mode, []error) {
+	return rules.LoadModes(h.cfg.Workspace, h.cfg.Modes)
+}
+
+// AgentMode returns the current agent mode.
+func (h *Host) AgentMode() rules.Mode { return h.agentMode() }
+
+func (h *Host) agentMode() rules.Mode {
+	h.mu.Lock()
+	m := h.mode
+	h.mu.Unlock()
+	if m.Name == "" {
+		m, _ = rules.FindMode(rules.Builtin, rules.ModeDefault)
+	}
+	return m
+}
+
+// SetAgentMode switches to the agent mode called name, from the next
+// request on, in the current session and those the host opens later: its
+// instructions join the system prompt, the model is offered only its
+// tools (and a call of another is refused), and its permission mode, if
+// it names one, is set.
+func (h *Host) SetAgentMode(ctx context.Context, name string) (rules.Mode, error) {
+	modes, _ := h.Modes()
+	m, ok := rules.FindMode(modes, name)
+	if !ok {
+		var names []string
+		for _, m := range modes {
+			names = append(names, m.Name)
+		}
+		return rules.Mode{}, fmt.Errorf("no mode %q (there are %s)", name, strings.Join(names, ", "))
+	}
+	var pm agent.Mode
+	if m.PermissionMode != "" {
+		var err error
+		if pm, err = agent.ParseMode(m.PermissionMode); err != nil {
+			return rules.Mode{}, fmt.Errorf("mode %s: %w", m.Name, err)
+		}
+	}
+	c, err := h.session(ctx)
+	if err != nil {
+		return rules.Mode{}, err
+	}
+	h.logCommand(ctx, c, "agent_mode", m.Name)
+	h.mu.Lock()
+	h.mode = m
+	h.mu.Unlock()
+	c.task.SetToolFilter(toolFilter(m))
+	if pm != "" {
+		if err := c.policy.SetMode(pm); err != nil {
+			return rules.Mode{}, err
+		}
+	}
+	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	return m, nil
+}
+
+// toolFilter is mode m's tool list as the task's filter (nil: every tool).
+func toolFilter(m rules.Mode) *agent.ToolFilter {
+	if len(m.Tools) == 0 {
+		return nil
+	}
+	return &agent.ToolFilter{Name: m.Name, Allow: func(tool string, class agent.ToolClass) bool { return m.Allows(tool, class.String()) }}
 }
 
 // Rules returns the rules that apply to the current session now, every
@@ -51,7 +124,7 @@ func (h *Host) rulesOf(_ context.Context, c *current) (applying, all []rules.Rul
 // kernel's language (as far as it is known without waiting for a start)
 // and kernelspec, the permission mode, and the notebook Jupyter named.
 func (h *Host) ruleContext(c *current) rules.Context {
-	rc := rules.Context{Kernel: h.cfg.Kernel, Notebook: os.Getenv("JPY_SESSION_NAME")}
+	rc := rules.Context{Kernel: h.cfg.Kernel, Notebook: os.Getenv("JPY_SESSION_NAME"), AgentMode: h.agentMode().Name}
 	if c.policy != nil {
 		rc.Mode = string(c.policy.Mode())
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -22,7 +23,7 @@ const magicHelp = `%agent new              start a new session
 %agent sessions [--all] [TEXT]
                         this directory's sessions (--all: every directory's), matching TEXT
 %agent resume ID        continue a stored session (an id prefix is enough)
-%agent history          show this session's messages with their #N and ts
+%agent history [--last N] [--role R]  show this session's messages with their #N and ts (R: user, assistant, tool, system)
 %agent rewind TS|#N [--conversation-only|--no-files|--no-kernel] [--force]
                         go back to before that message: the conversation, the files
                         the agent changed, and the kernel (restarted, its code replayed)
@@ -136,7 +137,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 	}
 	switch sub {
 	case "history":
-		return formatHistory(h.History()), nil
+		return historyMagic(h.History(), args)
 	case "model":
 		if len(args) == 0 {
 			if m := h.Model(); m != "" {
@@ -261,15 +262,60 @@ func (b *Bridge) listSessions(ctx context.Context, search string, all bool) (str
 	return out, nil
 }
 
-// formatHistory lists the UI history with #N and ts for rewind and edit.
-func formatHistory(ui []messages.UIMessage) string {
+// historyMagic is %agent history [--last N] [--role user|assistant|tool|system]:
+// the messages that match, numbered as in the whole history.
+func historyMagic(ui []messages.UIMessage, args []string) (string, error) {
+	last, role := 0, ""
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case (a == "--last" || a == "--role") && i+1 < len(args):
+			if a == "--last" {
+				n, err := strconv.Atoi(args[i+1])
+				if err != nil || n < 0 {
+					return "", fmt.Errorf("%%agent history: --last %q: want a number", args[i+1])
+				}
+				last = n
+			} else {
+				role = args[i+1]
+				if !slices.Contains([]string{"user", "assistant", "tool", "system"}, role) {
+					return "", fmt.Errorf("%%agent history: --role %q: want user, assistant, tool or system", role)
+				}
+			}
+			i++
+		default:
+			return "", fmt.Errorf("%%agent history: unexpected %q (usage: %%agent history [--last N] [--role user|assistant|tool|system])", a)
+		}
+	}
+	var at []int
+	for i, m := range ui {
+		r := messages.RoleOf(m, i == 0)
+		if m.Decision != nil {
+			r = messages.RoleTool
+		}
+		if role == "" || string(r) == role {
+			at = append(at, i)
+		}
+	}
+	if last > 0 && len(at) > last {
+		at = at[len(at)-last:]
+	}
+	return formatHistoryAt(ui, at), nil
+}
+
+// formatHistoryAt lists the messages of ui at the indexes at, with #N and
+// ts for rewind and edit.
+func formatHistoryAt(ui []messages.UIMessage, at []int) string {
 	if len(ui) == 0 {
 		return "The session is empty."
+	}
+	if len(at) == 0 {
+		return "No messages match."
 	}
 	var sb strings.Builder
 	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "#\tTS\tKIND\tTEXT")
-	for i, m := range ui {
+	for _, i := range at {
+		m := ui[i]
 		kind := "say:" + string(m.Say)
 		if m.Type == messages.TypeAsk {
 			kind = "ask:" + string(m.Ask)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/rules"
 )
 
@@ -21,5 +22,34 @@ func TestFormatRules(t *testing.T) {
 	}
 	if out := formatRules(nil, nil, rules.Context{}, nil); !strings.Contains(out, "Write instructions in AGENTS.md") {
 		t.Errorf("with no rules: %s", out)
+	}
+}
+
+func TestHistoryMagic(t *testing.T) {
+	ui := []messages.UIMessage{
+		{TS: 10, Type: messages.TypeSay, Say: messages.SayText, Text: "first question"},
+		{TS: 11, Type: messages.TypeSay, Say: messages.SayAPIReqStarted, Text: "{}"},
+		{TS: 12, Type: messages.TypeSay, Say: messages.SayText, Text: "an answer"},
+		{TS: 13, Type: messages.TypeSay, Say: messages.SayUserFeedback, Text: "second question"},
+		{TS: 14, Type: messages.TypeSay, Say: messages.SayCommandOutput, Text: "42"},
+		{TS: 15, Type: messages.TypeSay, Say: messages.SayText, Text: "last answer"},
+	}
+	out, err := historyMagic(ui, []string{"--role", "user"})
+	if err != nil || !strings.Contains(out, "#0 ") || !strings.Contains(out, "#3 ") || strings.Contains(out, "answer") {
+		t.Errorf("--role user: %v\n%s", err, out)
+	}
+	out, err = historyMagic(ui, []string{"--last", "2"})
+	if err != nil || !strings.Contains(out, "#4 ") || !strings.Contains(out, "#5 ") || strings.Contains(out, "#3 ") {
+		t.Errorf("--last 2: %v\n%s", err, out)
+	}
+	out, _ = historyMagic(ui, []string{"--role", "assistant", "--last", "1"})
+	if !strings.Contains(out, "#5 ") || strings.Contains(out, "#2 ") {
+		t.Errorf("--role assistant --last 1:\n%s", out)
+	}
+	if _, err := historyMagic(ui, []string{"--role", "robot"}); err == nil {
+		t.Error("a bad role was taken")
+	}
+	if out, _ := historyMagic(ui, nil); strings.Count(out, "\n") != len(ui) {
+		t.Errorf("the whole history:\n%s", out)
 	}
 }

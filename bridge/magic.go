@@ -31,6 +31,7 @@ const magicHelp = `%agent new              start a new session
 %agent edit TS|#N TEXT  replace a prompt of yours with TEXT and run it again
 %agent model [NAME]     show or set the model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:NAME, replay:FILE)
 %agent use AGENT        let an ACP agent answer (claude, codex, gemini, or its command line); it runs code here
+%agent title [TEXT]     show or set the session's title (the panel's header, sessions list)
 %agent rules            the instructions the agent is given: AGENTS.md, CLAUDE.md, .agentkernel/rules/*.md
 %agent effort [LEVEL]   show or set how hard the model thinks: low, medium, high, off
 %agent mode [NAME]      show or set the mode: code, ask, architect, debug, yours; or the permission mode (default, acceptEdits, bypassPermissions, plan)
@@ -44,7 +45,7 @@ const magicHelp = `%agent new              start a new session
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "title", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -151,6 +152,17 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		return "Model: " + h.Model(), nil
 	case "rules":
 		return formatRules(h.Rules(ctx)), nil
+	case "title":
+		if len(args) > 0 {
+			if err := h.SetTitle(ctx, strings.Join(args, " ")); err != nil {
+				return "", err
+			}
+		}
+		t, err := h.Title(ctx)
+		if err != nil {
+			return "", err
+		}
+		return "Title: " + t, nil
 	case "effort":
 		if len(args) > 0 {
 			e, err := provider.ParseEffort(args[0])

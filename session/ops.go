@@ -285,6 +285,27 @@ func (h *Host) Title(ctx context.Context) (string, error) {
 	return s.Title, nil
 }
 
+// SetTitle names the current session (%agent title, the panel, sessions
+// rename); "" drops the name, and the title is derived again from the
+// first prompt. Every display of the session is told.
+func (h *Host) SetTitle(ctx context.Context, title string) error {
+	c, err := h.session(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := h.Store()
+	if err != nil {
+		return err
+	}
+	title = strings.Join(strings.Fields(title), " ")
+	h.logCommand(ctx, c, "title", title)
+	if err := st.UpdateSession(ctx, c.id, store.SessionUpdate{DisplayName: &title}); err != nil {
+		return err
+	}
+	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	return nil
+}
+
 // Snapshot is the current session's state, for a display that mirrors it.
 type Snapshot struct {
 	ID, Title  string

@@ -39,6 +39,8 @@ Subcommands:
   import FILE | -                                         a session exported as JSONL
   rm ID [--purge]                                         archive a session (restorable), or delete it for good
   restore ID                                              bring an archived session back
+  rename ID TITLE                                         name a session ("" drops the name: the title is
+                                                          its first prompt again)
   rewind ID #N|TS [--conversation-only|--no-files|--no-kernel] [--force]
                                                           go back to before message #N (see show): both
                                                           histories and the files the agent changed; the
@@ -61,7 +63,7 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, sessionsUsage)
 		return nil
-	case "list", "ls", "show", "search", "export", "import", "rm", "restore", "rewind", "fork":
+	case "list", "ls", "show", "search", "export", "import", "rm", "restore", "rename", "rewind", "fork":
 	default:
 		fmt.Fprint(stderr, sessionsUsage)
 		return fmt.Errorf("sessions: unknown subcommand %q", sub)
@@ -83,7 +85,7 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	switch sub {
 	case "list", "ls":
 		want = 0
-	case "rewind", "fork":
+	case "rewind", "fork", "rename":
 		want = 2
 	}
 	if len(pos) != want {
@@ -231,6 +233,8 @@ func (c *sessionsCmd) run(ctx context.Context, sub string, pos []string, f *sess
 		return c.remove(ctx, pos[0], f.purge)
 	case "restore":
 		return c.restore(ctx, pos[0])
+	case "rename":
+		return c.rename(ctx, pos[0], pos[1])
 	case "rewind", "fork":
 		return c.rewind(ctx, pos[0], pos[1], f.rewind, sub == "fork", log)
 	}
@@ -717,6 +721,27 @@ func (c *sessionsCmd) restore(ctx context.Context, ref string) error {
 		return c.printJSON(map[string]any{"id": s.ID, "action": "restored"})
 	}
 	fmt.Fprintf(c.stdout, "Restored session %s.\n", s.ID)
+	return nil
+}
+
+// rename names a session: its display name, which is its title.
+func (c *sessionsCmd) rename(ctx context.Context, ref, title string) error {
+	s, err := c.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	title = strings.Join(strings.Fields(title), " ")
+	if err := c.st.UpdateSession(ctx, s.ID, store.SessionUpdate{DisplayName: &title}); err != nil {
+		return err
+	}
+	s, err = c.st.GetSession(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(map[string]any{"id": s.ID, "action": "renamed", "title": s.Title})
+	}
+	fmt.Fprintf(c.stdout, "Session %s is now %q.\n", shortID(s.ID), s.Title)
 	return nil
 }
 

@@ -171,3 +171,41 @@ func TestSessionsShowPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsRename: sessions rename names a session, which list shows;
+// "" gives it back its derived title.
+func TestSessionsRename(t *testing.T) {
+	data := t.TempDir()
+	t.Setenv("AGENTKERNEL_DATA_DIR", data)
+	t.Setenv("AGENTKERNEL_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{Dir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := st.CreateSession(ctx, store.NewSession{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AppendUI(ctx, ss.ID, messages.UIMessage{TS: 1_700_000_000_000, Type: messages.TypeSay, Say: messages.SayText, Text: "Plot the sales"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	sessions := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if err := run(append([]string{"sessions"}, args...), &stdout, &stderr); err != nil {
+			t.Fatalf("sessions %v: %v\n%s", args, err, stderr.String())
+		}
+		return stdout.String()
+	}
+	if out := sessions("rename", ss.ID[:8], "Quarterly   sales review"); !strings.Contains(out, `"Quarterly sales review"`) {
+		t.Errorf("rename: %s", out)
+	}
+	if out := sessions("list", "--all"); !strings.Contains(out, "Quarterly sales review") {
+		t.Errorf("list after the rename:\n%s", out)
+	}
+	if out := sessions("rename", ss.ID, "", "--json"); !strings.Contains(out, `"title": "Plot the sales"`) {
+		t.Errorf("rename to nothing: %s", out)
+	}
+}

@@ -2,8 +2,10 @@ package hostagent_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -52,3 +54,49 @@ func (c wsConn) Recv(ctx context.Context) ([]byte, error) {
 }
 
 func (c wsConn) Close() error { return c.ws.Close(websocket.StatusNormalClosure, "") }
+
+// TestRenameReachesThePanel: a session named from another surface (a
+// magic, sessions rename through the host) reaches the panel's header: a
+// settings frame with the new title.
+func TestRenameReachesThePanel(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	srv, err := webview.Start(hostagent.New(h.Host), webview.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(strings.Replace(srv.URL(), "/?", "/ws?", 1), "http")
+	ws, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(64 << 20)
+	if _, _, err := ws.Read(ctx); err != nil { // the state
+		t.Fatal(err)
+	}
+	if err := h.SetTitle(ctx, "Quarterly review"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("no settings frame with the title: %v", err)
+		}
+		var frames []map[string]any
+		if len(b) > 0 && b[0] == '[' {
+			_ = json.Unmarshal(b, &frames)
+		} else {
+			var f map[string]any
+			_ = json.Unmarshal(b, &f)
+			frames = append(frames, f)
+		}
+		for _, f := range frames {
+			if f["type"] == "settings" && f["title"] == "Quarterly review" {
+				return
+			}
+		}
+	}
+}

@@ -51,7 +51,9 @@ func (p agentOf) Subscribe(f func(webview.Event)) func() {
 		case session.EventSessionChanged:
 			f(webview.Event{Kind: webview.EventReset})
 		case session.EventSettingsChanged:
-			f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model()})
+			// The mode, the model or the title (a rename) changed.
+			title, _ := h.Title(context.Background())
+			f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model(), Title: title})
 		case session.EventMCPChanged:
 			f(webview.Event{Kind: webview.EventMCP, MCP: mcpServers(h.MCPStatus(context.Background(), false))})
 		case agent.EventTaskStarted, agent.EventTaskActive:

@@ -79,7 +79,9 @@ func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim L
 		}
 		return ErrNoProvider
 	}
-	retryOnly := resumeFrom != nil && resumeFrom.msg.Ask == messages.AskAPIReqFailed && strings.TrimSpace(text) == "" && len(p.Images) == 0
+	retryOnly := resumeFrom != nil && (resumeFrom.msg.Ask == messages.AskAPIReqFailed || resumeFrom.msg.Ask == messages.AskResumeTask) &&
+		(strings.TrimSpace(text) == "" || (resumeFrom.msg.Ask == messages.AskResumeTask && strings.EqualFold(strings.TrimSpace(text), "resume"))) &&
+		len(p.Images) == 0
 	if !retryOnly {
 		extra, blocked, err := t.promptHooks(ctx, text)
 		if err != nil {

@@ -613,6 +613,58 @@ func (t *Task) SetProvider(p provider.Provider) {
 	t.mu.Unlock()
 }
 
+// ResumeText is the text of the resume_task ask of an interrupted turn.
+const ResumeText = "The last turn was interrupted before it ended. Send an empty prompt (or \"resume\") to go on where it stopped, or a new prompt."
+
+// Interrupted reports whether the history ends in a turn that was cut
+// short — a message still streaming when the process stopped, or a prompt
+// (or tool results) the model never answered — with no ask pending.
+func (t *Task) Interrupted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending != nil || t.turnDone != nil || len(t.ui) == 0 {
+		return false
+	}
+	// A turn cut short keeps what it streamed marked partial (the
+	// answer, and the bookkeeping after it).
+	for i := len(t.ui) - 1; i >= 0 && t.ui[i].Say != messages.SayUserFeedback; i-- {
+		if t.ui[i].Partial {
+			return true
+		}
+	}
+	eff := messages.Effective(t.api)
+	return len(eff) > 0 && eff[len(eff)-1].Role == messages.RoleUser
+}
+
+// OfferResume asks, when the history ends in an interrupted turn, whether
+// to go on with it: a resume_task ask, idle; an empty prompt (or
+// "resume") resumes the turn, and any other prompt goes on from there. It
+// reports whether it asked.
+func (t *Task) OfferResume(ctx context.Context) (bool, error) {
+	if !t.Interrupted() {
+		return false, nil
+	}
+	t.mu.Lock()
+	// A message left streaming is what the turn got to: no longer partial.
+	var cut []messages.UIMessage
+	for i := range t.ui {
+		if t.ui[i].Partial {
+			cut = append(cut, t.ui[i])
+		}
+	}
+	t.mu.Unlock()
+	for _, m := range cut {
+		m.Partial = false
+		if err := t.update(ctx, m); err != nil {
+			return false, err
+		}
+	}
+	if _, err := t.askIdle(ctx, messages.AskResumeTask, ResumeText); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // SetEffort sets how hard the model thinks from the next request on
 // ("" is the provider's default).
 func (t *Task) SetEffort(e provider.Effort) {

@@ -117,6 +117,9 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			return "", err
 		}
 		out := fmt.Sprintf("Resumed session %s (%d messages, model %s).", info.ID, info.Messages, orNone(info.Model))
+		if info.Interrupted {
+			out += "\n" + agent.ResumeText
+		}
 		if info.Elsewhere != "" {
 			out += fmt.Sprintf("\nIt was started in %s; this kernel works in %s. Its rewinds here restore the "+
 				"conversation and the kernel, never files: rewind it from its own directory for those.", info.Elsewhere, h.Workspace())

@@ -216,6 +216,9 @@ type Info struct {
 	Messages int
 	// Tools are the names of the tools the model is offered.
 	Tools []string
+	// Interrupted is set by Resume when the session's last turn was cut
+	// short: it is offered to go on (a resume_task ask).
+	Interrupted bool
 }
 
 func (c *current) info() Info {
@@ -255,6 +258,12 @@ func (h *Host) NewSession(ctx context.Context) (Info, error) {
 // Resume makes the stored session ref (an id or a unique id prefix) the
 // current one. Archived sessions are refused: restore them first.
 func (h *Host) Resume(ctx context.Context, ref string) (Info, error) {
+	return h.resume(ctx, ref, true)
+}
+
+// resume is Resume; offer says whether an interrupted turn is offered to
+// go on (not for a fork, whose history ends where it was cut on purpose).
+func (h *Host) resume(ctx context.Context, ref string, offer bool) (Info, error) {
 	if strings.TrimSpace(ref) == "" {
 		return Info{}, errors.New("session: resume: no session id given")
 	}
@@ -263,7 +272,16 @@ func (h *Host) Resume(ctx context.Context, ref string) (Info, error) {
 		return Info{}, err
 	}
 	h.logCommand(ctx, c, "resume", ref)
-	return c.info(), nil
+	info := c.info()
+	// A turn that was cut short (the kernel or its server died) is offered
+	// to go on: a resume_task ask that the next prompt answers.
+	if !offer {
+		return info, nil
+	}
+	if info.Interrupted, err = c.task.OfferResume(ctx); err != nil {
+		h.log.Warn("offer to resume", "error", err)
+	}
+	return info, nil
 }
 
 // CanonicalWorkspace is the form of a workspace directory that sessions

@@ -652,7 +652,7 @@ func (h *Host) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Re
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
-	info, err := h.Resume(ctx, fork.ID)
+	info, err := h.resume(ctx, fork.ID, false)
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
@@ -683,7 +683,7 @@ func (h *Host) Copy(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return h.Resume(ctx, fork.ID)
+	return h.resume(ctx, fork.ID, false)
 }
 
 func containsTS(ui []messages.UIMessage, ts int64) bool {

@@ -213,6 +213,8 @@ func hasPrompt(ui []messages.UIMessage) bool {
 
 // streamed is what one model request produced.
 type streamed struct {
+	// start is when the request was sent, first when its first token came.
+	start, first               time.Time
 	text, reasoning, signature string
 	calls                      []provider.ToolCall
 	usage                      provider.Usage
@@ -322,7 +324,7 @@ func (t *Task) systemLocked() string {
 
 // stream consumes one model stream into partial say messages.
 func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.Request) (streamed, error) {
-	var res streamed
+	res := streamed{start: time.Now()}
 	s, err := prov.Stream(ctx, req)
 	if err != nil {
 		return res, err
@@ -388,6 +390,9 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 				return res, ferr
 			}
 			return res, err
+		}
+		if res.first.IsZero() && (ev.Type == provider.EventText || ev.Type == provider.EventReasoning || ev.Type == provider.EventToolCall) {
+			res.first = time.Now()
 		}
 		switch ev.Type {
 		case provider.EventText:
@@ -551,11 +556,19 @@ func (t *Task) finishRequest(ctx context.Context, prov provider.Provider, res st
 	if err := t.cfg.Store.AddUsage(ctx, t.cfg.SessionID, res.usage, cost); err != nil {
 		return fmt.Errorf("agent: store usage: %w", err)
 	}
-	b, _ := json.Marshal(map[string]any{
+	meta := map[string]any{
 		"tokensIn": res.usage.InputTokens, "tokensOut": res.usage.OutputTokens,
 		"cacheReads": res.usage.CacheReadTokens, "cacheWrites": res.usage.CacheWriteTokens,
-		"cost": cost, "stopReason": res.stop,
-	})
+		"cost": cost, "stopReason": res.stop, "model": info.ID,
+	}
+	if !res.start.IsZero() {
+		// The request's latency to its first token, and its whole time.
+		meta["durationMs"] = time.Since(res.start).Milliseconds()
+		if !res.first.IsZero() {
+			meta["latencyMs"] = res.first.Sub(res.start).Milliseconds()
+		}
+	}
+	b, _ := json.Marshal(meta)
 	if _, err := t.say(ctx, messages.SayAPIReqFinished, string(b), nil); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package bridge
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -336,6 +337,9 @@ func formatHistoryAt(ui []messages.UIMessage, at []int) string {
 			kind = "ask:" + string(m.Ask)
 		}
 		text := strings.Join(strings.Fields(m.Text), " ")
+		if m.Say == messages.SayAPIReqFinished {
+			text = requestMeta(m.Text)
+		}
 		if r := []rune(text); len(r) > 70 {
 			text = string(r[:70]) + "…"
 		}
@@ -548,4 +552,29 @@ func formatModes(h *session.Host) string {
 		fmt.Fprintf(&b, "Problem: %v\n", err)
 	}
 	return b.String()
+}
+
+// requestMeta is an api_req_finished message as a line: the model, its
+// tokens, cost, latency to the first token and duration.
+func requestMeta(text string) string {
+	var u struct {
+		Model                 string
+		TokensIn, TokensOut   int
+		Cost                  float64
+		LatencyMs, DurationMs *int64
+	}
+	if json.Unmarshal([]byte(text), &u) != nil {
+		return text
+	}
+	out := fmt.Sprintf("%d in, %d out, $%.4f", u.TokensIn, u.TokensOut, u.Cost)
+	if u.Model != "" {
+		out = u.Model + ": " + out
+	}
+	if u.LatencyMs != nil {
+		out += fmt.Sprintf(", first token %.2f s", float64(*u.LatencyMs)/1000)
+	}
+	if u.DurationMs != nil {
+		out += fmt.Sprintf(", %.1f s", float64(*u.DurationMs)/1000)
+	}
+	return out
 }

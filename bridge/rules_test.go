@@ -33,13 +33,15 @@ func TestHistoryMagic(t *testing.T) {
 		{TS: 13, Type: messages.TypeSay, Say: messages.SayUserFeedback, Text: "second question"},
 		{TS: 14, Type: messages.TypeSay, Say: messages.SayCommandOutput, Text: "42"},
 		{TS: 15, Type: messages.TypeSay, Say: messages.SayText, Text: "last answer"},
+		{TS: 16, Type: messages.TypeSay, Say: messages.SayAPIReqFinished,
+			Text: `{"model":"gpt-x","tokensIn":120,"tokensOut":30,"cost":0.0012,"latencyMs":520,"durationMs":3100}`},
 	}
 	out, err := historyMagic(ui, []string{"--role", "user"})
 	if err != nil || !strings.Contains(out, "#0 ") || !strings.Contains(out, "#3 ") || strings.Contains(out, "answer") {
 		t.Errorf("--role user: %v\n%s", err, out)
 	}
 	out, err = historyMagic(ui, []string{"--last", "2"})
-	if err != nil || !strings.Contains(out, "#4 ") || !strings.Contains(out, "#5 ") || strings.Contains(out, "#3 ") {
+	if err != nil || !strings.Contains(out, "#5 ") || !strings.Contains(out, "#6 ") || strings.Contains(out, "#4 ") {
 		t.Errorf("--last 2: %v\n%s", err, out)
 	}
 	out, _ = historyMagic(ui, []string{"--role", "assistant", "--last", "1"})
@@ -49,7 +51,8 @@ func TestHistoryMagic(t *testing.T) {
 	if _, err := historyMagic(ui, []string{"--role", "robot"}); err == nil {
 		t.Error("a bad role was taken")
 	}
-	if out, _ := historyMagic(ui, nil); strings.Count(out, "\n") != len(ui) {
-		t.Errorf("the whole history:\n%s", out)
+	out, _ = historyMagic(ui, nil)
+	if strings.Count(out, "\n") != len(ui) || !strings.Contains(out, "gpt-x: 120 in, 30 out, $0.0012, first token 0.52 s, 3.1 s") {
+		t.Errorf("the whole history, with the request's metadata:\n%s", out)
 	}
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +67,29 @@ func TestInterruptedSessionOffersToResume(t *testing.T) {
 	h3 := newHost(t, Config{Store: st, Workspace: ws, Model: "openai:m", OpenModel: open})
 	if got, err := h3.Resume(ctx, info.ID); err != nil || got.Interrupted {
 		t.Errorf("a finished session offered to resume: %+v %v", got, err)
+	}
+}
+
+// TestRequestMetadata: each model request's api_req_finished message
+// stores the model, the tokens, the cost, the latency to the first token
+// and the duration.
+func TestRequestMetadata(t *testing.T) {
+	srv, open := scriptedModels(t)
+	h := newHost(t, Config{Store: openStore(t), Model: "openai:gpt-x", OpenModel: open})
+	srv.Enqueue(scripted.Reply(scripted.Text("Hi."), usage(120, 30)))
+	if _, err := h.Submit(context.Background(), "hello", Turn{}); err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	for _, m := range h.History() {
+		if m.Say == messages.SayAPIReqFinished {
+			if err := json.Unmarshal([]byte(m.Text), &meta); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if meta["model"] != "gpt-x" || meta["tokensIn"] != float64(120) || meta["tokensOut"] != float64(30) ||
+		meta["cost"].(float64) <= 0 || meta["latencyMs"] == nil || meta["durationMs"] == nil {
+		t.Errorf("api_req_finished %v", meta)
 	}
 }

@@ -299,7 +299,8 @@
         case "api_req_finished":
           box.classList.add("meta");
           var u = parseJSON(m.text) || {};
-          body.appendChild(el("span", "", "↳ " + (u.tokensIn || 0) + " in · " + (u.tokensOut || 0) + " out tokens · $" + Number(u.cost || 0).toFixed(4)));
+          body.appendChild(el("span", "", "↳ " + (u.model ? u.model + " · " : "") + (u.tokensIn || 0) + " in · " + (u.tokensOut || 0) + " out tokens · $" + Number(u.cost || 0).toFixed(4) +
+            (u.latencyMs != null ? " · first token " + (u.latencyMs / 1000).toFixed(2) + " s" : "") + (u.durationMs != null ? " · " + (u.durationMs / 1000).toFixed(1) + " s" : "")));
           break;
         case "api_req_retried": case "api_req_retry_delayed": case "condense_context": case "sliding_window_truncation": case "kernel_status": case "checkpoint_saved":
           box.classList.add("meta");

@@ -39,6 +39,7 @@ type cellOut struct {
 	nextInput string
 	errText   string // the last say error, reported if the turn fails
 	usage     agent.Totals
+	context   agent.ContextUse // the last request's fill of the context window
 	requests  int
 }
 
@@ -69,6 +70,9 @@ func (c *cellOut) onEvent(e agent.Event) {
 		c.mu.Lock()
 		c.usage = e.Usage
 		c.requests++
+		if e.Context != nil {
+			c.context = *e.Context
+		}
 		c.mu.Unlock()
 	}
 }
@@ -213,7 +217,15 @@ func (c *cellOut) finish() {
 		if u.CacheReadTokens+u.CacheWriteTokens > 0 {
 			footer += fmt.Sprintf(" · cache %d read / %d written", u.CacheReadTokens, u.CacheWriteTokens)
 		}
-		footer += fmt.Sprintf(" · $%.4f this session</sub>", u.Cost)
+		footer += fmt.Sprintf(" · $%.4f this session", u.Cost)
+		if cu := c.context; cu.Used > 0 {
+			if cu.Window > 0 {
+				footer += fmt.Sprintf(" · context %d%% of %dk", (100*cu.Used+cu.Window/2)/cu.Window, (cu.Window+500)/1000)
+			} else {
+				footer += fmt.Sprintf(" · context %d tokens", cu.Used)
+			}
+		}
+		footer += "</sub>"
 		if err := c.r.Publish(wire.MsgDisplayData, map[string]any{
 			"data": map[string]any{"text/markdown": footer, "text/plain": stripTags(footer)}, "metadata": map[string]any{},
 		}); err != nil {

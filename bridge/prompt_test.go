@@ -90,6 +90,12 @@ func TestPromptMode(t *testing.T) {
 			if !strings.HasPrefix(o.types(), "busy,execute_input,display_data") || !strings.HasSuffix(o.types(), "idle") {
 				t.Fatalf("iopub %s", o.types())
 			}
+			// The footer: the session's tokens and cost, and how full the
+			// model's context window is.
+			md := texts(o, "display_data", "text/markdown")
+			if footer := md[len(md)-1]; !strings.Contains(footer, "12 in · 4 out tokens") || !strings.Contains(footer, "context 0% of ") {
+				t.Errorf("footer %q", footer)
+			}
 
 			// 2. The agent runs code: its print and PNG land in the cell;
 			// with no stdin the headless policy (all) approves, and the

@@ -84,6 +84,10 @@ type Totals struct {
 	CacheWriteTokens int     `json:"cacheWriteTokens"`
 	Cost             float64 `json:"cost"`
 	Requests         int     `json:"requests"`
+	// ContextUsed and ContextWindow are how full the model's context was
+	// at the last request (tokens); 0 when not known.
+	ContextUsed   int `json:"contextUsed,omitempty"`
+	ContextWindow int `json:"contextWindow,omitempty"`
 }
 
 // EventKind names a change to mirror.

@@ -63,7 +63,11 @@ func (p agentOf) Subscribe(f func(webview.Event)) func() {
 		case agent.EventTaskIdle, agent.EventTaskAborted:
 			f(webview.Event{Kind: webview.EventStatus, Status: "idle"})
 		case agent.EventTokenUsage:
-			f(webview.Event{Kind: webview.EventTotals, Totals: totals(e.Usage)})
+			t := totals(e.Usage)
+			if c := e.Context; c != nil {
+				t.ContextUsed, t.ContextWindow = c.Used, c.Window
+			}
+			f(webview.Event{Kind: webview.EventTotals, Totals: t})
 		}
 	})
 }

@@ -87,6 +87,8 @@
         st.kernelStatus = f.status;
         break;
       case "tokenUsage":
+        // The context's fill is known after a request; keep the last one.
+        if (!f.totals.contextUsed && st.totals) { f.totals.contextUsed = st.totals.contextUsed; f.totals.contextWindow = st.totals.contextWindow; }
         st.totals = f.totals;
         break;
       case "settings":
@@ -428,7 +430,8 @@
     s.className = "status status-" + (st.kernelStatus || "idle");
     $("title").textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
     var t = st.totals || {};
-    $("totals").textContent = (t.inputTokens || 0) + " in · " + (t.outputTokens || 0) + " out · $" + Number(t.cost || 0).toFixed(4);
+    $("totals").textContent = (t.inputTokens || 0) + " in · " + (t.outputTokens || 0) + " out · $" + Number(t.cost || 0).toFixed(4) +
+      (t.contextUsed ? " · context " + (t.contextWindow ? Math.round(100 * t.contextUsed / t.contextWindow) + "% of " + Math.round(t.contextWindow / 1000) + "k" : t.contextUsed + " tokens") : "");
     var sel = $("mode");
     var modes = st.modes && st.modes.length ? st.modes : [st.mode];
     if (sel.dataset.modes !== modes.join(",")) {

@@ -54,8 +54,12 @@ type State struct {
 	Messages  []messages.UIMessage `json:"messages"`
 	Mode      string               `json:"mode"`
 	Modes     []string             `json:"modes,omitempty"`
-	Model     string               `json:"model"`
-	Totals    Totals               `json:"totals"`
+	// AgentMode is the agent mode (code, ask, architect, debug, the
+	// user's); AgentModes the ones there are.
+	AgentMode  string   `json:"agentMode,omitempty"`
+	AgentModes []string `json:"agentModes,omitempty"`
+	Model      string   `json:"model"`
+	Totals     Totals   `json:"totals"`
 	// KernelStatus is what the agent is doing: idle, busy, waiting (on an
 	// ask), or starting.
 	KernelStatus string `json:"kernelStatus"`
@@ -124,6 +128,8 @@ type Event struct {
 	Mode    string
 	Model   string
 	MCP     []MCPServer
+	// AgentMode, with EventSettings, is the agent mode.
+	AgentMode string
 	// Title, with EventSettings, is the session's title when it changed
 	// (the first prompt names the session); "" leaves it as it is.
 	Title string

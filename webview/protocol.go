@@ -278,11 +278,12 @@ type totalsFrame struct {
 }
 
 type settingsFrame struct {
-	V     int    `json:"v"`
-	Type  string `json:"type"` // settings
-	Mode  string `json:"mode"`
-	Model string `json:"model"`
-	Title string `json:"title,omitempty"`
+	V         int    `json:"v"`
+	Type      string `json:"type"` // settings
+	Mode      string `json:"mode"`
+	Model     string `json:"model"`
+	Title     string `json:"title,omitempty"`
+	AgentMode string `json:"agentMode,omitempty"`
 }
 
 type mcpFrame struct {

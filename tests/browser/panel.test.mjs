@@ -449,6 +449,22 @@ async function main() {
       await shot(wide, "09-title-wide");
     });
 
+    await step("%agent title renames the session in the panel header; the panel switches the agent mode", async () => {
+      assert.equal((await cellDone(await execute("%agent title Garden plan, second draft"))).status, "ok");
+      for (const p of [narrow, wide]) {
+        await p.waitForFunction(() => document.getElementById("title").textContent === "Garden plan, second draft", null, { timeout: TIMEOUT });
+      }
+      const modes = await wide.evaluate(() => [...document.querySelectorAll("#agentMode option")].map((o) => o.value));
+      for (const m of ["code", "ask", "architect", "debug"]) assert.ok(modes.includes(m), "agent modes offered: " + modes);
+      await wide.selectOption("#agentMode", "architect");
+      await narrow.waitForFunction(() => document.getElementById("agentMode").value === "architect", null, { timeout: TIMEOUT });
+      const c = await cellDone(await execute("%agent mode"));
+      const shown = c.outputs.map((o) => (o.content.text || (o.content.data && o.content.data["text/plain"]) || "")).join("");
+      assert.match(shown, /Mode: architect/, shown);
+      assert.equal((await cellDone(await execute("%agent mode code"))).status, "ok");
+      await wide.waitForFunction(() => document.getElementById("agentMode").value === "code", null, { timeout: TIMEOUT });
+    });
+
     await step("a followup question answered from the panel; the notebook cell continues", async () => {
       const question = { question: "Which flowers should it have?", suggestions: ["roses", "tulips"] };
       await enqueue([{ tool: { id: "f1", name: "ask_followup_question", args: JSON.stringify(question) } }],

@@ -41,7 +41,7 @@ func (p agentOf) Subscribe(f func(webview.Event)) func() {
 				(m.Say == messages.SayText || m.Say == messages.SayUserFeedback) {
 				// The first prompt names the session: the header follows.
 				if title, err := h.Title(context.Background()); err == nil && title != "" {
-					f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model(), Title: title})
+					f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model(), Title: title, AgentMode: h.AgentMode().Name})
 				}
 			}
 		case agent.EventMessageUpdated:
@@ -53,7 +53,7 @@ func (p agentOf) Subscribe(f func(webview.Event)) func() {
 		case session.EventSettingsChanged:
 			// The mode, the model or the title (a rename) changed.
 			title, _ := h.Title(context.Background())
-			f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model(), Title: title})
+			f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model(), Title: title, AgentMode: h.AgentMode().Name})
 		case session.EventMCPChanged:
 			f(webview.Event{Kind: webview.EventMCP, MCP: mcpServers(h.MCPStatus(context.Background(), false))})
 		case agent.EventTaskStarted, agent.EventTaskActive:
@@ -100,6 +100,11 @@ func (p agentOf) Snapshot(ctx context.Context) (webview.State, error) {
 		Totals: totals(s.Totals), PendingAsk: s.PendingAsk, MCPServers: mcpServers(p.h.MCPStatus(ctx, false))}
 	for _, m := range agent.Modes {
 		st.Modes = append(st.Modes, string(m))
+	}
+	st.AgentMode = p.h.AgentMode().Name
+	ms, _ := p.h.Modes()
+	for _, m := range ms {
+		st.AgentModes = append(st.AgentModes, m.Name)
 	}
 	switch s.State {
 	case agent.StateWorking:
@@ -190,11 +195,15 @@ func (p agentOf) Edit(ctx context.Context, ts int64, text string, choice webview
 	return report(rw, ""), err
 }
 
-// SetMode implements webview.Agent.
+// SetMode implements webview.Agent: a permission mode, else an agent
+// mode (code, ask, architect, debug, the user's).
 func (p agentOf) SetMode(ctx context.Context, mode string) error {
 	m, err := agent.ParseMode(mode)
 	if err != nil {
-		return err
+		if _, aerr := p.h.SetAgentMode(panelCtx(ctx), mode); aerr != nil {
+			return aerr
+		}
+		return nil
 	}
 	return p.h.SetMode(panelCtx(ctx), m)
 }

@@ -93,6 +93,7 @@
         break;
       case "settings":
         st.mode = f.mode; st.model = f.model;
+        if (f.agentMode) st.agentMode = f.agentMode;
         if (f.title) st.title = f.title;
         break;
       case "mcpServers":
@@ -440,6 +441,14 @@
       sel.dataset.modes = modes.join(",");
     }
     sel.value = st.mode;
+    var asel = $("agentMode");
+    var amodes = st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"];
+    if (asel.dataset.modes !== amodes.join(",")) {
+      asel.textContent = "";
+      amodes.forEach(function (x) { var o = el("option", "", x); o.value = x; asel.appendChild(o); });
+      asel.dataset.modes = amodes.join(",");
+    }
+    asel.value = st.agentMode || "code";
     var model = $("model");
     if (document.activeElement !== model) model.value = st.model || "";
     $("cancel").disabled = !(st.kernelStatus === "busy" || st.kernelStatus === "waiting");
@@ -761,6 +770,7 @@
   $("alwaysAllow").addEventListener("click", function () { respond("allowAll"); });
   $("deny").addEventListener("click", function () { respond("noButtonClicked"); });
   $("mode").addEventListener("change", function (e) { send({ type: "setMode", mode: e.target.value }); });
+  $("agentMode").addEventListener("change", function (e) { send({ type: "setMode", mode: e.target.value }); });
   $("model").addEventListener("change", function (e) { var v = e.target.value.trim(); if (v && v !== st.model) send({ type: "setModel", model: v }); });
   $("sessionsBtn").addEventListener("click", function () { toggleSessions($("sessions").hidden); });
   $("sessionSearch").addEventListener("submit", function (e) {

@@ -18,47 +18,50 @@ import (
 // no connection to renew: a client that comes back starts another ask
 // with --session.
 func TestConformance(t *testing.T) {
-	surfacetest.Run(t, func(t *testing.T, h *surfacetest.Host) surfacetest.Surface {
-		ctx, cancel := context.WithCancel(context.Background())
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		in := streamjson.NewInput(inR, func(s string) { t.Log(s) })
-		out := streamjson.NewWriter(outW)
-		info, err := h.Current(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := streamjson.NewTranscript(out, info.ID, h.Model(), false)
-		unsubscribe := h.Subscribe(tr.Event)
-		r := streamjson.Run{Host: h.Host, Format: streamjson.FormatStreamJSON, Input: in, Out: out, Tr: tr,
-			Approve: in.Approver(out, tr)}
-		ended := make(chan struct{})
-		go func() {
-			defer close(ended)
-			r.Prompts(ctx)
-			outW.Close()
-		}()
-		lines := make(chan map[string]any, 256)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(outR)
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				var l map[string]any
-				if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-					t.Errorf("stdout line %q: %v", sc.Text(), err)
-					continue
-				}
-				lines <- l
+	surfacetest.Run(t, newStreamSurface)
+}
+
+// newStreamSurface runs stream-json over h on pipes, as ask does.
+func newStreamSurface(t *testing.T, h *surfacetest.Host) surfacetest.Surface {
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	in := streamjson.NewInput(inR, func(s string) { t.Log(s) })
+	out := streamjson.NewWriter(outW)
+	info, err := h.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := streamjson.NewTranscript(out, info.ID, h.Model(), false)
+	unsubscribe := h.Subscribe(tr.Event)
+	r := streamjson.Run{Host: h.Host, Format: streamjson.FormatStreamJSON, Input: in, Out: out, Tr: tr,
+		Approve: in.Approver(out, tr)}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		r.Prompts(ctx)
+		outW.Close()
+	}()
+	lines := make(chan map[string]any, 256)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var l map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Errorf("stdout line %q: %v", sc.Text(), err)
+				continue
 			}
-		}()
-		return &streamSurface{in: inW, lines: lines, close: func() {
-			inW.Close()
-			cancel()
-			<-ended
-			unsubscribe()
-		}}
-	})
+			lines <- l
+		}
+	}()
+	return &streamSurface{in: inW, lines: lines, close: func() {
+		inW.Close()
+		cancel()
+		<-ended
+		unsubscribe()
+	}}
 }
 
 // streamSurface is a Claude Code SDK client: user lines and control
@@ -194,4 +197,39 @@ func (s *streamSurface) Reconnect(context.Context) ([]string, error) {
 func (s *streamSurface) Close() error {
 	s.close()
 	return nil
+}
+
+// TestSetMode: set_permission_mode takes a permission mode, as Claude
+// Code's SDK sends it, or an agent mode's name; a bad one is an error
+// response, and the session goes on.
+func TestSetMode(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	s := newStreamSurface(t, h).(*streamSurface)
+	defer s.Close()
+	ctx := context.Background()
+	ask := func(id, mode string) map[string]any {
+		t.Helper()
+		if err := s.send(map[string]any{"type": "control_request", "request_id": id,
+			"request": map[string]any{"subtype": "set_permission_mode", "mode": mode}}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			l, err := s.next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp, _ := l["response"].(map[string]any); l["type"] == "control_response" && resp["request_id"] == id {
+				return resp
+			}
+		}
+	}
+	if r := ask("m1", "acceptEdits"); r["subtype"] != "success" || h.Mode() != "acceptEdits" {
+		t.Errorf("acceptEdits: %v (mode %s)", r, h.Mode())
+	}
+	if r := ask("m2", "architect"); r["subtype"] != "success" || h.AgentMode().Name != "architect" {
+		t.Errorf("architect: %v (agent mode %s)", r, h.AgentMode().Name)
+	}
+	if r := ask("m3", "turbo"); r["subtype"] != "error" || !strings.Contains(fmt.Sprint(r["error"]), "no mode") {
+		t.Errorf("an unknown mode: %v", r)
+	}
 }

@@ -134,8 +134,25 @@ func (r *Run) control(ctx context.Context, subtype string, req json.RawMessage) 
 		r.Tr.System("rewind", map[string]any{"to": q.TS, "removed": rw.Removed,
 			"files": rw.Files, "kernel": rw.Kernel, "kernel_note": rw.KernelNote})
 		return map[string]any{"removed": rw.Removed, "summary": rw.Summary()}, nil
+	case "set_permission_mode", "set_mode":
+		// Claude Code's set_permission_mode; an agent mode's name (code,
+		// ask, architect, debug, the user's) switches the agent mode.
+		var q struct {
+			Mode string `json:"mode"`
+		}
+		if err := json.Unmarshal(req, &q); err != nil || q.Mode == "" {
+			return nil, fmt.Errorf(`%s needs "mode"`, subtype)
+		}
+		if m, err := agent.ParseMode(q.Mode); err == nil {
+			return map[string]any{"mode": string(m)}, r.Host.SetMode(ctx, m)
+		}
+		m, err := r.Host.SetAgentMode(ctx, q.Mode)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"agent_mode": m.Name, "mode": string(r.Host.Mode())}, nil
 	}
-	return nil, fmt.Errorf("unsupported control_request %q (want interrupt or rewind)", subtype)
+	return nil, fmt.Errorf("unsupported control_request %q (want interrupt, rewind or set_permission_mode)", subtype)
 }
 
 // turn is how each prompt's turn is followed.

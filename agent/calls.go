@@ -193,6 +193,11 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 	}
 	res, err := tool.Execute(ctx, call.Input)
 	t.lis.Emit(Event{Kind: EventToolFinished, Tool: call.Name, ToolID: call.ID, Failed: err != nil || res.IsError})
+	if tool.Class() == ClassEdit {
+		if _, serr := t.say(context.WithoutCancel(ctx), messages.SayToolResult, toolResultText(call, res, err), nil); serr != nil {
+			return res, serr
+		}
+	}
 	if call.Name == ToolExecuteCode {
 		show := func(m *messages.UIMessage) { m.Images = res.Shown }
 		if _, serr := t.say(context.WithoutCancel(ctx), messages.SayCommandOutput, res.Text, show); serr != nil {
@@ -320,3 +325,68 @@ func (t *Task) Call(ctx context.Context, call provider.ToolCall, approve Approve
 // ErrDenied is the error of a Call that the permission policy, a hook or
 // the user refused.
 var ErrDenied = errors.New("agent: denied")
+
+// maxDiffPreview caps the diff preview of an edit in the UI history.
+const maxDiffPreview = 4000
+
+// toolResultText is the tool_result message of a file tool's call: what
+// it did or why it failed, and for an edit the lines it changed.
+func toolResultText(call provider.ToolCall, res Result, err error) string {
+	var in struct {
+		Path    string `json:"path"`
+		Search  string `json:"search"`
+		Replace string `json:"replace"`
+		Content string `json:"content"`
+	}
+	_ = json.Unmarshal(call.Input, &in)
+	r := messages.ToolResult{Tool: call.Name, Path: in.Path, OK: err == nil && !res.IsError, Summary: res.Text}
+	if err != nil {
+		r.Summary = err.Error()
+	}
+	if r.OK {
+		switch call.Name {
+		case ToolEditFile:
+			r.Diff = linesDiff(in.Search, in.Replace)
+		case ToolWriteFile:
+			r.Diff = linesDiff("", in.Content)
+		}
+		r.Diff = truncateRunes(r.Diff, maxDiffPreview)
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// linesDiff shows old replaced by new: the lines they share at both ends
+// as context, the rest as removed ("-") and added ("+").
+func linesDiff(old, new string) string {
+	a, b := splitLines(old), splitLines(new)
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	post := 0
+	for post < len(a)-pre && post < len(b)-pre && a[len(a)-1-post] == b[len(b)-1-post] {
+		post++
+	}
+	var sb strings.Builder
+	for _, l := range a[:pre] {
+		sb.WriteString("  " + l + "\n")
+	}
+	for _, l := range a[pre : len(a)-post] {
+		sb.WriteString("- " + l + "\n")
+	}
+	for _, l := range b[pre : len(b)-post] {
+		sb.WriteString("+ " + l + "\n")
+	}
+	for _, l := range a[len(a)-post:] {
+		sb.WriteString("  " + l + "\n")
+	}
+	return sb.String()
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"strings"
 	"sync"
 	"time"
@@ -125,7 +126,30 @@ func (c *cellOut) onMessage(m messages.UIMessage) {
 		c.stream("stderr", "[agentkernel] could not condense the context: "+m.Text+"\n")
 	case messages.SayMCPServerResponse:
 		c.show(m, func(s string) string { return mcpResponseMarkdown(s, m.Images) })
+	case messages.SayToolResult:
+		if r, ok := messages.ParseToolResult(m); ok {
+			c.show(m, func(string) string { return toolResultMarkdown(r) })
+		}
 	}
+}
+
+// toolResultMarkdown is a file tool's result in the cell: whether it
+// worked, what it said, and an edit's changed lines.
+func toolResultMarkdown(r messages.ToolResult) string {
+	mark := "✓"
+	if !r.OK {
+		mark = "✗"
+	}
+	summary := strings.Join(strings.Fields(r.Summary), " ")
+	out := fmt.Sprintf("<sub>%s %s: %s</sub>", mark, r.Tool, html.EscapeString(summary))
+	if r.Diff != "" {
+		fence := "```"
+		for strings.Contains(r.Diff, fence) {
+			fence += "`"
+		}
+		out += "\n\n" + fence + "diff\n" + r.Diff + fence
+	}
+	return out
 }
 
 func (c *cellOut) stream(name, text string) {

@@ -64,3 +64,24 @@ func FirstLine(s string, n int) string {
 	}
 	return ""
 }
+
+// ToolResult is the text of a tool_result message: what a file tool did.
+type ToolResult struct {
+	Tool string `json:"tool"`
+	Path string `json:"path,omitempty"`
+	OK   bool   `json:"ok"`
+	// Summary is the tool's answer ("Replaced 1 occurrence in a.py."), or
+	// its error.
+	Summary string `json:"summary"`
+	// Diff previews an edit: the lines removed ("-") and added ("+").
+	Diff string `json:"diff,omitempty"`
+}
+
+// ParseToolResult decodes the text of a tool_result message.
+func ParseToolResult(m UIMessage) (ToolResult, bool) {
+	var r ToolResult
+	if m.Say != SayToolResult || json.Unmarshal([]byte(m.Text), &r) != nil {
+		return r, false
+	}
+	return r, true
+}

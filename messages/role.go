@@ -34,7 +34,7 @@ func RoleOf(m UIMessage, first bool) Role {
 	case SayReasoning, SayCompletionResult, SaySubtaskResult:
 		return RoleAssistant
 	case SayCommandOutput, SayMCPServerRequestStarted, SayMCPServerResponse,
-		SayCellExecuted, SayImage, SayDiffError:
+		SayCellExecuted, SayImage, SayDiffError, SayToolResult:
 		return RoleTool
 	case SayAPIReqStarted, SayAPIReqFinished, SayAPIReqRetried,
 		SayAPIReqRetryDelayed, SayAPIReqDeleted, SayCheckpointSaved,

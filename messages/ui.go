@@ -74,6 +74,8 @@ const (
 	SayCellExecuted Say = "cell_executed"
 	// SayKernelStatus reports the backing kernel's status; shown, not stored.
 	SayKernelStatus Say = "kernel_status"
+	// SayToolResult records what a file tool did: a ToolResult as JSON.
+	SayToolResult Say = "tool_result"
 )
 
 // Says lists every known say kind, in declaration order.
@@ -83,7 +85,7 @@ var Says = []Say{
 	SayUserFeedback, SayUserFeedbackDiff, SayCommandOutput, SaySubtaskResult,
 	SayMCPServerRequestStarted, SayMCPServerResponse, SayCondenseContext,
 	SayCondenseContextError, SaySlidingWindowTruncation, SayCheckpointSaved,
-	SayDiffError, SayUserEditTodos, SayCellExecuted, SayKernelStatus,
+	SayDiffError, SayUserEditTodos, SayCellExecuted, SayKernelStatus, SayToolResult,
 }
 
 var knownSays = func() map[Say]bool {

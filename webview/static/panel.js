@@ -299,6 +299,12 @@
           box.classList.add("meta");
           body.appendChild(el("span", "", m.partial ? "Asking the model…" : "Model request"));
           break;
+        case "tool_result":
+          box.classList.add("meta");
+          var tr = parseJSON(m.text) || {};
+          body.appendChild(el("span", "", (tr.ok ? "✓ " : "✗ ") + (tr.tool || "tool") + ": " + (tr.summary || "")));
+          if (tr.diff) body.appendChild(el("pre", "diff", tr.diff));
+          break;
         case "api_req_finished":
           box.classList.add("meta");
           var u = parseJSON(m.text) || {};

@@ -67,6 +67,9 @@ type State struct {
 	PendingAsk *messages.UIMessage `json:"pendingAsk,omitempty"`
 	// MCPServers are the MCP servers the agent may use, with their state.
 	MCPServers []MCPServer `json:"mcpServers,omitempty"`
+	// Older is how many messages come before Messages: a state frame
+	// carries the newest StateWindow; loadOlder pages through the rest.
+	Older int `json:"older,omitempty"`
 }
 
 // MCPServer is one MCP server as the panel shows it.

@@ -90,6 +90,9 @@ func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
 		err = a.LoadSession(ctx, in.SessionID)
 	case TypeGetState:
 		p.hub.stateFor(c)
+	case TypeLoadOlder:
+		p.hub.olderFor(c, in.ID, in.TS, orInt(in.Limit, 200))
+		return
 	case TypeListSessions:
 		var list []SessionInfo
 		if list, err = a.ListSessions(ctx, in.Search, orInt(in.Limit, 50)); err == nil {

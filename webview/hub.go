@@ -288,7 +288,35 @@ func (h *hub) remove(c *conn) {
 }
 
 func (h *hub) stateFrameLocked() []byte {
-	return mustJSON(stateFrame{V: ProtocolVersion, Type: "state", State: h.st})
+	st := h.st
+	st.Messages, st.Older = window(h.st.Messages)
+	return mustJSON(stateFrame{V: ProtocolVersion, Type: "state", State: st})
+}
+
+// window is the newest StateWindow of msgs, and how many come before them.
+func window(msgs []messages.UIMessage) ([]messages.UIMessage, int) {
+	if len(msgs) <= StateWindow {
+		return msgs, 0
+	}
+	return msgs[len(msgs)-StateWindow:], len(msgs) - StateWindow
+}
+
+// olderFor sends c the page of up to limit messages before ts.
+func (h *hub) olderFor(c *conn, id string, ts int64, limit int) {
+	h.mu.Lock()
+	var before []int
+	for i := range h.st.Messages {
+		if h.st.Messages[i].TS < ts {
+			before = append(before, i)
+		}
+	}
+	start := max(0, len(before)-limit)
+	page := make([]messages.UIMessage, 0, len(before)-start)
+	for _, i := range before[start:] {
+		page = append(page, h.st.Messages[i])
+	}
+	h.mu.Unlock()
+	h.sendTo(c, mustJSON(olderFrame{V: ProtocolVersion, Type: "olderMessages", ID: id, Messages: page, Older: start}))
 }
 
 // sendTo offers a frame to one client (replies, errors); a full buffer
@@ -351,8 +379,9 @@ func (h *hub) resync(ctx context.Context) bool {
 		h.reset = false
 		h.broadcastLocked(h.stateFrameLocked())
 	} else {
+		msgs, older := window(h.st.Messages)
 		h.broadcastLocked(mustJSON(rewoundFrame{V: ProtocolVersion, Type: "messagesRewound",
-			Messages: h.st.Messages, PendingAsk: h.st.PendingAsk}))
+			Messages: msgs, PendingAsk: h.st.PendingAsk, Older: older}))
 	}
 	return true
 }

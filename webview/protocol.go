@@ -44,7 +44,13 @@ const (
 	TypeSearchMessages = "searchMessages"
 	TypeLoadSession    = "loadSession"
 	TypeGetState       = "getState"
+	TypeLoadOlder      = "loadOlder"
 )
+
+// StateWindow is how many of the newest messages a state or
+// messagesRewound frame carries; a client loads the older ones a page at
+// a time (loadOlder), as it scrolls up.
+const StateWindow = 400
 
 // Error codes of error frames.
 const (
@@ -210,6 +216,10 @@ func (in *Inbound) validate() *FrameError {
 		if in.SessionID == "" || len(in.SessionID) > maxIDBytes {
 			return bad("loadSession needs a sessionId")
 		}
+	case TypeLoadOlder:
+		if in.TS <= 0 {
+			return bad("loadOlder needs ts: the oldest message the client has")
+		}
 	case "":
 		return bad("frame has no type")
 	default:
@@ -263,6 +273,18 @@ type rewoundFrame struct {
 	Type       string               `json:"type"` // messagesRewound
 	Messages   []messages.UIMessage `json:"messages"`
 	PendingAsk *messages.UIMessage  `json:"pendingAsk"`
+	// Older is how many messages come before Messages (StateWindow).
+	Older int `json:"older,omitempty"`
+}
+
+// olderFrame answers loadOlder: the page of messages before the ts asked
+// for, oldest first, and how many remain before them.
+type olderFrame struct {
+	V        int                  `json:"v"`
+	Type     string               `json:"type"` // olderMessages
+	ID       string               `json:"id,omitempty"`
+	Messages []messages.UIMessage `json:"messages"`
+	Older    int                  `json:"older"`
 }
 
 type statusFrame struct {

@@ -3,6 +3,7 @@ package webview
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -319,5 +320,50 @@ func TestMCPServers(t *testing.T) {
 	late.until("state")
 	if len(late.st.MCPServers) != 2 || late.st.MCPServers[1].State != "failed" {
 		t.Fatalf("state's MCP servers %+v", late.st.MCPServers)
+	}
+}
+
+// TestOlderMessages: a long session's state frame carries its newest
+// StateWindow messages and how many come before; loadOlder pages back
+// through the rest, oldest first, to the session's first message.
+func TestOlderMessages(t *testing.T) {
+	f := newFake()
+	const n = 1000
+	for i := 0; i < n; i++ {
+		f.create(messages.UIMessage{TS: f.nextTS(), Type: messages.TypeSay, Say: messages.SayText, Text: fmt.Sprintf("m%d", i)})
+	}
+	s := startServer(t, f, Options{})
+	c := dial(t, s)
+	c.until("state")
+	if got := len(c.st.Messages); got != StateWindow || c.st.Older != n-StateWindow {
+		t.Fatalf("state: %d messages, older %v", got, c.st.Older)
+	}
+	first := c.st.Messages[0].TS
+	var texts []string
+	older := n - StateWindow
+	for older > 0 {
+		c.send(map[string]any{"type": "loadOlder", "id": "p", "ts": first, "limit": 250})
+		page := c.until("olderMessages")
+		msgs := page["messages"].([]any)
+		if len(msgs) == 0 || len(msgs) > 250 {
+			t.Fatalf("a page of %d messages", len(msgs))
+		}
+		var pageTexts []string
+		for _, m := range msgs {
+			pageTexts = append(pageTexts, m.(map[string]any)["text"].(string))
+		}
+		texts = append(pageTexts, texts...)
+		first = int64(msgs[0].(map[string]any)["ts"].(float64))
+		if got := int(page["older"].(float64)); got != older-len(msgs) {
+			t.Fatalf("older %d after a page of %d, was %d", got, len(msgs), older)
+		}
+		older -= len(msgs)
+	}
+	if len(texts) != n-StateWindow || texts[0] != "m0" || texts[len(texts)-1] != fmt.Sprintf("m%d", n-StateWindow-1) {
+		t.Fatalf("paged back %d messages: %s … %s", len(texts), texts[0], texts[len(texts)-1])
+	}
+	c.send(map[string]any{"type": "loadOlder", "id": "bad"})
+	if e := c.until("error"); e["code"] != CodeBadFrame {
+		t.Errorf("loadOlder without ts: %v", e)
 	}
 }

@@ -79,6 +79,7 @@
         break;
       case "messagesRewound":
         st.messages = f.messages || [];
+        st.older = f.older || 0;
         st.pendingAsk = f.pendingAsk || null;
         reindex();
         renderAll();
@@ -104,6 +105,19 @@
         return;
       case "searchResults":
         renderHits(f.hits);
+        return;
+      case "olderMessages":
+        // A page of older messages, before those shown: prepended, the
+        // view kept where it was.
+        loadingOlder = false;
+        var tl0 = $("timeline"), h0 = tl0.scrollHeight, top0 = tl0.scrollTop;
+        var have = {};
+        st.messages.forEach(function (m) { have[m.ts] = true; });
+        st.messages = (f.messages || []).filter(function (m) { return !have[m.ts]; }).concat(st.messages);
+        st.older = f.older || 0;
+        reindex();
+        renderAll();
+        tl0.scrollTop = top0 + (tl0.scrollHeight - h0);
         return;
       case "error":
         showBanner(f.text || f.code, "error");
@@ -211,10 +225,24 @@
     tl.insertBefore(n, next);
   }
 
+  // loadOlder asks for the page of messages before the oldest shown.
+  var loadingOlder = false;
+  function loadOlder() {
+    if (loadingOlder || !st.older || !st.messages.length) return;
+    loadingOlder = true;
+    send({ type: "loadOlder", ts: st.messages[0].ts, limit: 200 });
+  }
+
   function renderAll() {
     var tl = $("timeline");
     tl.textContent = "";
     nodes = {}; dirty = {};
+    if (st.older) {
+      var more = el("button", "older", "Load " + Math.min(200, st.older) + " older messages (" + st.older + " in all)");
+      more.id = "olderButton";
+      more.addEventListener("click", loadOlder);
+      tl.appendChild(more);
+    }
     st.messages.forEach(function (m, i) {
       var n = renderMessage(m, i);
       nodes[m.ts] = n;
@@ -777,6 +805,8 @@
   $("deny").addEventListener("click", function () { respond("noButtonClicked"); });
   $("mode").addEventListener("change", function (e) { send({ type: "setMode", mode: e.target.value }); });
   $("agentMode").addEventListener("change", function (e) { send({ type: "setMode", mode: e.target.value }); });
+  // Scrolled to the top: the older messages come.
+  $("timeline").addEventListener("scroll", function (e) { if (e.target.scrollTop < 40) loadOlder(); });
   $("model").addEventListener("change", function (e) { var v = e.target.value.trim(); if (v && v !== st.model) send({ type: "setModel", model: v }); });
   $("sessionsBtn").addEventListener("click", function () { toggleSessions($("sessions").hidden); });
   $("sessionSearch").addEventListener("submit", function (e) {

@@ -21,6 +21,20 @@ import (
 // This file: the tools themselves.
 
 func (tb *Toolbox) define() []*Tool {
+	tools := tb.builtins()
+	if w := tb.opts.WebFetch; w != nil && len(w.Allow) > 0 {
+		tools = append(tools, &Tool{
+			name: ToolWebFetch, class: ClassFetch,
+			description: "Fetch a web page of an allowed site (" + strings.Join(w.Allow, ", ") + ") and return its text " +
+				"(an HTML page without its markup), capped. Other sites are refused.",
+			params: []param{{name: "url", typ: tString, required: true, desc: "The http or https URL."}},
+			run:    tb.webFetch,
+		})
+	}
+	return tools
+}
+
+func (tb *Toolbox) builtins() []*Tool {
 	pathParam := func(desc string) param {
 		return param{name: "path", typ: tString, required: true, desc: desc}
 	}

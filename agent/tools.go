@@ -49,6 +49,9 @@ const (
 	// is up to the server, so they are asked like code unless a rule, the
 	// server's alwaysAllow list or the mode allows them.
 	ClassMCP
+	// ClassFetch reads the web (web_fetch, of allowed sites): asked like
+	// code, since a URL can carry data out.
+	ClassFetch
 )
 
 func (c ToolClass) String() string {
@@ -63,6 +66,8 @@ func (c ToolClass) String() string {
 		return "interact"
 	case ClassMCP:
 		return "mcp"
+	case ClassFetch:
+		return "fetch"
 	default:
 		return "unknown"
 	}
@@ -213,6 +218,8 @@ type ToolboxOptions struct {
 	// Source offers more tools (the MCP servers' tools), named with
 	// ExternalPrefix. Nil: none.
 	Source ToolSource
+	// WebFetch, when it allows some sites, offers web_fetch. Nil: off.
+	WebFetch *WebFetch
 	// Files, when set, is where read_file, write_file and edit_file read
 	// and write text: an editor's buffers, unsaved changes included (an
 	// ACP client's fs/read_text_file and fs/write_text_file). Nil: the

@@ -139,6 +139,7 @@ func (c Config) host() session.Config {
 		PermissionMode: c.PermissionMode,
 		Effort:         c.Effort,
 		Modes:          c.File.Modes,
+		WebFetch:       c.File.WebFetch,
 		Allow:          c.File.Allow,
 		Deny:           c.File.Deny,
 		MCPServers:     c.File.MCPServers,

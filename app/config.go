@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/anthropic"
 	"github.com/agentkernel/agentkernel/agent/provider/openai"
@@ -35,8 +36,11 @@ type File struct {
 	// architect and debug): description, instructions, tools,
 	// permissionMode.
 	Modes map[string]rules.Mode `json:"modes"`
-	Allow []string              `json:"allow"` // permission rules, e.g. "execute_code(pip install *)"
-	Deny  []string              `json:"deny"`
+	// WebFetch turns the web_fetch tool on for the sites it allows:
+	// {"allow": ["docs.python.org", "*.readthedocs.io"], "maxBytes": 200000}.
+	WebFetch *agent.WebFetch `json:"webFetch"`
+	Allow    []string        `json:"allow"` // permission rules, e.g. "execute_code(pip install *)"
+	Deny     []string        `json:"deny"`
 	// Store selects the session store: a postgres:// URL, or "" for the
 	// SQLite file in the data directory. $AGENTKERNEL_STORE and --store
 	// override it.

@@ -20,7 +20,7 @@ type Mode struct {
 	Instructions string `json:"instructions"`
 	// Tools are the tools the mode may use: names (execute_code,
 	// mcp__github__get_issue) or groups — read, edit, execute, interact,
-	// mcp. Empty: every tool.
+	// mcp, fetch. Empty: every tool.
 	Tools []string `json:"tools"`
 	// PermissionMode, when set, is the permission mode switching to the
 	// mode sets (default, acceptEdits, bypassPermissions, plan).
@@ -122,7 +122,7 @@ func readMode(p string) (Mode, error) {
 }
 
 // groups are the tool groups a mode's tools may name.
-var groups = []string{"read", "edit", "execute", "interact", "mcp"}
+var groups = []string{"read", "edit", "execute", "interact", "mcp", "fetch"}
 
 func (m Mode) check() error {
 	if m.Name == "" || strings.ContainsAny(m.Name, " \t/") {

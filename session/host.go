@@ -49,6 +49,8 @@ type Config struct {
 	Effort provider.Effort
 	// Modes are the config file's agent modes, by name (package rules).
 	Modes map[string]rules.Mode
+	// WebFetch, when it allows some sites, offers the web_fetch tool.
+	WebFetch *agent.WebFetch
 	// StoreURL, when a postgres:// URL, is the PostgreSQL store the host
 	// opens instead (see store.Options.URL).
 	StoreURL string
@@ -364,7 +366,8 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	h.mu.Lock()
 	files := h.files
 	h.mu.Unlock()
-	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource(), Files: files})
+	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource(), Files: files,
+		WebFetch: h.cfg.WebFetch})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}

@@ -6,25 +6,18 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/agentkernel/agentkernel/internal/kerneltest"
 )
 
 func TestMain(m *testing.M) {
-	// Kernels write connection files to the Jupyter runtime dir: keep
-	// them out of the user's.
-	dir, err := os.MkdirTemp("", "backing-runtime-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("JUPYTER_RUNTIME_DIR", dir)
-	os.Setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
+	os.Exit(kerneltest.Run(m, func(code int) int {
+		if code == 0 {
+			if err := goleak.Find(); err != nil {
+				fmt.Fprintln(os.Stderr, "goleak:", err)
+				return 1
+			}
 		}
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
+		return code
+	}))
 }

@@ -3,7 +3,6 @@ package mcpserve
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/internal/kerneltest"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
@@ -345,17 +345,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestMain keeps the kernels' connection files out of the user's runtime
-// directory.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpserve-runtime-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("JUPYTER_RUNTIME_DIR", dir)
-	os.Setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(kerneltest.Run(m, nil)) }

@@ -22,6 +22,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/internal/kerneltest"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/mcpserve"
 	"github.com/agentkernel/agentkernel/messages"
@@ -336,15 +337,4 @@ func texts(ui []messages.UIMessage) string {
 	return b.String()
 }
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "acpagent-runtime-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("JUPYTER_RUNTIME_DIR", dir)
-	os.Setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(kerneltest.Run(m, nil)) }

@@ -205,7 +205,7 @@ func list(v string) []string {
 // Applies reports whether r applies in c.
 func (r Rule) Applies(c Context) bool {
 	if len(r.Kernels) > 0 && !slices.ContainsFunc(r.Kernels, func(k string) bool {
-		return strings.EqualFold(k, c.Language) || strings.EqualFold(k, c.Kernel)
+		return strings.EqualFold(k, c.Language) || kernelNamed(c.Kernel, k)
 	}) {
 		return false
 	}
@@ -221,6 +221,18 @@ func (r Rule) Applies(c Context) bool {
 		return false
 	}
 	return true
+}
+
+// kernelNamed reports whether the kernelspec name is name, or name with a
+// version after it ("python3", "julia-1.10" for python and julia): before
+// the kernel has started its language is not known.
+func kernelNamed(spec, name string) bool {
+	spec, name = strings.ToLower(spec), strings.ToLower(name)
+	if name == "" || !strings.HasPrefix(spec, name) {
+		return false
+	}
+	rest := spec[len(name):]
+	return rest == "" || strings.IndexAny(rest[:1], "0123456789-_.") == 0
 }
 
 // Applying returns the rules of rs that apply in c, in order.

@@ -76,6 +76,12 @@ func TestApplies(t *testing.T) {
 			t.Errorf("%+v: %v, want %v", tc.c, got, tc.want)
 		}
 	}
+	py := Rule{Kernels: []string{"python", "julia"}}
+	for spec, want := range map[string]bool{"python3": true, "julia-1.10": true, "pythonista": false, "ir": false} {
+		if got := py.Applies(Context{Kernel: spec}); got != want {
+			t.Errorf("kernels python, julia on the kernelspec %s before it started: %v, want %v", spec, got, want)
+		}
+	}
 	if !(Rule{}).Applies(Context{}) {
 		t.Error("a rule without scope must always apply")
 	}

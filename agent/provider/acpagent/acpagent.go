@@ -83,6 +83,13 @@ var Aliases = map[string][]string{
 	"gemini": {"gemini", "--experimental-acp"},
 }
 
+// installHints say how the aliases' agents are installed.
+var installHints = map[string]string{
+	"claude-agent-acp": "npm install -g @zed-industries/claude-agent-acp",
+	"codex-acp":        "npm install -g @zed-industries/codex-acp",
+	"gemini":           "npm install -g @google/gemini-cli",
+}
+
 // Command returns the command line of an agent named in a model string
 // ("claude", "codex", "gemini", or a command line).
 func Command(spec string) []string {
@@ -360,7 +367,11 @@ type process struct {
 func start(ctx context.Context, o Options, log hclog.Logger) (*process, error) {
 	path, err := exec.LookPath(o.Command[0])
 	if err != nil {
-		return nil, fmt.Errorf("the agent %q is not installed (or not on PATH): %w", o.Command[0], err)
+		hint := ""
+		if h, ok := installHints[o.Command[0]]; ok {
+			hint = " (install it with: " + h + ")"
+		}
+		return nil, fmt.Errorf("the agent %q is not installed (or not on PATH)%s: %w", o.Command[0], hint, err)
 	}
 	cmd := exec.Command(path, o.Command[1:]...)
 	cmd.Dir = o.Dir

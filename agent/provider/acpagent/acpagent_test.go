@@ -338,3 +338,23 @@ func texts(ui []messages.UIMessage) string {
 }
 
 func TestMain(m *testing.M) { os.Exit(kerneltest.Run(m, nil)) }
+
+func TestLabelAndCommand(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"claude-agent-acp": "claude-agent-acp",
+		"node /opt/x/node_modules/@zed-industries/claude-agent-acp/dist/index.js": "claude-agent-acp",
+		"npx -y @zed-industries/claude-agent-acp":                                 "claude-agent-acp",
+		"/usr/local/bin/agentkernel acp":                                          "agentkernel",
+		"gemini --experimental-acp":                                               "gemini",
+	} {
+		if got := acpagent.Label(strings.Fields(cmd)); got != want {
+			t.Errorf("Label(%q) = %q, want %q", cmd, got, want)
+		}
+	}
+	if got := acpagent.Command("claude"); strings.Join(got, " ") != "claude-agent-acp" {
+		t.Errorf("the claude alias: %q", got)
+	}
+	if got := acpagent.Command("my-agent --flag x"); len(got) != 3 {
+		t.Errorf("a command line: %q", got)
+	}
+}

@@ -95,16 +95,8 @@ func readMode(p string) (Mode, error) {
 	m := Mode{Name: strings.TrimSuffix(filepath.Base(p), ".md"), Source: p}
 	front, body, _ := frontMatter(string(b))
 	m.Instructions = strings.TrimSpace(body)
-	for i, line := range strings.Split(front, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			return Mode{}, fmt.Errorf("%s: front matter line %d: want key: value", p, i+2)
-		}
-		switch strings.TrimSpace(k) {
+	err = eachKey(p, front, func(k, v string) error {
+		switch k {
 		case "description":
 			m.Description = strings.Trim(strings.TrimSpace(v), `"'`)
 		case "tools":
@@ -112,8 +104,12 @@ func readMode(p string) (Mode, error) {
 		case "permissionMode", "permission_mode", "permission-mode":
 			m.PermissionMode = strings.TrimSpace(v)
 		default:
-			return Mode{}, fmt.Errorf("%s: front matter: unknown key %q (want description, tools or permissionMode)", p, strings.TrimSpace(k))
+			return fmt.Errorf("front matter: unknown key %q (want description, tools or permissionMode)", k)
 		}
+		return nil
+	})
+	if err != nil {
+		return Mode{}, err
 	}
 	if err := m.check(); err != nil {
 		return Mode{}, fmt.Errorf("%s: %w", p, err)

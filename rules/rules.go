@@ -138,17 +138,9 @@ func read(p, scope string, scoped bool) (Rule, error) {
 		return r, nil
 	}
 	r.Text = body
-	for i, line := range strings.Split(front, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			return Rule{}, fmt.Errorf("%s: front matter line %d: want key: value", p, i+2)
-		}
+	err = eachKey(p, front, func(k, v string) error {
 		vals := list(v)
-		switch strings.TrimSpace(k) {
+		switch k {
 		case "kernels", "kernel", "languages", "language":
 			r.Kernels = append(r.Kernels, vals...)
 		case "modes", "mode":
@@ -156,16 +148,39 @@ func read(p, scope string, scoped bool) (Rule, error) {
 		case "paths", "globs", "files":
 			for _, g := range vals {
 				if _, err := path.Match(g, ""); err != nil {
-					return Rule{}, fmt.Errorf("%s: paths: %q: %w", p, g, err)
+					return fmt.Errorf("paths: %q: %w", g, err)
 				}
 			}
 			r.Paths = append(r.Paths, vals...)
 		case "description", "name":
 		default:
-			return Rule{}, fmt.Errorf("%s: front matter: unknown key %q (want kernels, modes or paths)", p, strings.TrimSpace(k))
+			return fmt.Errorf("front matter: unknown key %q (want kernels, modes or paths)", k)
 		}
+		return nil
+	})
+	if err != nil {
+		return Rule{}, err
 	}
 	return r, nil
+}
+
+// eachKey calls set with each "key: value" line of the front matter of
+// the file p (blank lines and # comments skipped); an error names p.
+func eachKey(p, front string, set func(key, value string) error) error {
+	for i, line := range strings.Split(front, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			return fmt.Errorf("%s: front matter line %d: want key: value", p, i+2)
+		}
+		if err := set(strings.TrimSpace(k), v); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // frontMatter splits text into its front matter (between --- lines at its

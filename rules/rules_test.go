@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,5 +92,33 @@ func TestApplies(t *testing.T) {
 	}
 	if Prompt("BASE", nil) != "BASE" {
 		t.Error("no rules must leave the prompt alone")
+	}
+}
+
+// TestLoadModes: the built-in modes, the config file's, and a workspace
+// file's (front matter and instructions); a broken one is a problem.
+func TestLoadModes(t *testing.T) {
+	ws := t.TempDir()
+	write(t, filepath.Join(ws, ".agentkernel", "modes", "reviewer.md"),
+		"---\ndescription: \"reviews\"\ntools: read, attempt_completion\npermissionMode: plan\n---\nList the problems.\n")
+	write(t, filepath.Join(ws, ".agentkernel", "modes", "bad.md"), "---\ncolour: red\n---\nx\n")
+	ms, problems := LoadModes(ws, map[string]Mode{"ask": {Description: "my ask", Tools: []string{"read"}}, "bad name": {}})
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Name)
+	}
+	if got := strings.Join(names, ","); got != "code,ask,architect,debug,reviewer" {
+		t.Errorf("modes %s", got)
+	}
+	if ask, _ := FindMode(ms, "ask"); ask.Description != "my ask" || ask.Source != "config" {
+		t.Errorf("the config's ask replaces the built-in: %+v", ask)
+	}
+	r, _ := FindMode(ms, "reviewer")
+	if r.Description != "reviews" || r.PermissionMode != "plan" || r.Instructions != "List the problems." ||
+		!r.Allows("read_file", "read") || r.Allows("execute_code", "execute") || !r.Allows("attempt_completion", "interact") {
+		t.Errorf("reviewer %+v", r)
+	}
+	if len(problems) != 2 || !strings.Contains(fmt.Sprint(problems), "colour") || !strings.Contains(fmt.Sprint(problems), "bad name") {
+		t.Errorf("problems %v", problems)
 	}
 }

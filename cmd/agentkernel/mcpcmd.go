@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,19 +18,24 @@ import (
 // runMCP runs `agentkernel mcp list` or `agentkernel mcp serve` (package
 // mcpserve).
 func runMCP(args []string, env app.Env) error {
-	if len(args) > 0 && args[0] == "serve" {
+	const synopsis = "mcp list [--json] [--dir DIR] | mcp serve [flags]"
+	switch {
+	case len(args) > 0 && args[0] == "serve":
 		return mcpserve.Run(args[1:], env)
+	case len(args) > 0 && args[0] == "list":
+		return runMCPList(args, env.Stdout, env.Stderr)
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help"):
+		fmt.Fprintln(env.Stdout, "Usage: agentkernel "+synopsis)
+		return nil
 	}
-	return runMCPList(args, env.Stdout, env.Stderr)
+	fmt.Fprintln(env.Stderr, "Usage: agentkernel "+synopsis)
+	return errors.New("mcp: want the subcommand list or serve")
 }
 
 // runMCPList: `agentkernel mcp list` starts the MCP servers configured for a
 // directory (its .mcp.json, and the config file's mcpServers), waits for
 // them, prints each one's status, transport and tools, and stops them.
 func runMCPList(args []string, stdout, stderr io.Writer) error {
-	if ok, err := wantList("mcp", "mcp list [--json] [--dir DIR] | mcp serve [flags]", args, stderr); !ok {
-		return err
-	}
 	fs := newFlagSet("mcp list", "mcp list [--json] [--dir DIR]", stderr)
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	dir := fs.String("dir", ".", "the workspace whose .mcp.json is read")

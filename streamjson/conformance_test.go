@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentkernel/agentkernel/session/surfacetest"
 	"github.com/agentkernel/agentkernel/streamjson"
@@ -232,4 +234,47 @@ func TestSetMode(t *testing.T) {
 	if r := ask("m3", "turbo"); r["subtype"] != "error" || !strings.Contains(fmt.Sprint(r["error"]), "no mode") {
 		t.Errorf("an unknown mode: %v", r)
 	}
+}
+
+// TestControlBeforeTheSession: a control_request sent first thing, before
+// the session is ready (OnControl), is held and answered once it is.
+func TestControlBeforeTheSession(t *testing.T) {
+	inR, inW := io.Pipe()
+	var warned []string
+	in := streamjson.NewInput(inR, func(s string) { warned = append(warned, s) })
+	defer inW.Close()
+	if _, err := io.WriteString(inW, `{"type":"control_request","request_id":"early","request":{"subtype":"interrupt"}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The pipe gives the next line only once the first is dealt with:
+	// held, as no handler is set yet.
+	if _, err := io.WriteString(inW, `{"type":"user","message":{"role":"user","content":"hi"}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	out := streamjson.NewWriter(&syncWriter{b: &b})
+	got := make(chan string, 1)
+	in.OnControl(out, func(subtype string, _ json.RawMessage) (map[string]any, error) {
+		got <- subtype
+		return nil, nil
+	})
+	select {
+	case s := <-got:
+		if s != "interrupt" {
+			t.Errorf("handled %q", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the early control_request was not handled (warnings %q)", warned)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }

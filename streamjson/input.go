@@ -33,7 +33,17 @@ type Input struct {
 	err     error
 	out     *Writer // where the client's control_requests are answered
 	handle  ControlHandler
+	early   []earlyControl // control_requests that came before OnControl
 }
+
+// earlyControl is a control_request held until there is a handler.
+type earlyControl struct {
+	id, subtype string
+	request     json.RawMessage
+}
+
+// maxEarly bounds the control_requests held before OnControl.
+const maxEarly = 64
 
 // ControlHandler carries out a control_request of the client's: its
 // subtype and the whole request object. The map is the success
@@ -41,11 +51,17 @@ type Input struct {
 type ControlHandler func(subtype string, request json.RawMessage) (map[string]any, error)
 
 // OnControl makes the client's control_requests go to handle, answered on
-// out. Before it is called, they are ignored with a warning.
+// out. Those that came before it (a client that sends one first thing)
+// are held, up to maxEarly, and handled now.
 func (in *Input) OnControl(out *Writer, handle ControlHandler) {
 	in.mu.Lock()
 	in.out, in.handle = out, handle
+	early := in.early
+	in.early = nil
 	in.mu.Unlock()
+	for _, c := range early {
+		in.control(c.id, c.subtype, c.request)
+	}
 }
 
 // controlAnswer is the response of a control_response line.
@@ -206,11 +222,18 @@ func (in *Input) line(b []byte) error {
 func (in *Input) control(id, subtype string, request json.RawMessage) {
 	in.mu.Lock()
 	out, handle := in.out, in.handle
-	in.mu.Unlock()
 	if out == nil {
-		in.warn(fmt.Sprintf("ask: control_request %q (%s) came before the session was ready; ignored", id, subtype))
+		held := len(in.early) < maxEarly
+		if held {
+			in.early = append(in.early, earlyControl{id: id, subtype: subtype, request: request})
+		}
+		in.mu.Unlock()
+		if !held {
+			in.warn(fmt.Sprintf("ask: control_request %q (%s) came before the session was ready, after %d others; ignored", id, subtype, maxEarly))
+		}
 		return
 	}
+	in.mu.Unlock()
 	go func() {
 		resp, err := handle(subtype, request)
 		if err != nil {

@@ -305,9 +305,6 @@ func historyMagic(ui []messages.UIMessage, args []string) (string, error) {
 	var at []int
 	for i, m := range ui {
 		r := messages.RoleOf(m, i == 0)
-		if m.Decision != nil {
-			r = messages.RoleTool
-		}
 		if role == "" || string(r) == role {
 			at = append(at, i)
 		}

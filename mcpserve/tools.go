@@ -97,9 +97,6 @@ func (s *Server) history(ctx context.Context, _ *sdk.CallToolRequest, in history
 	var out []histMessage
 	for i, m := range ui {
 		role := messages.RoleOf(m, i == 0)
-		if m.Decision != nil {
-			role = messages.RoleTool
-		}
 		if role == messages.RoleMeta || (in.Role != "" && string(role) != in.Role) {
 			continue
 		}

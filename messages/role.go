@@ -23,6 +23,9 @@ func RoleOf(m UIMessage, first bool) Role {
 		}
 		return RoleSystem
 	}
+	if m.Decision != nil {
+		return RoleTool // a permission decision on a tool call, not the model's words
+	}
 	switch m.Say {
 	case SayText:
 		if first {

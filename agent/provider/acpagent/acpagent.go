@@ -231,7 +231,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) (provider.S
 			case <-time.After(time.Second):
 				err = p.apiError("%s: session/prompt: %v", p.o.Label, err)
 			}
-			s.fail(err)
+			s.end(err)
 			return
 		}
 		proc.sent(history, promptTS)
@@ -581,8 +581,6 @@ func (s *stream) end(err error) {
 	}
 	s.mu.Unlock()
 }
-
-func (s *stream) fail(err error) { s.end(err) }
 
 // Next implements provider.Stream.
 func (s *stream) Next() (provider.Event, error) {

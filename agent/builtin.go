@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentkernel/agentkernel/internal/protect"
 	"github.com/agentkernel/agentkernel/messages"
 )
 
@@ -357,7 +358,7 @@ func (tb *Toolbox) searchFiles(ctx context.Context, in map[string]any) (Result, 
 			return nil
 		}
 		// Symlinks are not followed, and protected files are never read.
-		if !d.Type().IsRegular() || ProtectedPath(rel) != "" {
+		if !d.Type().IsRegular() || protect.Path(rel) != "" {
 			return nil
 		}
 		if pattern != "" {

@@ -18,7 +18,7 @@
 //     from the mode (default, acceptEdits, bypassPermissions, plan), the
 //     session's allow-all set and the configured allow and deny rules (see
 //     [ParseRule] for their syntax). Hard refusals — protected paths
-//     ([ProtectedPath]) and dangerous commands ([DangerousCode]) — hold in
+//     (protect.Path) and dangerous commands ([DangerousCode]) — hold in
 //     every mode. [Policy.Answer] applies the user's answer to an Ask, and
 //     [DecisionMessage] turns every decision into a UI message so that it
 //     is recorded in the history.

@@ -407,7 +407,7 @@ func (p *Policy) ResetSession() {
 //     denied;
 //  2. hard refusals, in every mode: a file path outside the workspace
 //     (through "..", an absolute path or a symlink) or protected (see
-//     [ProtectedPath], also when reached through a symlink), and dangerous
+//     protect.Path, also when reached through a symlink), and dangerous
 //     code in execute_code or propose_cell (see [DangerousCode]);
 //  3. a matching deny rule denies;
 //  4. read-only tools are allowed;

@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"path"
 	"strings"
+
+	"github.com/agentkernel/agentkernel/internal/protect"
 )
 
 // pattern is one .gitignore line, in the subset Tracker understands:
@@ -98,10 +100,42 @@ func matchSuffix(glob, name string) bool {
 	return false
 }
 
-// ignored reports whether the workspace path rel is left out.
-func (t *Tracker) ignored(rel string, isDir bool) bool {
-	for _, p := range t.ignore {
+func parsePatterns(lines []string) []pattern {
+	var out []pattern
+	for _, l := range lines {
+		if p, ok := parsePattern(l); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func matchAny(ps []pattern, rel string, isDir bool) bool {
+	for _, p := range ps {
 		if p.match(rel, isDir) {
+			return true
+		}
+	}
+	return false
+}
+
+// ignored reports whether the workspace path rel is left out of scans.
+func (t *Tracker) ignored(rel string, isDir bool) bool {
+	return matchAny(t.ignore, rel, isDir) || matchAny(t.never, rel, isDir)
+}
+
+// withheld reports whether the content of the workspace file rel is never
+// kept: a protected path, or one the user's Ignore names (also through a
+// directory it names).
+func (t *Tracker) withheld(rel string) bool {
+	if protect.Path(rel) != "" {
+		return true
+	}
+	if matchAny(t.never, rel, false) {
+		return true
+	}
+	for d := path.Dir(rel); d != "." && d != "/"; d = path.Dir(d) {
+		if matchAny(t.never, d, true) {
 			return true
 		}
 	}

@@ -31,6 +31,13 @@
 // virtual environments, and what the workspace's top-level .gitignore names
 // are not scanned (a file tool's write to one is still recorded); symbolic
 // links are neither followed nor restored.
+//
+// Secrets are never kept: a protected file (internal/protect's list, the
+// one the agent's file tools refuse: .env, keys, credentials, tokens), a
+// file that holds a private key whatever its name, and what Options.Ignore
+// names are tracked by their stat at most, with the hash Withheld. Their
+// changes are recorded without content, and Restore leaves them alone and
+// says so (RestoreReport.Protected).
 package checkpoint
 
 import (
@@ -48,6 +55,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentkernel/agentkernel/internal/protect"
 )
 
 // Blobs stores file contents by hash (the session store does).
@@ -87,7 +96,9 @@ type Options struct {
 	// MaxFiles is how many files are tracked with their content; the rest
 	// by their stat only. Default 20,000.
 	MaxFiles int
-	// Ignore lists more patterns to leave out, as .gitignore lines.
+	// Ignore lists more patterns to leave out, as .gitignore lines: they
+	// are not scanned, and their content is never kept, not even of a
+	// file tool's write (as Withheld).
 	Ignore []string
 	// NoWatch makes every scan walk the workspace instead of following
 	// inotify's events: for file systems changed by other machines (NFS),
@@ -115,6 +126,11 @@ var defaultIgnore = []string{".git/", ".hg/", ".svn/", "node_modules/", "__pycac
 // Unkept is the hash recorded for a file whose content was not kept (over
 // the limits): a change from or to it cannot be turned back.
 const Unkept = "-"
+
+// Withheld is the hash recorded for a file whose content is never kept
+// because it may hold secrets (protected, or named by Options.Ignore): its
+// changes are known by their stat, and a rewind leaves it alone.
+const Withheld = "!"
 
 // Change is what happened to one file between two scans; a hash of ""
 // means the file did not exist.
@@ -159,6 +175,9 @@ type Tracker struct {
 	blobs  Blobs
 	index  Index // nil: not kept between processes
 	ignore []pattern
+	// never are the user's patterns (Options.Ignore): not scanned, and
+	// never kept (withheld).
+	never []pattern
 	watch  *watcher // nil: every scan walks
 
 	scan    sync.Mutex // one scan at a time
@@ -183,15 +202,12 @@ func New(root string, blobs Blobs, opts Options) (*Tracker, error) {
 	opts = opts.withDefaults()
 	t := &Tracker{root: abs, opts: opts, blobs: blobs, files: map[string]entry{}, racy: map[string]bool{}}
 	t.index, _ = blobs.(Index)
-	lines := append(append([]string(nil), defaultIgnore...), opts.Ignore...)
+	lines := append([]string(nil), defaultIgnore...)
 	if b, err := os.ReadFile(filepath.Join(abs, ".gitignore")); err == nil {
 		lines = append(lines, strings.Split(string(b), "\n")...)
 	}
-	for _, l := range lines {
-		if p, ok := parsePattern(l); ok {
-			t.ignore = append(t.ignore, p)
-		}
-	}
+	t.ignore = parsePatterns(lines)
+	t.never = parsePatterns(opts.Ignore)
 	if !opts.NoWatch {
 		t.watch = newWatcher()
 	}
@@ -338,7 +354,8 @@ func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 			return rep, errors.Join(err, batch.flush(ctx), save())
 		}
 		seen[f.rel] = true
-		if p, ok := prev[f.rel]; ok && p.Size == f.size && p.MTime == f.mtime && p.CTime == f.ctime && p.Inode == f.ino {
+		if p, ok := prev[f.rel]; ok && p.Size == f.size && p.MTime == f.mtime && p.CTime == f.ctime && p.Inode == f.ino &&
+			(p.Hash == Withheld || !t.withheld(f.rel)) {
 			learnt(f.rel, entry{fileStat: f.fileStat, hash: p.Hash}) // as the index knows it: not read
 			continue
 		}
@@ -349,7 +366,7 @@ func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 		case err != nil:
 			rep.Unreadable = append(rep.Unreadable, f.rel)
 			continue
-		case e.hash == Unkept:
+		case e.hash != "": // not to be kept
 			learnt(f.rel, e)
 			put = append(put, e.indexEntry(f.rel))
 			continue
@@ -387,11 +404,15 @@ func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 var errKeep = errors.New("checkpoint: keep content")
 
 // load stats and reads the file rel into buf, returning its entry (its
-// hash Unkept when it is over the limits, or when unkept, else still to be
-// set) and its content (buf's, valid until its next use). The stat is
-// taken on the open file before and after the read: a file that changed
-// meanwhile is marked racy, to be read again by the next scan.
+// hash Withheld when it may hold secrets, Unkept when it is over the
+// limits, or when unkept, else still to be set) and its content (buf's,
+// valid until its next use). The stat is taken on the open file before and
+// after the read: a file that changed meanwhile is marked racy, to be read
+// again by the next scan.
 func (t *Tracker) load(rel string, st fileStat, unkept bool, buf *bytes.Buffer) (entry, []byte, error) {
+	if t.withheld(rel) {
+		return entry{fileStat: st, hash: Withheld}, nil, nil
+	}
 	if unkept || st.size > t.opts.MaxFileSize {
 		return entry{fileStat: st, hash: Unkept}, nil, nil
 	}
@@ -420,13 +441,16 @@ func (t *Tracker) load(rel string, st fileStat, unkept bool, buf *bytes.Buffer) 
 		return entry{fileStat: after, hash: Unkept}, nil, nil
 	}
 	racy := after != before || after.mtime >= now || after.ctime >= now
+	if protect.Content(buf.Bytes()) != "" {
+		return entry{fileStat: after, racy: racy, hash: Withheld}, nil, nil
+	}
 	return entry{fileStat: after, racy: racy}, buf.Bytes(), nil
 }
 
 // read loads the file rel and keeps its content: its entry.
 func (t *Tracker) read(ctx context.Context, rel string, st fileStat, unkept bool, buf *bytes.Buffer) (entry, error) {
 	e, data, err := t.load(rel, st, unkept, buf)
-	if err != nil || e.hash == Unkept {
+	if err != nil || e.hash != "" {
 		return e, err
 	}
 	defer shrink(buf)
@@ -561,7 +585,7 @@ func (t *Tracker) sync(ctx context.Context) ([]Change, Report, error) {
 		switch {
 		case !o.known:
 			changes = append(changes, Change{Path: p, After: e.hash})
-		case o.e.hash != e.hash || o.e.hash == Unkept && o.e.fileStat != e.fileStat:
+		case o.e.hash != e.hash || !o.e.hasContent() && o.e.fileStat != e.fileStat:
 			changes = append(changes, Change{Path: p, Before: o.e.hash, After: e.hash})
 		}
 		return nil
@@ -603,7 +627,7 @@ func (t *Tracker) sync(ctx context.Context) ([]Change, Report, error) {
 		}
 		e.extra = known && old.extra
 		olds[p] = prior{old, known}
-		if e.hash == Unkept {
+		if e.hash != "" { // not to be kept
 			if err := learnt(p, e); err != nil {
 				return nil, rep, err
 			}
@@ -643,7 +667,7 @@ func (t *Tracker) setLocked(p string, e entry) {
 	t.files[p] = e
 }
 
-func (e entry) hasContent() bool { return e.hash != Unkept && e.hash != "" }
+func (e entry) hasContent() bool { return e.hash != Unkept && e.hash != Withheld && e.hash != "" }
 
 func (t *Tracker) forget(p string) {
 	t.mu.Lock()
@@ -780,6 +804,9 @@ type RestoreReport struct {
 	// Unrestorable had no kept content (over the limits), or could not be
 	// written; each with the reason.
 	Unrestorable []string
+	// Protected may hold secrets, whose content is never kept: left as
+	// they are.
+	Protected []string
 }
 
 // Restore turns changes back (oldest first, as recorded): each file gets
@@ -802,12 +829,16 @@ func (t *Tracker) Restore(ctx context.Context, changes []Change, force bool) (Re
 	sort.Strings(order)
 	for _, p := range order {
 		want, left := first[p].Before, last[p].After
+		if want == Withheld || left == Withheld || t.withheld(p) {
+			rep.Protected = append(rep.Protected, p)
+			continue
+		}
 		abs, err := t.abs(p)
 		if err != nil {
 			rep.Unrestorable = append(rep.Unrestorable, p+": "+err.Error())
 			continue
 		}
-		cur, err := t.currentHash(ctx, abs)
+		cur, err := t.currentHash(ctx, p, abs)
 		if err != nil {
 			rep.Unrestorable = append(rep.Unrestorable, p+": "+err.Error())
 			continue
@@ -874,8 +905,9 @@ func (t *Tracker) abs(rel string) (string, error) {
 }
 
 // currentHash is the hash of the file's content now ("" if it does not
-// exist), stored so that a forced restore can be turned back too.
-func (t *Tracker) currentHash(ctx context.Context, abs string) (string, error) {
+// exist), stored so that a forced restore can be turned back too (unless it
+// is a secret: Withheld).
+func (t *Tracker) currentHash(ctx context.Context, rel, abs string) (string, error) {
 	fi, err := os.Stat(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -889,6 +921,9 @@ func (t *Tracker) currentHash(ctx context.Context, abs string) (string, error) {
 	data, err := os.ReadFile(abs)
 	if err != nil {
 		return "", err
+	}
+	if t.withheld(rel) || protect.Content(data) != "" {
+		return Withheld, nil
 	}
 	return t.blobs.PutBlob(ctx, data)
 }

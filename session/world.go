@@ -377,6 +377,10 @@ func (r Rewound) Summary() string {
 		if len(f.Unrestorable) > 0 {
 			fmt.Fprintf(&b, "\nNot restored: %s", strings.Join(f.Unrestorable, "; "))
 		}
+		if len(f.Protected) > 0 {
+			fmt.Fprintf(&b, "\nLeft alone (protected: their content is never kept, so a rewind cannot put them back): %s",
+				strings.Join(f.Protected, ", "))
+		}
 	}
 	if r.FilesNote != "" {
 		b.WriteString("\nFiles: " + r.FilesNote)

@@ -267,7 +267,13 @@ CREATE TABLE file_index (
 	`
 CREATE INDEX ui_session_role_ts ON ui_messages(session_pk, role, ts);
 `,
+	// 4: SQLite schema 5, no secret in the store (purgeSecrets).
+	``,
 }
+
+// pgVersion maps a PostgreSQL schema version to the SQLite one it matches
+// (migrationCode is keyed by SQLite's).
+func pgVersion(v int) int { return v + 1 }
 
 // pgLockKey is the advisory lock that serialises migrations between
 // processes opening a fresh database at once.
@@ -301,8 +307,15 @@ func migratePG(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("schema version %d is newer than this build supports (%d): upgrade agentkernel", v, len(pgMigrations))
 	}
 	for ; v < len(pgMigrations); v++ {
-		if _, err := tx.ExecContext(ctx, pgMigrations[v]); err != nil {
-			return fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+		if pgMigrations[v] != "" {
+			if _, err := tx.ExecContext(ctx, pgMigrations[v]); err != nil {
+				return fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+			}
+		}
+		if fn := migrationCode[pgVersion(v+1)]; fn != nil {
+			if err := fn(ctx, tx, true); err != nil {
+				return fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE agentkernel_schema SET version = ?", v+1); err != nil {
 			return fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)

@@ -134,6 +134,16 @@ CREATE TABLE file_index (
 	`
 CREATE INDEX ui_session_role_ts ON ui_messages(session_pk, role, ts);
 `,
+	// 5: no secret in the store: purgeSecrets (migrationCode) takes out the
+	// contents of .env files, keys and tokens that earlier checkpoints kept.
+	``,
+}
+
+// migrationCode[v] runs after the SQL of the migration to version v, in
+// its transaction, on either engine (pg says which): what SQL alone cannot
+// decide. The versions are SQLite's; pgVersion maps PostgreSQL's.
+var migrationCode = map[int]func(ctx context.Context, tx *sql.Tx, pg bool) error{
+	5: purgeSecrets,
 }
 
 // SchemaVersion is the user_version this build writes.
@@ -171,8 +181,15 @@ func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
 	case v == len(migrations):
 		return true, nil
 	}
-	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-		return false, fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+	if migrations[v] != "" {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return false, fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+		}
+	}
+	if fn := migrationCode[v+1]; fn != nil {
+		if err := fn(ctx, tx, false); err != nil {
+			return false, fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
 		return false, fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)

@@ -174,9 +174,12 @@ type RewindReport struct {
 	Removed      []string `json:"removed,omitempty"`
 	Conflicts    []string `json:"conflicts,omitempty"`
 	Unrestorable []string `json:"unrestorable,omitempty"`
-	Kernel       []string `json:"kernel,omitempty"`
-	KernelNote   string   `json:"kernelNote,omitempty"`
-	ForkID       string   `json:"forkId,omitempty"`
+	// Protected were left as they are: files that may hold secrets, whose
+	// content is never kept.
+	Protected  []string `json:"protected,omitempty"`
+	Kernel     []string `json:"kernel,omitempty"`
+	KernelNote string   `json:"kernelNote,omitempty"`
+	ForkID     string   `json:"forkId,omitempty"`
 }
 
 // SessionInfo is one stored session in a listing.

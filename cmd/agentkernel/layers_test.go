@@ -41,8 +41,11 @@ func TestLayers(t *testing.T) {
 		// A surface over the app's hosts, as bridge is over its host.
 		"acp": {"bridge", "webview", "webview/hostagent", "streamjson", "kernel", "cmd/agentkernel"},
 		// The user's instruction files: read by the host, knowing none of us.
-		"rules":    {"messages", "agent", "session", "store", "kernel", "backing", "bridge", "app"},
-		"mcpserve": {"bridge", "webview", "webview/hostagent", "streamjson", "acp", "kernel", "cmd/agentkernel"},
+		"rules": {"messages", "agent", "session", "store", "kernel", "backing", "bridge", "app"},
+		// The list of secret files: shared by the tools, the tracker and
+		// the store, knowing none of them.
+		"internal/protect": {"messages", "agent", "checkpoint", "store", "session", "kernel", "backing", "bridge", "app"},
+		"mcpserve":         {"bridge", "webview", "webview/hostagent", "streamjson", "acp", "kernel", "cmd/agentkernel"},
 		// The surface suite drives a host; the surfaces bring themselves.
 		"session/surfacetest": {"app", "bridge", "webview", "webview/hostagent", "streamjson", "cmd/agentkernel"},
 		// The panel's protocol over the host: no transport of its own.

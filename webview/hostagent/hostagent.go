@@ -184,6 +184,7 @@ func report(rw session.Rewound, forkID string) webview.RewindReport {
 	r := webview.RewindReport{Summary: rw.Summary(), Kernel: rw.Kernel, KernelNote: rw.KernelNote, ForkID: forkID}
 	if f := rw.Files; f != nil {
 		r.Restored, r.Removed, r.Conflicts, r.Unrestorable = f.Restored, f.Removed, f.Conflicts, f.Unrestorable
+		r.Protected = f.Protected
 	}
 	return r
 }

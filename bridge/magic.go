@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/acpagent"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
@@ -186,7 +187,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			return "Usage: %agent use claude|codex|gemini|COMMAND [ARGS...] — an external ACP agent answers the prompts " +
 				"(%agent model MODEL goes back to a model).", nil
 		}
-		if err := h.SetModel(ctx, "acp:"+strings.Join(args, " ")); err != nil {
+		if err := h.SetModel(ctx, acpagent.Model(strings.Join(args, " "))); err != nil {
 			return "", err
 		}
 		return "Agent: " + strings.Join(args, " ") + " (ACP). Its turns are stored in this session; it runs code in this " +

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider/acpagent"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/kernel"
@@ -98,7 +99,8 @@ func parseInstall(args []string, stderr io.Writer) (*installRun, error) {
 	modeName := fs.String("mode", "", "what a cell is: code (backing-kernel code) or prompt (a request to the agent); default code with --name")
 	probe := fs.Bool("probe", true, "start the backing kernel once to cache its language_info (instant kernel_info later)")
 	model := fs.String("model", "", "model for this kernelspec (sets AGENTKERNEL_MODEL in kernel.json), e.g. anthropic:claude-sonnet-4-5")
-	agentName := fs.String("agent", "", "an external ACP agent answers instead of a model: claude, codex, gemini or its command line (sets AGENTKERNEL_MODEL to acp:AGENT)")
+	agentName := fs.String("agent", "", "an external ACP agent answers instead of a model: claude, codex, gemini or its command line, "+
+		"with or without acp: (sets AGENTKERNEL_MODEL to acp:AGENT; the agent must be installed)")
 	gwURL := fs.String("gateway-url", "", "run the backing kernel on the Jupyter server at `URL` (writes JUPYTER_GATEWAY_URL into "+
 		"the kernelspec; the token comes from JUPYTER_GATEWAY_AUTH_TOKEN where Jupyter runs); --backing then names a kernelspec there")
 	approve := fs.String("approve", "", "headless approval policy for this kernelspec: none, read-only or all (sets AGENTKERNEL_APPROVE)")
@@ -120,7 +122,10 @@ func parseInstall(args []string, stderr io.Writer) (*installRun, error) {
 		if *model != "" {
 			return nil, errors.New("install: --model and --agent: give one")
 		}
-		*model = "acp:" + *agentName
+		if _, err := acpagent.Find(*agentName); err != nil {
+			return nil, fmt.Errorf("install: --agent: %w", err)
+		}
+		*model = acpagent.Model(*agentName)
 	}
 	for k, v := range map[string]string{"AGENTKERNEL_MODEL": *model, "AGENTKERNEL_APPROVE": *approve, "JUPYTER_GATEWAY_URL": *gwURL} {
 		if v != "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider/acpagent"
 	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/bridge"
@@ -60,11 +61,9 @@ func parseKernel(args []string, stderr io.Writer) (*kernelRun, error) {
 	k.backing = app.AddBackingFlags(fs, "kernelspec of the backing kernel")
 	fs.StringVar(&k.mode, "mode", "code", "kernel mode: code or prompt")
 	fs.StringVar(&k.model, "model", "", "model for new sessions (default $AGENTKERNEL_MODEL, then the config file)")
-	fs.Func("agent", "an external ACP agent answers instead of a model: claude, codex, gemini or `acp:COMMAND` (same as --model acp:…)", func(v string) error {
-		if !strings.HasPrefix(v, "acp:") {
-			v = "acp:" + v
-		}
-		k.model = v
+	fs.Func("agent", "an external ACP agent answers instead of a model: claude, codex, gemini or its `COMMAND` line, "+
+		"with or without acp: (same as --model acp:…)", func(v string) error {
+		k.model = acpagent.Model(v)
 		return nil
 	})
 	fs.StringVar(&k.record, "record", "", "record the model's answers to this cassette `FILE` (default $"+app.EnvRecord+")")

@@ -90,13 +90,54 @@ var installHints = map[string]string{
 	"gemini":           "npm install -g @google/gemini-cli",
 }
 
+// Model returns the model string of the agent spec: "acp:" and the agent,
+// whether spec is spelt "claude", "acp:claude", "node agent.js" or
+// "acp:node agent.js". Every place that turns a user's --agent or %agent use
+// into a model calls it.
+func Model(spec string) string {
+	return Name + ":" + agentOf(spec)
+}
+
+// agentOf is the agent a spec names, without the "acp:" prefixes a model
+// string (or an older install that wrote "acp:acp:…") carries.
+func agentOf(spec string) string {
+	spec = strings.TrimSpace(spec)
+	for strings.HasPrefix(spec, Name+":") {
+		spec = strings.TrimSpace(strings.TrimPrefix(spec, Name+":"))
+	}
+	return spec
+}
+
 // Command returns the command line of an agent named in a model string
-// ("claude", "codex", "gemini", or a command line).
+// ("claude", "codex", "gemini", or a command line; with or without
+// "acp:").
 func Command(spec string) []string {
-	if c, ok := Aliases[strings.TrimSpace(spec)]; ok {
+	spec = agentOf(spec)
+	if c, ok := Aliases[spec]; ok {
 		return slices.Clone(c)
 	}
 	return strings.Fields(spec)
+}
+
+// Find returns the program of the agent spec names (as Command reads
+// it) as found on PATH, or an error that says how to install it.
+func Find(spec string) (string, error) {
+	return findProgram(Command(spec))
+}
+
+func findProgram(cmd []string) (string, error) {
+	if len(cmd) == 0 {
+		return "", errors.New("no agent command")
+	}
+	path, err := exec.LookPath(cmd[0])
+	if err != nil {
+		hint := ""
+		if h, ok := installHints[cmd[0]]; ok {
+			hint = " (install it with: " + h + ")"
+		}
+		return "", fmt.Errorf("the agent %q is not installed (or not on PATH)%s: %w", cmd[0], hint, err)
+	}
+	return path, nil
 }
 
 // interpreters run an agent's script: the script names the agent.
@@ -365,13 +406,9 @@ type process struct {
 
 // start starts the agent and initializes the connection.
 func start(ctx context.Context, o Options, log hclog.Logger) (*process, error) {
-	path, err := exec.LookPath(o.Command[0])
+	path, err := findProgram(o.Command)
 	if err != nil {
-		hint := ""
-		if h, ok := installHints[o.Command[0]]; ok {
-			hint = " (install it with: " + h + ")"
-		}
-		return nil, fmt.Errorf("the agent %q is not installed (or not on PATH)%s: %w", o.Command[0], hint, err)
+		return nil, err
 	}
 	cmd := exec.Command(path, o.Command[1:]...)
 	cmd.Dir = o.Dir

@@ -111,7 +111,7 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		}
 		ao := o.ACP
 		ao.Command = acpagent.Command(model)
-		ao.Label = strings.TrimSpace(model)
+		ao.Label = strings.TrimSpace(strings.TrimPrefix(acpagent.Model(model), acpagent.Name+":"))
 		if _, ok := acpagent.Aliases[ao.Label]; !ok && len(ao.Command) > 0 {
 			ao.Label = acpagent.Label(ao.Command)
 		}

@@ -156,7 +156,12 @@ func (c Config) host() session.Config {
 
 // UserDir is the user's configuration directory (the config file's): its
 // MCP servers' relative paths are resolved there.
-func (c Config) UserDir() string { return filepath.Dir(Path()) }
+func (c Config) UserDir() string {
+	if p := Path(); p != "" {
+		return filepath.Dir(p)
+	}
+	return ""
+}
 
 // SessionNotebook is a stored session as a notebook (sessions export,
 // %agent export).

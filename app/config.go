@@ -20,6 +20,7 @@ import (
 	"github.com/agentkernel/agentkernel/checkpoint"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
+	"github.com/agentkernel/agentkernel/internal/home"
 	"github.com/agentkernel/agentkernel/rules"
 	"github.com/agentkernel/agentkernel/store"
 )
@@ -79,16 +80,24 @@ func (c Checkpoints) options() checkpoint.Options {
 	return checkpoint.Options{MaxFileSize: c.MaxFileSize, MaxFiles: c.MaxFiles, Ignore: c.Ignore, NoWatch: c.NoWatch}
 }
 
-// Path is the config file's path: $AGENTKERNEL_CONFIG, else
-// agentkernel/config.json in the user's config directory ("" when there is
-// none).
+// Path is the config file's absolute path: $AGENTKERNEL_CONFIG (made
+// absolute), else agentkernel/config.json in $XDG_CONFIG_HOME (when it is
+// absolute, as the XDG spec wants) or ~/.config, where ~ is $HOME or the
+// account's home; "" when there is none.
 func Path() string {
 	if p := os.Getenv("AGENTKERNEL_CONFIG"); p != "" {
-		return p
-	}
-	dir, err := os.UserConfigDir() // $XDG_CONFIG_HOME or ~/.config
-	if err != nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
 		return ""
+	}
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(dir) {
+		h, err := home.Dir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(h, ".config")
 	}
 	return filepath.Join(dir, "agentkernel", "config.json")
 }

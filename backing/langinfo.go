@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/agentkernel/agentkernel/internal/home"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
@@ -22,11 +23,11 @@ func CacheDir() string {
 	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
 		return filepath.Join(d, "agentkernel")
 	}
-	home, err := os.UserHomeDir()
+	h, err := home.Dir()
 	if err != nil {
 		return filepath.Join(os.TempDir(), "agentkernel-cache")
 	}
-	return filepath.Join(home, ".cache", "agentkernel")
+	return filepath.Join(h, ".cache", "agentkernel")
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentkernel/agentkernel/internal/home"
 	"github.com/agentkernel/agentkernel/internal/pyenv"
 )
 
@@ -48,11 +49,11 @@ func UserDataDir() (string, error) {
 	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
 		return filepath.Join(d, "jupyter"), nil
 	}
-	home, err := os.UserHomeDir()
+	h, err := home.Dir()
 	if err != nil {
 		return "", fmt.Errorf("kernel: find home directory: %w", err)
 	}
-	return filepath.Join(home, ".local", "share", "jupyter"), nil
+	return filepath.Join(h, ".local", "share", "jupyter"), nil
 }
 
 // SysPrefix returns sys.prefix of the Python that runs Jupyter: that of

@@ -64,10 +64,23 @@ type Context struct {
 // userDir ("" for none): the user's first, then the project's from the
 // outermost directory in, then the scoped rule files. A file that cannot
 // be read or whose front matter is broken is a problem; the others load.
+// A file is read once, under the first scope that reaches it (a workspace
+// that is the configuration directory, or a symbolic link to it).
 func Load(workspace, userDir string) ([]Rule, []error) {
 	var out []Rule
 	var problems []error
+	seen := map[string]bool{}
 	add := func(p, scope string, scoped bool) {
+		key, err := filepath.Abs(p)
+		if err == nil {
+			if real, err := filepath.EvalSymlinks(key); err == nil {
+				key = real
+			}
+		}
+		if seen[key] {
+			return
+		}
+		seen[key] = true
 		r, err := read(p, scope, scoped)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):

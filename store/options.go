@@ -1,13 +1,14 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/agentkernel/agentkernel/internal/home"
 )
 
 // EnvDataDir names the environment variable that overrides the data directory.
@@ -113,22 +114,21 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// DataDir resolves the data directory: $AGENTKERNEL_DATA_DIR when set, else
-// $XDG_DATA_HOME/agentkernel, else ~/.local/share/agentkernel. It does not
-// create the directory.
+// DataDir resolves the data directory: $AGENTKERNEL_DATA_DIR when set (a
+// kernelspec's env can name it), else $XDG_DATA_HOME/agentkernel, else
+// ~/.local/share/agentkernel, where ~ is $HOME or, without it (a kernel
+// started by a gateway), the account's home directory. It does not create
+// the directory.
 func DataDir() (string, error) {
 	if d := os.Getenv(EnvDataDir); d != "" {
-		return filepath.Clean(d), nil
+		return filepath.Abs(d)
 	}
 	if x := os.Getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
 		return filepath.Join(x, "agentkernel"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		if err == nil {
-			err = errors.New("empty home directory")
-		}
-		return "", fmt.Errorf("store: resolve data directory: %w (set %s)", err, EnvDataDir)
+	h, err := home.Dir()
+	if err != nil {
+		return "", fmt.Errorf("store: resolve data directory: %w (set %s, e.g. in the kernelspec's env)", err, EnvDataDir)
 	}
-	return filepath.Join(home, ".local", "share", "agentkernel"), nil
+	return filepath.Join(h, ".local", "share", "agentkernel"), nil
 }

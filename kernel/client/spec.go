@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentkernel/agentkernel/internal/home"
 	"github.com/agentkernel/agentkernel/internal/pyenv"
 )
 
@@ -96,8 +97,8 @@ func DataDirs() []string {
 		}
 	}
 	user := []string{userDataDir()}
-	if home, err := os.UserHomeDir(); err == nil {
-		user = append(user, filepath.Join(home, ".local", "share", "jupyter"))
+	if h, err := home.Dir(); err == nil {
+		user = append(user, filepath.Join(h, ".local", "share", "jupyter"))
 	}
 	var env []string
 	for _, d := range sysPrefixDirs() {
@@ -138,11 +139,11 @@ func userDataDir() string {
 	}
 	xdg := os.Getenv("XDG_DATA_HOME")
 	if xdg == "" {
-		home, err := os.UserHomeDir()
+		h, err := home.Dir()
 		if err != nil {
 			return ""
 		}
-		xdg = filepath.Join(home, ".local", "share")
+		xdg = filepath.Join(h, ".local", "share")
 	}
 	return filepath.Join(xdg, "jupyter")
 }

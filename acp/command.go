@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/agentkernel/agentkernel/app"
-	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/eventlog"
 )
 
@@ -50,7 +49,7 @@ func run(args []string, env app.Env) error {
 	if err := cfg.Err(); err != nil {
 		return fmt.Errorf("acp: %w", err)
 	}
-	gw, err := bf.Gateway()
+	bo, err := bf.Options("acp")
 	if err != nil {
 		return fmt.Errorf("acp: %w", err)
 	}
@@ -61,7 +60,7 @@ func run(args []string, env app.Env) error {
 	// fails and Serve ends.
 	signal.Ignore(syscall.SIGPIPE)
 	a, err := app.Open(ctx, cfg, app.Surface{Kind: "acp", Source: source, StoreNow: true, NoHost: true, Logger: log,
-		Backing: &backing.Options{Kernel: bf.Kernel, Owner: "acp", Gateway: gw}})
+		Backing: bo})
 	if err != nil {
 		return fmt.Errorf("acp: %w", err)
 	}

@@ -17,13 +17,17 @@ func StoreFlag(fs *flag.FlagSet) *string {
 // kernelspec, and the Jupyter server it runs on, if not this machine.
 type BackingFlags struct {
 	Kernel string
+	// Dir is where the kernelspec was found at install (backing.Options.KernelDir).
+	Dir string
 	*GatewayFlags
 }
 
-// AddBackingFlags declares --backing and the gateway flags on fs.
+// AddBackingFlags declares --backing, --backing-dir and the gateway flags on fs.
 func AddBackingFlags(fs *flag.FlagSet, usage string) *BackingFlags {
 	b := &BackingFlags{GatewayFlags: AddGatewayFlags(fs)}
 	fs.StringVar(&b.Kernel, "backing", "python3", usage)
+	fs.StringVar(&b.Dir, "backing-dir", "", "the backing kernelspec's `DIR`ectory, used when the search by name finds none "+
+		"(install writes it for a kernelspec outside the system directories: a gateway starts kernels without $HOME or $JUPYTER_PATH)")
 	return b
 }
 
@@ -80,6 +84,17 @@ func (g *GatewayFlags) GatewayEnv() []string {
 		}
 	}
 	return out
+}
+
+// Options returns the backing runner's options the flags give: the
+// kernelspec, where install found it, and the gateway; owner is the chain
+// mark's (backing.Options.Owner). The caller adds the rest.
+func (b *BackingFlags) Options(owner string) (*backing.Options, error) {
+	gw, err := b.Gateway()
+	if err != nil {
+		return nil, err
+	}
+	return &backing.Options{Kernel: b.Kernel, KernelDir: b.Dir, Owner: owner, Gateway: gw}, nil
 }
 
 // Gateway returns the Jupyter server to run the backing kernel on (the

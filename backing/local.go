@@ -23,6 +23,11 @@ type LocalOptions struct {
 	// itself). Default "python3". A lookup that fails is retried at the
 	// next use: the kernelspec may be installed meanwhile.
 	Kernel string
+	// KernelDir is the directory where the kernelspec was found when the
+	// agentkernel was installed (install --backing-dir): used when the
+	// search by name finds none, as in a kernel a gateway starts without
+	// $HOME or $JUPYTER_PATH. Optional.
+	KernelDir string
 	// Args are appended to the kernelspec's argv (the launcher's arguments
 	// that were meant for the kernel).
 	Args []string
@@ -118,6 +123,13 @@ func (l *Local) kernelSpec() (*client.Spec, error) {
 		return l.spec, nil
 	}
 	spec, err := Find(l.opts.Kernel)
+	if err != nil && l.opts.KernelDir != "" && errors.Is(err, client.ErrNoSpec) && !errors.Is(err, ErrSelf) {
+		if s, derr := client.ReadSpec(l.opts.KernelDir); derr == nil && !IsAgentKernel(s) {
+			spec, err = s, nil
+		} else if derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("backing kernel: %w", err)
 	}

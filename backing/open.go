@@ -13,6 +13,8 @@ import (
 type Options struct {
 	// Kernel is the kernelspec's name. Default "python3".
 	Kernel string
+	// KernelDir is where install found the kernelspec (LocalOptions).
+	KernelDir string
 	// Args are more command-line arguments for a local kernel.
 	Args []string
 	// Dir is a local kernel's working directory.
@@ -42,7 +44,7 @@ func Open(o Options) (Runner, error) {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.Gateway == nil || o.Refuse != nil {
-		return NewLocal(LocalOptions{Kernel: o.Kernel, Args: o.Args, Dir: o.Dir, Owner: o.Owner, Refuse: o.Refuse,
+		return NewLocal(LocalOptions{Kernel: o.Kernel, KernelDir: o.KernelDir, Args: o.Args, Dir: o.Dir, Owner: o.Owner, Refuse: o.Refuse,
 			OnIOPub: o.OnIOPub, StartTimeout: o.StartTimeout, Logger: o.Logger}), nil
 	}
 	if len(o.Args) > 0 {

@@ -178,7 +178,7 @@ type Tracker struct {
 	// never are the user's patterns (Options.Ignore): not scanned, and
 	// never kept (withheld).
 	never []pattern
-	watch  *watcher // nil: every scan walks
+	watch *watcher // nil: every scan walks
 
 	scan    sync.Mutex // one scan at a time
 	learned bool       // the baseline is done (guarded by scan)

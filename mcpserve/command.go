@@ -17,7 +17,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentkernel/agentkernel/app"
-	"github.com/agentkernel/agentkernel/backing"
 )
 
 const synopsis = `mcp serve [--http ADDR] [--dir DIR] [--session REF | --continue] [--backing KERNELSPEC] [--store URL]
@@ -65,7 +64,7 @@ func Run(args []string, env app.Env) error {
 	if err := cfg.Err(); err != nil {
 		return fmt.Errorf("mcp serve: %w", err)
 	}
-	gw, err := bf.Gateway()
+	bo, err := bf.Options("mcp")
 	if err != nil {
 		return fmt.Errorf("mcp serve: %w", err)
 	}
@@ -80,7 +79,7 @@ func Run(args []string, env app.Env) error {
 	defer stop()
 	signal.Ignore(syscall.SIGPIPE) // a client that went away is not a crash
 	a, err := app.Open(ctx, cfg, app.Surface{Kind: "mcp", Source: Source, Workspace: *dir, StoreNow: true, Logger: log,
-		Backing: &backing.Options{Kernel: bf.Kernel, Owner: "mcp", Gateway: gw}})
+		Backing: bo})
 	if err != nil {
 		return fmt.Errorf("mcp serve: %w", err)
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/app"
-	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
@@ -217,14 +216,14 @@ func (a *askRun) run() error {
 	if a.ap, err = agent.ParseApprovalPolicy(a.policy); err != nil {
 		return fmt.Errorf("ask: --approve: %w", err)
 	}
-	gw, err := a.backing.Gateway()
+	bo, err := a.backing.Options("ask")
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opened, err := app.Open(ctx, cfg, app.Surface{Kind: "ask", Source: eventlog.SourceAsk, StoreNow: true, Logger: a.log,
-		Backing: &backing.Options{Kernel: a.backing.Kernel, Owner: "ask", Gateway: gw}})
+		Backing: bo})
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}

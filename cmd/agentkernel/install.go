@@ -57,6 +57,11 @@ func runInstall(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, k := range in.kernels {
 		ks := agentSpec(in.exe, in.backing, k.mode, k.display, spec.Language, in.env, debugger)
+		if found && spec.Dir != "" && !client.InSystemDirs(spec.Dir) {
+			// A kernel a gateway starts has no $HOME or $JUPYTER_PATH to
+			// find it by name.
+			ks.Argv = append(ks.Argv, "--backing-dir", spec.Dir)
+		}
 		target, err := kernel.InstallSpec(in.dir, k.name, ks, logos())
 		if err != nil {
 			return err
@@ -104,6 +109,8 @@ func parseInstall(args []string, stderr io.Writer) (*installRun, error) {
 	gwURL := fs.String("gateway-url", "", "run the backing kernel on the Jupyter server at `URL` (writes JUPYTER_GATEWAY_URL into "+
 		"the kernelspec; the token comes from JUPYTER_GATEWAY_AUTH_TOKEN where Jupyter runs); --backing then names a kernelspec there")
 	approve := fs.String("approve", "", "headless approval policy for this kernelspec: none, read-only or all (sets AGENTKERNEL_APPROVE)")
+	dataDir := fs.String("data-dir", "", "where this kernelspec's kernels keep their sessions (sets AGENTKERNEL_DATA_DIR; "+
+		"default ~/.local/share/agentkernel of $HOME or of the account)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -127,7 +134,15 @@ func parseInstall(args []string, stderr io.Writer) (*installRun, error) {
 		}
 		*model = acpagent.Model(*agentName)
 	}
-	for k, v := range map[string]string{"AGENTKERNEL_MODEL": *model, "AGENTKERNEL_APPROVE": *approve, "JUPYTER_GATEWAY_URL": *gwURL} {
+	if *dataDir != "" {
+		abs, err := filepath.Abs(*dataDir)
+		if err != nil {
+			return nil, fmt.Errorf("install: --data-dir: %w", err)
+		}
+		*dataDir = abs
+	}
+	for k, v := range map[string]string{"AGENTKERNEL_MODEL": *model, "AGENTKERNEL_APPROVE": *approve, "JUPYTER_GATEWAY_URL": *gwURL,
+		"AGENTKERNEL_DATA_DIR": *dataDir} {
 		if v != "" {
 			in.env[k] = v
 		}

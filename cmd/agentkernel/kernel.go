@@ -164,15 +164,14 @@ func (k *kernelRun) run() error {
 // the bridge over it; closeApp closes what the bridge does not.
 func (k *kernelRun) open(mode bridge.Mode, nested error) (b *bridge.Bridge, closeApp func(), err error) {
 	cfg := app.Load(app.Flags{Model: k.model, Record: k.record, Store: k.store}, k.log)
-	gw, err := k.backing.Gateway()
+	bo, err := k.backing.Options(k.conn.KernelName)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: %w", err)
 	}
 	// The runner's iopub goes to the bridge, which is made before the
 	// runner starts (b.Start).
-	a, err := app.Open(context.Background(), cfg, app.Surface{Kind: string(mode), Logger: k.log,
-		Backing: &backing.Options{Kernel: k.backing.Kernel, Args: k.passed, Owner: k.conn.KernelName, Gateway: gw,
-			Refuse: nested, OnIOPub: func(m *wire.Message) { b.Unsolicited(m) }}})
+	bo.Args, bo.Refuse, bo.OnIOPub = k.passed, nested, func(m *wire.Message) { b.Unsolicited(m) }
+	a, err := app.Open(context.Background(), cfg, app.Surface{Kind: string(mode), Logger: k.log, Backing: bo})
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: %w", err)
 	}

@@ -79,6 +79,19 @@ func resolvePython(arg0, specDir string) string {
 // systemDirs is jupyter_core's SYSTEM_JUPYTER_PATH on Linux.
 var systemDirs = []string{"/usr/local/share/jupyter", "/usr/share/jupyter"}
 
+// InSystemDirs reports whether the kernelspec directory dir is in one of
+// the system data directories, which every environment searches (a
+// kernel started without $HOME or $JUPYTER_PATH, by a gateway, still
+// finds it).
+func InSystemDirs(dir string) bool {
+	for _, d := range systemDirs {
+		if filepath.Dir(filepath.Clean(dir)) == filepath.Join(d, "kernels") {
+			return true
+		}
+	}
+	return false
+}
+
 // DataDirs returns the Jupyter data search path in order, as jupyter_core's
 // jupyter_path does: the $JUPYTER_PATH entries, the user data dir
 // ($JUPYTER_DATA_DIR, else $XDG_DATA_HOME/jupyter, else

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -364,11 +365,16 @@ type shownPage struct {
 	Index    []int // each message's #N: its place in the whole history
 	Matching int   // the messages of --role (all without it) in the whole history
 	Older    bool  // messages that pass --before and --role lie before the page
+	// Hidden counts the bookkeeping rows (requests, reasoning, checkpoints)
+	// between the page's messages that a transcript does not list.
+	Hidden int
 }
 
 // page reads the part p of a session's UI history through Store.PageUI:
-// the rows of the page only, however long the session.
-func (c *sessionsCmd) page(ctx context.Context, id string, p showPage) (shownPage, error) {
+// the rows of the page only, however long the session. With listed (a
+// transcript's test), --last counts the messages it lists, and the rows it
+// does not list between them are counted in Hidden.
+func (c *sessionsCmd) page(ctx context.Context, id string, p showPage, listed func(messages.UIMessage) bool) (shownPage, error) {
 	var out shownPage
 	q := store.UIPage{Last: p.last, Role: p.role}
 	if p.before != "" {
@@ -388,10 +394,21 @@ func (c *sessionsCmd) page(ctx context.Context, id string, p showPage) (shownPag
 		}
 		q.Before = ts
 	}
-	if q.Last > 0 {
-		q.Last++ // one more tells whether older messages remain
+	var ui []messages.UIMessage
+	var err error
+	if p.last > 0 && listed != nil {
+		ui, out.Hidden, err = c.lastListed(ctx, id, q, p.last+1, listed)
+	} else {
+		if q.Last > 0 {
+			q.Last++ // one more tells whether older messages remain
+		}
+		ui, err = c.st.PageUI(ctx, id, q)
+		if listed != nil {
+			n := len(ui)
+			ui = slices.DeleteFunc(ui, func(m messages.UIMessage) bool { return !listed(m) })
+			out.Hidden = n - len(ui)
+		}
 	}
-	ui, err := c.st.PageUI(ctx, id, q)
 	if err != nil {
 		return out, err
 	}
@@ -412,6 +429,39 @@ func (c *sessionsCmd) page(ctx context.Context, id string, p showPage) (shownPag
 	return out, nil
 }
 
+// lastListed returns the last n messages of q (its Before and Role) that
+// listed takes, oldest first, reading the history back in pages, and how
+// many it passed over between the first n-1 of them (newest first).
+func (c *sessionsCmd) lastListed(ctx context.Context, id string, q store.UIPage, n int, listed func(messages.UIMessage) bool) ([]messages.UIMessage, int, error) {
+	const batch = 128
+	var kept []messages.UIMessage // newest first
+	hidden, gap := 0, 0
+	for len(kept) < n {
+		q.Last = batch
+		page, err := c.st.PageUI(ctx, id, q)
+		if err != nil {
+			return nil, 0, err
+		}
+		for i := len(page) - 1; i >= 0 && len(kept) < n; i-- {
+			if !listed(page[i]) {
+				gap++
+				continue
+			}
+			if len(kept) > 0 && len(kept) <= n-2 { // between two of the first n-1
+				hidden += gap
+			}
+			gap = 0
+			kept = append(kept, page[i])
+		}
+		if len(page) < batch {
+			break
+		}
+		q.Before = page[0].TS
+	}
+	slices.Reverse(kept)
+	return kept, hidden, nil
+}
+
 func (c *sessionsCmd) show(ctx context.Context, ref string, p showPage) error {
 	s, err := c.find(ctx, ref)
 	if err != nil {
@@ -428,7 +478,11 @@ func (c *sessionsCmd) show(ctx context.Context, ref string, p showPage) error {
 			API     []messages.APIMessage `json:"api"`
 		}{toJSON(s), nonNil(h.UI), nonNil(h.API)})
 	}
-	pg, err := c.page(ctx, s.ID, p)
+	listed := func(m messages.UIMessage) bool { return transcriptLine(m) != "" }
+	if c.json {
+		listed = nil // the page as stored
+	}
+	pg, err := c.page(ctx, s.ID, p, listed)
 	if err != nil {
 		return err
 	}
@@ -485,7 +539,11 @@ func (c *sessionsCmd) show(ctx context.Context, ref string, p showPage) error {
 			fmt.Fprintf(c.stdout, " (%d in all).\n", pg.Matching)
 			return nil
 		}
-		fmt.Fprintf(c.stdout, "%d of %d %s, #%d to #%d:\n", len(pg.UI), pg.Matching, what, pg.Index[0], pg.Index[len(pg.Index)-1])
+		fmt.Fprintf(c.stdout, "%d of %d %s, #%d to #%d", len(pg.UI), pg.Matching, what, pg.Index[0], pg.Index[len(pg.Index)-1])
+		if pg.Hidden > 0 {
+			fmt.Fprintf(c.stdout, " (and %d bookkeeping rows between them, not listed: requests, reasoning, checkpoints; --json has them)", pg.Hidden)
+		}
+		fmt.Fprintln(c.stdout, ":")
 	}
 	// #N is the message's place in the UI history, as %agent history and
 	// sessions rewind/fork take it.

@@ -209,3 +209,66 @@ func TestSessionsRename(t *testing.T) {
 		t.Errorf("rename to nothing: %s", out)
 	}
 }
+
+// TestSessionsShowLastCountsListedLines: --last N lists N messages even
+// when bookkeeping rows (requests, reasoning, checkpoints), which a
+// transcript does not list, lie between them, and the headline agrees
+// with the lines, naming the rows it passed over.
+func TestSessionsShowLastCountsListedLines(t *testing.T) {
+	data := t.TempDir()
+	t.Setenv("AGENTKERNEL_DATA_DIR", data)
+	t.Setenv("AGENTKERNEL_CONFIG", filepath.Join(t.TempDir(), "none.json"))
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{Dir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := st.CreateSession(ctx, store.NewSession{Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 60 turns of four rows: the prompt, a request started, reasoning,
+	// the answer; 300 more bookkeeping rows at the start make the pages
+	// read back cross a batch.
+	var ui []messages.UIMessage
+	ts := int64(1_700_000_000_000)
+	add := func(m messages.UIMessage) { ts += 1000; m.TS = ts; ui = append(ui, m) }
+	for range 300 {
+		add(messages.UIMessage{Type: messages.TypeSay, Say: messages.SayAPIReqStarted, Text: `{"request":"…"}`})
+	}
+	for i := range 60 {
+		add(messages.UIMessage{Type: messages.TypeSay, Say: messages.SayUserFeedback, Text: fmt.Sprintf("prompt-%d.", i)})
+		add(messages.UIMessage{Type: messages.TypeSay, Say: messages.SayAPIReqStarted, Text: `{"request":"…"}`})
+		add(messages.UIMessage{Type: messages.TypeSay, Say: messages.SayReasoning, Text: "thinking"})
+		add(messages.UIMessage{Type: messages.TypeSay, Say: messages.SayText, Text: fmt.Sprintf("answer-%d.", i)})
+	}
+	if err := st.AppendUI(ctx, ss.ID, ui...); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	listedLine := regexp.MustCompile(`(?m)^#\d+\s`)
+	for _, tc := range []struct {
+		args  []string
+		lines int
+		head  string
+	}{
+		{[]string{"--last", "5"}, 5, "5 of 540 messages, #531 to #539 (and 4 bookkeeping rows between them, not listed"},
+		{[]string{"--last", "120"}, 120, "120 of 540 messages, #300 to #539 (and 120 bookkeeping rows between them"},
+		{[]string{"--last", "500"}, 120, "120 of 540 messages, #300 to #539 (and 120 bookkeeping rows between them"},
+		// Reasoning is the assistant's too.
+		{[]string{"--role", "assistant", "--last", "3"}, 3, "3 of 120 assistant messages, #531 to #539 (and 2 bookkeeping rows"},
+		{[]string{"--last", "2", "--before", "#300"}, 0, "No messages before #300 (540 in all)."},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := run(append([]string{"sessions", "show", ss.ID}, tc.args...), &stdout, &stderr); err != nil {
+			t.Fatalf("show %v: %v\n%s", tc.args, err, stderr.String())
+		}
+		out := stdout.String()
+		if got := len(listedLine.FindAllString(out, -1)); got != tc.lines {
+			t.Errorf("show %v: %d lines, want %d:\n%s", tc.args, got, tc.lines, out)
+		}
+		if !strings.Contains(out, "\n"+tc.head) {
+			t.Errorf("show %v: no headline %q:\n%s", tc.args, tc.head, out)
+		}
+	}
+}

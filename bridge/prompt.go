@@ -196,9 +196,9 @@ func (c *cellOut) publishLocked(d *display) {
 		d.timer.Stop()
 		d.timer = nil
 	}
-	kind := "update_display_data"
+	kind := wire.MsgUpdateDisplayData
 	if !d.created {
-		kind, d.created = "display_data", true
+		kind, d.created = wire.MsgDisplayData, true
 	}
 	content := map[string]any{
 		"data":      map[string]any{"text/markdown": d.render(d.text), "text/plain": d.text},

@@ -16,7 +16,8 @@ import (
 // TestNoMessageTypeLiterals: Jupyter message types are named by kernel/wire's
 // constants everywhere else, so that a typo is a compile error. A string
 // literal that is a message type is reported where it stands for one: in
-// a comparison or a case, or as an argument, unless it is a log line's.
+// a comparison or a case, as an argument (unless it is a log line's),
+// assigned or declared, returned, or an element of a composite literal.
 // "error", "status" and "stream" are also ordinary words (a reply's status,
 // JSON keys): they count only beside something named like a message type.
 func TestNoMessageTypeLiterals(t *testing.T) {
@@ -105,6 +106,37 @@ func TestNoMessageTypeLiterals(t *testing.T) {
 				if k, ok := n.Key.(*ast.Ident); ok && k.Name == "MsgType" {
 					if lit, ok := n.Value.(*ast.BasicLit); ok {
 						report(lit, n.Key)
+					}
+				}
+			case *ast.AssignStmt:
+				for i, e := range n.Rhs {
+					if lit, ok := e.(*ast.BasicLit); ok {
+						var lhs ast.Node
+						if i < len(n.Lhs) {
+							lhs = n.Lhs[i]
+						}
+						report(lit, lhs)
+					}
+				}
+			case *ast.ValueSpec:
+				if n.Type != nil {
+					return true // a typed constant of its own domain (nbformat's output types)
+				}
+				for i, e := range n.Values {
+					if lit, ok := e.(*ast.BasicLit); ok && i < len(n.Names) {
+						report(lit, n.Names[i])
+					}
+				}
+			case *ast.ReturnStmt:
+				for _, e := range n.Results {
+					if lit, ok := e.(*ast.BasicLit); ok {
+						report(lit, nil)
+					}
+				}
+			case *ast.CompositeLit:
+				for _, e := range n.Elts {
+					if lit, ok := e.(*ast.BasicLit); ok {
+						report(lit, nil)
 					}
 				}
 			}

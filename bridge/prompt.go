@@ -38,7 +38,10 @@ type cellOut struct {
 	inRequest bool // between api_req_started and api_req_finished
 	displays  map[int64]*display
 	nextInput string
-	errText   string // the last say error, reported if the turn fails
+	// errText is a say error not shown yet: shown before the cell's next
+	// output, or, when the turn ends, dropped if the cell's error says the
+	// same (a message is shown once).
+	errText string
 	usage     agent.Totals
 	context   agent.ContextUse // the last request's fill of the context window
 	requests  int
@@ -112,10 +115,10 @@ func (c *cellOut) onMessage(m messages.UIMessage) {
 			c.show(m, func(s string) string { return "**Result:** " + s })
 		}
 	case messages.SayError:
+		c.flushErr()
 		c.mu.Lock()
 		c.errText = m.Text
 		c.mu.Unlock()
-		c.stream("stderr", m.Text+"\n")
 	case messages.SayAPIReqRetryDelayed:
 		c.stream("stderr", "[agentkernel] "+m.Text+"\n")
 	case messages.SayCondenseContext:
@@ -153,13 +156,43 @@ func toolResultMarkdown(r messages.ToolResult) string {
 }
 
 func (c *cellOut) stream(name, text string) {
+	c.flushErr()
+	c.publishStream(name, text)
+}
+
+func (c *cellOut) publishStream(name, text string) {
 	if err := c.r.Publish(wire.MsgStream, wire.Stream{Name: name, Text: text}); err != nil {
 		c.b.log.Debug("publish stream", "error", err)
 	}
 }
 
+// flushErr shows the say error held back, if any, before what comes next.
+func (c *cellOut) flushErr() {
+	if text := c.takeErr(); text != "" {
+		c.publishStream("stderr", text+"\n")
+	}
+}
+
+func (c *cellOut) takeErr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	text := c.errText
+	c.errText = ""
+	return text
+}
+
+// endWithError ends the cell with the error ename: evalue, showing first
+// the say error held back unless the error says it already.
+func (c *cellOut) endWithError(count int, ename, evalue string) {
+	if text := strings.TrimSpace(c.takeErr()); text != "" && !strings.Contains(evalue, text) {
+		c.publishStream("stderr", text+"\n")
+	}
+	c.b.replyError(c.r, count, ename, evalue)
+}
+
 // show creates or updates the markdown display of message m, throttled.
 func (c *cellOut) show(m messages.UIMessage, render func(string) string) {
+	c.flushErr()
 	c.mu.Lock()
 	d := c.displays[m.TS]
 	if d == nil {
@@ -270,6 +303,7 @@ func (c *cellOut) relayCode(o backing.Output) {
 	case wire.MsgStatus, wire.MsgExecuteInput:
 		return
 	}
+	c.flushErr()
 	if err := c.r.PublishRaw(o.Type, o.Content, o.Metadata, o.Buffers); err != nil {
 		c.b.log.Debug("relay agent output", "error", err)
 	}
@@ -293,19 +327,20 @@ func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Turn) (se
 	c.finish()
 	switch {
 	case errors.Is(err, agent.ErrNoProvider):
-		b.replyError(r, count, "NoModelConfigured", agent.NoModelHelp)
+		c.endWithError(count, "NoModelConfigured", agent.NoModelHelp)
 	case errors.Is(err, agent.ErrAPIFailed):
-		b.replyError(r, count, "ModelAPIError", strings.TrimPrefix(err.Error(), agent.ErrAPIFailed.Error()+": "))
+		c.endWithError(count, "ModelAPIError", strings.TrimPrefix(err.Error(), agent.ErrAPIFailed.Error()+": "))
 	case errors.Is(err, session.ErrSuperseded):
 		// Not an error: the cell ends, what it showed stays, and a queued
 		// cell is not aborted.
 		c.stream("stderr", "[agentkernel] stopped here: a newer prompt took over (what streamed is kept, marked partial)\n")
 		b.replyOK(r, count, "")
 	case errors.Is(err, context.Canceled):
-		b.replyError(r, count, "KeyboardInterrupt", "the agent was interrupted")
+		c.endWithError(count, "KeyboardInterrupt", "the agent was interrupted")
 	case err != nil:
-		b.replyError(r, count, "AgentError", err.Error())
+		c.endWithError(count, "AgentError", err.Error())
 	default:
+		c.flushErr()
 		b.replyOK(r, count, b.proposedCell(res.NextInput))
 	}
 }

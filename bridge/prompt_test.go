@@ -299,9 +299,25 @@ func TestPromptNoModelAndResume(t *testing.T) {
 
 	// No model configured: a clear message; code still runs.
 	h3 := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir()}, Config: Config{Mode: ModePrompt}})
-	rep, _ = h3.cell("hello?")
+	rep, o = h3.cell("hello?")
 	if rep["status"] != "error" || !strings.Contains(fmt.Sprint(rep["evalue"]), "AGENTKERNEL_MODEL") {
 		t.Fatalf("no model: %v", rep)
+	}
+	// The message is shown once: as the cell's error (a frontend shows its
+	// traceback), not also on stderr.
+	o.mu.Lock()
+	var shown strings.Builder
+	for _, m := range o.msgs {
+		var c struct {
+			Text      string   `json:"text"`
+			Traceback []string `json:"traceback"`
+		}
+		json.Unmarshal(m.Content, &c)
+		shown.WriteString(c.Text + strings.Join(c.Traceback, "\n"))
+	}
+	o.mu.Unlock()
+	if n := strings.Count(shown.String(), "Set AGENTKERNEL_MODEL"); n != 1 {
+		t.Errorf("no model: the message is shown %d times: %s", n, shown.String())
 	}
 	rep, o = h3.cell("%%code\nprint('still runs')")
 	if rep["status"] != "ok" || !contains(texts(o, "stream", ""), "still runs\n") {

@@ -48,16 +48,14 @@ func (t *Task) manageContext(ctx context.Context, prov provider.Provider) error 
 	api := t.api
 	eff := messages.Effective(api)
 	t.mu.Unlock()
-	tools := t.cfg.Toolbox.Tools(ctx)
-	t.mu.Lock()
-	system := t.systemLocked()
-	t.mu.Unlock()
+	tools := t.offered(ctx)
+	system := t.system(tools)
 	est := EstimateTokens(system, tools, eff)
 	if float64(est) <= t.cfg.ContextThreshold*float64(window) {
 		return nil
 	}
 	if !t.cfg.DisableCondense {
-		err := t.condense(ctx, prov, api, eff, est)
+		err := t.condense(ctx, prov, system, tools, api, eff, est)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
@@ -68,10 +66,7 @@ func (t *Task) manageContext(ctx context.Context, prov provider.Provider) error 
 	return t.truncate(ctx, api, est)
 }
 
-func (t *Task) condense(ctx context.Context, prov provider.Provider, api, eff []messages.APIMessage, prev int) error {
-	t.mu.Lock()
-	system := t.systemLocked()
-	t.mu.Unlock()
+func (t *Task) condense(ctx context.Context, prov provider.Provider, system string, tools []provider.Tool, api, eff []messages.APIMessage, prev int) error {
 	req := provider.Request{
 		System: system,
 		Messages: append(append([]messages.APIMessage(nil), eff...), messages.APIMessage{
@@ -105,7 +100,7 @@ func (t *Task) condense(ctx context.Context, prov provider.Provider, api, eff []
 	if err != nil {
 		return err
 	}
-	after := EstimateTokens(system, t.cfg.Toolbox.Tools(ctx), messages.Effective(newAPI))
+	after := EstimateTokens(system, tools, messages.Effective(newAPI))
 	ui := messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeSay, Say: messages.SayCondenseContext,
 		ContextCondense: &messages.ContextCondense{CondenseID: id, Summary: summary, PrevContextTokens: prev, NewContextTokens: after}}
 	return t.replaceAPI(ctx, api, newAPI, ui)

@@ -95,12 +95,12 @@ func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim L
 		}
 	}
 	t.stopHookActive = false
-	system, files := t.cfg.System, []string(nil)
+	instr, files := "", []string(nil)
 	if f := t.cfg.Rules; f != nil {
-		system, files = f(ctx)
+		instr, files = f(ctx)
 	}
 	t.mu.Lock()
-	t.turnSystem, t.turnRules = system, files
+	t.turnInstr, t.turnRules = strings.TrimSpace(instr), files
 	t.mu.Unlock()
 	mistakes := 0
 	maxSteps := t.cfg.MaxSteps
@@ -226,9 +226,10 @@ type streamed struct {
 func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.ToolCall, error) {
 	for attempt := 0; ; attempt++ {
 		tools := t.offered(ctx) // outside the lock: it asks the tool source
+		system := t.system(tools)
 		t.mu.Lock()
 		req := provider.Request{
-			System:   t.systemLocked(),
+			System:   system,
 			Messages: messages.Effective(t.api),
 			Tools:    tools,
 			Effort:   t.effort,
@@ -286,18 +287,21 @@ func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.
 }
 
 // offered are the tools the model is offered: the toolbox's, less those
-// the tool filter (an agent mode) does not allow.
+// the tool filter (an agent mode) does not allow, and in plan mode those
+// that are not read-only (the policy refuses them whatever the rules).
 func (t *Task) offered(ctx context.Context) []provider.Tool {
 	tools := t.cfg.Toolbox.Tools(ctx)
 	t.mu.Lock()
 	f := t.filter
 	t.mu.Unlock()
-	if f == nil || f.Allow == nil {
+	plan := t.perm.Mode() == ModePlan
+	if (f == nil || f.Allow == nil) && !plan {
 		return tools
 	}
 	out := tools[:0:0]
 	for _, pt := range tools {
-		if tool, ok := t.cfg.Toolbox.Lookup(pt.Name); ok && !f.Allow(tool.Name(), tool.Class()) {
+		tool, ok := t.cfg.Toolbox.Lookup(pt.Name)
+		if ok && (f != nil && f.Allow != nil && !f.Allow(tool.Name(), tool.Class()) || plan && !tool.ReadOnly()) {
 			continue
 		}
 		out = append(out, pt)
@@ -314,12 +318,20 @@ func apiReqText(n, attempt int, rules []string) string {
 	return string(b)
 }
 
-// systemLocked is the running turn's system prompt (t.mu held).
-func (t *Task) systemLocked() string {
-	if t.turnSystem != "" {
-		return t.turnSystem
+// system is the system prompt of a request that offers tools: the base
+// (Config.System, else BasePrompt), then the turn's instructions.
+func (t *Task) system(tools []provider.Tool) string {
+	base := t.cfg.System
+	if base == "" {
+		base = BasePrompt(t.cfg.Toolbox, tools, t.perm.Mode())
 	}
-	return t.cfg.System
+	t.mu.Lock()
+	instr := t.turnInstr
+	t.mu.Unlock()
+	if instr == "" {
+		return base
+	}
+	return base + "\n\n" + instr
 }
 
 // stream consumes one model stream into partial say messages.

@@ -45,13 +45,14 @@ type Config struct {
 	Provider provider.Provider
 	// Policy decides tool calls; nil means default mode with no rules.
 	Policy *Policy
-	// System is the system prompt; default DefaultSystemPrompt.
+	// System replaces the system prompt's base; default BasePrompt of the
+	// tools each request offers, in the policy's mode.
 	System string
-	// Rules, when set, gives a turn's system prompt with the user's
-	// instructions in it (package rules), fixed for the turn, and the
-	// files they came from, which each request's api_req_started message
-	// records. Nil: System.
-	Rules func(ctx context.Context) (system string, files []string)
+	// Rules, when set, gives a turn's instructions, which follow the
+	// base in the system prompt (an agent mode's, the user's rules of
+	// package rules), fixed for the turn, and the files they came from,
+	// which each request's api_req_started message records.
+	Rules func(ctx context.Context) (instructions string, files []string)
 
 	Logger hclog.Logger
 	// Clock stamps messages; default a new one seeded from the history.
@@ -97,15 +98,9 @@ type World interface {
 	BeforeTool(ctx context.Context, anchor int64, call provider.ToolCall) (after func())
 }
 
-// DefaultSystemPrompt tells the model where it is.
-const DefaultSystemPrompt = `You are a coding agent working inside a Jupyter notebook. You can run code in the notebook's kernel with execute_code (its outputs, plots included, are shown to the user), read and change files in the workspace with the file tools, ask the user with ask_followup_question, suggest a new cell with propose_cell, and finish with attempt_completion. Work step by step, check results, and keep answers short.`
-
 func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
-	}
-	if c.System == "" {
-		c.System = DefaultSystemPrompt
 	}
 	if c.MaxRetries <= 0 {
 		c.MaxRetries = 3
@@ -198,9 +193,9 @@ type Task struct {
 	effort provider.Effort
 	// filter limits the tools (SetToolFilter), under mu.
 	filter *ToolFilter
-	// turnSystem and turnRules are the running turn's system prompt and
-	// the rule files in it (Config.Rules), under mu.
-	turnSystem string
+	// turnInstr and turnRules are the running turn's instructions and
+	// the rule files they came from (Config.Rules), under mu.
+	turnInstr string
 	turnRules  []string
 	// stopHookActive: a Stop hook made the running turn go on;
 	// startContext: what SessionStart hooks said, for the next prompt.

@@ -93,3 +93,71 @@ func texts(ui []messages.UIMessage) string {
 	}
 	return b.String()
 }
+
+// TestRestrictedModesPrompt: the system prompt describes only the tools a
+// request offers. In ask and architect (read and interact tools) it does
+// not invite code or file changes, and says they cannot be done; in plan mode the tools it would refuse are not offered and the
+// prompt says why; in code mode everything is offered and described.
+func TestRestrictedModesPrompt(t *testing.T) {
+	srv, open := scriptedModels(t)
+	h := newHost(t, Config{Store: openStore(t), Workspace: t.TempDir(), Runner: &fakeRunner{}, Model: "openai:m", OpenModel: open})
+	ctx := context.Background()
+	type sent struct {
+		system string
+		tools  []string
+	}
+	ask := func(prompt string) sent {
+		t.Helper()
+		srv.Enqueue(scripted.Reply(scripted.Text("ok")))
+		if _, err := h.Submit(ctx, prompt, Turn{}); err != nil {
+			t.Fatal(err)
+		}
+		reqs := srv.Requests()
+		req := reqs[len(reqs)-1].Body
+		var s sent
+		for _, tl := range req["tools"].([]any) {
+			s.tools = append(s.tools, tl.(map[string]any)["function"].(map[string]any)["name"].(string))
+		}
+		s.system, _ = req["messages"].([]any)[0].(map[string]any)["content"].(string)
+		return s
+	}
+	forbidden := []string{"execute_code", "write_file", "edit_file", "change them"}
+	for _, mode := range []string{"ask", "architect"} {
+		if _, err := h.SetAgentMode(ctx, mode); err != nil {
+			t.Fatal(err)
+		}
+		s := ask("explain " + mode)
+		for _, w := range forbidden {
+			if strings.Contains(s.system, w) || slices.Contains(s.tools, w) {
+				t.Errorf("%s mode: %q offered or named:\n%s\ntools %v", mode, w, s.system, s.tools)
+			}
+		}
+		if !strings.Contains(s.system, "read_file") || !strings.Contains(s.system, "neither run code nor change files") {
+			t.Errorf("%s mode: the prompt does not say what it can and cannot do:\n%s", mode, s.system)
+		}
+	}
+	if _, err := h.SetAgentMode(ctx, "code"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetMode(ctx, agent.ModePlan); err != nil {
+		t.Fatal(err)
+	}
+	s := ask("plan it")
+	for _, w := range []string{"execute_code", "write_file", "edit_file"} {
+		if slices.Contains(s.tools, w) {
+			t.Errorf("plan mode offers %s, which it refuses: %v", w, s.tools)
+		}
+	}
+	if !strings.Contains(s.system, "permission mode is plan") || strings.Contains(s.system, "execute_code") {
+		t.Errorf("plan mode's prompt:\n%s", s.system)
+	}
+	if err := h.SetMode(ctx, agent.ModeDefault); err != nil {
+		t.Fatal(err)
+	}
+	s = ask("now do it")
+	for _, w := range []string{"execute_code", "write_file", "edit_file", "propose_cell", "read_file"} {
+		if !strings.Contains(s.system, w) || !slices.Contains(s.tools, w) {
+			t.Errorf("code mode: %s not offered and described:\n%s\ntools %v", w, s.system, s.tools)
+		}
+	}
+}

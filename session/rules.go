@@ -29,11 +29,11 @@ func (h *Host) turnRules(c *current) func(ctx context.Context) (string, []string
 		for _, r := range applying {
 			files = append(files, r.Path)
 		}
-		base := agent.DefaultSystemPrompt
+		var mode string
 		if m := h.agentMode(); m.Instructions != "" {
-			base += "\n\n# Mode: " + m.Name + "\n\n" + m.Instructions
+			mode = "# Mode: " + m.Name + "\n\n" + m.Instructions
 		}
-		return rules.Prompt(base, applying), files
+		return rules.Prompt(mode, applying), files
 	}
 }
 

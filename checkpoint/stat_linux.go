@@ -54,8 +54,8 @@ func openDir(abs string) (*os.File, error) {
 // lowerPriority gives the calling thread the lowest CPU priority (nice 19)
 // and the idle I/O class; restore puts back what it had, so that the
 // thread can return to the runtime's pool. Best effort: a failure leaves
-// it as it was. (The thread must not end instead: a child started from it
-// with Pdeathsig, as MCP servers are, would be signalled.)
+// it as it was. (Children are not started from it: internal/procguard
+// starts them, with their parent-death signal, from a thread of its own.)
 func lowerPriority() (restore func()) {
 	tid := unix.Gettid()
 	const ioprioWhoProcess, ioprioClassIdle, ioprioClassShift = 1, 3, 13

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/internal/procguard"
 	"github.com/agentkernel/agentkernel/internal/redact"
 )
 
@@ -294,12 +295,16 @@ func (r *Runner) runOne(ctx context.Context, ev Event, c Command, payload []byte
 	cmd.Stdin = bytes.NewReader(payload)
 	stdout, stderr := &capped{max: maxOutput}, &capped{max: maxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// Its own process group, so that a timeout kills what it started too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so that a timeout kills what it started too,
+	// and which ends with us however we end.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	begin := time.Now()
-	err := cmd.Run()
+	err := procguard.Start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+		procguard.Release(cmd)
+	}
 	r.log.Debug("hook ran", "event", ev, "command", r.sc.String(c.Command), "duration", time.Since(begin), "error", err)
 	if ctx.Err() != nil {
 		return result{}

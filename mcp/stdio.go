@@ -18,11 +18,13 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/internal/procguard"
 )
 
 // This file: the stdio transport. It is the SDK's CommandTransport with
 // three changes: the server runs in its own process group (npx starts node
-// as its child; both are stopped), its stderr goes to the log and its tail
+// as its child; both are stopped, and end with us however we end:
+// procguard), its stderr goes to the log and its tail
 // into errors, and an answer larger than the frame limit is cut to its
 // beginning as it is read, so a 50 MB result never sits in memory whole.
 
@@ -46,7 +48,6 @@ func newCommandTransport(cmd *exec.Cmd, maxFrame int, log hclog.Logger) *command
 // Connect starts the command and speaks newline-delimited JSON over its
 // stdin and stdout.
 func (t *commandTransport) Connect(ctx context.Context) (sdk.Connection, error) {
-	t.cmd.SysProcAttr = procAttr()
 	t.cmd.Stderr = t.stderr
 	stdout, err := t.cmd.StdoutPipe()
 	if err != nil {
@@ -56,13 +57,14 @@ func (t *commandTransport) Connect(ctx context.Context) (sdk.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := t.cmd.Start(); err != nil {
+	if err := procguard.Start(t.cmd); err != nil {
 		return nil, err
 	}
 	go func() {
 		// Wait closes stdout once the process is gone, which ends the
 		// SDK's read loop; that is how an exit is noticed.
 		t.exitErr = t.cmd.Wait()
+		procguard.Release(t.cmd)
 		close(t.exited)
 	}()
 	fr := &frameReader{r: bufio.NewReaderSize(stdout, 64<<10), max: t.maxFrame, log: t.log}

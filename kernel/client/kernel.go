@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/internal/procguard"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
@@ -196,13 +197,13 @@ func (k *Kernel) launch() (*process, error) {
 	env = append(env, "JPY_PARENT_PID="+strconv.Itoa(os.Getpid()))
 	cmd.Env = env
 	cmd.Dir = k.opts.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout := &lineLogger{log: k.log.Named("stdout"), level: hclog.Debug}
 	stderr := &lineLogger{log: k.log.Named("stderr"), level: hclog.Info}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// A grandchild holding the pipes must not delay noticing the exit.
 	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
+	// Its own process group, which ends with us however we end.
+	if err := procguard.Start(cmd); err != nil {
 		return nil, fmt.Errorf("client: launch %q: %w", argv[0], err)
 	}
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{})}
@@ -215,6 +216,7 @@ func (k *Kernel) launch() (*process, error) {
 		stderr.flush()
 		// Leftovers of the group (the kernel's children) go with it.
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		procguard.Release(cmd)
 		p.err = err
 		close(p.exited)
 		k.exited(p)

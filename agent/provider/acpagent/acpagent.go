@@ -40,6 +40,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/internal/gate"
+	"github.com/agentkernel/agentkernel/internal/procguard"
 	"github.com/agentkernel/agentkernel/messages"
 )
 
@@ -413,7 +414,6 @@ func start(ctx context.Context, o Options, log hclog.Logger) (*process, error) {
 	cmd := exec.Command(path, o.Command[1:]...)
 	cmd.Dir = o.Dir
 	cmd.Env = append(os.Environ(), o.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -424,11 +424,15 @@ func start(ctx context.Context, o Options, log hclog.Logger) (*process, error) {
 	}
 	pr := &process{cmd: cmd, exited: make(chan struct{}), stderr: &tail{max: 4096, log: log}, log: log}
 	cmd.Stderr = pr.stderr
-	if err := cmd.Start(); err != nil {
+	// Its own process group (what it starts, as Claude Code under
+	// claude-agent-acp, is stopped with it), which ends with us however we
+	// end.
+	if err := procguard.Start(cmd); err != nil {
 		return nil, err
 	}
 	go func() {
 		_ = cmd.Wait()
+		procguard.Release(cmd)
 		close(pr.exited)
 	}()
 	in := gate.New(stdout)

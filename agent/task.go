@@ -196,7 +196,7 @@ type Task struct {
 	// turnInstr and turnRules are the running turn's instructions and
 	// the rule files they came from (Config.Rules), under mu.
 	turnInstr string
-	turnRules  []string
+	turnRules []string
 	// stopHookActive: a Stop hook made the running turn go on;
 	// startContext: what SessionStart hooks said, for the next prompt.
 	stopHookActive bool

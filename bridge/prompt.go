@@ -41,10 +41,10 @@ type cellOut struct {
 	// errText is a say error not shown yet: shown before the cell's next
 	// output, or, when the turn ends, dropped if the cell's error says the
 	// same (a message is shown once).
-	errText string
-	usage     agent.Totals
-	context   agent.ContextUse // the last request's fill of the context window
-	requests  int
+	errText  string
+	usage    agent.Totals
+	context  agent.ContextUse // the last request's fill of the context window
+	requests int
 }
 
 // display is one growing markdown output.

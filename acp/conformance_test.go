@@ -137,7 +137,15 @@ func (e *editor) ReadTextFile(_ context.Context, p sdk.ReadTextFileRequest) (sdk
 	if text, ok := e.buffers[p.Path]; ok {
 		return sdk.ReadTextFileResponse{Content: text}, nil
 	}
-	return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsReadTextFile)
+	if e.buffers == nil {
+		return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodFsReadTextFile)
+	}
+	// As an editor does: a file without a buffer is read from the disk.
+	b, err := os.ReadFile(p.Path)
+	if err != nil {
+		return sdk.ReadTextFileResponse{}, sdk.NewInvalidParams(map[string]string{"path": p.Path, "error": "not found"})
+	}
+	return sdk.ReadTextFileResponse{Content: string(b)}, nil
 }
 
 func (e *editor) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
@@ -287,5 +295,47 @@ func TestEditorFiles(t *testing.T) {
 	}
 	if disk, _ := os.ReadFile(path); string(disk) != "on disk\n" {
 		t.Errorf("the disk changed: %q", disk)
+	}
+
+	// A file that exists only in the editor (written to an unsaved
+	// buffer) is read and edited there too; a file the editor does not
+	// know either is an error said once.
+	h.Script.Enqueue(
+		scripted.Reply(scripted.ToolCall("w2", "write_file", `{"path":"buffer.txt","content":"only in the editor\n"}`)),
+		scripted.Reply(scripted.ToolCall("r2", "read_file", `{"path":"buffer.txt"}`)),
+		scripted.Reply(scripted.ToolCall("e2", "edit_file", `{"path":"buffer.txt","search":"only","replace":"still only"}`)),
+		scripted.Reply(scripted.ToolCall("r3", "read_file", `{"path":"nowhere.txt"}`)),
+		scripted.Reply(scripted.Text("Done.")),
+	)
+	if _, err := e.Prompt(ctx, "Write a buffer and read it back"); err != nil {
+		t.Fatal(err)
+	}
+	// toolResult is what the model was told of call id.
+	toolResult := func(id string) string {
+		for _, r := range h.Script.Requests() {
+			msgs, _ := r.Body["messages"].([]any)
+			for _, m := range msgs {
+				if m, _ := m.(map[string]any); m["role"] == "tool" && m["tool_call_id"] == id {
+					s, _ := m["content"].(string)
+					return s
+				}
+			}
+		}
+		return ""
+	}
+	if got := toolResult("r2"); !strings.Contains(got, "only in the editor") {
+		t.Errorf("read_file of a file only in the editor: %q", got)
+	}
+	e.mu.Lock()
+	got = e.buffers[filepath.Join(h.Workspace(), "buffer.txt")]
+	e.mu.Unlock()
+	if got != "still only in the editor\n" {
+		t.Errorf("the buffer after the edit: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(h.Workspace(), "buffer.txt")); err == nil {
+		t.Error("buffer.txt was written to disk")
+	}
+	if got := toolResult("r3"); !strings.HasPrefix(got, "Error: ") || strings.Contains(got, "Error: Error:") || !strings.Contains(got, "nowhere.txt") {
+		t.Errorf("the failed read as the model was told it: %q", got)
 	}
 }

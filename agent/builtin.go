@@ -178,7 +178,7 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, 
 
 func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, error) {
 	path := in["path"].(string)
-	abs, err := tb.resolveExisting(path, false)
+	abs, err := tb.resolveFile(path)
 	if err != nil {
 		return Result{}, err
 	}
@@ -425,21 +425,31 @@ func (tb *Toolbox) writeFile(ctx context.Context, in map[string]any) (Result, er
 func (tb *Toolbox) editFile(ctx context.Context, in map[string]any) (Result, error) {
 	path, search, replace := in["path"].(string), in["search"].(string), in["replace"].(string)
 	all, _ := in["replace_all"].(bool)
-	abs, err := tb.resolveExisting(path, false)
+	abs, err := tb.resolveFile(path)
 	if err != nil {
 		return Result{}, err
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return Result{}, fmt.Errorf("edit_file %s: %w", path, err)
+	tooLarge := func(size int64) error {
+		return fmt.Errorf("edit_file %s: file too large (%s; the limit is %s)",
+			path, humanBytes(int(size)), humanBytes(int(tb.opts.MaxFileBytes)))
 	}
-	if fi.Size() > tb.opts.MaxFileBytes {
-		return Result{}, fmt.Errorf("edit_file %s: file too large (%s; the limit is %s)",
-			path, humanBytes(int(fi.Size())), humanBytes(int(tb.opts.MaxFileBytes)))
+	mode := fs.FileMode(0o644)
+	if tb.opts.Files == nil {
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return Result{}, fmt.Errorf("edit_file %s: %w", path, err)
+		}
+		if fi.Size() > tb.opts.MaxFileBytes {
+			return Result{}, tooLarge(fi.Size())
+		}
+		mode = fi.Mode().Perm()
 	}
 	text, err := tb.read(ctx, abs)
 	if err != nil {
 		return Result{}, fmt.Errorf("edit_file %s: %w", path, err)
+	}
+	if int64(len(text)) > tb.opts.MaxFileBytes {
+		return Result{}, tooLarge(int64(len(text)))
 	}
 	n := strings.Count(text, search)
 	switch {
@@ -459,7 +469,7 @@ func (tb *Toolbox) editFile(ctx context.Context, in map[string]any) (Result, err
 	} else {
 		text = strings.Replace(text, search, replace, 1)
 	}
-	if err := tb.write(ctx, abs, text, fi.Mode().Perm()); err != nil {
+	if err := tb.write(ctx, abs, text, mode); err != nil {
 		return Result{}, fmt.Errorf("edit_file %s: %w", path, err)
 	}
 	return Result{Text: fmt.Sprintf("Replaced %d occurrence%s in %s.", n, plural(n), tb.ws.Rel(abs))}, nil

@@ -404,6 +404,24 @@ func (tb *Toolbox) resolve(path string) (string, error) {
 	return abs, nil
 }
 
+// resolveFile resolves the path of a file to read: one that exists on
+// disk, or, when Files is set (an editor's buffers), any path in the
+// workspace that is not a directory on disk: the editor knows files the
+// disk does not yet (an unsaved buffer), and says so when it does not.
+func (tb *Toolbox) resolveFile(path string) (string, error) {
+	if tb.opts.Files == nil {
+		return tb.resolveExisting(path, false)
+	}
+	abs, err := tb.resolve(path)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return "", fmt.Errorf("path %q: is a directory", path)
+	}
+	return abs, nil
+}
+
 // resolveExisting resolves path and checks that it exists and is (or is
 // not) a directory.
 func (tb *Toolbox) resolveExisting(path string, dir bool) (string, error) {

@@ -51,8 +51,8 @@ func chatMessages(system string, history []messages.APIMessage) ([]sdk.ChatCompl
 						}
 					}
 					content := strings.Join(text, "\n")
-					if b.IsError {
-						content = "Error: " + content
+					if b.IsError && !strings.HasPrefix(content, "Error:") {
+						content = "Error: " + content // OpenAI has no is_error
 					}
 					if content == "" {
 						content = "(no output)"

@@ -277,6 +277,7 @@ func TestRequestMapping(t *testing.T) {
 			{Type: messages.BlockText, Text: "running it"},
 			{Type: messages.BlockToolUse, ID: "call_1", Name: "execute_code", Input: input},
 			{Type: messages.BlockToolUse, ID: "call_2", Name: "list_files"},
+			{Type: messages.BlockToolUse, ID: "call_3", Name: "read_file"},
 		}},
 		{Role: messages.RoleUser, Content: []messages.ContentBlock{
 			{Type: messages.BlockToolResult, ToolUseID: "call_1", Content: []messages.ContentBlock{
@@ -284,6 +285,8 @@ func TestRequestMapping(t *testing.T) {
 				{Type: messages.BlockImage, Source: &messages.ImageSource{Type: "url", URL: "https://example.com/p.png"}},
 			}},
 			{Type: messages.BlockToolResult, ToolUseID: "call_2", IsError: true, Content: []messages.ContentBlock{{Type: messages.BlockText, Text: "denied"}}},
+			// A tool's failure says "Error:" itself (agent.Tool.Execute): not twice.
+			{Type: messages.BlockToolResult, ToolUseID: "call_3", IsError: true, Content: []messages.ContentBlock{{Type: messages.BlockText, Text: "Error: no such file"}}},
 			{Type: messages.BlockText, Text: "and now?"},
 		}},
 	}
@@ -314,9 +317,11 @@ func TestRequestMapping(t *testing.T) {
 	      {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]},
 	    {"role": "assistant", "content": "running it", "tool_calls": [
 	      {"id": "call_1", "type": "function", "function": {"name": "execute_code", "arguments": "{\"code\":\"print(1)\"}"}},
-	      {"id": "call_2", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}]},
+	      {"id": "call_2", "type": "function", "function": {"name": "list_files", "arguments": "{}"}},
+	      {"id": "call_3", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
 	    {"role": "tool", "tool_call_id": "call_1", "content": "1"},
 	    {"role": "tool", "tool_call_id": "call_2", "content": "Error: denied"},
+	    {"role": "tool", "tool_call_id": "call_3", "content": "Error: no such file"},
 	    {"role": "user", "content": [
 	      {"type": "text", "text": "[image from the result of tool call call_1]"},
 	      {"type": "image_url", "image_url": {"url": "https://example.com/p.png"}},

@@ -131,6 +131,12 @@ func (tb *Toolbox) builtins() []*Tool {
 }
 
 func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, error) {
+	if tb.opts.Source != nil && len(tb.opts.KernelServers) > 0 {
+		if other := tb.kernelCode(tb.opts.Source.Tools(ctx)); other != "" {
+			return Result{}, fmt.Errorf("execute_code runs in a kernel of this agent's own, not the user's: call %s, "+
+				"which runs the code in the user's kernel (the notebook's), where their variables are", other)
+		}
+	}
 	if tb.opts.Runner == nil {
 		return Result{}, errors.New("execute_code: no backing kernel is available")
 	}

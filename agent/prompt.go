@@ -27,6 +27,14 @@ func BasePrompt(tb *Toolbox, tools []provider.Tool, mode Mode) string {
 	if has[ToolExecuteCode] {
 		can = append(can, "run code in the notebook's kernel with execute_code (its outputs, plots included, are shown to the user)")
 	}
+	kernel := ""
+	for _, srv := range tb.opts.KernelServers {
+		if n := ExternalPrefix + srv + "__" + ToolExecuteCode; has[n] {
+			kernel = n
+			can = append(can, "run code in the user's own kernel, the notebook's, with "+n)
+			break
+		}
+	}
 	var reads []string
 	for _, n := range []string{ToolReadFile, ToolListFiles, ToolSearchFiles} {
 		if has[n] {
@@ -70,7 +78,7 @@ func BasePrompt(tb *Toolbox, tools []provider.Tool, mode Mode) string {
 	} else if has[ToolAttemptCompletion] {
 		b.WriteString(" Finish with attempt_completion.")
 	}
-	acts := has[ToolExecuteCode] || len(edits) > 0
+	acts := has[ToolExecuteCode] || kernel != "" || len(edits) > 0
 	switch {
 	case mode == ModePlan:
 		b.WriteString(" The permission mode is plan: you may look, not act. Running code and changing files are " +

@@ -220,6 +220,13 @@ type ToolboxOptions struct {
 	Source ToolSource
 	// WebFetch, when it allows some sites, offers web_fetch. Nil: off.
 	WebFetch *WebFetch
+	// KernelServers name the Source's MCP servers that are the user's own
+	// kernel, handed over by a client (an ACP client's session/new: the
+	// notebook whose agent this is). When one offers execute_code, the
+	// toolbox's own execute_code, which runs in a kernel of its own, steps
+	// aside: it is not offered, and a call of it names the tool to use, so
+	// that code runs where the user's variables are.
+	KernelServers []string
 	// Files, when set, is where read_file, write_file and edit_file read
 	// and write text: an editor's buffers, unsaved changes included (an
 	// ACP client's fs/read_text_file and fs/write_text_file). Nil: the
@@ -288,16 +295,36 @@ func (tb *Toolbox) Workspace() *Workspace { return tb.ws }
 // fixed order, then the Source's (which waits, within ctx, for servers on
 // their first start; a done ctx takes those that are ready now).
 func (tb *Toolbox) Tools(ctx context.Context) []provider.Tool {
-	out := make([]provider.Tool, len(tb.tools))
-	for i, t := range tb.tools {
-		out[i] = t.Spec()
-	}
+	var ext []SourceTool
 	if tb.opts.Source != nil {
-		for _, st := range tb.opts.Source.Tools(ctx) {
-			out = append(out, st.Spec)
+		ext = tb.opts.Source.Tools(ctx)
+	}
+	elsewhere := tb.kernelCode(ext)
+	out := make([]provider.Tool, 0, len(tb.tools)+len(ext))
+	for _, t := range tb.tools {
+		if t.name == ToolExecuteCode && elsewhere != "" {
+			continue
 		}
+		out = append(out, t.Spec())
+	}
+	for _, st := range ext {
+		out = append(out, st.Spec)
 	}
 	return out
+}
+
+// kernelCode is the execute_code of a KernelServers server among the
+// Source's tools ext, which the toolbox's own steps aside for; "" if none.
+func (tb *Toolbox) kernelCode(ext []SourceTool) string {
+	for _, srv := range tb.opts.KernelServers {
+		want := ExternalPrefix + srv + "__" + ToolExecuteCode
+		for _, st := range ext {
+			if st.Spec.Name == want {
+				return want
+			}
+		}
+	}
+	return ""
 }
 
 // Lookup returns the tool called name. For a Source's tool it may wait

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
 )
 
 // fakeRunner returns a fixed CodeResult and records the code it was given.
@@ -536,5 +538,57 @@ func TestImageSummary(t *testing.T) {
 		if got := im.Summary(); got != want {
 			t.Errorf("Summary(%+v) = %q, want %q", im, got, want)
 		}
+	}
+}
+
+// kernelSource offers one server's execute_code, as the notebook's live
+// kernel is handed to an ACP agent.
+type kernelSource struct{ server string }
+
+func (k kernelSource) tool() SourceTool {
+	return SourceTool{Spec: provider.Tool{Name: ExternalPrefix + k.server + "__execute_code", Description: "run code in the notebook's kernel",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"code":{"type":"string"}}}`)}, Server: k.server, Tool: "execute_code"}
+}
+func (k kernelSource) Tools(context.Context) []SourceTool { return []SourceTool{k.tool()} }
+func (k kernelSource) Lookup(_ context.Context, name string) (SourceTool, bool) {
+	return k.tool(), name == k.tool().Spec.Name
+}
+func (k kernelSource) Call(context.Context, string, json.RawMessage, func(string)) (Result, error) {
+	return Result{Text: "ran in the notebook"}, nil
+}
+
+// TestOwnCodeToolStepsAside: when a client hands over the user's kernel as
+// an MCP server (KernelServers) that offers execute_code, the toolbox's own
+// execute_code is not offered, and a call of it runs nothing and names the
+// tool to use; a server the user configured does not make it step aside.
+func TestOwnCodeToolStepsAside(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		servers []string
+		aside   bool
+	}{
+		{"the client's kernel", []string{"agentkernel"}, true},
+		{"a server of the user's own", nil, false},
+		{"another client server", []string{"editor"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fr := &fakeRunner{}
+			tb := testToolbox(t, ToolboxOptions{Runner: fr, Source: kernelSource{"agentkernel"}, KernelServers: tt.servers})
+			var names []string
+			for _, pt := range tb.Tools(context.Background()) {
+				names = append(names, pt.Name)
+			}
+			if slices.Contains(names, ToolExecuteCode) == tt.aside || !slices.Contains(names, "mcp__agentkernel__execute_code") {
+				t.Errorf("offered %v", names)
+			}
+			res, err := run(t, tb, ToolExecuteCode, `{"code": "x = 1"}`)
+			if tt.aside {
+				if err == nil || !strings.Contains(res.Text, "call mcp__agentkernel__execute_code") || len(fr.code) != 0 {
+					t.Errorf("own execute_code: %q %v; ran %q", res.Text, err, fr.code)
+				}
+			} else if err != nil || len(fr.code) != 1 {
+				t.Errorf("own execute_code: %q %v; ran %q", res.Text, err, fr.code)
+			}
+		})
 	}
 }

@@ -367,7 +367,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	files := h.files
 	h.mu.Unlock()
 	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource(), Files: files,
-		WebFetch: h.cfg.WebFetch})
+		WebFetch: h.cfg.WebFetch, KernelServers: h.clientServers()})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}

@@ -42,6 +42,18 @@ func (h *Host) AddMCPServers(servers []mcp.ServerConfig) error {
 	return nil
 }
 
+// clientServers are the names of the MCP servers a client gave: the
+// user's own kernel, when one offers execute_code (ToolboxOptions.KernelServers).
+func (h *Host) clientServers() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var names []string
+	for _, s := range h.clientMCP {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
 // SetFiles makes the file tools of the sessions the host opens from now on
 // read and write through f (an ACP client's editor buffers) instead of
 // the disk.

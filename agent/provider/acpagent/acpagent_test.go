@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,6 +130,15 @@ func TestAgentDrivesLiveKernel(t *testing.T) {
 	}
 	if !strings.Contains(res.Text, "df is 42 in your kernel.") {
 		t.Errorf("the turn's answer %q", res.Text)
+	}
+	// The agent was offered one execute_code: the notebook's kernel's. Its
+	// own, which would run in a kernel of its own, stepped aside.
+	var offered []string
+	for _, tl := range srv.Requests()[0].Body["tools"].([]any) {
+		offered = append(offered, tl.(map[string]any)["function"].(map[string]any)["name"].(string))
+	}
+	if !slices.Contains(offered, "mcp__agentkernel__execute_code") || slices.Contains(offered, "execute_code") {
+		t.Errorf("the agent was offered %v: want the notebook kernel's execute_code only", offered)
 	}
 	// The agent's permission request was the session's ask.
 	if len(o.asks) != 1 || o.asks[0].Ask != messages.AskTool || !strings.Contains(o.asks[0].Text, "execute_code") {

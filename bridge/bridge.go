@@ -68,6 +68,10 @@ type Config struct {
 	Problems []string
 	// Approve answers asks when the frontend has no stdin. Default none.
 	Approve agent.ApprovalPolicy
+	// UpdateInterval is the least time between two updates of a prompt
+	// cell's growing display while its message streams (the complete
+	// text goes out at once). Default 50 ms: at most 20 updates a second.
+	UpdateInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -79,6 +83,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Version == "" {
 		c.Version = "dev"
+	}
+	if c.UpdateInterval <= 0 {
+		c.UpdateInterval = defaultUpdateInterval
 	}
 	if c.InfoWait <= 0 {
 		c.InfoWait = 10 * time.Second

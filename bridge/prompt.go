@@ -21,11 +21,13 @@ import (
 
 // Prompt mode: a cell is a request to the agent. What the agent says is
 // shown as markdown displays that grow while the model streams
-// (update_display_data at most every updateInterval, the last one exact);
+// (update_display_data at most every Config.UpdateInterval while a message
+// streams; its last update, exact, goes out as soon as it is complete,
+// never held back by the interval);
 // the code it runs shows its real outputs; its asks become input_requests
 // when the frontend allows stdin, else the headless policy answers.
 
-const updateInterval = 50 * time.Millisecond // ≤ 20 updates a second
+const defaultUpdateInterval = 50 * time.Millisecond // ≤ 20 updates a second
 
 // cellOut maps one cell's agent events to iopub. Its methods are called on
 // the task's goroutine (events) and the cell's (asks, end), so it locks.
@@ -201,12 +203,13 @@ func (c *cellOut) show(m messages.UIMessage, render func(string) string) {
 	}
 	d.text = m.Text
 	now := time.Now()
-	// Every update, the final one too, keeps the interval: the rate holds
-	// in any second. The final text goes out when the interval is up.
-	due := !d.created || now.Sub(d.last) >= updateInterval
+	// While the message streams, updates keep the interval; its complete
+	// text goes out at once.
+	interval := c.b.cfg.UpdateInterval
+	due := !d.created || !m.Partial || now.Sub(d.last) >= interval
 	if !due {
 		if d.timer == nil {
-			d.timer = time.AfterFunc(updateInterval-now.Sub(d.last), func() { c.flush(d) })
+			d.timer = time.AfterFunc(interval-now.Sub(d.last), func() { c.flush(d) })
 		}
 		c.mu.Unlock()
 		return
@@ -243,24 +246,13 @@ func (c *cellOut) publishLocked(d *display) {
 		c.b.log.Debug("publish display", "error", err)
 	}
 	// Stamped after the message is: the next update's header date is at
-	// least updateInterval after this one's.
+	// least the interval after this one's.
 	d.last = time.Now()
 }
 
-// finish publishes what the throttle still holds, once the interval since
-// each display's last update is up, and the footer.
+// finish publishes what the throttle still holds, at once, and the
+// footer: the end of a turn is never held back by the update interval.
 func (c *cellOut) finish() {
-	c.mu.Lock()
-	var wait time.Duration
-	for _, d := range c.displays {
-		if d.timer != nil || d.text != d.shown {
-			wait = max(wait, updateInterval-time.Since(d.last))
-		}
-	}
-	c.mu.Unlock()
-	if wait > 0 {
-		time.Sleep(wait) // at most updateInterval, at the end of a turn
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, d := range c.displays {

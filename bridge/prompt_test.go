@@ -431,3 +431,68 @@ func TestAttachMagic(t *testing.T) {
 		t.Fatalf("the queue was not emptied: %q", texts(o, "stream", ""))
 	}
 }
+
+// TestPromptEndNotHeldBack: the complete text of a message goes out as
+// soon as the model's stream ends, then execute_reply, whatever the update
+// interval: with an interval of a minute, a cell whose stream ends at once
+// still ends at once (the old throttle held the last update, and the reply,
+// until the interval was up), and its last update is the exact text.
+func TestPromptEndNotHeldBack(t *testing.T) {
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test-key", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(),
+		OpenModel: func(spec string) (provider.Provider, error) {
+			return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+		}}, Config: Config{Mode: ModePrompt, UpdateInterval: time.Minute}})
+	srv.Enqueue(scripted.Reply(scripted.Text("One, ", "two, ", "three", " and four.")))
+	start := time.Now()
+	rep, o := h.cell("Count to four")
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("the cell took %v: its end waited for the update interval", took)
+	}
+	if rep["status"] != "ok" {
+		t.Fatalf("reply %v", rep)
+	}
+	shown := append(texts(o, "display_data", "text/plain"), texts(o, "update_display_data", "text/plain")...)
+	if len(shown) < 2 || shown[len(shown)-1] != "One, two, three and four." {
+		t.Fatalf("updates %q: want the first text, then the exact whole", shown)
+	}
+	// Between the first display and the last, the minute's interval
+	// held every partial update back.
+	if n := len(texts(o, "update_display_data", "text/plain")); n != 1 {
+		t.Errorf("%d updates during the stream, want 1 (the complete text)", n)
+	}
+}
+
+// TestPromptUpdateRate: a 3-second stream of many small pieces is shown
+// in at most about 20 updates a second (the default interval), and the
+// last update is exact.
+func TestPromptUpdateRate(t *testing.T) {
+	h, srv := promptKernel(t, "openai", "", agent.ApproveNone)
+	var steps []scripted.Step
+	var want strings.Builder
+	for i := range 150 {
+		piece := fmt.Sprintf("w%d ", i)
+		want.WriteString(piece)
+		steps = append(steps, scripted.Text(piece), scripted.Delay(20*time.Millisecond))
+	}
+	srv.Enqueue(scripted.Reply(steps...))
+	start := time.Now()
+	rep, o := h.cell("Talk for a while")
+	took := time.Since(start)
+	if rep["status"] != "ok" {
+		t.Fatalf("reply %v", rep)
+	}
+	updates := texts(o, "update_display_data", "text/plain")
+	if len(updates) == 0 || updates[len(updates)-1] != want.String() {
+		t.Fatalf("the last update is not the exact text (%d updates)", len(updates))
+	}
+	// The first display, then at most one update per 50 ms of the stream,
+	// and the final one.
+	if limit := int(took/(50*time.Millisecond)) + 2; len(updates) > limit {
+		t.Errorf("%d updates in %v: more than about 20 a second (limit %d)", len(updates), took, limit)
+	}
+	if len(updates) < 10 {
+		t.Errorf("only %d updates in %v: the text did not grow while it streamed", len(updates), took)
+	}
+}

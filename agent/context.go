@@ -66,6 +66,36 @@ func (t *Task) manageContext(ctx context.Context, prov provider.Provider) error 
 	return t.truncate(ctx, api, est)
 }
 
+// shrink makes the history smaller after the model refused it as longer
+// than its context window (whatever the window was thought to be):
+// condensed when the model can summarize it, else truncated. It reports
+// whether the history sent to the model got smaller.
+func (t *Task) shrink(ctx context.Context, prov provider.Provider) (bool, error) {
+	t.mu.Lock()
+	api := t.api
+	eff := messages.Effective(api)
+	t.mu.Unlock()
+	tools := t.offered(ctx)
+	system := t.system(tools)
+	est := EstimateTokens(system, tools, eff)
+	if !t.cfg.DisableCondense {
+		err := t.condense(ctx, prov, system, tools, api, eff, est)
+		if err == nil || ctx.Err() != nil {
+			return err == nil, err
+		}
+		if _, serr := t.say(ctx, messages.SayCondenseContextError, err.Error(), nil); serr != nil {
+			return false, serr
+		}
+	}
+	if err := t.truncate(ctx, api, est); err != nil {
+		return false, err
+	}
+	t.mu.Lock()
+	after := len(messages.Effective(t.api))
+	t.mu.Unlock()
+	return after < len(eff), nil
+}
+
 func (t *Task) condense(ctx context.Context, prov provider.Provider, system string, tools []provider.Tool, api, eff []messages.APIMessage, prev int) error {
 	req := provider.Request{
 		System: system,

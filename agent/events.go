@@ -73,6 +73,9 @@ type ContextUse struct {
 	Used int
 	// Window is the model's context window; 0 when it is not known.
 	Window int
+	// Guessed: nobody said the window; it is a conservative default
+	// (provider.ModelInfo.WindowGuessed).
+	Guessed bool
 }
 
 // HookBlock is a hook's block: the event it ran at and its reason.

@@ -224,6 +224,8 @@ type streamed struct {
 // request sends the effective history to the model, with retries, and
 // records the answer. It returns the tool calls to run.
 func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.ToolCall, error) {
+	shrunk := 0 // times the history was shrunk for a context-window refusal
+	began := time.Now()
 	for attempt := 0; ; attempt++ {
 		tools := t.offered(ctx) // outside the lock: it asks the tool source
 		system := t.system(tools)
@@ -257,13 +259,33 @@ func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.
 			return nil, ctx.Err()
 		}
 		ae, _ := provider.AsAPIError(err)
-		if ae != nil && ae.Retryable && attempt < t.cfg.MaxRetries {
-			delay := t.cfg.RetryBase << attempt
-			if ae.RetryAfter > 0 {
-				delay = ae.RetryAfter
+		if ae != nil && ae.ContextExceeded && shrunk < maxShrinks {
+			// Too long for the model, whatever its window was thought to
+			// be: never the end of the turn while the history can shrink.
+			shrunk++
+			msg := fmt.Sprintf("%s. The conversation is longer than the model's context window: condensing it, then asking again.", err)
+			if _, err := t.say(ctx, messages.SayAPIReqRetryDelayed, msg, nil); err != nil {
+				return nil, err
 			}
-			delay = min(delay, time.Minute)
-			msg := fmt.Sprintf("%s. Retrying in %s (attempt %d of %d).", err, delay.Round(time.Millisecond), attempt+1, t.cfg.MaxRetries)
+			ok, serr := t.shrink(ctx, prov)
+			if serr != nil {
+				return nil, serr
+			}
+			if ok {
+				if _, err := t.say(ctx, messages.SayAPIReqRetried, "", nil); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		delay := t.cfg.RetryBase << attempt
+		if ae != nil && ae.RetryAfter > 0 {
+			delay = ae.RetryAfter
+		}
+		delay = min(delay, time.Minute)
+		if ae != nil && ae.Retryable && attempt < t.cfg.MaxRetries && time.Since(began)+delay <= t.cfg.RetryBudget {
+			msg := fmt.Sprintf("The request to %s failed: %s. Retrying in %s (retry %d of %d).", modelName(prov), err,
+				delay.Round(time.Millisecond), attempt+1, t.cfg.MaxRetries)
 			if _, err := t.say(ctx, messages.SayAPIReqRetryDelayed, msg, nil); err != nil {
 				return nil, err
 			}
@@ -285,6 +307,18 @@ func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.
 		return nil, fmt.Errorf("%w: %w", ErrAPIFailed, err)
 	}
 }
+
+// modelName names a provider's model for people: "openai gpt-4.1".
+func modelName(p provider.Provider) string {
+	if id := p.Model().ID; id != "" {
+		return p.Name() + " " + id
+	}
+	return p.Name()
+}
+
+// maxShrinks bounds how often one request shrinks the history after the
+// model refused it as too long: each time it condenses or halves it.
+const maxShrinks = 4
 
 // offered are the tools the model is offered: the toolbox's, less those
 // the tool filter (an agent mode) does not allow, and in plan mode those
@@ -587,7 +621,7 @@ func (t *Task) finishRequest(ctx context.Context, prov provider.Provider, res st
 	ev := Event{Kind: EventTokenUsage, Usage: totals}
 	if used := res.usage.InputTokens + res.usage.CacheReadTokens + res.usage.CacheWriteTokens + res.usage.OutputTokens; used > 0 {
 		// An answer cut short has no usage: the fill is not known.
-		ev.Context = &ContextUse{Used: used, Window: info.ContextWindow}
+		ev.Context = &ContextUse{Used: used, Window: info.ContextWindow, Guessed: info.WindowGuessed}
 	}
 	t.lis.Emit(ev)
 	return nil

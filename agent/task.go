@@ -64,6 +64,11 @@ type Config struct {
 	MaxRetries int
 	// RetryBase is the first backoff delay, doubled per retry; default 1s.
 	RetryBase time.Duration
+	// RetryBudget bounds a request with its retries: no retry starts
+	// later than this after the first attempt began (a proxy in front of
+	// the model may retry on its own, and its retries would multiply
+	// ours); default 15s.
+	RetryBudget time.Duration
 	// MistakeLimit is how many consecutive tool failures make the task ask
 	// mistake_limit_reached; default 3.
 	MistakeLimit int
@@ -107,6 +112,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryBase <= 0 {
 		c.RetryBase = time.Second
+	}
+	if c.RetryBudget <= 0 {
+		c.RetryBudget = 15 * time.Second
 	}
 	if c.MistakeLimit <= 0 {
 		c.MistakeLimit = 3

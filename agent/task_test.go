@@ -508,6 +508,30 @@ func TestRetriesThenFails(t *testing.T) {
 	e.checkStored()
 }
 
+// TestRetryBudget: no retry starts later than RetryBudget after the first
+// attempt: behind a proxy that retries on its own, a model that is down
+// fails the cell in bounded time, not after three more rounds of the
+// proxy's retries.
+func TestRetryBudget(t *testing.T) {
+	down := &provider.APIError{Provider: "test", Status: 503, Message: "overloaded", Retryable: true}
+	e := newEnv(t, setup{turns: []turn{{err: down}, {err: down}, {err: down}, {err: down}},
+		cfg: func(c *agent.Config) { c.RetryBase, c.RetryBudget = 200*time.Millisecond, 300*time.Millisecond }})
+	if _, err := e.run("hi"); !errors.Is(err, agent.ErrAPIFailed) {
+		t.Fatalf("err %v", err)
+	}
+	// The first retry (after 200 ms) fits the budget; the second (400 ms
+	// more) does not.
+	k := kinds(e.task.UI())
+	if strings.Count(k, "api_req_retry_delayed") != 1 || len(e.model.reqs()) != 2 {
+		t.Fatalf("%d requests, ui %s", len(e.model.reqs()), k)
+	}
+	for _, m := range e.task.UI() {
+		if m.Say == messages.SayAPIReqRetryDelayed && !strings.Contains(m.Text, "The request to test") {
+			t.Errorf("the retry does not say what it retries: %q", m.Text)
+		}
+	}
+}
+
 func TestCompletionAndFeedback(t *testing.T) {
 	e := newEnv(t, setup{turns: []turn{
 		{events: []provider.Event{call("c1", "attempt_completion", map[string]any{"result": "All done."}), done(provider.StopToolUse)}},

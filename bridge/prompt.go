@@ -270,6 +270,9 @@ func (c *cellOut) finish() {
 		if cu := c.context; cu.Used > 0 {
 			if cu.Window > 0 {
 				footer += fmt.Sprintf(" · context %d%% of %dk", (100*cu.Used+cu.Window/2)/cu.Window, (cu.Window+500)/1000)
+				if cu.Guessed {
+					footer += " (a guess: set the model's contextWindow in the config file's models)"
+				}
 			} else {
 				footer += fmt.Sprintf(" · context %d tokens", cu.Used)
 			}

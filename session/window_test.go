@@ -57,3 +57,94 @@ func TestOllamaWindowCondenses(t *testing.T) {
 		t.Fatalf("the request after the condense does not start from the summary: %d requests", len(reqs))
 	}
 }
+
+// scriptedEnv opens models as models.Open does with the scripted server as
+// both APIs' base URL.
+func scriptedEnv(srv *scripted.Server) ModelOpener {
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL(),
+		"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": srv.AnthropicURL()}
+	return func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}
+}
+
+// TestUnknownWindowCondensesAtTheDefault: a model that neither the tables,
+// the config nor its server state a window for (an OpenAI-compatible
+// server without /models) is given the conservative default, and a
+// history past it is condensed instead of growing without end.
+func TestUnknownWindowCondensesAtTheDefault(t *testing.T) {
+	srv := scripted.New(t)
+	srv.Enqueue(
+		scripted.Reply(scripted.Text(strings.Repeat("long answer ", 12_000))), // ~36k tokens
+		scripted.Reply(scripted.Text("the summary")),                          // the condense request
+		scripted.Reply(scripted.Text("short answer")),
+	)
+	h := newHost(t, Config{Store: openStore(t), OpenModel: scriptedEnv(srv), Model: "openai:my-local-model"})
+	ctx := context.Background()
+	for _, p := range []string{"first", "second"} {
+		if _, err := h.Submit(ctx, p, Turn{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(kindsOf(h.History()), string(messages.SayCondenseContext)) {
+		t.Fatalf("no condense: %s", kindsOf(h.History()))
+	}
+	reqs := srv.Requests()
+	if last := string(reqs[len(reqs)-1].Raw); !strings.Contains(last, "the summary") || strings.Contains(last, "long answer long answer") {
+		t.Fatal("the request after the condense does not start from the summary")
+	}
+}
+
+// TestContextExceededCondensesAndRetries: when the model's server refuses
+// a request as longer than its context window (in OpenAI's and Anthropic's
+// own words), the task condenses the history, says so, and asks again with
+// a smaller request; the turn does not fail for size.
+func TestContextExceededCondensesAndRetries(t *testing.T) {
+	for _, model := range []string{"openai:gpt-4.1", "anthropic:claude-sonnet-4-5"} {
+		t.Run(model, func(t *testing.T) {
+			srv := scripted.New(t)
+			srv.Enqueue(
+				scripted.Reply(scripted.Text(strings.Repeat("earlier work ", 2000))),
+				scripted.ContextExceeded(),
+				scripted.Reply(scripted.Text("the summary")), // the condense request
+				scripted.Reply(scripted.Text("It fits now.")),
+			)
+			h := newHost(t, Config{Store: openStore(t), OpenModel: scriptedEnv(srv), Model: model})
+			ctx := context.Background()
+			if _, err := h.Submit(ctx, "first", Turn{}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := h.Submit(ctx, "second", Turn{})
+			if err != nil {
+				t.Fatalf("the turn failed for size: %v", err)
+			}
+			if !strings.Contains(res.Text, "It fits now.") {
+				t.Errorf("answer %q", res.Text)
+			}
+			reqs := srv.Requests()
+			refused, retried := reqs[1], reqs[len(reqs)-1]
+			if len(retried.Raw) >= len(refused.Raw) || !strings.Contains(string(retried.Raw), "the summary") {
+				t.Errorf("the retried request (%d bytes) is not the condensed history (the refused one: %d bytes)", len(retried.Raw), len(refused.Raw))
+			}
+			told := false
+			for _, m := range h.History() {
+				told = told || m.Say == messages.SayAPIReqRetryDelayed && strings.Contains(m.Text, "longer than the model's context window")
+			}
+			if !told {
+				t.Errorf("the user was not told: %s", kindsOf(h.History()))
+			}
+		})
+	}
+}
+
+func kindsOf(ui []messages.UIMessage) string {
+	var ks []string
+	for _, m := range ui {
+		k := string(m.Say)
+		if m.Type == messages.TypeAsk {
+			k = string(m.Ask)
+		}
+		ks = append(ks, k)
+	}
+	return strings.Join(ks, ",")
+}

@@ -118,9 +118,69 @@ func ClassifyTransport(ae *APIError, err error) {
 	ae.Message = err.Error()
 }
 
+// contextExceeded are what servers say when a request is longer than the
+// model's context window, lower case: OpenAI's code and message (vLLM's
+// too), vLLM's newer wording, llama.cpp's, Ollama's, Anthropic's, the
+// LiteLLM proxy's exception name.
+var contextExceeded = []string{
+	"context_length_exceeded", "maximum context length", "maximum model length", "max_model_len",
+	"exceed_context_size", "exceeds the available context size", "context size has been exceeded",
+	"input length exceeds the context length", "prompt is too long", "exceed context limit",
+	"contextwindowexceedederror", "context window exceeded", "too many tokens in the prompt",
+}
+
+// ContextExceeded reports whether an error of type typ saying msg means
+// that the request was longer than the model's context window.
+func ContextExceeded(typ, msg string) bool {
+	s := strings.ToLower(typ + " " + msg)
+	for _, p := range contextExceeded {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// upstreamGone are what a proxy or gateway in front of the model says when
+// the model behind it cannot be reached (lower case): Envoy's and nginx's
+// words, the LiteLLM router's, a connection error passed on. Asking again
+// at once only multiplies the proxy's own retries.
+var upstreamGone = []string{
+	"upstream connect error", "no healthy upstream", "upstream request timeout", "no deployments available",
+	"apiconnectionerror", "connection refused", "all connection attempts failed", "name or service not known",
+}
+
+// UpstreamGone reports whether an answer with this HTTP status, error type
+// and message says that the model behind a proxy is unreachable: 502 Bad
+// Gateway, or a 5xx whose message says so.
+func UpstreamGone(status int, typ, msg string) bool {
+	if status == http.StatusBadGateway {
+		return true
+	}
+	if status < 500 {
+		return false
+	}
+	s := strings.ToLower(typ + " " + msg)
+	for _, p := range upstreamGone {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Seal finishes ae: its message is scrubbed of key, and err becomes its
-// cause — as a scrubbed copy when err's text mentions a key.
+// cause — as a scrubbed copy when err's text mentions a key. An error that
+// says the request outgrew the context window is marked ContextExceeded
+// (and is not retried as it is); one that says the model behind a proxy is
+// unreachable is not retried.
 func Seal(ae *APIError, err error, key string) *APIError {
+	if ContextExceeded(ae.Type, ae.Message) {
+		ae.ContextExceeded, ae.Retryable = true, false
+	}
+	if UpstreamGone(ae.Status, ae.Type, ae.Message) {
+		ae.Retryable = false
+	}
 	ae.Message = ScrubKey(ae.Message, key)
 	ae.Err = err
 	if s := err.Error(); (key != "" && strings.Contains(s, key)) || keyPattern.MatchString(s) {

@@ -206,7 +206,16 @@ type ModelInfo struct {
 	// Vision: the model takes images (image content in messages and tool
 	// results). Without it, images reach the model as text placeholders.
 	Vision bool
+	// WindowGuessed: neither the tables, the config nor the model's server
+	// said the context window; ContextWindow is DefaultContextWindow.
+	WindowGuessed bool
 }
+
+// DefaultContextWindow is the context window of a model nobody states
+// one for (a local server that does not report it): small enough for any
+// model served today, so that a history is condensed before it outgrows
+// the real one.
+const DefaultContextWindow = 32_768
 
 // Cost returns the price of u in USD.
 func (m ModelInfo) Cost(u Usage) float64 {
@@ -222,7 +231,10 @@ type APIError struct {
 	Message    string        // the API's message (never contains the API key)
 	Retryable  bool          // 429, 5xx, overloaded, timeouts, dropped connections
 	RetryAfter time.Duration // from a Retry-After header, if any
-	Err        error         // the underlying error, if any
+	// ContextExceeded: the request was longer than the model's context
+	// window (the task shrinks the history and asks again).
+	ContextExceeded bool
+	Err             error // the underlying error, if any
 }
 
 func (e *APIError) Error() string {

@@ -18,6 +18,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -76,8 +77,12 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		}
 		secrets = append(secrets, key)
 		p, err = openai.New(openai.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
-		if err == nil && base != "" {
-			p = withWindow(p, openAIWindow(o.HTTPClient, strings.TrimSuffix(base, "/"), key, model))
+		if err == nil {
+			var probe func(context.Context) (int, error)
+			if base != "" {
+				probe = openAIWindow(o.HTTPClient, strings.TrimSuffix(base, "/"), key, model)
+			}
+			p = withWindow(p, probe, provider.DefaultContextWindow)
 		}
 	case "ollama":
 		host := getenv("OLLAMA_HOST")
@@ -95,7 +100,7 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		p, err = openai.New(openai.Config{Name: "ollama", BaseURL: host + "/v1", Model: model,
 			HTTPClient: o.HTTPClient, Info: info})
 		if err == nil {
-			p = withWindow(p, ollamaWindow(o.HTTPClient, host, model))
+			p = withWindow(p, ollamaWindow(o.HTTPClient, host, model), provider.DefaultContextWindow)
 		}
 	case "anthropic":
 		key := getenv("ANTHROPIC_API_KEY")
@@ -105,6 +110,11 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		}
 		secrets = append(secrets, key)
 		p, err = anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
+		if err == nil {
+			// Every Claude model since Claude 2.1 reads 200k tokens; the
+			// API does not say.
+			p = withWindow(p, nil, anthropicWindow)
+		}
 	case "acp":
 		if o.Record != "" {
 			return nil, errors.New("models: an external agent's turns cannot be recorded")
@@ -136,6 +146,10 @@ func Open(spec string, o Options) (provider.Provider, error) {
 	}
 	return p, nil
 }
+
+// anthropicWindow is the guessed window of a Claude model the tables do
+// not know.
+const anthropicWindow = 200_000
 
 // Parse splits "provider:model". A bare model id is looked up in the
 // price tables ("gpt-4.1" → openai, "claude-…" → anthropic).

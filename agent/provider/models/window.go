@@ -17,8 +17,10 @@ import (
 
 // A model that neither the tables nor the config file know (a local
 // model behind Ollama or an OpenAI-compatible server) has no context
-// window, and without one the task never condenses its history. Such
-// servers can say it: probed asks once, the first time Model is called.
+// window, and without one the task would never condense its history.
+// Such servers can say it: probed asks once, the first time Model is
+// called; a server that cannot say, or a provider with no server to ask,
+// gets provider.DefaultContextWindow, marked as a guess.
 
 // probeTimeout bounds the one question to the server.
 const probeTimeout = 5 * time.Second
@@ -27,18 +29,20 @@ const probeTimeout = 5 * time.Second
 type probed struct {
 	provider.Provider
 	probe func(ctx context.Context) (int, error)
+	guess int // the window when the server cannot say
 
 	once sync.Once
 	info provider.ModelInfo
 }
 
 // withWindow wraps p so that its context window is asked of the server
-// when neither the tables nor the config gave one.
-func withWindow(p provider.Provider, probe func(ctx context.Context) (int, error)) provider.Provider {
+// (probe; nil: no server to ask) when neither the tables nor the config
+// gave one, and guessed when the server cannot say.
+func withWindow(p provider.Provider, probe func(ctx context.Context) (int, error), guess int) provider.Provider {
 	if p.Model().ContextWindow > 0 {
 		return p
 	}
-	return &probed{Provider: p, probe: probe}
+	return &probed{Provider: p, probe: probe, guess: guess}
 }
 
 // Model returns the provider's model info, with the context window the
@@ -47,11 +51,15 @@ func withWindow(p provider.Provider, probe func(ctx context.Context) (int, error
 func (p *probed) Model() provider.ModelInfo {
 	p.once.Do(func() {
 		p.info = p.Provider.Model()
-		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-		defer cancel()
-		if n, err := p.probe(ctx); err == nil && n > 0 {
-			p.info.ContextWindow = n
+		if p.probe != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+			defer cancel()
+			if n, err := p.probe(ctx); err == nil && n > 0 {
+				p.info.ContextWindow = n
+				return
+			}
 		}
+		p.info.ContextWindow, p.info.WindowGuessed = p.guess, true
 	})
 	return p.info
 }
@@ -94,7 +102,9 @@ func ollamaWindow(client *http.Client, host, model string) func(context.Context)
 }
 
 // openAIWindow asks an OpenAI-compatible server (GET /models) for model's
-// context window, where it lists one: vLLM's max_model_len.
+// context window, where it lists one: vLLM's max_model_len, the LiteLLM
+// proxy's max_input_tokens, and the context_length (or
+// max_context_length, context_window) of other servers and routers.
 func openAIWindow(client *http.Client, base, key, model string) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/models", nil)
@@ -106,16 +116,25 @@ func openAIWindow(client *http.Client, base, key, model string) func(context.Con
 		}
 		var list struct {
 			Data []struct {
-				ID          string `json:"id"`
-				MaxModelLen int    `json:"max_model_len"`
+				ID               string `json:"id"`
+				MaxModelLen      int    `json:"max_model_len"`
+				MaxInputTokens   int    `json:"max_input_tokens"`
+				ContextLength    int    `json:"context_length"`
+				MaxContextLength int    `json:"max_context_length"`
+				ContextWindow    int    `json:"context_window"`
 			} `json:"data"`
 		}
 		if err := getJSON(client, req, &list); err != nil {
 			return 0, err
 		}
 		for _, m := range list.Data {
-			if m.ID == model && m.MaxModelLen > 0 {
-				return m.MaxModelLen, nil
+			if m.ID != model {
+				continue
+			}
+			for _, n := range []int{m.MaxModelLen, m.MaxInputTokens, m.ContextLength, m.MaxContextLength, m.ContextWindow} {
+				if n > 0 {
+					return n, nil
+				}
 			}
 		}
 		return 0, fmt.Errorf("models: %s lists no context window for %s", base, model)

@@ -48,8 +48,9 @@ func TestOllamaContextWindow(t *testing.T) {
 		{name: "num_ctx wins", info: info, parameters: "num_ctx 8192\nstop \"<|im_end|>\"", model: "qwen2.5-coder:7b", want: 8192, asks: 1},
 		{name: "the config wins", info: info, model: "qwen2.5-coder:7b", want: 4096, asks: 0,
 			prices: map[string]provider.ModelInfo{"qwen2.5-coder:7b": {ContextWindow: 4096}}},
-		{name: "unknown model", info: info, model: "nosuch", want: 0, asks: 1},
-		{name: "no architecture", info: map[string]any{"qwen2.context_length": 32768}, model: "qwen2.5-coder:7b", want: 0, asks: 1},
+		// The server cannot say: a guess, marked as one.
+		{name: "unknown model", info: info, model: "nosuch", want: provider.DefaultContextWindow, asks: 1},
+		{name: "no architecture", info: map[string]any{"qwen2.context_length": 32768}, model: "qwen2.5-coder:7b", want: provider.DefaultContextWindow, asks: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, asked := ollamaServer(t, tc.info, tc.parameters)
@@ -65,6 +66,9 @@ func TestOllamaContextWindow(t *testing.T) {
 					t.Fatalf("ContextWindow = %d, want %d", got, tc.want)
 				}
 			}
+			if guessed := p.Model().WindowGuessed; guessed != (tc.want == provider.DefaultContextWindow && tc.name != "model_info") {
+				t.Errorf("WindowGuessed = %v", guessed)
+			}
 			if got := asked.Load(); got != tc.asks {
 				t.Fatalf("the server was asked %d times, want %d", got, tc.asks)
 			}
@@ -75,7 +79,10 @@ func TestOllamaContextWindow(t *testing.T) {
 	}
 }
 
-func TestOllamaDownLeavesWindowUnknown(t *testing.T) {
+// TestOllamaDownGuessesTheWindow: with no server to ask, the window is the
+// conservative default, marked as a guess, so that the history is still
+// condensed before it outgrows the model.
+func TestOllamaDownGuessesTheWindow(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there now
@@ -83,8 +90,8 @@ func TestOllamaDownLeavesWindowUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Model().ContextWindow; got != 0 {
-		t.Fatalf("ContextWindow = %d with no server", got)
+	if m := p.Model(); m.ContextWindow != provider.DefaultContextWindow || !m.WindowGuessed {
+		t.Fatalf("model %+v with no server: want the default window, guessed", m)
 	}
 }
 
@@ -97,7 +104,9 @@ func TestOpenAICompatibleContextWindow(t *testing.T) {
 		}
 		auth.Store(r.Header.Get("Authorization"))
 		w.Write([]byte(`{"object":"list","data":[{"id":"other","max_model_len":1},` +
-			`{"id":"Qwen/Qwen2.5-7B-Instruct","object":"model","owned_by":"vllm","max_model_len":16384}]}`))
+			`{"id":"Qwen/Qwen2.5-7B-Instruct","object":"model","owned_by":"vllm","max_model_len":16384},` +
+			// The LiteLLM proxy's answer.
+			`{"id":"team-llama","object":"model","owned_by":"openai","max_input_tokens":131072,"max_output_tokens":8192}]}`))
 	}))
 	t.Cleanup(srv.Close)
 	p, err := Open("openai:Qwen/Qwen2.5-7B-Instruct", Options{Getenv: env(map[string]string{
@@ -110,6 +119,21 @@ func TestOpenAICompatibleContextWindow(t *testing.T) {
 	}
 	if got, _ := auth.Load().(string); got != "Bearer sk-local" {
 		t.Fatalf("Authorization %q", got)
+	}
+	p, err = Open("openai:team-llama", Options{Getenv: env(map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := p.Model(); m.ContextWindow != 131072 || m.WindowGuessed {
+		t.Fatalf("LiteLLM's model: %+v, want max_input_tokens 131072", m)
+	}
+	// A model the server does not list: the default, a guess.
+	p, err = Open("openai:unlisted", Options{Getenv: env(map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := p.Model(); m.ContextWindow != provider.DefaultContextWindow || !m.WindowGuessed {
+		t.Fatalf("an unlisted model: %+v", m)
 	}
 	// A model the table knows is not asked about.
 	p, err = Open("openai:gpt-4.1", Options{Getenv: env(map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1"})})

@@ -61,6 +61,7 @@ type modelJSON struct {
 	CacheRead     float64 `json:"cacheRead,omitempty"`
 	CacheWrite    float64 `json:"cacheWrite,omitempty"`
 	Vision        bool    `json:"vision,omitempty"`
+	WindowGuessed bool    `json:"windowGuessed,omitempty"`
 }
 
 func toModelJSON(m provider.ModelInfo) *modelJSON {

@@ -14,6 +14,9 @@ type Turn struct {
 	// Status ("rate_limit_error", "api_error", …).
 	ErrorType    string
 	ErrorMessage string
+	// ContextExceeded answers HTTP 400 with the API's own "the prompt is
+	// longer than the context window" error (ContextExceeded).
+	ContextExceeded bool
 
 	// Steps are streamed in order.
 	Steps []Step
@@ -23,6 +26,12 @@ type Turn struct {
 
 // Reply is a streamed turn made of steps.
 func Reply(steps ...Step) Turn { return Turn{Steps: steps} }
+
+// ContextExceeded is a turn refused because the request is longer than the
+// model's context window, in each API's words: OpenAI's (and vLLM's)
+// "This model's maximum context length is …", Anthropic's "prompt is too
+// long: … tokens > … maximum".
+func ContextExceeded() Turn { return Turn{ContextExceeded: true} }
 
 // Fail is a turn answered with an HTTP error status (429, 500, 529, …) and,
 // if retryAfter is not empty, a Retry-After header.

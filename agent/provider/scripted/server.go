@@ -198,6 +198,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.writeError(w, http.StatusInternalServerError, "scripted_exhausted", msg, "")
 		return
 	}
+	if turn.ContextExceeded {
+		if _, anthropic := f.(anthropicFormat); anthropic {
+			f.writeError(w, http.StatusBadRequest, "invalid_request_error", "prompt is too long: 210473 tokens > 200000 maximum", "")
+		} else {
+			f.writeError(w, http.StatusBadRequest, "context_length_exceeded", "This model's maximum context length is 32768 tokens. "+
+				"However, your messages resulted in 41250 tokens. Please reduce the length of the messages.", "")
+		}
+		return
+	}
 	if turn.Status != 0 && turn.Status != http.StatusOK {
 		f.writeError(w, turn.Status, turn.ErrorType, turn.ErrorMessage, turn.RetryAfter)
 		return

@@ -199,6 +199,10 @@ async function rewindFromSidebar(page, kept, name) {
 async function main() {
   const tmp = mkdtempSync(join(tmpdir(), "ak-lab-"));
   for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
+  // No "get Jupyter news?" toast: it would lie over the sidebar's Send button.
+  const apputils = join(tmp, "config", "lab", "user-settings", "@jupyterlab", "apputils-extension");
+  mkdirSync(apputils, { recursive: true });
+  writeFileSync(join(apputils, "notification.jupyterlab-settings"), JSON.stringify({ fetchNews: "false" }));
   model = await startModel();
   const bin = process.env.AGENTKERNEL_BIN;
   const prefix = join(tmp, "prefix");
@@ -219,6 +223,8 @@ async function main() {
     currentPage = page;
     page.on("pageerror", (e) => log("page error:", e.message));
     page.on("dialog", (d) => d.accept());
+    const consoleLines = []; // of the page and the sidebar's frame
+    page.on("console", (m) => consoleLines.push(m.text()));
 
     await step("JupyterLab 4 lists the extension and its launcher shows Agent and Agent (code)", async () => {
       const list = spawnSync(process.env.LAB_PYTHON, ["-m", "jupyter", "labextension", "list"], { env: jupyterEnv(tmp) });
@@ -246,6 +252,43 @@ async function main() {
       await sidebar(page).locator("#timeline").filter({ hasText: "Hello from JupyterLab." }).waitFor({ timeout: TIMEOUT });
       await sidebar(page).locator("#timeline").filter({ hasText: "Say hello" }).waitFor({ timeout: TIMEOUT });
       await shot(page, "03-mirrored");
+    });
+
+    await step("Send, clicked in the sidebar, sends the prompt (no form submission in the sandbox)", async () => {
+      const sb = sidebar(page);
+      await enqueue({ steps: [{ text: ["Answered from the sidebar."] }] });
+      await sb.locator("#prompt").fill("Asked from the sidebar");
+      await sb.locator("#send").click();
+      await sb.locator("#timeline").filter({ hasText: "Answered from the sidebar." }).waitFor({ timeout: TIMEOUT });
+      assert.equal(await sb.locator("#prompt").inputValue(), "", "the prompt stays in the box");
+      assert.equal(await pending(), 0);
+      // Enter sends too.
+      await enqueue({ steps: [{ text: ["Answered after Enter."] }] });
+      await sb.locator("#prompt").fill("Asked with Enter");
+      await sb.locator("#prompt").press("Enter");
+      await sb.locator("#timeline").filter({ hasText: "Answered after Enter." }).waitFor({ timeout: TIMEOUT });
+      assert.deepEqual(consoleLines.filter((l) => /form submission/i.test(l)), []);
+      await shot(page, "03b-sent-by-click");
+    });
+
+    await step("Sessions search in the sidebar, by clicking Search and by Enter", async () => {
+      const sb = sidebar(page);
+      await sb.locator("#sessionsBtn").click();
+      await sb.locator("#sessionList li.current").waitFor({ timeout: TIMEOUT });
+      await sb.locator("#sessionQuery").fill("sidebar");
+      await sb.locator("#sessions button", { hasText: /^Search$/ }).click();
+      await sb.locator("#searchHits li button", { hasText: /^Session / }).first().waitFor({ timeout: TIMEOUT });
+      await shot(page, "03c-sessions-search");
+      await sb.locator("#sessionQuery").fill("zebra");
+      await sb.locator("#sessionQuery").press("Enter");
+      await sb.locator("#searchHits li", { hasText: "No messages match." }).waitFor({ timeout: TIMEOUT });
+      await sb.locator("#sessionList li", { hasText: "No sessions match." }).waitFor({ timeout: TIMEOUT });
+      await sb.locator("#sessionQuery").fill("");
+      await sb.locator("#sessionQuery").press("Enter"); // no query: every session again
+      await sb.locator("#sessionList li.current").waitFor({ timeout: TIMEOUT });
+      assert.deepEqual(consoleLines.filter((l) => /form submission/i.test(l)), []);
+      await sb.locator("#sessionsBtn").click();
+      await sb.locator("#sessions").waitFor({ state: "hidden", timeout: TIMEOUT });
     });
 
     await step("an ask is approved from the sidebar; the code runs and its plot appears in the cell", () => approveAndPlot(page, "05-plot"));

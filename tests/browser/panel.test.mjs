@@ -358,9 +358,9 @@ async function main() {
         "[ok link](https://example.com/safe?a=1&b=2) and <https://example.org/auto>",
       ].join("\n\n");
       await enqueue([{ text: ["## Payloads\n\n", payloads, "\n\nEnd of payloads."] }]);
-      // Sent from the panel's prompt box this time (newTask).
+      // Sent from the panel's prompt box this time (newTask), by clicking Send.
       await narrow.fill("#prompt", "Show me some HTML");
-      await narrow.press("#prompt", "Enter");
+      await narrow.click("#send");
       for (const p of [narrow, wide]) await p.waitForSelector("text=End of payloads.", { timeout: TIMEOUT });
       for (const p of [narrow, wide]) {
         // Hover everything and click the links: still nothing runs.
@@ -415,9 +415,12 @@ async function main() {
       await wide.click("#sessionsBtn");
       await wide.waitForSelector("#sessionList li.current", { timeout: TIMEOUT });
       await wide.fill("#sessionQuery", "seven");
-      await wide.press("#sessionQuery", "Enter");
-      await wide.waitForSelector("#searchHits li", { timeout: TIMEOUT });
+      await wide.click("#sessions button >> text=Search");
+      await wide.waitForSelector("#searchHits li >> text=/^Session /", { timeout: TIMEOUT });
       await shot(wide, "07-sessions-wide");
+      await wide.fill("#sessionQuery", "zebra");
+      await wide.press("#sessionQuery", "Enter");
+      await wide.waitForSelector("#searchHits li >> text=No messages match.", { timeout: TIMEOUT });
       await wide.click("#sessionsBtn");
     });
 

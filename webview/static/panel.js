@@ -784,7 +784,7 @@
     addImages(e.dataTransfer.files);
   });
 
-  $("composer").addEventListener("submit", function (e) { e.preventDefault(); submitPrompt(); });
+  $("send").addEventListener("click", submitPrompt);
   $("prompt").addEventListener("keydown", function (e) {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submitPrompt(); }
   });
@@ -809,11 +809,14 @@
   $("timeline").addEventListener("scroll", function (e) { if (e.target.scrollTop < 40) loadOlder(); });
   $("model").addEventListener("change", function (e) { var v = e.target.value.trim(); if (v && v !== st.model) send({ type: "setModel", model: v }); });
   $("sessionsBtn").addEventListener("click", function () { toggleSessions($("sessions").hidden); });
-  $("sessionSearch").addEventListener("submit", function (e) {
-    e.preventDefault();
+  function searchSessions() {
     var q = $("sessionQuery").value.trim();
     send({ type: "listSessions", search: q });
     if (q) send({ type: "searchMessages", query: q });
+  }
+  $("sessionSearchBtn").addEventListener("click", searchSessions);
+  $("sessionQuery").addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.isComposing) { e.preventDefault(); searchSessions(); }
   });
 
   if (viaParent) connectParent();

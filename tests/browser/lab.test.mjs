@@ -196,6 +196,29 @@ async function rewindFromSidebar(page, kept, name) {
   await shot(page, name);
 }
 
+// ---- the header ----
+
+// headerFits: every part of the sidebar's header, the token and cost line
+// above all, lies inside the sidebar: nothing cut, nothing to scroll to.
+async function assertHeaderFits(page, totals = /\d+ in · \d+ out · \$\d+\.\d{4}/) {
+  await until("the header's totals", async () => totals.test(await sidebar(page).locator("#totals").textContent()));
+  const h = await sidebar(page).locator("body").evaluate(() => {
+    const bar = document.getElementById("bar"), totals = document.getElementById("totals");
+    const parts = [...bar.children].filter((n) => !n.hidden).map((n) => {
+      const r = n.getBoundingClientRect();
+      return { id: n.id || n.className, left: r.left, right: r.right, scroll: n.scrollWidth, client: n.clientWidth };
+    });
+    return { width: window.innerWidth, docScroll: document.documentElement.scrollWidth, barScroll: bar.scrollWidth,
+      barClient: bar.clientWidth, text: totals.textContent, parts };
+  });
+  log("sidebar width", h.width, "px; header:", h.text);
+  assert.ok(h.docScroll <= h.width && h.barScroll <= h.barClient, "the header overflows: " + JSON.stringify(h));
+  for (const p of h.parts) {
+    assert.ok(p.left >= 0 && p.right <= h.width + 0.5, p.id + " is cut: " + JSON.stringify(h));
+    if (p.id === "totals") assert.ok(p.scroll <= p.client, "the totals are cut: " + JSON.stringify(h));
+  }
+}
+
 async function main() {
   const tmp = mkdtempSync(join(tmpdir(), "ak-lab-"));
   for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
@@ -246,7 +269,7 @@ async function main() {
     });
 
     await step("a prompt cell streams into the notebook, and the sidebar mirrors the turn", async () => {
-      await enqueue({ steps: [{ text: ["Hello ", "from ", "JupyterLab."] }] });
+      await enqueue({ steps: [{ text: ["Hello ", "from ", "JupyterLab."] }, { usage: { input: 123456, output: 7890 } }] });
       await runCell(page, "Say hello");
       await page.locator(".jp-OutputArea-output").filter({ hasText: "Hello from JupyterLab." }).first().waitFor({ timeout: TIMEOUT });
       await sidebar(page).locator("#timeline").filter({ hasText: "Hello from JupyterLab." }).waitFor({ timeout: TIMEOUT });
@@ -290,6 +313,9 @@ async function main() {
       await sb.locator("#sessionsBtn").click();
       await sb.locator("#sessions").waitFor({ state: "hidden", timeout: TIMEOUT });
     });
+
+    await step("the header's token and cost line is whole at the default sidebar width", () =>
+      assertHeaderFits(page, /^123456 in · 7890 out · \$\d+\.\d{4} · context /));
 
     await step("an ask is approved from the sidebar; the code runs and its plot appears in the cell", () => approveAndPlot(page, "05-plot"));
 
@@ -343,6 +369,7 @@ async function main() {
       await runCell(page, "Say hello again");
       await page.locator(".jp-OutputArea-output").filter({ hasText: "Hello from Notebook 7." }).first().waitFor({ timeout: TIMEOUT });
       await sidebar(page).locator("#timeline").filter({ hasText: "Hello from Notebook 7." }).waitFor({ timeout: TIMEOUT });
+      await assertHeaderFits(page);
       await shot(page, "07-notebook7");
     });
     await step("Notebook 7: an ask approved from the sidebar, its plot in the cell", () => approveAndPlot(page, "08-notebook7-plot"));

@@ -465,8 +465,9 @@
     s.className = "status status-" + (st.kernelStatus || "idle");
     $("title").textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
     var t = st.totals || {};
-    $("totals").textContent = (t.inputTokens || 0) + " in · " + (t.outputTokens || 0) + " out · $" + Number(t.cost || 0).toFixed(4) +
-      (t.contextUsed ? " · context " + (t.contextWindow ? Math.round(100 * t.contextUsed / t.contextWindow) + "% of " + Math.round(t.contextWindow / 1000) + "k" : t.contextUsed + " tokens") : "");
+    var parts = [(t.inputTokens || 0) + " in", (t.outputTokens || 0) + " out", "$" + Number(t.cost || 0).toFixed(4)];
+    if (t.contextUsed) parts.push("context " + (t.contextWindow ? Math.round(100 * t.contextUsed / t.contextWindow) + "% of " + Math.round(t.contextWindow / 1000) + "k" : t.contextUsed + " tokens"));
+    renderTotals(parts);
     var sel = $("mode");
     var modes = st.modes && st.modes.length ? st.modes : [st.mode];
     if (sel.dataset.modes !== modes.join(",")) {
@@ -488,6 +489,18 @@
     $("cancel").disabled = !(st.kernelStatus === "busy" || st.kernelStatus === "waiting");
     renderMCP();
     renderAsk();
+  }
+
+  // renderTotals shows "1200 in · 300 out · $0.0123 · context 3% of 200k":
+  // a narrow header wraps it between its parts, never inside one.
+  function renderTotals(parts) {
+    var box = $("totals");
+    if (box.textContent === parts.join(" · ")) return;
+    box.textContent = "";
+    parts.forEach(function (p, i) {
+      if (i) box.appendChild(document.createTextNode(" "));
+      box.appendChild(el("span", "", i < parts.length - 1 ? p + " ·" : p));
+    });
   }
 
   // renderMCP shows the MCP servers: name, state, transport, error, tools.

@@ -196,7 +196,56 @@ async function rewindFromSidebar(page, kept, name) {
   await shot(page, name);
 }
 
-// ---- the header ----
+// ---- the theme and the header ----
+
+// themes: what JupyterLab's theme resolves to (a probe styled with its
+// variables), and what the sidebar's page shows.
+async function themes(page) {
+  const lab = await page.evaluate(() => {
+    const probe = document.createElement("div");
+    probe.style.cssText = "position:absolute;visibility:hidden;background:var(--jp-layout-color1);" +
+      "color:var(--jp-ui-font-color1);font-family:var(--jp-ui-font-family);font-size:var(--jp-ui-font-size1)";
+    document.body.appendChild(probe);
+    const cs = getComputedStyle(probe);
+    const r = { name: document.body.dataset.jpThemeName, bg: cs.backgroundColor, fg: cs.color, font: cs.fontFamily, size: cs.fontSize };
+    probe.remove();
+    return r;
+  });
+  const panel = await sidebar(page).locator("body").evaluate(() => {
+    const cs = getComputedStyle(document.body);
+    return { bg: cs.backgroundColor, fg: cs.color, font: cs.fontFamily, size: cs.fontSize,
+      scheme: getComputedStyle(document.documentElement).colorScheme };
+  });
+  return { lab, panel };
+}
+
+// lightness of a computed "rgb(r, g, b)" colour, 0..255.
+function lightness(rgb) {
+  const [r, g, b] = rgb.match(/[\d.]+/g).map(Number);
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
+// assertTheme: the sidebar's page wears the lab's theme (colours, font).
+async function assertTheme(page, name, light) {
+  const t = await until("the sidebar to wear " + name, async () => {
+    const t = await themes(page);
+    return t.lab.name === name && t.panel.bg === t.lab.bg ? t : null;
+  });
+  assert.equal(t.panel.fg, t.lab.fg, "text colour: " + JSON.stringify(t));
+  assert.equal(t.panel.font, t.lab.font, "font: " + JSON.stringify(t));
+  assert.equal(t.panel.size, t.lab.size, "font size: " + JSON.stringify(t));
+  assert.equal(t.panel.scheme, light ? "light" : "dark", "color-scheme: " + JSON.stringify(t));
+  assert.ok(light ? lightness(t.panel.bg) > 200 : lightness(t.panel.bg) < 80, "background " + t.panel.bg + " for " + name);
+  return t;
+}
+
+// themeMenu picks an item of Settings > Theme, as a person does: a theme
+// (the menu runs apputils:change-theme), or a font size.
+async function themeMenu(page, item) {
+  await page.locator(".lm-MenuBar-itemLabel", { hasText: /^Settings$/ }).click();
+  await page.locator(".lm-Menu-itemLabel", { hasText: /^Theme$/ }).hover();
+  await page.locator(".lm-Menu-itemLabel", { hasText: new RegExp("^" + item + "$") }).click();
+}
 
 // headerFits: every part of the sidebar's header, the token and cost line
 // above all, lies inside the sidebar: nothing cut, nothing to scroll to.
@@ -237,9 +286,11 @@ async function main() {
   // JupyterLab behind a base URL, as a JupyterHub single-user server is.
   const lab = await startJupyter("jupyterlab", tmp, "/user/tester/");
   const profile = mkdtempSync(join(tmpdir(), "ak-chromium-"));
+  // The OS asks for dark pages: the sidebar must follow JupyterLab's
+  // theme (Light by default) all the same.
   const browser = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
-    viewport: { width: 1400, height: 900 },
+    viewport: { width: 1400, height: 900 }, colorScheme: "dark",
   });
   try {
     const page = await browser.newPage();
@@ -317,6 +368,51 @@ async function main() {
     await step("the header's token and cost line is whole at the default sidebar width", () =>
       assertHeaderFits(page, /^123456 in · 7890 out · \$\d+\.\d{4} · context /));
 
+    await step("the sidebar wears JupyterLab Light, not the OS's dark mode", async () => {
+      await assertTheme(page, "JupyterLab Light", true);
+      await shot(page, "03d-light");
+    });
+
+    await step("a theme value that would load something (url(), image-set(), an escape) is not set in the page", async () => {
+      // As if the page's parent sent it: the page checks every value.
+      await page.evaluate(() => document.querySelector("#agentkernel-sidebar iframe").contentWindow.postMessage({ akTheme: { light: true, vars: {
+        "--jp-layout-color1": "url(http://127.0.0.1:9/bg.png)", "--jp-layout-color2": "image-set(\"http://127.0.0.1:9/a.png\" 1x)",
+        "--jp-border-color2": "\\75 rl(http://127.0.0.1:9/b.png)", "--jp-ui-font-color1": "rgb(1, 2, 3)", "color": "red" } } }, "*"));
+      const root = sidebar(page).locator("html");
+      await until("the page to take the theme", async () => (await root.getAttribute("style") || "").includes("rgb(1, 2, 3)"));
+      const style = await root.getAttribute("style");
+      assert.ok(!/url|image-set|\\|color: red/.test(style), style);
+      assert.equal(await sidebar(page).locator("body").evaluate(() => getComputedStyle(document.body).backgroundColor), "rgb(255, 255, 255)");
+    });
+
+    await step("switched to JupyterLab Dark, the sidebar follows at once; and back to Light", async () => {
+      const before = await themes(page);
+      await themeMenu(page, "JupyterLab Dark");
+      const dark = await assertTheme(page, "JupyterLab Dark", false);
+      assert.notEqual(dark.panel.bg, before.panel.bg);
+      await assertHeaderFits(page);
+      await sidebar(page).locator("#sessionsBtn").click();
+      await sidebar(page).locator("#sessionList li.current").waitFor({ timeout: TIMEOUT });
+      await shot(page, "03e-dark");
+      await sidebar(page).locator("#sessionsBtn").click();
+      await themeMenu(page, "JupyterLab Light");
+      const light = await assertTheme(page, "JupyterLab Light", true);
+      assert.equal(light.panel.bg, before.panel.bg);
+    });
+
+    await step("a larger UI font in JupyterLab reaches the sidebar, whose header still fits", async () => {
+      const before = await themes(page);
+      await themeMenu(page, "Increase UI Font Size");
+      await until("a larger font in the sidebar", async () => {
+        const t = await themes(page);
+        return t.lab.size !== before.lab.size && t.panel.size === t.lab.size;
+      });
+      await assertHeaderFits(page);
+      await shot(page, "03f-larger-font");
+      await themeMenu(page, "Decrease UI Font Size");
+      await until("the font back in the sidebar", async () => (await themes(page)).panel.size === before.lab.size);
+    });
+
     await step("an ask is approved from the sidebar; the code runs and its plot appears in the cell", () => approveAndPlot(page, "05-plot"));
 
     await step("off-host: the sidebar needs no port of the kernel's (no web panel server runs)", async () => {
@@ -355,7 +451,7 @@ async function main() {
   const profile2 = mkdtempSync(join(tmpdir(), "ak-chromium-"));
   const browser2 = await chromium.launchPersistentContext(profile2, {
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
-    viewport: { width: 1400, height: 900 },
+    viewport: { width: 1400, height: 900 }, colorScheme: "dark",
   });
   try {
     const page = await browser2.newPage();
@@ -369,6 +465,7 @@ async function main() {
       await runCell(page, "Say hello again");
       await page.locator(".jp-OutputArea-output").filter({ hasText: "Hello from Notebook 7." }).first().waitFor({ timeout: TIMEOUT });
       await sidebar(page).locator("#timeline").filter({ hasText: "Hello from Notebook 7." }).waitFor({ timeout: TIMEOUT });
+      await assertTheme(page, "JupyterLab Light", true);
       await assertHeaderFits(page);
       await shot(page, "07-notebook7");
     });

@@ -424,6 +424,27 @@ async function main() {
       await wide.click("#sessionsBtn");
     });
 
+    await step("the panel follows the browser's colour scheme; its header is whole at 400 px", async () => {
+      const look = (p) => p.evaluate(() => ({ bg: getComputedStyle(document.body).backgroundColor,
+        scheme: getComputedStyle(document.documentElement).colorScheme }));
+      await narrow.emulateMedia({ colorScheme: "dark" });
+      assert.deepEqual(await look(narrow), { bg: "rgb(13, 17, 23)", scheme: "light dark" });
+      await shot(narrow, "07b-dark-narrow");
+      await narrow.emulateMedia({ colorScheme: "light" });
+      assert.deepEqual(await look(narrow), { bg: "rgb(255, 255, 255)", scheme: "light dark" });
+      await narrow.waitForFunction(() => /\$\d/.test(document.getElementById("totals").textContent), null, { timeout: TIMEOUT });
+      const h = await narrow.evaluate(() => {
+        const bar = document.getElementById("bar");
+        return { width: innerWidth, docScroll: document.documentElement.scrollWidth, barScroll: bar.scrollWidth, barClient: bar.clientWidth,
+          parts: [...bar.children].map((n) => { const r = n.getBoundingClientRect(); return [n.id, r.left, r.right, n.scrollWidth, n.clientWidth]; }) };
+      });
+      assert.ok(h.docScroll <= h.width && h.barScroll <= h.barClient, JSON.stringify(h));
+      for (const [id, left, right, sw, cw] of h.parts) {
+        assert.ok(left >= 0 && right <= h.width + 0.5, id + " is cut: " + JSON.stringify(h));
+        if (id === "totals") assert.ok(sw <= cw, "the totals are cut: " + JSON.stringify(h));
+      }
+    });
+
     await step("a reconnecting client gets the full state", async () => {
       const before = await narrow.evaluate(() => window.__akPanel.state().messages.length);
       await narrow.reload();

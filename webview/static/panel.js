@@ -146,12 +146,14 @@
   }
 
   // The sidebar's transport: the host page opens the comm and relays. It
-  // says {akStatus: "open" | "closed", reason} and {akFrames: TEXT}; we
-  // send {akFrame: TEXT}. Only messages from the parent window count.
+  // says {akStatus: "open" | "closed", reason}, {akFrames: TEXT} and
+  // {akTheme: THEME}; we send {akReady: true}, then {akFrame: TEXT}. Only
+  // messages from the parent window count.
   var viaParent = window.AK_TRANSPORT === "postmessage";
   function connectParent() {
     window.addEventListener("message", function (ev) {
       if (ev.source !== window.parent || !ev.data || typeof ev.data !== "object") return;
+      if (ev.data.akTheme && typeof ev.data.akTheme === "object") applyTheme(ev.data.akTheme);
       if (ev.data.akStatus === "open") { connected = true; hideBanner(); }
       if (ev.data.akStatus === "closed") {
         connected = false;
@@ -162,6 +164,30 @@
       if (typeof ev.data.akFrames === "string") receive(ev.data.akFrames);
     });
     window.parent.postMessage({ akReady: true }, "*");
+  }
+
+  // applyTheme wears JupyterLab's theme, {light, vars: {"--jp-…": value}}:
+  // the values on this page's root, which panel.css uses under
+  // [data-jp-theme]; the previous theme's go first. Only --jp-* names, and
+  // values of colours, sizes and font names: a value with any other CSS
+  // function (url(), image-set(), …) or an escape is dropped, so the theme
+  // loads nothing into the page.
+  var THEME_FUNCTIONS = /^(rgba?|hsla?|hwb|lab|lch|oklab|oklch|color|color-mix|calc|min|max|clamp)$/i;
+  function plainValue(v) {
+    if (typeof v !== "string" || v.length > 500 || v.indexOf("\\") >= 0) return false;
+    var re = /([a-z0-9_-]+)\s*\(/gi, m;
+    while ((m = re.exec(v))) if (!THEME_FUNCTIONS.test(m[1])) return false;
+    return true;
+  }
+  function applyTheme(t) {
+    var root = document.documentElement, vars = t.vars && typeof t.vars === "object" ? t.vars : {};
+    for (var i = root.style.length - 1; i >= 0; i--) {
+      if (root.style[i].indexOf("--jp-") === 0) root.style.removeProperty(root.style[i]);
+    }
+    Object.keys(vars).forEach(function (name) {
+      if (/^--jp-[a-z0-9-]+$/.test(name) && plainValue(vars[name])) root.style.setProperty(name, vars[name]);
+    });
+    root.setAttribute("data-jp-theme", t.light === false ? "dark" : "light");
   }
 
   function connect() {

@@ -77,9 +77,13 @@ export class AgentSidebar extends Widget {
   }
 
   // A hidden sidebar lets go of the kernel: its asks then go to the
-  // notebook's stdin prompt, where the user sees them.
+  // notebook's stdin prompt, where the user sees them. Only the sidebar's
+  // own hiding counts: JupyterLab hides its whole shell for a moment when
+  // the theme changes, which must not take the panel's asks away.
   protected onAfterHide(): void {
-    this.attach(null, 'The sidebar was closed.');
+    if (this.isHidden) {
+      this.attach(null, 'The sidebar was closed.');
+    }
   }
 
   protected onAfterShow(): void {

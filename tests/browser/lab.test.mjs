@@ -387,10 +387,16 @@ async function main() {
 
     await step("switched to JupyterLab Dark, the sidebar follows at once; and back to Light", async () => {
       const before = await themes(page);
+      const frames = () => sidebar(page).locator("body").evaluate(() => window.__akPanel.frames);
+      const frames0 = await frames();
       await themeMenu(page, "JupyterLab Dark");
       const dark = await assertTheme(page, "JupyterLab Dark", false);
       assert.notEqual(dark.panel.bg, before.panel.bg);
-      await assertHeaderFits(page);
+      // JupyterLab hides its shell for a moment to redraw: the panel keeps
+      // its comm (a new one would bring the state again, as frames).
+      await page.waitForTimeout(500);
+      assert.equal(await frames(), frames0, "the theme change reopened the panel's comm");
+      await assertHeaderFits(page, /^123456 in · 7890 out · \$\d+\.\d{4} · context /);
       await sidebar(page).locator("#sessionsBtn").click();
       await sidebar(page).locator("#sessionList li.current").waitFor({ timeout: TIMEOUT });
       await shot(page, "03e-dark");

@@ -270,6 +270,16 @@ async function assertHeaderFits(page, totals = /\d+ in · \d+ out · \$\d+\.\d{4
 
 async function main() {
   const tmp = mkdtempSync(join(tmpdir(), "ak-lab-"));
+  try {
+    await run(tmp);
+  } finally {
+    // Failed or not: the servers and the model go, and their files.
+    stopAll();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+async function run(tmp) {
   for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
   // No "get Jupyter news?" toast: it would lie over the sidebar's Send button.
   const apputils = join(tmp, "config", "lab", "user-settings", "@jupyterlab", "apputils-extension");
@@ -285,7 +295,7 @@ async function main() {
 
   // JupyterLab behind a base URL, as a JupyterHub single-user server is.
   const lab = await startJupyter("jupyterlab", tmp, "/user/tester/");
-  const profile = mkdtempSync(join(tmpdir(), "ak-chromium-"));
+  const profile = mkdtempSync(join(tmp, "chromium-"));
   // The OS asks for dark pages: the sidebar must follow JupyterLab's
   // theme (Light by default) all the same.
   const browser = await chromium.launchPersistentContext(profile, {
@@ -454,7 +464,7 @@ async function main() {
 
   // Notebook 7: the same extension, in its right sidebar.
   const nb = await startJupyter("notebook", tmp);
-  const profile2 = mkdtempSync(join(tmpdir(), "ak-chromium-"));
+  const profile2 = mkdtempSync(join(tmp, "chromium-"));
   const browser2 = await chromium.launchPersistentContext(profile2, {
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
     viewport: { width: 1400, height: 900 }, colorScheme: "dark",
@@ -480,8 +490,6 @@ async function main() {
   } finally {
     await browser2.close();
     rmSync(profile2, { recursive: true, force: true });
-    stopAll();
-    rmSync(tmp, { recursive: true, force: true });
   }
 }
 

@@ -3,18 +3,42 @@
 // iframe; this plugin carries its frames over a comm to the active
 // notebook's kernel (target agentkernel.panel), so it works wherever the
 // notebook does: a remote server, JupyterHub, a gateway. No token: the
-// comm is the notebook's own connection.
+// comm is the notebook's own connection. The page wears JupyterLab's theme:
+// the plugin gives it the theme's --jp-* values, and again at each change.
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { IThemeManager } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
-import { panelHTML } from './panelAssets';
+import { panelHTML, panelThemeVars } from './panelAssets';
 
 /** The kernel's comm target of the panel (bridge.PanelTarget). */
 export const PANEL_TARGET = 'agentkernel.panel';
 
-type ToPanel = { akStatus?: 'open' | 'closed'; reason?: string; akFrames?: string };
+/** A theme as the panel wears it: light or dark, and its --jp-* values. */
+export type PanelTheme = { light: boolean; vars: Record<string, string> };
+
+type ToPanel = { akStatus?: 'open' | 'closed'; reason?: string; akFrames?: string; akTheme?: PanelTheme };
+
+/**
+ * The current theme: the values of the --jp-* variables that the panel's
+ * CSS uses (panelThemeVars), as JupyterLab computes them (the user's font
+ * size overrides included), and whether the theme is light.
+ */
+export function currentTheme(themes: IThemeManager | null): PanelTheme {
+  const style = getComputedStyle(document.body);
+  const vars: Record<string, string> = {};
+  for (const name of panelThemeVars) {
+    const value = style.getPropertyValue(name).trim();
+    if (value) {
+      vars[name] = value;
+    }
+  }
+  const name = themes?.theme;
+  const light = themes && name ? themes.isLight(name) : document.body.dataset.jpThemeLight !== 'false';
+  return { light, vars };
+}
 
 /** The sidebar: the panel's page, and the comm it speaks through. */
 export class AgentSidebar extends Widget {
@@ -23,9 +47,12 @@ export class AgentSidebar extends Widget {
   private kernel: Kernel.IKernelConnection | null = null;
   private ready = false;
   private queue: ToPanel[] = [];
+  private readonly themes: IThemeManager | null;
 
-  constructor() {
+  /** themes: JupyterLab's theme manager, if there is one (else the body's data-jp-theme-light). */
+  constructor(themes: IThemeManager | null = null) {
     super();
+    this.themes = themes;
     this.id = 'agentkernel-sidebar';
     this.title.label = 'Agent';
     this.title.caption = 'agentkernel: the agent of this notebook';
@@ -50,9 +77,13 @@ export class AgentSidebar extends Widget {
   }
 
   // A hidden sidebar lets go of the kernel: its asks then go to the
-  // notebook's stdin prompt, where the user sees them.
+  // notebook's stdin prompt, where the user sees them. Only the sidebar's
+  // own hiding counts: JupyterLab hides its whole shell for a moment when
+  // the theme changes, which must not take the panel's asks away.
   protected onAfterHide(): void {
-    this.attach(null, 'The sidebar was closed.');
+    if (this.isHidden) {
+      this.attach(null, 'The sidebar was closed.');
+    }
   }
 
   protected onAfterShow(): void {
@@ -102,6 +133,15 @@ export class AgentSidebar extends Widget {
     this.post({ akStatus: 'open' });
   }
 
+  /** Gives the page the current theme: call it when the theme changes. */
+  updateTheme(): void {
+    // Before the page is ready there is nobody to tell: it gets the theme
+    // when it says it is.
+    if (this.ready) {
+      this.post({ akTheme: currentTheme(this.themes) });
+    }
+  }
+
   private post(msg: ToPanel): void {
     if (!this.ready) {
       this.queue.push(msg);
@@ -116,6 +156,7 @@ export class AgentSidebar extends Widget {
     }
     if (ev.data.akReady) {
       this.ready = true;
+      this.updateTheme();
       const queued = this.queue;
       this.queue = [];
       queued.forEach(m => this.post(m));
@@ -152,9 +193,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: "agentkernel's agent panel in the right sidebar, following the active notebook",
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ILabShell],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
-    const sidebar = new AgentSidebar();
+  optional: [ILabShell, IThemeManager],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, _shell: ILabShell | null, themes: IThemeManager | null) => {
+    const sidebar = new AgentSidebar(themes);
+    // A theme changes (a new one, or a font size): the page follows.
+    themes?.themeChanged.connect(() => sidebar.updateTheme(), sidebar);
     app.shell.add(sidebar, 'right', { rank: 900 });
     const opened = new WeakSet<NotebookPanel>(); // notebooks it opened for once
     const follow = () => {

@@ -196,9 +196,95 @@ async function rewindFromSidebar(page, kept, name) {
   await shot(page, name);
 }
 
+// ---- the theme and the header ----
+
+// themes: what JupyterLab's theme resolves to (a probe styled with its
+// variables), and what the sidebar's page shows.
+async function themes(page) {
+  const lab = await page.evaluate(() => {
+    const probe = document.createElement("div");
+    probe.style.cssText = "position:absolute;visibility:hidden;background:var(--jp-layout-color1);" +
+      "color:var(--jp-ui-font-color1);font-family:var(--jp-ui-font-family);font-size:var(--jp-ui-font-size1)";
+    document.body.appendChild(probe);
+    const cs = getComputedStyle(probe);
+    const r = { name: document.body.dataset.jpThemeName, bg: cs.backgroundColor, fg: cs.color, font: cs.fontFamily, size: cs.fontSize };
+    probe.remove();
+    return r;
+  });
+  const panel = await sidebar(page).locator("body").evaluate(() => {
+    const cs = getComputedStyle(document.body);
+    return { bg: cs.backgroundColor, fg: cs.color, font: cs.fontFamily, size: cs.fontSize,
+      scheme: getComputedStyle(document.documentElement).colorScheme };
+  });
+  return { lab, panel };
+}
+
+// lightness of a computed "rgb(r, g, b)" colour, 0..255.
+function lightness(rgb) {
+  const [r, g, b] = rgb.match(/[\d.]+/g).map(Number);
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
+// assertTheme: the sidebar's page wears the lab's theme (colours, font).
+async function assertTheme(page, name, light) {
+  const t = await until("the sidebar to wear " + name, async () => {
+    const t = await themes(page);
+    return t.lab.name === name && t.panel.bg === t.lab.bg ? t : null;
+  });
+  assert.equal(t.panel.fg, t.lab.fg, "text colour: " + JSON.stringify(t));
+  assert.equal(t.panel.font, t.lab.font, "font: " + JSON.stringify(t));
+  assert.equal(t.panel.size, t.lab.size, "font size: " + JSON.stringify(t));
+  assert.equal(t.panel.scheme, light ? "light" : "dark", "color-scheme: " + JSON.stringify(t));
+  assert.ok(light ? lightness(t.panel.bg) > 200 : lightness(t.panel.bg) < 80, "background " + t.panel.bg + " for " + name);
+  return t;
+}
+
+// themeMenu picks an item of Settings > Theme, as a person does: a theme
+// (the menu runs apputils:change-theme), or a font size.
+async function themeMenu(page, item) {
+  await page.locator(".lm-MenuBar-itemLabel", { hasText: /^Settings$/ }).click();
+  await page.locator(".lm-Menu-itemLabel", { hasText: /^Theme$/ }).hover();
+  await page.locator(".lm-Menu-itemLabel", { hasText: new RegExp("^" + item + "$") }).click();
+}
+
+// headerFits: every part of the sidebar's header, the token and cost line
+// above all, lies inside the sidebar: nothing cut, nothing to scroll to.
+async function assertHeaderFits(page, totals = /\d+ in · \d+ out · \$\d+\.\d{4}/) {
+  await until("the header's totals", async () => totals.test(await sidebar(page).locator("#totals").textContent()));
+  const h = await sidebar(page).locator("body").evaluate(() => {
+    const bar = document.getElementById("bar"), totals = document.getElementById("totals");
+    const parts = [...bar.children].filter((n) => !n.hidden).map((n) => {
+      const r = n.getBoundingClientRect();
+      return { id: n.id || n.className, left: r.left, right: r.right, scroll: n.scrollWidth, client: n.clientWidth };
+    });
+    return { width: window.innerWidth, docScroll: document.documentElement.scrollWidth, barScroll: bar.scrollWidth,
+      barClient: bar.clientWidth, text: totals.textContent, parts };
+  });
+  log("sidebar width", h.width, "px; header:", h.text);
+  assert.ok(h.docScroll <= h.width && h.barScroll <= h.barClient, "the header overflows: " + JSON.stringify(h));
+  for (const p of h.parts) {
+    assert.ok(p.left >= 0 && p.right <= h.width + 0.5, p.id + " is cut: " + JSON.stringify(h));
+    if (p.id === "totals") assert.ok(p.scroll <= p.client, "the totals are cut: " + JSON.stringify(h));
+  }
+}
+
 async function main() {
   const tmp = mkdtempSync(join(tmpdir(), "ak-lab-"));
+  try {
+    await run(tmp);
+  } finally {
+    // Failed or not: the servers and the model go, and their files.
+    stopAll();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+async function run(tmp) {
   for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
+  // No "get Jupyter news?" toast: it would lie over the sidebar's Send button.
+  const apputils = join(tmp, "config", "lab", "user-settings", "@jupyterlab", "apputils-extension");
+  mkdirSync(apputils, { recursive: true });
+  writeFileSync(join(apputils, "notification.jupyterlab-settings"), JSON.stringify({ fetchNews: "false" }));
   model = await startModel();
   const bin = process.env.AGENTKERNEL_BIN;
   const prefix = join(tmp, "prefix");
@@ -209,16 +295,20 @@ async function main() {
 
   // JupyterLab behind a base URL, as a JupyterHub single-user server is.
   const lab = await startJupyter("jupyterlab", tmp, "/user/tester/");
-  const profile = mkdtempSync(join(tmpdir(), "ak-chromium-"));
+  const profile = mkdtempSync(join(tmp, "chromium-"));
+  // The OS asks for dark pages: the sidebar must follow JupyterLab's
+  // theme (Light by default) all the same.
   const browser = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
-    viewport: { width: 1400, height: 900 },
+    viewport: { width: 1400, height: 900 }, colorScheme: "dark",
   });
   try {
     const page = await browser.newPage();
     currentPage = page;
     page.on("pageerror", (e) => log("page error:", e.message));
     page.on("dialog", (d) => d.accept());
+    const consoleLines = []; // of the page and the sidebar's frame
+    page.on("console", (m) => consoleLines.push(m.text()));
 
     await step("JupyterLab 4 lists the extension and its launcher shows Agent and Agent (code)", async () => {
       const list = spawnSync(process.env.LAB_PYTHON, ["-m", "jupyter", "labextension", "list"], { env: jupyterEnv(tmp) });
@@ -240,12 +330,103 @@ async function main() {
     });
 
     await step("a prompt cell streams into the notebook, and the sidebar mirrors the turn", async () => {
-      await enqueue({ steps: [{ text: ["Hello ", "from ", "JupyterLab."] }] });
+      await enqueue({ steps: [{ text: ["Hello ", "from ", "JupyterLab."] }, { usage: { input: 123456, output: 7890 } }] });
       await runCell(page, "Say hello");
       await page.locator(".jp-OutputArea-output").filter({ hasText: "Hello from JupyterLab." }).first().waitFor({ timeout: TIMEOUT });
       await sidebar(page).locator("#timeline").filter({ hasText: "Hello from JupyterLab." }).waitFor({ timeout: TIMEOUT });
       await sidebar(page).locator("#timeline").filter({ hasText: "Say hello" }).waitFor({ timeout: TIMEOUT });
       await shot(page, "03-mirrored");
+    });
+
+    await step("Send, clicked in the sidebar, sends the prompt (no form submission in the sandbox)", async () => {
+      const sb = sidebar(page);
+      await enqueue({ steps: [{ text: ["Answered from the sidebar."] }] });
+      await sb.locator("#prompt").fill("Asked from the sidebar");
+      await sb.locator("#send").click();
+      await sb.locator("#timeline").filter({ hasText: "Answered from the sidebar." }).waitFor({ timeout: TIMEOUT });
+      assert.equal(await sb.locator("#prompt").inputValue(), "", "the prompt stays in the box");
+      assert.equal(await pending(), 0);
+      // Enter sends too.
+      await enqueue({ steps: [{ text: ["Answered after Enter."] }] });
+      await sb.locator("#prompt").fill("Asked with Enter");
+      await sb.locator("#prompt").press("Enter");
+      await sb.locator("#timeline").filter({ hasText: "Answered after Enter." }).waitFor({ timeout: TIMEOUT });
+      assert.deepEqual(consoleLines.filter((l) => /form submission/i.test(l)), []);
+      await shot(page, "03b-sent-by-click");
+    });
+
+    await step("Sessions search in the sidebar, by clicking Search and by Enter", async () => {
+      const sb = sidebar(page);
+      await sb.locator("#sessionsBtn").click();
+      await sb.locator("#sessionList li.current").waitFor({ timeout: TIMEOUT });
+      await sb.locator("#sessionQuery").fill("sidebar");
+      await sb.locator("#sessions button", { hasText: /^Search$/ }).click();
+      await sb.locator("#searchHits li button", { hasText: /^Session / }).first().waitFor({ timeout: TIMEOUT });
+      await shot(page, "03c-sessions-search");
+      await sb.locator("#sessionQuery").fill("zebra");
+      await sb.locator("#sessionQuery").press("Enter");
+      await sb.locator("#searchHits li", { hasText: "No messages match." }).waitFor({ timeout: TIMEOUT });
+      await sb.locator("#sessionList li", { hasText: "No sessions match." }).waitFor({ timeout: TIMEOUT });
+      await sb.locator("#sessionQuery").fill("");
+      await sb.locator("#sessionQuery").press("Enter"); // no query: every session again
+      await sb.locator("#sessionList li.current").waitFor({ timeout: TIMEOUT });
+      assert.deepEqual(consoleLines.filter((l) => /form submission/i.test(l)), []);
+      await sb.locator("#sessionsBtn").click();
+      await sb.locator("#sessions").waitFor({ state: "hidden", timeout: TIMEOUT });
+    });
+
+    await step("the header's token and cost line is whole at the default sidebar width", () =>
+      assertHeaderFits(page, /^123456 in · 7890 out · \$\d+\.\d{4} · context /));
+
+    await step("the sidebar wears JupyterLab Light, not the OS's dark mode", async () => {
+      await assertTheme(page, "JupyterLab Light", true);
+      await shot(page, "03d-light");
+    });
+
+    await step("a theme value that would load something (url(), image-set(), an escape) is not set in the page", async () => {
+      // As if the page's parent sent it: the page checks every value.
+      await page.evaluate(() => document.querySelector("#agentkernel-sidebar iframe").contentWindow.postMessage({ akTheme: { light: true, vars: {
+        "--jp-layout-color1": "url(http://127.0.0.1:9/bg.png)", "--jp-layout-color2": "image-set(\"http://127.0.0.1:9/a.png\" 1x)",
+        "--jp-border-color2": "\\75 rl(http://127.0.0.1:9/b.png)", "--jp-ui-font-color1": "rgb(1, 2, 3)", "color": "red" } } }, "*"));
+      const root = sidebar(page).locator("html");
+      await until("the page to take the theme", async () => (await root.getAttribute("style") || "").includes("rgb(1, 2, 3)"));
+      const style = await root.getAttribute("style");
+      assert.ok(!/url|image-set|\\|color: red/.test(style), style);
+      assert.equal(await sidebar(page).locator("body").evaluate(() => getComputedStyle(document.body).backgroundColor), "rgb(255, 255, 255)");
+    });
+
+    await step("switched to JupyterLab Dark, the sidebar follows at once; and back to Light", async () => {
+      const before = await themes(page);
+      const frames = () => sidebar(page).locator("body").evaluate(() => window.__akPanel.frames);
+      const frames0 = await frames();
+      await themeMenu(page, "JupyterLab Dark");
+      const dark = await assertTheme(page, "JupyterLab Dark", false);
+      assert.notEqual(dark.panel.bg, before.panel.bg);
+      // JupyterLab hides its shell for a moment to redraw: the panel keeps
+      // its comm (a new one would bring the state again, as frames).
+      await page.waitForTimeout(500);
+      assert.equal(await frames(), frames0, "the theme change reopened the panel's comm");
+      await assertHeaderFits(page, /^123456 in · 7890 out · \$\d+\.\d{4} · context /);
+      await sidebar(page).locator("#sessionsBtn").click();
+      await sidebar(page).locator("#sessionList li.current").waitFor({ timeout: TIMEOUT });
+      await shot(page, "03e-dark");
+      await sidebar(page).locator("#sessionsBtn").click();
+      await themeMenu(page, "JupyterLab Light");
+      const light = await assertTheme(page, "JupyterLab Light", true);
+      assert.equal(light.panel.bg, before.panel.bg);
+    });
+
+    await step("a larger UI font in JupyterLab reaches the sidebar, whose header still fits", async () => {
+      const before = await themes(page);
+      await themeMenu(page, "Increase UI Font Size");
+      await until("a larger font in the sidebar", async () => {
+        const t = await themes(page);
+        return t.lab.size !== before.lab.size && t.panel.size === t.lab.size;
+      });
+      await assertHeaderFits(page);
+      await shot(page, "03f-larger-font");
+      await themeMenu(page, "Decrease UI Font Size");
+      await until("the font back in the sidebar", async () => (await themes(page)).panel.size === before.lab.size);
     });
 
     await step("an ask is approved from the sidebar; the code runs and its plot appears in the cell", () => approveAndPlot(page, "05-plot"));
@@ -283,10 +464,10 @@ async function main() {
 
   // Notebook 7: the same extension, in its right sidebar.
   const nb = await startJupyter("notebook", tmp);
-  const profile2 = mkdtempSync(join(tmpdir(), "ak-chromium-"));
+  const profile2 = mkdtempSync(join(tmp, "chromium-"));
   const browser2 = await chromium.launchPersistentContext(profile2, {
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
-    viewport: { width: 1400, height: 900 },
+    viewport: { width: 1400, height: 900 }, colorScheme: "dark",
   });
   try {
     const page = await browser2.newPage();
@@ -300,6 +481,8 @@ async function main() {
       await runCell(page, "Say hello again");
       await page.locator(".jp-OutputArea-output").filter({ hasText: "Hello from Notebook 7." }).first().waitFor({ timeout: TIMEOUT });
       await sidebar(page).locator("#timeline").filter({ hasText: "Hello from Notebook 7." }).waitFor({ timeout: TIMEOUT });
+      await assertTheme(page, "JupyterLab Light", true);
+      await assertHeaderFits(page);
       await shot(page, "07-notebook7");
     });
     await step("Notebook 7: an ask approved from the sidebar, its plot in the cell", () => approveAndPlot(page, "08-notebook7-plot"));
@@ -307,8 +490,6 @@ async function main() {
   } finally {
     await browser2.close();
     rmSync(profile2, { recursive: true, force: true });
-    stopAll();
-    rmSync(tmp, { recursive: true, force: true });
   }
 }
 

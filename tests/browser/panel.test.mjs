@@ -358,9 +358,9 @@ async function main() {
         "[ok link](https://example.com/safe?a=1&b=2) and <https://example.org/auto>",
       ].join("\n\n");
       await enqueue([{ text: ["## Payloads\n\n", payloads, "\n\nEnd of payloads."] }]);
-      // Sent from the panel's prompt box this time (newTask).
+      // Sent from the panel's prompt box this time (newTask), by clicking Send.
       await narrow.fill("#prompt", "Show me some HTML");
-      await narrow.press("#prompt", "Enter");
+      await narrow.click("#send");
       for (const p of [narrow, wide]) await p.waitForSelector("text=End of payloads.", { timeout: TIMEOUT });
       for (const p of [narrow, wide]) {
         // Hover everything and click the links: still nothing runs.
@@ -415,10 +415,34 @@ async function main() {
       await wide.click("#sessionsBtn");
       await wide.waitForSelector("#sessionList li.current", { timeout: TIMEOUT });
       await wide.fill("#sessionQuery", "seven");
-      await wide.press("#sessionQuery", "Enter");
-      await wide.waitForSelector("#searchHits li", { timeout: TIMEOUT });
+      await wide.click("#sessions button >> text=Search");
+      await wide.waitForSelector("#searchHits li >> text=/^Session /", { timeout: TIMEOUT });
       await shot(wide, "07-sessions-wide");
+      await wide.fill("#sessionQuery", "zebra");
+      await wide.press("#sessionQuery", "Enter");
+      await wide.waitForSelector("#searchHits li >> text=No messages match.", { timeout: TIMEOUT });
       await wide.click("#sessionsBtn");
+    });
+
+    await step("the panel follows the browser's colour scheme; its header is whole at 400 px", async () => {
+      const look = (p) => p.evaluate(() => ({ bg: getComputedStyle(document.body).backgroundColor,
+        scheme: getComputedStyle(document.documentElement).colorScheme }));
+      await narrow.emulateMedia({ colorScheme: "dark" });
+      assert.deepEqual(await look(narrow), { bg: "rgb(13, 17, 23)", scheme: "light dark" });
+      await shot(narrow, "07b-dark-narrow");
+      await narrow.emulateMedia({ colorScheme: "light" });
+      assert.deepEqual(await look(narrow), { bg: "rgb(255, 255, 255)", scheme: "light dark" });
+      await narrow.waitForFunction(() => /\$\d/.test(document.getElementById("totals").textContent), null, { timeout: TIMEOUT });
+      const h = await narrow.evaluate(() => {
+        const bar = document.getElementById("bar");
+        return { width: innerWidth, docScroll: document.documentElement.scrollWidth, barScroll: bar.scrollWidth, barClient: bar.clientWidth,
+          parts: [...bar.children].map((n) => { const r = n.getBoundingClientRect(); return [n.id, r.left, r.right, n.scrollWidth, n.clientWidth]; }) };
+      });
+      assert.ok(h.docScroll <= h.width && h.barScroll <= h.barClient, JSON.stringify(h));
+      for (const [id, left, right, sw, cw] of h.parts) {
+        assert.ok(left >= 0 && right <= h.width + 0.5, id + " is cut: " + JSON.stringify(h));
+        if (id === "totals") assert.ok(sw <= cw, "the totals are cut: " + JSON.stringify(h));
+      }
     });
 
     await step("a reconnecting client gets the full state", async () => {

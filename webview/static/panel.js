@@ -146,12 +146,14 @@
   }
 
   // The sidebar's transport: the host page opens the comm and relays. It
-  // says {akStatus: "open" | "closed", reason} and {akFrames: TEXT}; we
-  // send {akFrame: TEXT}. Only messages from the parent window count.
+  // says {akStatus: "open" | "closed", reason}, {akFrames: TEXT} and
+  // {akTheme: THEME}; we send {akReady: true}, then {akFrame: TEXT}. Only
+  // messages from the parent window count.
   var viaParent = window.AK_TRANSPORT === "postmessage";
   function connectParent() {
     window.addEventListener("message", function (ev) {
       if (ev.source !== window.parent || !ev.data || typeof ev.data !== "object") return;
+      if (ev.data.akTheme && typeof ev.data.akTheme === "object") applyTheme(ev.data.akTheme);
       if (ev.data.akStatus === "open") { connected = true; hideBanner(); }
       if (ev.data.akStatus === "closed") {
         connected = false;
@@ -162,6 +164,30 @@
       if (typeof ev.data.akFrames === "string") receive(ev.data.akFrames);
     });
     window.parent.postMessage({ akReady: true }, "*");
+  }
+
+  // applyTheme wears JupyterLab's theme, {light, vars: {"--jp-…": value}}:
+  // the values on this page's root, which panel.css uses under
+  // [data-jp-theme]; the previous theme's go first. Only --jp-* names, and
+  // values of colours, sizes and font names: a value with any other CSS
+  // function (url(), image-set(), …) or an escape is dropped, so the theme
+  // loads nothing into the page.
+  var THEME_FUNCTIONS = /^(rgba?|hsla?|hwb|lab|lch|oklab|oklch|color|color-mix|calc|min|max|clamp)$/i;
+  function plainValue(v) {
+    if (typeof v !== "string" || v.length > 500 || v.indexOf("\\") >= 0) return false;
+    var re = /([a-z0-9_-]+)\s*\(/gi, m;
+    while ((m = re.exec(v))) if (!THEME_FUNCTIONS.test(m[1])) return false;
+    return true;
+  }
+  function applyTheme(t) {
+    var root = document.documentElement, vars = t.vars && typeof t.vars === "object" ? t.vars : {};
+    for (var i = root.style.length - 1; i >= 0; i--) {
+      if (root.style[i].indexOf("--jp-") === 0) root.style.removeProperty(root.style[i]);
+    }
+    Object.keys(vars).forEach(function (name) {
+      if (/^--jp-[a-z0-9-]+$/.test(name) && plainValue(vars[name])) root.style.setProperty(name, vars[name]);
+    });
+    root.setAttribute("data-jp-theme", t.light === false ? "dark" : "light");
   }
 
   function connect() {
@@ -465,8 +491,9 @@
     s.className = "status status-" + (st.kernelStatus || "idle");
     $("title").textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
     var t = st.totals || {};
-    $("totals").textContent = (t.inputTokens || 0) + " in · " + (t.outputTokens || 0) + " out · $" + Number(t.cost || 0).toFixed(4) +
-      (t.contextUsed ? " · context " + (t.contextWindow ? Math.round(100 * t.contextUsed / t.contextWindow) + "% of " + Math.round(t.contextWindow / 1000) + "k" : t.contextUsed + " tokens") : "");
+    var parts = [(t.inputTokens || 0) + " in", (t.outputTokens || 0) + " out", "$" + Number(t.cost || 0).toFixed(4)];
+    if (t.contextUsed) parts.push("context " + (t.contextWindow ? Math.round(100 * t.contextUsed / t.contextWindow) + "% of " + Math.round(t.contextWindow / 1000) + "k" : t.contextUsed + " tokens"));
+    renderTotals(parts);
     var sel = $("mode");
     var modes = st.modes && st.modes.length ? st.modes : [st.mode];
     if (sel.dataset.modes !== modes.join(",")) {
@@ -488,6 +515,18 @@
     $("cancel").disabled = !(st.kernelStatus === "busy" || st.kernelStatus === "waiting");
     renderMCP();
     renderAsk();
+  }
+
+  // renderTotals shows "1200 in · 300 out · $0.0123 · context 3% of 200k":
+  // a narrow header wraps it between its parts, never inside one.
+  function renderTotals(parts) {
+    var box = $("totals");
+    if (box.textContent === parts.join(" · ")) return;
+    box.textContent = "";
+    parts.forEach(function (p, i) {
+      if (i) box.appendChild(document.createTextNode(" "));
+      box.appendChild(el("span", "", i < parts.length - 1 ? p + " ·" : p));
+    });
   }
 
   // renderMCP shows the MCP servers: name, state, transport, error, tools.
@@ -784,7 +823,7 @@
     addImages(e.dataTransfer.files);
   });
 
-  $("composer").addEventListener("submit", function (e) { e.preventDefault(); submitPrompt(); });
+  $("send").addEventListener("click", submitPrompt);
   $("prompt").addEventListener("keydown", function (e) {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submitPrompt(); }
   });
@@ -809,11 +848,14 @@
   $("timeline").addEventListener("scroll", function (e) { if (e.target.scrollTop < 40) loadOlder(); });
   $("model").addEventListener("change", function (e) { var v = e.target.value.trim(); if (v && v !== st.model) send({ type: "setModel", model: v }); });
   $("sessionsBtn").addEventListener("click", function () { toggleSessions($("sessions").hidden); });
-  $("sessionSearch").addEventListener("submit", function (e) {
-    e.preventDefault();
+  function searchSessions() {
     var q = $("sessionQuery").value.trim();
     send({ type: "listSessions", search: q });
     if (q) send({ type: "searchMessages", query: q });
+  }
+  $("sessionSearchBtn").addEventListener("click", searchSessions);
+  $("sessionQuery").addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.isComposing) { e.preventDefault(); searchSessions(); }
   });
 
   if (viaParent) connectParent();

@@ -593,6 +593,8 @@ func splitEndpoint(ep string) (network, addr string, err error) {
 		return "tcp", strings.TrimPrefix(ep, Scheme+"://"), nil
 	case strings.HasPrefix(ep, "ipc://"):
 		return "unix", strings.TrimPrefix(ep, "ipc://"), nil
+	case strings.HasPrefix(ep, IPCScheme+"://"):
+		return "unix", strings.TrimPrefix(ep, IPCScheme+"://"), nil
 	}
 	return "", "", fmt.Errorf("zmtp: unsupported endpoint %q", ep)
 }

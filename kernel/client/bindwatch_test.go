@@ -79,23 +79,3 @@ func TestWatchBinding(t *testing.T) {
 		})
 	}
 }
-
-func TestSpeaksIPC(t *testing.T) {
-	for _, tc := range []struct {
-		argv []string
-		want bool
-	}{
-		{[]string{"python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"}, true},
-		{[]string{"/opt/conda/bin/python", "-m", "ipykernel", "-f", "{connection_file}"}, true},
-		{[]string{"conda", "run", "-n", "x", "python", "-m", "ipykernel_launcher", "-f", "{connection_file}"}, true},
-		{[]string{"python", "/usr/lib/python3/dist-packages/ipykernel_launcher.py", "-f", "{connection_file}"}, true},
-		{[]string{"R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"}, false},
-		{[]string{"julia", "-i", "--color=yes", "/x/IJulia/src/kernel.jl", "{connection_file}"}, false},
-		{[]string{"python3", "-m", "bash_kernel", "-f", "{connection_file}"}, false},
-		{[]string{"python3", "ipykernel", "{connection_file}"}, false},
-	} {
-		if got := (&Spec{Argv: tc.argv}).speaksIPC(); got != tc.want {
-			t.Errorf("%q: speaksIPC = %v, want %v", tc.argv, got, tc.want)
-		}
-	}
-}

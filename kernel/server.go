@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -251,6 +253,9 @@ func listenPort(c *wire.ConnectionInfo, ch wire.Channel) (net.Listener, error) {
 	port := c.Port(ch)
 	if port != 0 || c.Transport != "ipc" {
 		ln, err := zmtp.Listen(c.Addr(port))
+		if errors.Is(err, syscall.EADDRINUSE) && c.Transport == "ipc" && removeStaleSocket(c.IPCPath(port)) {
+			ln, err = zmtp.Listen(c.Addr(port))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -270,6 +275,25 @@ func listenPort(c *wire.ConnectionInfo, ch wire.Channel) (net.Listener, error) {
 		}
 	}
 	return nil, fmt.Errorf("no free name among %s-1 … %s-%d", c.IP, c.IP, maxIPCName)
+}
+
+// removeStaleSocket removes the Unix socket file at path when nothing
+// accepts there: a kernel killed before it could close its sockets left it
+// (Jupyter restarts a kernel on the same connection file). libzmq removes
+// such files before it binds; a socket that is in use is left alone.
+func removeStaleSocket(path string) bool {
+	if fi, err := os.Lstat(path); err != nil || fi.Mode().Type() != fs.ModeSocket {
+		return false
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	return os.Remove(path) == nil
 }
 
 func (s *Server) closeSockets() {

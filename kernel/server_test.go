@@ -860,3 +860,40 @@ func TestListenersGiven(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleIPCSocket: a socket file left by a killed kernel (Jupyter
+// restarts a kernel on the same connection file) is replaced, as libzmq
+// replaces it; a socket something still accepts on is not taken over.
+func TestStaleIPCSocket(t *testing.T) {
+	dir := t.TempDir()
+	conn := &wire.ConnectionInfo{Transport: "ipc", IP: filepath.Join(dir, "k"), Key: "k",
+		ShellPort: 1, IOPubPort: 2, StdinPort: 3, ControlPort: 4, HBPort: 5}
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: conn.IPCPath(conn.IOPubPort), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.SetUnlinkOnClose(false)
+	stale.Close()
+	srv := serveUntilListening(t, Config{Conn: conn})
+	ping(t, srv.ConnectionInfo().Addr(conn.HBPort))
+
+	other := *conn
+	other.IP = filepath.Join(dir, "other")
+	live, err := net.Listen("unix", other.IPCPath(other.StdinPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	srv2, err := New(Config{Conn: &other, Handler: newFake(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv2.Serve(context.Background()); err == nil || !strings.Contains(err.Error(), "bind stdin") {
+		t.Fatalf("Serve over a live socket = %v", err)
+	}
+	if c, err := net.Dial("unix", other.IPCPath(other.StdinPort)); err != nil {
+		t.Fatalf("the live socket was taken over: %v", err)
+	} else {
+		c.Close()
+	}
+}

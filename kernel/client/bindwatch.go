@@ -68,8 +68,9 @@ func probeIPC(conn *wire.ConnectionInfo, pgid int) (look, error) {
 //     (it has bound one of its ports, or runs ZeroMQ);
 //   - a port not bound by the kernel timeout after it began to bind (it
 //     bound its first port or started ZeroMQ), or after another process
-//     was first seen holding one: a kernel binds its sockets together, so
-//     a missing one failed. ipykernel whose bind failed closes the others
+//     was first seen holding one (at two looks: a probe for a free port
+//     holds one for a moment): a kernel binds its sockets together, so a
+//     missing one failed. ipykernel whose bind failed closes the others
 //     and hangs with ZeroMQ running and nothing bound.
 //
 // A kernel that has not begun to bind is left alone (a cold start of a
@@ -79,7 +80,7 @@ func probeIPC(conn *wire.ConnectionInfo, pgid int) (look, error) {
 func watchBinding(ctx context.Context, conn *wire.ConnectionInfo, pgid int, probe prober, timeout time.Duration, fail func(error)) {
 	t := time.NewTicker(bindPoll)
 	defer t.Stop()
-	var first time.Time // when the kernel began to bind, or a port was seen held
+	var first time.Time // when the kernel began to bind, or a port was held
 	var before map[wire.Channel]uint64
 	for {
 		select {
@@ -94,15 +95,15 @@ func watchBinding(ctx context.Context, conn *wire.ConnectionInfo, pgid int, prob
 		if len(l.bound) == len(wire.Channels()) {
 			return
 		}
-		binding := len(l.bound) > 0 || l.binding
-		if first.IsZero() && (binding || len(l.holders) > 0) {
-			first = time.Now()
-		}
 		held := map[wire.Channel]bool{}
 		for ch, ino := range l.holders {
 			if before[ch] == ino {
 				held[ch] = true
 			}
+		}
+		binding := len(l.bound) > 0 || l.binding
+		if first.IsZero() && (binding || len(held) > 0) {
+			first = time.Now()
 		}
 		if len(held) > 0 && binding || !first.IsZero() && time.Since(first) >= timeout {
 			fail(bindError(conn, l.bound, held, time.Since(first)))

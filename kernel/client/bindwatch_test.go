@@ -56,6 +56,8 @@ func TestWatchBinding(t *testing.T) {
 		{"held while binding", []look{iopubHeld(7, wire.Shell), iopubHeld(7, wire.Shell)},
 			"held by another process: iopub (tcp://127.0.0.1:2); not bound after"},
 		{"held, then the kernel binds it", []look{iopubHeld(7), iopubHeld(7), all}, ""},
+		{"held a moment, then a slow import", []look{iopubHeld(7), nothing}, ""},
+		{"held long, the kernel not binding yet", []look{iopubHeld(7)}, "held by another process: iopub"},
 		{"another socket each time (opening or closing)", []look{iopubHeld(7, wire.Shell), iopubHeld(8, wire.Shell), all}, ""},
 		{"part bound, the rest never", []look{three}, "not bound after"},
 		{"ZeroMQ runs, nothing bound (ipykernel after a failed bind)", []look{zmq}, "not bound after"},

@@ -153,7 +153,11 @@ func (k *kernelRun) run() error {
 			k.log.Warn("closing the bridge", "error", err)
 		}
 	}()
-	srv, err := kernel.New(kernel.Config{Conn: k.conn, Handler: b, Logger: k.log})
+	cfg := kernel.Config{Conn: k.conn, Handler: b, Logger: k.log}
+	if k.egl != nil {
+		cfg.Listeners = k.egl.TakeListeners() // bound in EG's port range
+	}
+	srv, err := kernel.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -245,6 +249,9 @@ func (k *kernelRun) serve(srv *kernel.Server, b *bridge.Bridge, sigint, sigterm 
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx) }()
 	egShutdown, failed := k.egStart(sctx, srv, b, done)
+	if failed == nil {
+		failed = k.writeBack(srv, done)
+	}
 	// Going down on a signal or with the parent: the agent's turn stops
 	// first, while the server still answers (what streamed is stored,
 	// marked partial; the cell gets its reply), then the backing kernel
@@ -312,6 +319,25 @@ func (k *kernelRun) egStart(ctx context.Context, srv *kernel.Server, b *bridge.B
 		done <- err // the serve loop reports it
 	}
 	return egShutdown, nil
+}
+
+// writeBack, when the connection file leaves ports to the kernel (0, as
+// ipykernel allows), writes the file again with the ports the server
+// bound, once it listens: the launcher reads them from it.
+func (k *kernelRun) writeBack(srv *kernel.Server, done chan error) error {
+	if k.connFile == "" || len(k.conn.Unassigned()) == 0 {
+		return nil
+	}
+	select {
+	case <-srv.Listening():
+	case err := <-done:
+		done <- err // the serve loop reports it
+		return nil
+	}
+	if err := wire.WriteConnectionFile(k.connFile, srv.ConnectionInfo()); err != nil {
+		return fmt.Errorf("kernel: write the bound ports to the connection file: %w", err)
+	}
+	return nil
 }
 
 // ended is the kernel's exit: the server's end, read with how it came.

@@ -468,3 +468,82 @@ func waitPeers(t *testing.T, p *Pub, n int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Over ipc (Unix sockets, the transport of local kernels): a DEALER Dialer
+// talks to a Router served on a Unix listener, and a zmq4 REQ through
+// Endpoint gets its ping echoed, as a kernel's heartbeat does.
+func TestDialerIPC(t *testing.T) {
+	ep := "ipc://" + filepath.Join(t.TempDir(), "kernel-1")
+	ln, err := Listen(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRouter(ln, nil)
+	defer r.Close()
+	g := make(got, 4)
+	r.Serve(func(f [][]byte) {
+		if string(f[len(f)-1]) == "ping" {
+			r.Send(f) // the echo
+			return
+		}
+		g <- f
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := Dial(ctx, ep, zmq4.Dealer, []byte("me"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Send([][]byte{[]byte("over ipc")}); err != nil {
+		t.Fatal(err)
+	}
+	if f := g.next(t); string(f[0]) != "me" || string(f[1]) != "over ipc" {
+		t.Fatalf("router got %q", f)
+	}
+	req := zmq4.NewReq(ctx)
+	defer req.Close()
+	if err := req.Dial(Endpoint(ep)); err != nil {
+		t.Fatal(err)
+	}
+	if err := req.Send(zmq4.NewMsgString("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if m := recvOne(t, req); string(m.Frames[0]) != "ping" {
+		t.Fatalf("heartbeat echo %q", m.Frames)
+	}
+}
+
+// A Dialer whose peer accepts and never does the ZMTP handshake (not a
+// ZeroMQ socket: a port another process holds) gives up when its ctx ends,
+// not HandshakeTimeout later.
+func TestDialerHandshakeStopsWithCtx(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := Dial(ctx, "tcp://"+ln.Addr().String(), zmq4.Sub, nil, nil)
+		errc <- err
+	}()
+	c := <-accepted
+	defer c.Close()
+	stopped := errors.New("the start failed")
+	cancel(stopped)
+	if err := <-errc; !errors.Is(err, stopped) {
+		t.Fatalf("Dial = %v, want the ctx's cause", err)
+	}
+	if waited := time.Since(start); waited >= HandshakeTimeout {
+		t.Fatalf("Dial returned after %v: it waited out the handshake timeout", waited)
+	}
+}

@@ -122,6 +122,47 @@ func ParseAnswer(s string) (Answer, error) {
 	return "", fmt.Errorf("agent: unknown answer %q (want y, a or n)", s)
 }
 
+// AllowPrompt ends the text of an approval asked as a line of text (a
+// notebook's stdin, a terminal); ParseReply reads the answer.
+const AllowPrompt = "Allow? [y]es / [a]lways / [n]o: "
+
+// AskQuestion is what an ask asks, for a person, without the answer line
+// (AskPrompt adds it): the code to run, the MCP tool and its arguments,
+// the tool and its input, or the followup question with its numbered
+// suggestions.
+func AskQuestion(ask messages.UIMessage) string {
+	switch ask.Ask {
+	case messages.AskCommand:
+		return "The agent wants to run this code:\n\n" + ask.Text + "\n"
+	case messages.AskUseMCPServer:
+		if a, ok := ParseMCPAsk(ask); ok {
+			return fmt.Sprintf("The agent wants to use the tool %s of the MCP server %s with %s", a.ToolName, a.ServerName, a.Arguments)
+		}
+		return ask.Text
+	case messages.AskFollowup:
+		q, _ := messages.ParseFollowup(ask)
+		p := q.Question
+		for i, s := range q.Suggest {
+			p += fmt.Sprintf("\n  %d. %s", i+1, s)
+		}
+		return p
+	case messages.AskTool:
+		if t, ok := messages.ParseToolAsk(ask); ok {
+			return fmt.Sprintf("The agent wants to use %s with %s", t.Tool, t.Input)
+		}
+	}
+	return ask.Text
+}
+
+// AskPrompt is the whole line of text an ask is put to a person with:
+// AskQuestion, then AllowPrompt, or "> " for a followup's answer.
+func AskPrompt(ask messages.UIMessage) string {
+	if ask.Ask == messages.AskFollowup {
+		return AskQuestion(ask) + "\n> "
+	}
+	return AskQuestion(ask) + "\n" + AllowPrompt
+}
+
 // ParseReply turns text typed at an approval prompt into the Response
 // that answers the ask, decided by by: y, a and n as ParseAnswer reads
 // them; any other words are a denial that the model gets to read. ok is

@@ -239,7 +239,7 @@ func New(cfg Config) (*Task, error) {
 	}
 	t := &Task{
 		cfg:     cfg,
-		log:     cfg.Logger.Named("agent").With("session", shortID(cfg.SessionID)),
+		log:     cfg.Logger.Named("agent").With("session", messages.ShortID(cfg.SessionID)),
 		clock:   clock,
 		perm:    perm,
 		ui:      append([]messages.UIMessage(nil), cfg.UI...),
@@ -253,13 +253,6 @@ func New(cfg Config) (*Task, error) {
 		t.pending = &pendingAsk{msg: t.ui[n-1], answer: make(chan Response, 1), idle: true}
 	}
 	return t, nil
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
 
 // notifyLocked wakes everyone waiting for a change of the task's state, its

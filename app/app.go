@@ -8,6 +8,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"os"
@@ -93,26 +94,26 @@ func Load(f Flags, log hclog.Logger) Config {
 		c.Problems = append(c.Problems, err.Error()+" (the whole file is ignored until it is fixed)")
 	}
 	c.File = fc
-	c.Approve, err = agent.ParseApprovalPolicy(firstNonEmpty(os.Getenv(EnvApprove), fc.Approve))
+	c.Approve, err = agent.ParseApprovalPolicy(cmp.Or(os.Getenv(EnvApprove), fc.Approve))
 	if err != nil {
 		c.Problems = append(c.Problems, "approval policy: "+err.Error()+" (using none)")
 		c.Approve = agent.ApproveNone
 	}
-	if m := firstNonEmpty(os.Getenv(EnvPermissionMode), fc.Mode); m != "" {
+	if m := cmp.Or(os.Getenv(EnvPermissionMode), fc.Mode); m != "" {
 		if c.PermissionMode, err = agent.ParseMode(m); err != nil {
 			c.Problems = append(c.Problems, "permission mode: "+err.Error()+" (using default)")
 			c.PermissionMode = ""
 		}
 	}
-	if c.Effort, err = provider.ParseEffort(firstNonEmpty(os.Getenv(EnvEffort), fc.Effort)); err != nil {
+	if c.Effort, err = provider.ParseEffort(cmp.Or(os.Getenv(EnvEffort), fc.Effort)); err != nil {
 		c.Problems = append(c.Problems, "effort: "+err.Error()+" (using the model's default)")
 	}
 	for _, p := range c.Problems {
 		log.Error("configuration problem", "problem", p)
 	}
 	c.Model = models.Resolve(f.Model, os.Getenv(EnvModel), fc.Model)
-	c.Record = firstNonEmpty(f.Record, os.Getenv(EnvRecord))
-	c.StoreURL = firstNonEmpty(f.Store, os.Getenv(store.EnvStore), fc.Store)
+	c.Record = cmp.Or(f.Record, os.Getenv(EnvRecord))
+	c.StoreURL = cmp.Or(f.Store, os.Getenv(store.EnvStore), fc.Store)
 	return c
 }
 
@@ -169,14 +170,4 @@ func SessionNotebook(s store.Session, h store.Histories, ks *notebooks.Kernelspe
 	return notebooks.FromSession(h.UI, h.API, notebooks.SessionMeta{
 		ID: s.ID, Title: s.Title, Model: s.Model, Provider: s.Provider, Mode: s.Mode, Kernelspec: ks,
 	})
-}
-
-// firstNonEmpty returns the first non-empty string.
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

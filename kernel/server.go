@@ -400,9 +400,8 @@ func username(parent *wire.Message) string {
 }
 
 var (
-	statusBusy     = json.RawMessage(`{"execution_state":"busy"}`)
-	statusIdle     = json.RawMessage(`{"execution_state":"idle"}`)
-	statusStarting = json.RawMessage(`{"execution_state":"starting"}`)
+	statusBusy = json.RawMessage(`{"execution_state":"busy"}`)
+	statusIdle = json.RawMessage(`{"execution_state":"idle"}`)
 )
 
 func (s *Server) status(parent *wire.Message, state json.RawMessage) {

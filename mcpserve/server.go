@@ -109,8 +109,8 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 // browser request and a request for another host name than the loopback
 // one it was sent to (DNS rebinding) are refused.
 func (s *Server) Handler(token string) http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
-		&sdk.StreamableHTTPOptions{CrossOriginProtection: http.NewCrossOriginProtection(), Logger: s.slog()})
+	h := http.NewCrossOriginProtection().Handler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
+		&sdk.StreamableHTTPOptions{Logger: s.slog()}))
 	verify := func(_ context.Context, got string, _ *http.Request) (*auth.TokenInfo, error) {
 		if token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			return nil, auth.ErrInvalidToken

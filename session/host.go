@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/mcp"
+	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/rules"
 	"github.com/agentkernel/agentkernel/store"
 )
@@ -321,7 +323,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		return nil, err
 	}
 	h.mu.Lock()
-	model := firstNonEmpty(h.explicit, h.cfg.Model)
+	model := cmp.Or(h.explicit, h.cfg.Model)
 	h.mu.Unlock()
 	var (
 		id        string
@@ -335,7 +337,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 			return nil, fmt.Errorf("session: %w", err)
 		}
 		if s.Archived() {
-			return nil, fmt.Errorf("session: %s is archived; restore it first (agentkernel sessions restore %s)", s.ID, shortID(s.ID))
+			return nil, fmt.Errorf("session: %s is archived; restore it first (agentkernel sessions restore %s)", s.ID, messages.ShortID(s.ID))
 		}
 		if hist, err = st.Load(ctx, s.ID); err != nil {
 			return nil, fmt.Errorf("session: load %s: %w", s.ID, err)
@@ -345,7 +347,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 			elsewhere = s.Workspace
 		}
 		h.mu.Lock()
-		model = firstNonEmpty(h.explicit, s.Model, h.cfg.Model)
+		model = cmp.Or(h.explicit, s.Model, h.cfg.Model)
 		h.mu.Unlock()
 	} else {
 		providerName, _, _ := strings.Cut(model, ":")
@@ -495,20 +497,4 @@ func (h *Host) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }

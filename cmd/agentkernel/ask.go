@@ -263,7 +263,7 @@ func (a *askRun) openSession(ctx context.Context) error {
 	}
 	if a.info.Elsewhere != "" {
 		fmt.Fprintf(a.stderr, "agentkernel: session %s was started in %s, not here (%s): its rewinds here restore the "+
-			"conversation and the kernel, never files.\n", shortID(a.info.ID), a.info.Elsewhere, a.host.Workspace())
+			"conversation and the kernel, never files.\n", messages.ShortID(a.info.ID), a.info.Elsewhere, a.host.Workspace())
 	}
 	if m := strings.TrimSpace(a.model); m != "" {
 		if err := a.host.SetModel(ctx, m); err != nil {
@@ -337,7 +337,7 @@ func (a *askRun) prompts(ctx context.Context) error {
 
 // finish closes the session and returns the run's error: a write, the
 // input, a failed turn, or denied calls.
-func (a *askRun) finish(failed error, denied []streamjson.Denial) error {
+func (a *askRun) finish(denied []streamjson.Denial, failed error) error {
 	if cerr := a.host.Close(); cerr != nil {
 		a.log.Warn("closing the session", "error", cerr)
 	}
@@ -396,22 +396,13 @@ func ttyApprover(stdin io.Reader, stderr io.Writer) agent.Approver {
 	}
 	return func(ctx context.Context, ask messages.UIMessage) (agent.Response, bool) {
 		if ask.Ask == messages.AskFollowup {
-			q, _ := messages.ParseFollowup(ask)
-			p := q.Question
-			for i, s := range q.Suggest {
-				p += fmt.Sprintf("\n  %d. %s", i+1, s)
-			}
-			in, ok := read(ctx, "\n"+p+"\n> ")
+			in, ok := read(ctx, "\n"+agent.AskPrompt(ask))
 			if !ok {
 				return agent.Response{Kind: agent.ResponseMessage, Text: agent.NoAnswer, By: "stdin"}, true
 			}
 			return agent.Response{Kind: agent.ResponseMessage, Text: in, By: "stdin"}, true
 		}
-		prompt := "\nThe agent wants to run " + streamjson.DescribeAsk(ask)
-		if ask.Ask == messages.AskCommand {
-			prompt = "\nThe agent wants to run this code:\n\n" + ask.Text + "\n"
-		}
-		prompt += "\nAllow? [y]es / [a]lways / [n]o: "
+		prompt := "\n" + agent.AskPrompt(ask)
 		for {
 			in, ok := read(ctx, prompt)
 			if !ok {

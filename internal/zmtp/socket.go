@@ -210,16 +210,6 @@ type Router struct {
 	*server
 }
 
-// ListenRouter binds ep (tcp:// or ipc://) and returns a Router on it (see
-// NewRouter).
-func ListenRouter(ep string, onError func(error)) (*Router, error) {
-	ln, err := Listen(ep)
-	if err != nil {
-		return nil, err
-	}
-	return NewRouter(ln, onError), nil
-}
-
 // NewRouter returns a Router that serves ln, a TCP or Unix listener, and
 // closes it with the Router. Peers are served once Serve is called: an
 // owner can finish setting up what its handler uses in between. onError
@@ -291,16 +281,6 @@ const (
 // ErrSlowSubscriber is reported to a Pub's onError for a subscriber
 // dropped because its queue was full. Test with errors.Is.
 var ErrSlowSubscriber = errors.New("zmtp: subscriber cannot keep up")
-
-// ListenPub binds ep (tcp:// or ipc://) and returns a Pub on it (see
-// NewPub).
-func ListenPub(ep string, onError func(error)) (*Pub, error) {
-	ln, err := Listen(ep)
-	if err != nil {
-		return nil, err
-	}
-	return NewPub(ln, onError), nil
-}
 
 // NewPub returns a Pub that serves ln, a TCP or Unix listener, at once, and
 // closes it with the Pub. onError may be nil.

@@ -29,7 +29,7 @@ func (g got) next(t *testing.T) [][]byte {
 func listenRouter(t *testing.T, ep string) (*Router, got) {
 	t.Helper()
 	g := make(got, 16)
-	r, err := ListenRouter(ep, nil)
+	r, err := bindRouter(ep, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestRouterIPC(t *testing.T) {
 func TestRouterDropsHostilePeer(t *testing.T) {
 	errs := make(chan error, 4)
 	g := make(got, 4)
-	r, err := ListenRouter("tcp://127.0.0.1:0", func(err error) { errs <- err })
+	r, err := bindRouter("tcp://127.0.0.1:0", func(err error) { errs <- err })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestRouterDropsHostilePeer(t *testing.T) {
 }
 
 func TestPubReachesEverySubscriber(t *testing.T) {
-	p, err := ListenPub("tcp://127.0.0.1:0", nil)
+	p, err := bindPub("tcp://127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ func TestDialerSubscribes(t *testing.T) {
 // it, and a subscriber that reads gets every message.
 func TestPubDropsStuckSubscriber(t *testing.T) {
 	dropped := make(chan error, 1)
-	p, err := ListenPub("tcp://127.0.0.1:0", func(err error) {
+	p, err := bindPub("tcp://127.0.0.1:0", func(err error) {
 		if errors.Is(err, ErrSlowSubscriber) {
 			select {
 			case dropped <- err:
@@ -546,4 +546,22 @@ func TestDialerHandshakeStopsWithCtx(t *testing.T) {
 	if waited := time.Since(start); waited >= HandshakeTimeout {
 		t.Fatalf("Dial returned after %v: it waited out the handshake timeout", waited)
 	}
+}
+
+// bindRouter binds ep and returns a Router on it.
+func bindRouter(ep string, onError func(error)) (*Router, error) {
+	ln, err := Listen(ep)
+	if err != nil {
+		return nil, err
+	}
+	return NewRouter(ln, onError), nil
+}
+
+// bindPub binds ep and returns a Pub on it.
+func bindPub(ep string, onError func(error)) (*Pub, error) {
+	ln, err := Listen(ep)
+	if err != nil {
+		return nil, err
+	}
+	return NewPub(ln, onError), nil
 }

@@ -1,7 +1,7 @@
 // Package zmtp holds agentkernel's ZeroMQ sockets and the transport (TCP
 // and Unix sockets) under them.
 //
-// The sockets (ListenRouter or NewRouter, ListenPub or NewPub, Dial) use go-zeromq/zmq4's Conn for
+// The sockets (NewRouter and NewPub over a Listen, Dial) use go-zeromq/zmq4's Conn for
 // ZMTP itself — greeting, NULL handshake, framing — and route messages
 // themselves: a connection's reading goroutine calls the handler directly
 // and sends write on the caller's goroutine, with none of the goroutine

@@ -266,7 +266,7 @@ func TestIPCConnectionInfo(t *testing.T) {
 }
 
 func TestSessionIDsDiffer(t *testing.T) {
-	if NewSessionID() == NewSessionID() {
+	if a, b := NewSessionID(), NewSessionID(); a == b {
 		t.Fatal("session ids repeat")
 	}
 }

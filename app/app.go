@@ -20,6 +20,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/checkpoint"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/notebooks"
@@ -80,6 +81,10 @@ type Config struct {
 	// Source is the surface the inputs come from in the event log, when
 	// the environment says ($AGENTKERNEL_EVENT_SOURCE).
 	Source eventlog.Source
+	// Processor lends background work (the workspace baseline) a
+	// processor: the command that owns GOMAXPROCS sets it
+	// (checkpoint.Options.Processor). Nil: none is lent.
+	Processor func() (release func())
 }
 
 // Load reads the configuration. It never fails: what it cannot use is
@@ -126,6 +131,14 @@ func (c Config) Err() error {
 	return errors.New(strings.Join(c.Problems, "\n"))
 }
 
+// checkpoints are the workspace tracker's options: the file's, and the
+// processor the command lends.
+func (c Config) checkpoints() checkpoint.Options {
+	o := c.File.Checkpoints.options()
+	o.Processor = c.Processor
+	return o
+}
+
 // host is the session host's configuration from c: everything but the
 // store, the runner, the workspace, the kind, the logger, the event log
 // and the model opener, which Open adds.
@@ -134,7 +147,7 @@ func (c Config) host() session.Config {
 		DataDir:        c.DataDir,
 		StoreURL:       c.StoreURL,
 		Hooks:          c.File.Hooks,
-		Checkpoints:    c.File.Checkpoints.options(),
+		Checkpoints:    c.checkpoints(),
 		Source:         c.Source,
 		Model:          c.Model,
 		PermissionMode: c.PermissionMode,

@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,9 +48,10 @@ type kernelRun struct {
 	stderr                               io.Writer
 
 	// Set by run.
-	log  hclog.Logger
-	conn *wire.ConnectionInfo
-	egl  *eglaunch.Launch // launched by Enterprise Gateway
+	log   hclog.Logger
+	conn  *wire.ConnectionInfo
+	egl   *eglaunch.Launch // launched by Enterprise Gateway
+	procs *procs           // the process's processors (setKernelProcs)
 }
 
 // parseKernel reads the kernel's flags: ours, Enterprise Gateway's
@@ -110,7 +112,7 @@ func (k *kernelRun) run() error {
 	if k.log, err = newLogger(k.stderr); err != nil {
 		return err
 	}
-	setKernelProcs()
+	k.procs = setKernelProcs()
 	stopProfile, err := startProfile()
 	if err != nil {
 		return err
@@ -168,6 +170,7 @@ func (k *kernelRun) run() error {
 // the bridge over it; closeApp closes what the bridge does not.
 func (k *kernelRun) open(mode bridge.Mode, nested error) (b *bridge.Bridge, closeApp func(), err error) {
 	cfg := app.Load(app.Flags{Model: k.model, Record: k.record, Store: k.store}, k.log)
+	cfg.Processor = k.procs.lend
 	bo, err := k.backing.Options(k.conn.KernelName)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: %w", err)
@@ -369,10 +372,48 @@ func (k *kernelRun) ended(err, failed error, orphaned, signalled bool) error {
 // costs a system call and, on virtual machines, an inter-processor
 // interrupt. Measured with scripts/kernelbench on a 2-core VM: kernel CPU
 // per proxied execute 570 → 390–450 µs, execute overhead over ipykernel
-// direct +19% → +8–11%. Blocking system calls still run beside it.
-func setKernelProcs() {
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
+// direct +19% → +8–11%. Blocking system calls still run beside it. The
+// process's processors are the kernel command's alone: the workspace
+// baseline borrows one through the procs it returns.
+func setKernelProcs() *procs {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return &procs{fixed: true}
+	}
+	runtime.GOMAXPROCS(1)
+	return &procs{base: 1}
+}
+
+// procs lends background work a processor beside the kernel's: GOMAXPROCS
+// is raised by one while any loan is out (two baselines at once, in two
+// sessions, share the one), and set back when the last is returned. Its
+// methods are safe for concurrent use.
+type procs struct {
+	mu    sync.Mutex
+	base  int  // GOMAXPROCS with nothing lent
+	fixed bool // GOMAXPROCS is the user's: lend nothing
+	lent  int
+}
+
+// lend raises GOMAXPROCS for the caller (checkpoint.Options.Processor) and
+// returns the release, which may be called once.
+func (p *procs) lend() (release func()) {
+	if p.fixed || p.base >= runtime.NumCPU() {
+		return func() {}
+	}
+	p.mu.Lock()
+	if p.lent++; p.lent == 1 {
+		runtime.GOMAXPROCS(p.base + 1)
+	}
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			if p.lent--; p.lent == 0 {
+				runtime.GOMAXPROCS(p.base)
+			}
+			p.mu.Unlock()
+		})
 	}
 }
 

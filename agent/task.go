@@ -18,7 +18,7 @@ import (
 )
 
 // Store persists a session. Every completed message is written through it
-// before the task takes its next step. The bridge adapts *store.Store.
+// before the task takes its next step. agent/agentstore adapts *store.Store.
 type Store interface {
 	AppendUI(ctx context.Context, sessionID string, msgs ...messages.UIMessage) error
 	// UpdateUI stores a new version of a UI message; partial versions may

@@ -70,7 +70,8 @@ type Config struct {
 	Approve agent.ApprovalPolicy
 	// UpdateInterval is the least time between two updates of a prompt
 	// cell's growing display while its message streams (the complete
-	// text goes out at once). Default 50 ms: at most 20 updates a second.
+	// text goes out at once). Default 1/19 s: at most 20 updates in any
+	// second, the last one included.
 	UpdateInterval time.Duration
 }
 

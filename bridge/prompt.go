@@ -27,7 +27,10 @@ import (
 // the code it runs shows its real outputs; its asks become input_requests
 // when the frontend allows stdin, else the headless policy answers.
 
-const defaultUpdateInterval = 50 * time.Millisecond // ≤ 20 updates a second
+// defaultUpdateInterval spaces a streaming message's updates so that, with
+// its complete text sent at once when it ends, no second holds more than
+// 20 of them.
+const defaultUpdateInterval = time.Second / 19
 
 // cellOut maps one cell's agent events to iopub. Its methods are called on
 // the task's goroutine (events) and the cell's (asks, end), so it locks.

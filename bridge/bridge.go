@@ -122,7 +122,8 @@ type Bridge struct {
 	pmu   sync.Mutex // guards panel; never held across a call out
 	panel *panel     // the web panel, once %agent webview started it
 
-	comms comms // the panel's comms (the JupyterLab sidebar)
+	comms  *commRouter // the comms the bridge serves itself
+	panels *panelComms // the panel's comms (the JupyterLab sidebar)
 
 	attachMu sync.Mutex
 	attached []attachment // %agent attach: images for the next prompt
@@ -139,6 +140,8 @@ func New(cfg Config) (*Bridge, error) {
 	cfg = cfg.withDefaults()
 	b := &Bridge{cfg: cfg, log: cfg.Logger.Named("bridge"), runner: cfg.Runner, host: cfg.Host}
 	b.recent.init(256)
+	b.panels = &panelComms{b: b}
+	b.comms = newCommRouter(map[string]commTarget{PanelTarget: b.panels}, b.log.Warn)
 	return b, nil
 }
 

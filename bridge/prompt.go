@@ -364,7 +364,7 @@ func (b *Bridge) proposedCell(code string) string {
 // without stdin stays pending: the next prompt is its answer.
 func (b *Bridge) approver(r *kernel.Request) agent.Approver {
 	return func(ctx context.Context, ask messages.UIMessage) (agent.Response, bool) {
-		if b.comms.attached() {
+		if b.panels.attached() {
 			// The Agent sidebar is open on this kernel: the ask is answered
 			// there. A stdin prompt would outlive the answer in the
 			// notebook, which then refuses to run any cell ("pending

@@ -53,6 +53,10 @@ type Config struct {
 	Modes map[string]rules.Mode
 	// WebFetch, when it allows some sites, offers the web_fetch tool.
 	WebFetch *agent.WebFetch
+	// Cells, when set, gives where the notebook the agent works in is
+	// changed now (nil when nowhere): the notebook tools are offered
+	// while it gives one.
+	Cells func() Cells
 	// StoreURL, when a postgres:// URL, is the PostgreSQL store the host
 	// opens instead (see store.Options.URL).
 	StoreURL string
@@ -369,7 +373,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	files := h.files
 	h.mu.Unlock()
 	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource(), Files: files,
-		WebFetch: h.cfg.WebFetch, KernelServers: h.clientServers()})
+		WebFetch: h.cfg.WebFetch, KernelServers: h.clientServers(), Notebook: h.notebookSource(c)})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
 )
 
 // This file: the notebook the agent works in, as the agent sees it. The
@@ -104,6 +106,22 @@ const (
 
 // IsNotebookTool reports whether name is one of the notebook tools.
 func IsNotebookTool(name string) bool { return strings.HasPrefix(name, "notebook_") }
+
+// NotebookToolSpecs are the notebook tools as a model, or an MCP client of
+// agentkernel's server, is offered them.
+func NotebookToolSpecs() []provider.Tool {
+	tb := &Toolbox{}
+	var out []provider.Tool
+	for _, t := range tb.notebookTools() {
+		s, err := t.schema()
+		if err != nil {
+			panic(fmt.Sprintf("agent: the schema of %s: %v", t.name, err)) // our own definitions: a bug
+		}
+		t.inputSchema = s
+		out = append(out, t.Spec())
+	}
+	return out
+}
 
 // notebookTools are the notebook tools of tb.
 func (tb *Toolbox) notebookTools() []*Tool {

@@ -125,12 +125,16 @@ type Host struct {
 	providers map[string]provider.Provider
 	mcp       *mcp.Manager       // made at the first session
 	clientMCP []mcp.ServerConfig // a client's servers (AddMCPServers)
-	files     agent.Files        // a client's file buffers (SetFiles)
-	effort    provider.Effort    // SetEffort's, when effortSet
-	effortSet bool
-	mode      rules.Mode // SetAgentMode's; zero: code
-	cells     []cell     // code mode's cells run before any session: the first one's context
-	closed    bool
+	// cellsFn gives where the notebook is changed (SetCells); cellsLater
+	// says it will be set (ExpectCells).
+	cellsFn    func() Cells
+	cellsLater bool
+	files      agent.Files     // a client's file buffers (SetFiles)
+	effort     provider.Effort // SetEffort's, when effortSet
+	effortSet  bool
+	mode       rules.Mode // SetAgentMode's; zero: code
+	cells      []cell     // code mode's cells run before any session: the first one's context
+	closed     bool
 }
 
 // current is the session the host drives.

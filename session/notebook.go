@@ -40,19 +40,50 @@ type notebook struct {
 	c *current
 }
 
-// notebookSource is session c's agent.NotebookSource: the Cells that
-// Config.Cells gives now, as the agent's notebook.
+// SetCells makes f give where the notebook the agent works in is changed,
+// from now on, in every session of the host (the kernel's bridge sets it:
+// the notebook comm of the frontend that sent the prompt). It replaces
+// Config.Cells.
+func (h *Host) SetCells(f func() Cells) {
+	h.mu.Lock()
+	h.cellsFn = f
+	h.mu.Unlock()
+}
+
+// notebookSource is session c's agent.NotebookSource: the Cells given now
+// (SetCells, else Config.Cells), as the agent's notebook.
 func (h *Host) notebookSource(c *current) agent.NotebookSource {
-	if h.cfg.Cells == nil {
+	h.mu.Lock()
+	none := h.cfg.Cells == nil && h.cellsFn == nil && !h.cellsLater
+	h.mu.Unlock()
+	if none {
 		return nil
 	}
 	return func() agent.Notebook {
-		cells := h.cfg.Cells()
+		h.mu.Lock()
+		f := h.cellsFn
+		h.mu.Unlock()
+		if f == nil {
+			f = h.cfg.Cells
+		}
+		if f == nil {
+			return nil
+		}
+		cells := f()
 		if cells == nil {
 			return nil
 		}
 		return notebook{Cells: cells, h: h, c: c}
 	}
+}
+
+// ExpectCells says that SetCells will be called (a kernel's bridge, whose
+// frontend opens the notebook comm after the session may exist): sessions
+// opened before get the notebook tools too.
+func (h *Host) ExpectCells() {
+	h.mu.Lock()
+	h.cellsLater = true
+	h.mu.Unlock()
 }
 
 // Run implements agent.Notebook: the cell's code runs in the backing
@@ -152,6 +183,9 @@ func (c *cellOutputs) add(o backing.Output) {
 		out["metadata"] = orEmpty(m["metadata"])
 		if o.Type == "execute_result" {
 			out["execution_count"] = m["execution_count"]
+			if n, ok := m["execution_count"].(float64); ok && c.count == 0 {
+				c.count = int(n)
+			}
 		}
 	case "error":
 		out["ename"], out["evalue"], out["traceback"] = m["ename"], m["evalue"], orList(m["traceback"])

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/internal/nbcomm"
 	"github.com/agentkernel/agentkernel/session"
 )
 
@@ -25,10 +26,7 @@ import (
 //	comm_open data {"protocol": 1, "path": "analysis.ipynb"}
 //	kernel → frontend: {"request": {"id", "op", "args"}}
 //	frontend → kernel: {"reply": {"id", "ok", "result" | "error", "code"}}
-const NotebookTarget = "agentkernel.notebook"
-
-// notebookProtocol is the version of the notebook comm's protocol.
-const notebookProtocol = 1
+const NotebookTarget = nbcomm.Target
 
 // notebookRequestTimeout bounds a request the frontend does not answer.
 const notebookRequestTimeout = 30 * time.Second
@@ -50,32 +48,19 @@ type notebookComm struct {
 	path    string
 
 	mu      sync.Mutex
-	pending map[string]chan notebookReply
+	pending map[string]chan nbcomm.Reply
 	gone    chan struct{}
 }
 
-// notebookReply is a frontend's answer to one request.
-type notebookReply struct {
-	ID     string          `json:"id"`
-	OK     bool            `json:"ok"`
-	Result json.RawMessage `json:"result"`
-	Error  string          `json:"error"`
-	// Code says what kind of error: no_cell, conflict, or "".
-	Code string `json:"code"`
-}
-
 func (n *notebookComms) open(_ context.Context, m commMsg) {
-	var d struct {
-		Protocol int    `json:"protocol"`
-		Path     string `json:"path"`
-	}
+	var d nbcomm.Open
 	_ = json.Unmarshal(m.data, &d)
 	t := commTransport{b: n.b, r: m.r, id: m.id}
-	if d.Protocol != notebookProtocol {
-		t.close(fmt.Sprintf("notebook comm protocol %d; this kernel speaks %d", d.Protocol, notebookProtocol))
+	if d.Protocol != nbcomm.Protocol {
+		t.close(fmt.Sprintf("notebook comm protocol %d; this kernel speaks %d", d.Protocol, nbcomm.Protocol))
 		return
 	}
-	c := &notebookComm{t: t, session: m.r.Msg.Header.Session, path: d.Path, pending: map[string]chan notebookReply{}, gone: make(chan struct{})}
+	c := &notebookComm{t: t, session: m.r.Msg.Header.Session, path: d.Path, pending: map[string]chan nbcomm.Reply{}, gone: make(chan struct{})}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.comms == nil {
@@ -97,7 +82,7 @@ func (n *notebookComms) message(_ context.Context, m commMsg) {
 		return
 	}
 	var d struct {
-		Reply *notebookReply `json:"reply"`
+		Reply *nbcomm.Reply `json:"reply"`
 	}
 	if err := json.Unmarshal(m.data, &d); err != nil || d.Reply == nil {
 		n.b.log.Warn("notebook comm: a message that is no reply", "comm_id", m.id)
@@ -176,9 +161,9 @@ func (c *notebookComm) end() {
 
 // request sends op with args to the frontend and decodes its result into
 // out (may be nil).
-func (c *notebookComm) request(ctx context.Context, op string, args, out any) error {
+func (c *notebookComm) request(ctx context.Context, op string, args nbcomm.Args, out any) error {
 	id := uuid.NewString()
-	ch := make(chan notebookReply, 1)
+	ch := make(chan nbcomm.Reply, 1)
 	c.mu.Lock()
 	select {
 	case <-c.gone:
@@ -193,7 +178,11 @@ func (c *notebookComm) request(ctx context.Context, op string, args, out any) er
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}()
-	if err := c.t.send(map[string]any{"request": map[string]any{"id": id, "op": op, "args": args}}); err != nil {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	if err := c.t.send(map[string]any{"request": nbcomm.Request{ID: id, Op: op, Args: raw}}); err != nil {
 		return fmt.Errorf("notebook %s: send: %w", op, err)
 	}
 	timer := time.NewTimer(notebookRequestTimeout)
@@ -203,9 +192,9 @@ func (c *notebookComm) request(ctx context.Context, op string, args, out any) er
 		if !r.OK {
 			err := errors.New(r.Error)
 			switch r.Code {
-			case "no_cell":
+			case nbcomm.CodeNoCell:
 				err = fmt.Errorf("%w: %s", agent.ErrNoCell, r.Error)
-			case "conflict":
+			case nbcomm.CodeConflict:
 				err = fmt.Errorf("%w: %s", agent.ErrConflict, r.Error)
 			}
 			return err
@@ -225,22 +214,16 @@ func (c *notebookComm) request(ctx context.Context, op string, args, out any) er
 	}
 }
 
-// wireCell is a cell as the protocol carries it: nbformat's fields.
-type wireCell struct {
-	ID             string            `json:"id"`
-	CellType       string            `json:"cell_type"`
-	Source         string            `json:"source"`
-	ExecutionCount *int              `json:"execution_count"`
-	Outputs        []json.RawMessage `json:"outputs"`
-}
-
-func (w wireCell) agent(maxOutput int) agent.NotebookCell {
+// agentCell is a cell of the protocol as the agent reads it.
+func agentCell(w nbcomm.Cell, maxOutput int) agent.NotebookCell {
 	c := agent.NotebookCell{ID: w.ID, Kind: agent.CellKind(w.CellType), Source: w.Source}
 	if w.ExecutionCount != nil {
 		c.ExecutionCount = *w.ExecutionCount
 	}
 	for _, o := range w.Outputs {
-		c.Outputs = append(c.Outputs, session.SummarizeOutput(o, maxOutput))
+		// The frontend cut the text already, saying how much: the mark
+		// is kept.
+		c.Outputs = append(c.Outputs, session.SummarizeOutput(o, maxOutput+64))
 	}
 	return c
 }
@@ -248,13 +231,8 @@ func (w wireCell) agent(maxOutput int) agent.NotebookCell {
 // Read implements session.Cells. The frontend cuts outputs' text to
 // max_output and leaves out image data.
 func (c *notebookComm) Read(ctx context.Context, maxOutput int) (agent.NotebookView, error) {
-	var r struct {
-		Path      string     `json:"path"`
-		Active    string     `json:"active"`
-		Selection string     `json:"selection"`
-		Cells     []wireCell `json:"cells"`
-	}
-	if err := c.request(ctx, "read", map[string]any{"max_output": maxOutput}, &r); err != nil {
+	var r nbcomm.View
+	if err := c.request(ctx, nbcomm.OpRead, nbcomm.Args{MaxOutput: maxOutput}, &r); err != nil {
 		return agent.NotebookView{}, err
 	}
 	v := agent.NotebookView{Path: r.Path, Active: r.Active, Selection: r.Selection}
@@ -262,7 +240,7 @@ func (c *notebookComm) Read(ctx context.Context, maxOutput int) (agent.NotebookV
 		v.Path = c.path
 	}
 	for _, w := range r.Cells {
-		v.Cells = append(v.Cells, w.agent(maxOutput))
+		v.Cells = append(v.Cells, agentCell(w, maxOutput))
 	}
 	return v, nil
 }
@@ -270,40 +248,40 @@ func (c *notebookComm) Read(ctx context.Context, maxOutput int) (agent.NotebookV
 // Insert implements session.Cells.
 func (c *notebookComm) Insert(ctx context.Context, index int, kind agent.CellKind, source string) (agent.NotebookCell, error) {
 	var r struct {
-		Cell wireCell `json:"cell"`
+		Cell nbcomm.Cell `json:"cell"`
 	}
-	err := c.request(ctx, "insert", map[string]any{"index": index, "cell_type": kind, "source": source}, &r)
-	return r.Cell.agent(0), err
+	err := c.request(ctx, nbcomm.OpInsert, nbcomm.Args{Index: index, CellType: string(kind), Source: source}, &r)
+	return agentCell(r.Cell, 0), err
 }
 
 // SetSource implements session.Cells.
 func (c *notebookComm) SetSource(ctx context.Context, id, source string) (agent.NotebookCell, error) {
 	var r struct {
-		Before wireCell `json:"before"`
+		Before nbcomm.Cell `json:"before"`
 	}
-	err := c.request(ctx, "set_source", map[string]any{"id": id, "source": source}, &r)
-	return r.Before.agent(0), err
+	err := c.request(ctx, nbcomm.OpSetSource, nbcomm.Args{ID: id, Source: source}, &r)
+	return agentCell(r.Before, 0), err
 }
 
 // Move implements session.Cells.
 func (c *notebookComm) Move(ctx context.Context, id string, index int) error {
-	return c.request(ctx, "move", map[string]any{"id": id, "index": index}, nil)
+	return c.request(ctx, nbcomm.OpMove, nbcomm.Args{ID: id, Index: index}, nil)
 }
 
 // Delete implements session.Cells.
 func (c *notebookComm) Delete(ctx context.Context, id string) (agent.NotebookCell, error) {
 	var r struct {
-		Cell wireCell `json:"cell"`
+		Cell nbcomm.Cell `json:"cell"`
 	}
-	err := c.request(ctx, "delete", map[string]any{"id": id}, &r)
-	return r.Cell.agent(0), err
+	err := c.request(ctx, nbcomm.OpDelete, nbcomm.Args{ID: id}, &r)
+	return agentCell(r.Cell, 0), err
 }
 
 // SetOutputs implements session.Cells.
 func (c *notebookComm) SetOutputs(ctx context.Context, id string, outputs []json.RawMessage, count int) error {
-	var n any
+	var n *int
 	if count > 0 {
-		n = count
+		n = &count
 	}
-	return c.request(ctx, "set_outputs", map[string]any{"id": id, "outputs": outputs, "execution_count": n}, nil)
+	return c.request(ctx, nbcomm.OpSetOutputs, nbcomm.Args{ID: id, Outputs: outputs, ExecutionCount: n}, nil)
 }

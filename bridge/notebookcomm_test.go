@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/internal/nbcomm"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/session/surfacetest"
@@ -27,7 +28,7 @@ type fakeFrontend struct {
 	id string
 
 	mu    sync.Mutex
-	cells []wireCell
+	cells []nbcomm.Cell
 	ops   []string
 	hang  bool
 	n     int
@@ -92,7 +93,7 @@ func (f *fakeFrontend) apply(op string, raw json.RawMessage) (any, string, error
 		return map[string]any{"path": "work.ipynb", "active": f.cells[0].ID, "cells": f.cells}, "", nil
 	case "insert":
 		f.n++
-		c := wireCell{ID: fmt.Sprintf("fe%06d", f.n), CellType: a.CellType, Source: a.Source}
+		c := nbcomm.Cell{ID: fmt.Sprintf("fe%06d", f.n), CellType: a.CellType, Source: a.Source}
 		f.cells = slices.Insert(f.cells, a.Index, c)
 		return map[string]any{"cell": c}, "", nil
 	}
@@ -142,7 +143,7 @@ func TestNotebookComm(t *testing.T) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	fe := &fakeFrontend{id: uuid.NewString(), cells: []wireCell{
+	fe := &fakeFrontend{id: uuid.NewString(), cells: []nbcomm.Cell{
 		{ID: "user0001", CellType: "markdown", Source: "# Plan\nDouble the answer."},
 		{ID: "user0002", CellType: "code", Source: "old = 1"},
 	}}

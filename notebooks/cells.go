@@ -10,14 +10,13 @@ import (
 	"time"
 )
 
-// Doc is a notebook whose cells are changed by id, as the agent's notebook
-// tools change them: in memory (the headless runner's notebook), or in an
-// .ipynb file (OpenFile) when no frontend has the notebook. Its methods are
+// Doc is an .ipynb file (OpenFile) whose cells are changed by id, as the
+// agent's notebook tools change them when no frontend has the notebook. Its methods are
 // safe for concurrent use; each returns copies, never its own cells.
 type Doc struct {
 	mu   sync.Mutex
 	nb   *Notebook
-	path string    // "" in memory
+	path string
 	seen time.Time // the file's modification time when last read or written
 	size int64
 }
@@ -28,9 +27,6 @@ var ErrNoCell = errors.New("no such cell")
 // ErrChanged is returned when the file changed on disk since the Doc read
 // it: nothing is written over a newer file.
 var ErrChanged = errors.New("the notebook file changed on disk since it was read")
-
-// NewDoc returns a Doc over nb (which it then owns).
-func NewDoc(nb *Notebook) *Doc { return &Doc{nb: nb} }
 
 // OpenFile returns a Doc of the .ipynb at path. Each change reads the file
 // again when it changed (someone saved it) and is written at once, unless

@@ -16,13 +16,14 @@
 //     rules for outputs, execution counts, timeouts and errors
 //     ([CellError]).
 //   - [FromSession] turns a session's UI and API histories into a notebook.
-//   - [Doc] changes a notebook's cells by id — the agent's notebook tools —
-//     in memory, or in its .ipynb file ([OpenFile]) without ever writing
-//     over a newer file ([ErrChanged]).
+//   - [Doc] changes a notebook file's cells by id — the agent's notebook
+//     tools, when no frontend has the notebook — without ever writing over a
+//     newer file ([ErrChanged]); Run answers the same tools' requests on the
+//     notebook it runs, over the notebook comm (comm.go).
 //
 // Files: notebook.go (the types), read.go, write.go, run.go (the runner),
 // outputs.go (iopub messages to outputs), session.go (session export),
-// cells.go (Doc).
+// cells.go (Doc), comm.go (the notebook comm's frontend side).
 //
 // Ownership: the package keeps no global state. Run owns the kernel it
 // starts and the one goroutine per executing cell that waits for the

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
@@ -113,111 +112,21 @@ func (n notebook) Run(ctx context.Context, id string) (agent.CodeResult, error) 
 	if _, err := n.h.ReplayIfPending(ctx); err != nil {
 		n.h.log.Warn("replay before the cell", "error", err)
 	}
-	var out cellOutputs
+	var out backing.CellOutputs
 	sink := outputOf(ctx)
 	anchor := n.c.task.Stamp()
 	res, err := r.Execute(ctx, backing.Exec{Code: cell.Source, Output: func(o backing.Output) {
-		out.add(o)
+		out.Add(o)
 		if sink != nil {
 			sink(o)
 		}
 	}})
 	n.h.recordCode(ctx, n.c, anchor, "agent", cell.Source, res.Status)
-	outs, count := out.result()
+	outs, count := out.Result()
 	if serr := n.SetOutputs(context.WithoutCancel(ctx), id, outs, count); serr != nil {
 		err = errors.Join(err, fmt.Errorf("the outputs could not be put in the cell: %w", serr))
 	}
 	return codeResult(res), err
-}
-
-// cellOutputs turns a cell's iopub outputs into nbformat outputs, as a
-// frontend keeps them: streams of one name merged, clear_output honoured
-// (at once, or with wait before the next output), the execution count
-// from execute_input.
-type cellOutputs struct {
-	mu        sync.Mutex
-	outs      []map[string]any
-	count     int
-	clearWait bool
-}
-
-func (c *cellOutputs) add(o backing.Output) {
-	var m map[string]any
-	if err := json.Unmarshal(o.Content, &m); err != nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch o.Type {
-	case "execute_input":
-		if n, ok := m["execution_count"].(float64); ok {
-			c.count = int(n)
-		}
-		return
-	case "clear_output":
-		if w, _ := m["wait"].(bool); w {
-			c.clearWait = true
-		} else {
-			c.outs = nil
-		}
-		return
-	case "stream", "display_data", "execute_result", "error":
-	default:
-		return // update_display_data, comm messages: not kept in a cell here
-	}
-	if c.clearWait {
-		c.outs, c.clearWait = nil, false
-	}
-	out := map[string]any{"output_type": o.Type}
-	switch o.Type {
-	case "stream":
-		name, _ := m["name"].(string)
-		text, _ := m["text"].(string)
-		if n := len(c.outs); n > 0 && c.outs[n-1]["output_type"] == "stream" && c.outs[n-1]["name"] == name {
-			c.outs[n-1]["text"] = c.outs[n-1]["text"].(string) + text
-			return
-		}
-		out["name"], out["text"] = name, text
-	case "display_data", "execute_result":
-		out["data"] = orEmpty(m["data"])
-		out["metadata"] = orEmpty(m["metadata"])
-		if o.Type == "execute_result" {
-			out["execution_count"] = m["execution_count"]
-			if n, ok := m["execution_count"].(float64); ok && c.count == 0 {
-				c.count = int(n)
-			}
-		}
-	case "error":
-		out["ename"], out["evalue"], out["traceback"] = m["ename"], m["evalue"], orList(m["traceback"])
-	}
-	c.outs = append(c.outs, out)
-}
-
-func orEmpty(v any) any {
-	if v == nil {
-		return map[string]any{}
-	}
-	return v
-}
-
-func orList(v any) any {
-	if v == nil {
-		return []any{}
-	}
-	return v
-}
-
-// result returns the outputs, as JSON, and the execution count.
-func (c *cellOutputs) result() ([]json.RawMessage, int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]json.RawMessage, 0, len(c.outs))
-	for _, o := range c.outs {
-		if b, err := json.Marshal(o); err == nil {
-			out = append(out, b)
-		}
-	}
-	return out, c.count
 }
 
 // cutText cuts s to at most n characters for the agent, and says how many

@@ -79,3 +79,57 @@ func TestAskWorksOnANotebook(t *testing.T) {
 		t.Error("the user's cell lost its id")
 	}
 }
+
+// TestRunInsertsCells: agentkernel run opens the notebook comm for the
+// notebook it runs; a prompt cell's agent reads it and inserts a cell,
+// which is in the notebook written out (not run again by the runner); the
+// notebook validates, and the agent's cell runs with plain ipykernel under
+// nbclient.
+func TestRunInsertsCells(t *testing.T) {
+	c := newCLI(t)
+	srv := scripted.New(t)
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "report.ipynb")
+	nb := notebooks.New()
+	_ = nb.Metadata.Set("kernelspec", map[string]string{"name": "agent-prompt", "display_name": "Agent", "language": "markdown"})
+	nb.Cells = append(nb.Cells,
+		&notebooks.Cell{ID: "title001", CellType: notebooks.Markdown, Source: "# Report\nThe numbers are 1, 2 and 3.", Metadata: notebooks.Metadata{}},
+		&notebooks.Cell{ID: "prompt01", CellType: notebooks.Code, Source: "Add a cell that prints the total of the numbers above.",
+			Metadata: notebooks.Metadata{}, Outputs: []*notebooks.Output{}})
+	if err := notebooks.WriteFile(in, nb); err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("r1", "notebook_read", `{}`)),
+		scripted.Reply(scripted.ToolCall("i1", "notebook_insert_cell", `{"source": "print(sum([1, 2, 3]))", "after_id": "prompt01"}`)),
+		scripted.Reply(scripted.Text("Added a cell that prints the total.")),
+	)
+	out := filepath.Join(tmp, "out.ipynb")
+	if _, stderr, err := c.run(t, scriptedEnv(srv), "run", in, "-o", out, "--model", "openai:scripted", "--approve", "all"); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(string(srv.Requests()[1].Raw), "The numbers are 1, 2 and 3.") {
+		t.Error("the markdown cell did not reach the model")
+	}
+	got, err := notebooks.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Cells) != 3 || got.Cells[2].Source != "print(sum([1, 2, 3]))" || len(got.Cells[2].Outputs) != 0 {
+		t.Fatalf("cells of the written notebook: %+v", got.Cells)
+	}
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3 to validate with")
+	}
+	check := exec.Command(py, "-c", `import nbformat, nbclient, sys
+nb = nbformat.read(sys.argv[1], 4)
+nbformat.validate(nb)
+nbclient.NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=60).execute()
+print(nb.cells[2].outputs[0]["text"], end="")`, out)
+	check.Env = append(os.Environ(), "JUPYTER_PATH=")
+	b, err := check.CombinedOutput()
+	if err != nil || !strings.HasSuffix(string(b), "6\n") {
+		t.Errorf("nbformat and nbclient with ipykernel: %v\n%s", err, b)
+	}
+}

@@ -147,7 +147,8 @@ func New(cfg Config) (*Bridge, error) {
 	b.recent.init(256)
 	b.panels = &panelComms{b: b}
 	b.notebooks = &notebookComms{b: b}
-	b.comms = newCommRouter(map[string]commTarget{PanelTarget: b.panels, NotebookTarget: b.notebooks}, b.log.Warn)
+	b.comms = newCommRouter(map[string]commTarget{PanelTarget: b.panels, NotebookTarget: b.notebooks,
+		CompleteTarget: &completeComms{b: b}}, b.log.Warn)
 	cfg.Host.SetCells(b.notebooks.cells)
 	cfg.Host.ExpectCells()
 	return b, nil

@@ -53,6 +53,9 @@ type Config struct {
 	Modes map[string]rules.Mode
 	// WebFetch, when it allows some sites, offers the web_fetch tool.
 	WebFetch *agent.WebFetch
+	// CompletionModel is the model of inline completions (Complete);
+	// "": the session's model.
+	CompletionModel string
 	// Cells, when set, gives where the notebook the agent works in is
 	// changed now (nil when nowhere): the notebook tools are offered
 	// while it gives one.

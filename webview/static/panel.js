@@ -8,13 +8,13 @@
 (function () {
   "use strict";
 
-  var PROTOCOL = 2;
+  var PROTOCOL = 3;
   var params = new URLSearchParams(location.search);
   var token = params.get("token") || "";
   var $ = function (id) { return document.getElementById(id); };
 
-  // The mirrored state, changed only by frames (apply) — the same rules as
-  // the server's mirror (webview/hub.go).
+  // The mirrored state, changed only by frames (apply). Which ask is
+  // pending, and how an ask is answered, the frames say (webview/asks.go).
   var st = { sessionId: "", messages: [], mode: "", modes: [], model: "", totals: {}, kernelStatus: "starting", pendingAsk: null };
   var pos = {}; // ts → index
   var nodes = {}; // ts → element
@@ -22,15 +22,15 @@
   var ws = null, retry = 0, nextId = 1, editingTS = 0, connected = false;
   window.__akPanel = { state: function () { return st; }, frames: 0 };
 
-  function isOpenAsk(m) {
-    var blocking = ["followup", "command", "tool", "use_mcp_server", "completion_result", "api_req_failed",
-      "resume_task", "resume_completed_task", "mistake_limit_reached", "auto_approval_max_req_reached"];
-    return m.type === "ask" && !m.partial && !m.isAnswered && blocking.indexOf(m.ask) >= 0;
+  // trackAsk follows a message frame's word on the pending ask.
+  function trackAsk(m, pending) {
+    if (pending) st.pendingAsk = m;
+    else if (st.pendingAsk && st.pendingAsk.ts === m.ts) st.pendingAsk = null;
   }
 
-  function trackAsk(m) {
-    if (isOpenAsk(m)) st.pendingAsk = m;
-    else if (st.pendingAsk && st.pendingAsk.ts === m.ts) st.pendingAsk = null;
+  // takes reports whether ask m takes the answer kind (its answer's responses).
+  function takes(m, kind) {
+    return !!(m && m.answer && m.answer.responses && m.answer.responses.indexOf(kind) >= 0);
   }
 
   function reindex() {
@@ -54,27 +54,28 @@
           if (st.messages.length > 1 && st.messages[st.messages.length - 2].ts > f.message.ts) {
             st.messages.sort(function (a, b) { return a.ts - b.ts; });
             reindex();
-            trackAsk(f.message);
+            trackAsk(f.message, f.pending);
             renderAll();
             break;
           }
           pos[f.message.ts] = st.messages.length - 1;
         }
-        trackAsk(f.message);
+        trackAsk(f.message, f.pending);
         markDirty(f.message.ts);
         break;
       case "messageUpdated":
         var ts = f.message ? f.message.ts : f.ts;
         var i = pos[ts];
         if (i === undefined) break;
-        if (f.message) st.messages[i] = f.message;
-        else {
+        if (f.message) {
+          st.messages[i] = f.message;
+          trackAsk(f.message, f.pending);
+        } else {
           var m = st.messages[i];
           if (f.append) m.text = (m.text || "") + f.append;
           if (f.appendReasoning) m.reasoning = (m.reasoning || "") + f.appendReasoning;
           if (f.partial) m.partial = true; else delete m.partial;
         }
-        trackAsk(st.messages[i]);
         markDirty(ts);
         break;
       case "messagesRewound":
@@ -560,11 +561,13 @@
     shownAsk = p.ts;
     var txt = $("askText"), sug = $("askSuggest");
     txt.textContent = ""; sug.textContent = "";
-    var approval = p.ask === "command" || p.ask === "tool" || p.ask === "use_mcp_server";
-    $("approve").hidden = !approval && p.ask !== "api_req_failed" && p.ask !== "mistake_limit_reached" && p.ask !== "resume_task";
+    // What the ask takes, and so which buttons it has, is the server's word.
+    var interactive = p.answer && p.answer.class === "interactive";
+    var approval = interactive && takes(p, "yesButtonClicked");
+    $("approve").hidden = !takes(p, "yesButtonClicked");
     $("approve").textContent = approval ? "Approve" : (p.ask === "api_req_failed" ? "Retry" : "Continue");
-    $("alwaysAllow").hidden = !approval;
-    $("deny").hidden = p.ask === "followup" || p.ask === "completion_result";
+    $("alwaysAllow").hidden = !takes(p, "allowAll");
+    $("deny").hidden = !takes(p, "noButtonClicked");
     $("deny").textContent = approval ? "Deny" : "Stop";
     box.dataset.ask = p.ask;
     box.dataset.ts = String(p.ts);
@@ -788,8 +791,8 @@
     if (editingTS) {
       if (images.length) { showBanner("An edit cannot carry images: send them with a new message.", "error"); return; }
       send({ type: "editMessage", ts: editingTS, text: text });
-    } else if (st.pendingAsk && (st.pendingAsk.ask === "command" || st.pendingAsk.ask === "tool" || st.pendingAsk.ask === "followup"))
-      respond("messageResponse", text, images);
+    } else if (takes(st.pendingAsk, "messageResponse"))
+      respond("messageResponse", text, images); // the ask takes a text as its answer
     else {
       var f = { type: "newTask", text: text };
       if (images.length) f.images = images;

@@ -125,6 +125,13 @@ type Totals struct {
 	Requests         int     `json:"requests"`
 }
 
+// Since is what was spent from before to t: a turn's part of the totals.
+func (t Totals) Since(before Totals) Totals {
+	return Totals{InputTokens: t.InputTokens - before.InputTokens, OutputTokens: t.OutputTokens - before.OutputTokens,
+		CacheReadTokens: t.CacheReadTokens - before.CacheReadTokens, CacheWriteTokens: t.CacheWriteTokens - before.CacheWriteTokens,
+		Cost: t.Cost - before.Cost, Requests: t.Requests - before.Requests}
+}
+
 // Listeners is a set of event callbacks, called synchronously in
 // registration order on the goroutine that emits. Its zero value is ready;
 // its methods are safe for concurrent use. A Task's listeners must be quick

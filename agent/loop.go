@@ -23,7 +23,7 @@ var errStop = errors.New("agent: turn stopped")
 
 const cancelledText = "The user interrupted this operation."
 
-// Limits bound one turn (see SubmitLimited). The zero value adds none.
+// Limits bound one turn (Task.SubmitTurn's). The zero value adds none.
 type Limits struct {
 	// MaxRequests is how many model requests the turn may make: when the
 	// model still wants to go on after that many, the turn ends with

@@ -8,6 +8,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/checkpoint"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/notebooks"
@@ -79,6 +81,10 @@ type Config struct {
 	// Source is the surface the inputs come from in the event log, when
 	// the environment says ($AGENTKERNEL_EVENT_SOURCE).
 	Source eventlog.Source
+	// Processor lends background work (the workspace baseline) a
+	// processor: the command that owns GOMAXPROCS sets it
+	// (checkpoint.Options.Processor). Nil: none is lent.
+	Processor func() (release func())
 }
 
 // Load reads the configuration. It never fails: what it cannot use is
@@ -93,26 +99,26 @@ func Load(f Flags, log hclog.Logger) Config {
 		c.Problems = append(c.Problems, err.Error()+" (the whole file is ignored until it is fixed)")
 	}
 	c.File = fc
-	c.Approve, err = agent.ParseApprovalPolicy(firstNonEmpty(os.Getenv(EnvApprove), fc.Approve))
+	c.Approve, err = agent.ParseApprovalPolicy(cmp.Or(os.Getenv(EnvApprove), fc.Approve))
 	if err != nil {
 		c.Problems = append(c.Problems, "approval policy: "+err.Error()+" (using none)")
 		c.Approve = agent.ApproveNone
 	}
-	if m := firstNonEmpty(os.Getenv(EnvPermissionMode), fc.Mode); m != "" {
+	if m := cmp.Or(os.Getenv(EnvPermissionMode), fc.Mode); m != "" {
 		if c.PermissionMode, err = agent.ParseMode(m); err != nil {
 			c.Problems = append(c.Problems, "permission mode: "+err.Error()+" (using default)")
 			c.PermissionMode = ""
 		}
 	}
-	if c.Effort, err = provider.ParseEffort(firstNonEmpty(os.Getenv(EnvEffort), fc.Effort)); err != nil {
+	if c.Effort, err = provider.ParseEffort(cmp.Or(os.Getenv(EnvEffort), fc.Effort)); err != nil {
 		c.Problems = append(c.Problems, "effort: "+err.Error()+" (using the model's default)")
 	}
 	for _, p := range c.Problems {
 		log.Error("configuration problem", "problem", p)
 	}
 	c.Model = models.Resolve(f.Model, os.Getenv(EnvModel), fc.Model)
-	c.Record = firstNonEmpty(f.Record, os.Getenv(EnvRecord))
-	c.StoreURL = firstNonEmpty(f.Store, os.Getenv(store.EnvStore), fc.Store)
+	c.Record = cmp.Or(f.Record, os.Getenv(EnvRecord))
+	c.StoreURL = cmp.Or(f.Store, os.Getenv(store.EnvStore), fc.Store)
 	return c
 }
 
@@ -125,6 +131,14 @@ func (c Config) Err() error {
 	return errors.New(strings.Join(c.Problems, "\n"))
 }
 
+// checkpoints are the workspace tracker's options: the file's, and the
+// processor the command lends.
+func (c Config) checkpoints() checkpoint.Options {
+	o := c.File.Checkpoints.options()
+	o.Processor = c.Processor
+	return o
+}
+
 // host is the session host's configuration from c: everything but the
 // store, the runner, the workspace, the kind, the logger, the event log
 // and the model opener, which Open adds.
@@ -133,7 +147,7 @@ func (c Config) host() session.Config {
 		DataDir:        c.DataDir,
 		StoreURL:       c.StoreURL,
 		Hooks:          c.File.Hooks,
-		Checkpoints:    c.File.Checkpoints.options(),
+		Checkpoints:    c.checkpoints(),
 		Source:         c.Source,
 		Model:          c.Model,
 		PermissionMode: c.PermissionMode,
@@ -169,14 +183,4 @@ func SessionNotebook(s store.Session, h store.Histories, ks *notebooks.Kernelspe
 	return notebooks.FromSession(h.UI, h.API, notebooks.SessionMeta{
 		ID: s.ID, Title: s.Title, Model: s.Model, Provider: s.Provider, Mode: s.Mode, Kernelspec: ks,
 	})
-}
-
-// firstNonEmpty returns the first non-empty string.
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -70,7 +71,8 @@ type Config struct {
 	Approve agent.ApprovalPolicy
 	// UpdateInterval is the least time between two updates of a prompt
 	// cell's growing display while its message streams (the complete
-	// text goes out at once). Default 50 ms: at most 20 updates a second.
+	// text goes out at once). Default 1/19 s: at most 20 updates in any
+	// second, the last one included.
 	UpdateInterval time.Duration
 }
 
@@ -121,7 +123,12 @@ type Bridge struct {
 	pmu   sync.Mutex // guards panel; never held across a call out
 	panel *panel     // the web panel, once %agent webview started it
 
-	comms comms // the panel's comms (the JupyterLab sidebar)
+	comms     *commRouter    // the comms the bridge serves itself
+	panels    *panelComms    // the panel's comms (the JupyterLab sidebar)
+	notebooks *notebookComms // the notebooks' comms (the agent's notebook tools)
+	// promptFrom is the Jupyter session of the frontend whose prompt runs:
+	// its notebook is the one the agent works in.
+	promptFrom atomic.Value // string
 
 	attachMu sync.Mutex
 	attached []attachment // %agent attach: images for the next prompt
@@ -138,6 +145,11 @@ func New(cfg Config) (*Bridge, error) {
 	cfg = cfg.withDefaults()
 	b := &Bridge{cfg: cfg, log: cfg.Logger.Named("bridge"), runner: cfg.Runner, host: cfg.Host}
 	b.recent.init(256)
+	b.panels = &panelComms{b: b}
+	b.notebooks = &notebookComms{b: b}
+	b.comms = newCommRouter(map[string]commTarget{PanelTarget: b.panels, NotebookTarget: b.notebooks}, b.log.Warn)
+	cfg.Host.SetCells(b.notebooks.cells)
+	cfg.Host.ExpectCells()
 	return b, nil
 }
 

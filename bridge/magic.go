@@ -131,8 +131,6 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		all := slices.Contains(args, "--all")
 		args = slices.DeleteFunc(args, func(a string) bool { return a == "--all" })
 		return b.listSessions(ctx, strings.Join(args, " "), all)
-	case "webview":
-		return b.webviewMagic(ctx, args)
 	case "mcp":
 		return b.mcpMagic(ctx, args)
 	case "attach":
@@ -215,7 +213,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		}
 		u := sess.Usage
 		return fmt.Sprintf("Session %s: %d input, %d output tokens (cache %d read, %d written), $%.4f.",
-			shortID(sess.ID), u.TokensIn, u.TokensOut, u.CacheReads, u.CacheWrites, u.Cost), nil
+			messages.ShortID(sess.ID), u.TokensIn, u.TokensOut, u.CacheReads, u.CacheWrites, u.Cost), nil
 	case "export":
 		if len(args) != 1 {
 			return "", fmt.Errorf("usage: %%agent export FILE")
@@ -225,7 +223,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			return "", err
 		}
 		info, _ := h.Current(ctx)
-		return "Exported session " + shortID(info.ID) + " to " + path, nil
+		return "Exported session " + messages.ShortID(info.ID) + " to " + path, nil
 	}
 	return "", fmt.Errorf("unknown subcommand %q\n%s", sub, magicHelp)
 }
@@ -235,13 +233,6 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
 
 // listSessions is %agent sessions [--all] [TEXT]: this workspace's
@@ -265,7 +256,7 @@ func (b *Bridge) listSessions(ctx context.Context, search string, all bool) (str
 	}
 	fmt.Fprintln(w, head)
 	for _, s := range list {
-		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.MessageCount, s.Model, s.Title)
+		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", messages.ShortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.MessageCount, s.Model, s.Title)
 		if all {
 			line += "\t" + orNone(s.Workspace)
 		}

@@ -3,7 +3,7 @@
 // notebooks headlessly through any kernel, as nbclient does.
 //
 // Where to start:
-//   - [ReadFile], [Read] and [Parse] decode a notebook into a [Notebook]:
+//   - [ReadFile] and [Parse] decode a notebook into a [Notebook]:
 //     cells, outputs and mime bundles are typed, everything else (unknown
 //     metadata, unknown fields) is kept as raw JSON so a round trip keeps
 //     it. A malformed notebook gives an error naming the cell and the field
@@ -16,9 +16,13 @@
 //     rules for outputs, execution counts, timeouts and errors
 //     ([CellError]).
 //   - [FromSession] turns a session's UI and API histories into a notebook.
+//   - [Doc] changes a notebook's cells by id — the agent's notebook tools —
+//     in memory, or in its .ipynb file ([OpenFile]) without ever writing
+//     over a newer file ([ErrChanged]).
 //
 // Files: notebook.go (the types), read.go, write.go, run.go (the runner),
-// outputs.go (iopub messages to outputs), session.go (session export).
+// outputs.go (iopub messages to outputs), session.go (session export),
+// cells.go (Doc).
 //
 // Ownership: the package keeps no global state. Run owns the kernel it
 // starts and the one goroutine per executing cell that waits for the

@@ -3,8 +3,8 @@
 // takes commands back from them.
 //
 // Where to start: [Start] binds the server (127.0.0.1 and an ephemeral port
-// by default) around an [Agent], the small interface the bridge implements
-// over agent.Task and the store. [Server.URL] is the panel's address,
+// by default) around an [Agent], the small interface that
+// webview/hostagent implements over the session host. [Server.URL] is the panel's address,
 // token included; [Server.Close] stops it and removes its runtime file;
 // [ListRunning] lists the panels of running kernels from those files.
 //

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/internal/kerneltest"
 	"github.com/agentkernel/agentkernel/notebooks"
 )
 
@@ -105,7 +105,7 @@ func buildCLI(t *testing.T) string {
 			return
 		}
 		buildBin = filepath.Join(dir, "agentkernel")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		gobin := kerneltest.GoTool()
 		out, err := exec.Command(gobin, "build", "-o", buildBin, ".").CombinedOutput()
 		if err != nil {
 			buildErr = &buildError{out: string(out), err: err}

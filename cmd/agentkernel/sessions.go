@@ -347,9 +347,9 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 			title = "[archived] " + title
 		}
 		if s.ParentID != "" {
-			title = "↳ fork of " + shortID(s.ParentID) + ": " + title
+			title = "↳ fork of " + messages.ShortID(s.ParentID) + ": " + title
 		}
-		line := fmt.Sprintf("%s\t%s\t%d\t$%.4f\t%s\t%s", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
+		line := fmt.Sprintf("%s\t%s\t%d\t$%.4f\t%s\t%s", messages.ShortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
 			s.MessageCount, s.Usage.Cost, orDash(s.Model), messages.FirstLine(title, 60))
 		if o.Workspace == "" {
 			line += "\t" + orDash(s.Workspace)
@@ -640,7 +640,7 @@ func (c *sessionsCmd) search(ctx context.Context, query, session, workspace stri
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "SESSION\tWHEN\tROLE\tTEXT")
 	for _, h := range hits {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", shortID(h.SessionID), time.UnixMilli(h.TS).Local().Format("2006-01-02 15:04"),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", messages.ShortID(h.SessionID), time.UnixMilli(h.TS).Local().Format("2006-01-02 15:04"),
 			h.Role, strings.Join(strings.Fields(h.Snippet), " "))
 	}
 	return w.Flush()
@@ -759,7 +759,7 @@ func (c *sessionsCmd) remove(ctx context.Context, ref string, purge bool) error 
 	if purge {
 		fmt.Fprintf(c.stdout, "Deleted session %s for good.\n", s.ID)
 	} else {
-		fmt.Fprintf(c.stdout, "Archived session %s (agentkernel sessions restore %s brings it back).\n", s.ID, shortID(s.ID))
+		fmt.Fprintf(c.stdout, "Archived session %s (agentkernel sessions restore %s brings it back).\n", s.ID, messages.ShortID(s.ID))
 	}
 	return nil
 }
@@ -799,15 +799,8 @@ func (c *sessionsCmd) rename(ctx context.Context, ref, title string) error {
 	if c.json {
 		return c.printJSON(map[string]any{"id": s.ID, "action": "renamed", "title": s.Title})
 	}
-	fmt.Fprintf(c.stdout, "Session %s is now %q.\n", shortID(s.ID), s.Title)
+	fmt.Fprintf(c.stdout, "Session %s is now %q.\n", messages.ShortID(s.ID), s.Title)
 	return nil
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
 
 func orDash(s string) string {
@@ -859,7 +852,7 @@ func (c *sessionsCmd) rewind(ctx context.Context, ref, at string, opts session.R
 		return c.printJSON(out)
 	}
 	if fork {
-		fmt.Fprintf(c.stdout, "Forked %s at %s: new session %s (%d messages).\n", shortID(s.ID), at, info.ID, info.Messages)
+		fmt.Fprintf(c.stdout, "Forked %s at %s: new session %s (%d messages).\n", messages.ShortID(s.ID), at, info.ID, info.Messages)
 		if rw.Files != nil || rw.KernelNote != "" {
 			if _, rest, ok := strings.Cut(rw.Summary(), "\n"); ok {
 				fmt.Fprintln(c.stdout, rest)

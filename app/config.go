@@ -94,13 +94,9 @@ func Path() string {
 		}
 		return ""
 	}
-	dir := os.Getenv("XDG_CONFIG_HOME")
-	if !filepath.IsAbs(dir) {
-		h, err := home.Dir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(h, ".config")
+	dir, err := home.ConfigDir()
+	if err != nil {
+		return ""
 	}
 	return filepath.Join(dir, "agentkernel", "config.json")
 }

@@ -23,3 +23,16 @@ func Dir() (string, error) {
 	}
 	return "", errors.New("no home directory: $HOME is not set and the account has none")
 }
+
+// ConfigDir returns the user's configuration directory: $XDG_CONFIG_HOME
+// when it is absolute (as the XDG spec wants), else ~/.config.
+func ConfigDir() (string, error) {
+	if dir := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(dir) {
+		return dir, nil
+	}
+	h, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(h, ".config"), nil
+}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/agentkernel/agentkernel/internal/keys"
 )
 
 // Redacted is what a secret is replaced with.
@@ -33,7 +35,8 @@ type Scrubber struct {
 // New returns a Scrubber for the secrets in extra (strings shorter than 8
 // bytes are ignored: they would match too much) and, when env is true, the
 // values of the environment variables named *_API_KEY, *_TOKEN, *_SECRET
-// and *_PASSWORD at the time of the call.
+// and *_PASSWORD and the keys the user saved (package keys) at the time of
+// the call.
 func New(extra []string, env bool) *Scrubber {
 	sc := &Scrubber{}
 	add := func(s string) {
@@ -52,6 +55,9 @@ func New(extra []string, env bool) *Scrubber {
 				strings.HasSuffix(uk, "_SECRET") || strings.HasSuffix(uk, "_PASSWORD") {
 				add(v)
 			}
+		}
+		for _, k := range keys.Default().Values() {
+			add(k)
 		}
 	}
 	return sc

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentkernel/agentkernel/internal/keys"
 	"github.com/agentkernel/agentkernel/internal/redact"
 )
 
@@ -24,6 +25,22 @@ func TestString(t *testing.T) {
 	}
 	if out := sc.String("a short word"); out != "a short word" {
 		t.Errorf("short secrets are not scrubbed: %q", out)
+	}
+}
+
+// TestSavedKeys: a key the user saved in the settings (package keys) is
+// scrubbed like one in the environment, whatever its shape.
+func TestSavedKeys(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	saved := "proxy-key-without-a-known-shape-0123"
+	if err := keys.Default().Set("openai", saved); err != nil {
+		t.Fatal(err)
+	}
+	if out := redact.New(nil, true).String("my key is " + saved); strings.Contains(out, saved) {
+		t.Errorf("a saved key was not scrubbed: %q", out)
+	}
+	if out := redact.New(nil, false).String("my key is " + saved); !strings.Contains(out, saved) {
+		t.Errorf("env false scrubbed the saved keys too: %q", out)
 	}
 }
 

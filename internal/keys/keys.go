@@ -1,0 +1,335 @@
+// Package keys keeps the API keys a user enters in the Agent sidebar's
+// settings: one JSON file in the user's configuration directory,
+// $XDG_CONFIG_HOME/agentkernel/credentials.json (or ~/.config/…), that
+// only they can read (0600, in a 0700 directory), written whole and
+// renamed into place. A kernel reads it when it opens a model's provider;
+// an environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY) wins over
+// it. The file's name says "credential": internal/protect refuses it to
+// the agent's file tools and the workspace checkpoints never keep it.
+//
+// No system keyring: the machines kernels run on (JupyterHub, containers,
+// servers over SSH) have none to offer, and a desktop's would ask for a
+// password in a window nobody sees. On JupyterHub each user's kernel runs
+// as that user, so each user's keys are their own file.
+//
+// Nothing here logs or returns a key but Lookup; a key is shown as
+// Mask says.
+package keys
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/internal/home"
+)
+
+// Provider is a model provider that takes an API key.
+type Provider struct {
+	// Name is the provider of model strings ("openai" in openai:gpt-4.1).
+	Name string
+	// Env is the environment variable of its key, which wins over the
+	// file's.
+	Env string
+}
+
+// Providers are the providers whose keys the file keeps.
+var Providers = []Provider{
+	{Name: "openai", Env: "OPENAI_API_KEY"},
+	{Name: "anthropic", Env: "ANTHROPIC_API_KEY"},
+}
+
+// ProviderOf returns the provider whose key env is, if any.
+func ProviderOf(env string) (Provider, bool) {
+	for _, p := range Providers {
+		if p.Env == env {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// known returns the provider named name.
+func known(name string) (Provider, bool) {
+	for _, p := range Providers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// FileName is the file's base name.
+const FileName = "credentials.json"
+
+// maxKey bounds a key's length: real ones are a few hundred bytes.
+const maxKey = 1024
+
+// maxFile bounds what Read reads of the file.
+const maxFile = 64 << 10
+
+// DefaultPath is where the keys are kept: agentkernel/credentials.json in
+// $XDG_CONFIG_HOME when it is absolute, else in ~/.config; "" when there
+// is no home either.
+func DefaultPath() string {
+	dir, err := home.ConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "agentkernel", FileName)
+}
+
+// File is the keys file at Path. Its methods read or write the file each
+// time (it is small, and another kernel of the user may have changed it);
+// they are safe for concurrent use within a process. Two processes that
+// save at the same moment may lose one of the two saves, never the file.
+type File struct {
+	// Path is the file; "" is none (every read finds no key, a save
+	// fails).
+	Path string
+}
+
+// Default is the file at DefaultPath.
+func Default() *File { return &File{Path: DefaultPath()} }
+
+// doc is the file's content.
+type doc struct {
+	// Keys are by provider name.
+	Keys map[string]string `json:"keys"`
+}
+
+// read returns the file's keys; a missing file has none. A file that
+// others can read is an error that says how to mend it (errExposed), with
+// the keys it holds all the same, for a save that mends it.
+func (f *File) read() (map[string]string, error) {
+	if f.Path == "" {
+		return nil, nil
+	}
+	fh, err := os.Open(f.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("keys: %s is not a regular file", f.Path)
+	}
+	var exposed error
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		exposed = fmt.Errorf("keys: %s can be read by others (mode %04o): run chmod 600 on it, or save a key again: %w", f.Path, perm, errExposed)
+	}
+	if st.Size() > maxFile {
+		return nil, fmt.Errorf("keys: %s is larger than %d bytes", f.Path, maxFile)
+	}
+	var d doc
+	dec := json.NewDecoder(fh)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		// The decoder's message names no value of the file.
+		return nil, fmt.Errorf("keys: %s: %w", f.Path, err)
+	}
+	return d.Keys, exposed
+}
+
+// errExposed is wrapped by read's error for a file others can read.
+var errExposed = errors.New("the file is not private")
+
+// Lookup returns the file's key of the provider whose environment
+// variable is env ("" when there is none).
+func (f *File) Lookup(env string) (string, error) {
+	p, ok := ProviderOf(env)
+	if !ok {
+		return "", nil
+	}
+	keys, err := f.read()
+	if err != nil {
+		return "", err // an exposed file's keys are not used
+	}
+	return keys[p.Name], nil
+}
+
+// Values returns every key the file holds (for scrubbers, so also an
+// exposed file's); nil when it cannot be read.
+func (f *File) Values() []string {
+	keys, err := f.read()
+	if err != nil && !errors.Is(err, errExposed) {
+		return nil
+	}
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Check says what is wrong with key as an API key, or nil: it is one line
+// of printable ASCII, without spaces, at most 1 KiB. The error never holds
+// the key.
+func Check(key string) error {
+	if key == "" {
+		return errors.New("keys: the key is empty")
+	}
+	if len(key) > maxKey {
+		return fmt.Errorf("keys: the key is longer than %d bytes: not an API key", maxKey)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("keys: the key holds a space, a line break or a character that is not printable ASCII (at byte %d): paste the key alone", i+1)
+		}
+	}
+	return nil
+}
+
+// Set saves key as provider's (its Name), replacing the one saved; an
+// empty key removes it. The directory is made 0700 if missing, the file
+// written 0600 and renamed into place.
+func (f *File) Set(provider, key string) error {
+	if _, ok := known(provider); !ok {
+		return fmt.Errorf("keys: unknown provider %q (want %s)", clip(provider), strings.Join(names(), " or "))
+	}
+	if key != "" {
+		if err := Check(key); err != nil {
+			return err
+		}
+	}
+	if f.Path == "" {
+		return errors.New("keys: no configuration directory: $HOME and $XDG_CONFIG_HOME are not set")
+	}
+	keys, err := f.read()
+	if err != nil && !errors.Is(err, errExposed) { // an exposed file is replaced by a private one
+		return err
+	}
+	if keys == nil {
+		keys = map[string]string{}
+	}
+	if key == "" {
+		delete(keys, provider)
+	} else {
+		keys[provider] = key
+	}
+	return f.write(keys)
+}
+
+// write puts keys in the file: a temporary file of mode 0600 beside it,
+// renamed over it.
+func (f *File) write(keys map[string]string) error {
+	dir := filepath.Dir(f.Path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	b, err := json.MarshalIndent(doc{Keys: keys}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".credentials-*.tmp") // CreateTemp makes it 0600
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name) // after a rename, nothing
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("keys: %w", err)
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("keys: write %s: %w", name, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("keys: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	if err := os.Rename(name, f.Path); err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	return nil
+}
+
+// Source says where a provider's key comes from.
+type Source string
+
+// The sources of a key.
+const (
+	SourceNone Source = ""            // no key
+	SourceEnv  Source = "environment" // the environment variable, which wins
+	SourceFile Source = "file"        // the keys file
+)
+
+// Status is what may be shown of a provider's key: where it comes from and
+// its mask, never the key.
+type Status struct {
+	Provider string
+	Env      string
+	Source   Source
+	// Mask is Mask(key): "set", or "set, ends in abcd".
+	Mask string
+	// Shadowed: the file holds a key too, which the environment's hides.
+	Shadowed bool
+}
+
+// Statuses returns every provider's Status, getenv reading the
+// environment, and the error of a file that cannot be read (the statuses
+// then know the environment only).
+func (f *File) Statuses(getenv func(string) string) ([]Status, error) {
+	keys, err := f.read()
+	if err != nil {
+		keys = nil // not used, so not shown
+	}
+	out := make([]Status, 0, len(Providers))
+	for _, p := range Providers {
+		s := Status{Provider: p.Name, Env: p.Env}
+		env, file := getenv(p.Env), keys[p.Name]
+		switch {
+		case env != "":
+			s.Source, s.Mask, s.Shadowed = SourceEnv, Mask(env), file != ""
+		case file != "":
+			s.Source, s.Mask = SourceFile, Mask(file)
+		}
+		out = append(out, s)
+	}
+	return out, err
+}
+
+// Mask is what may be shown of a key: "set, ends in " and its last 4
+// characters when it is long enough that they give nothing away (20
+// characters or more), else "set"; "" for no key.
+func Mask(key string) string {
+	switch {
+	case key == "":
+		return ""
+	case len(key) < 20:
+		return "set"
+	}
+	return "set, ends in " + key[len(key)-4:]
+}
+
+func names() []string {
+	var out []string
+	for _, p := range Providers {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider/models"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/eventlog"
+	"github.com/agentkernel/agentkernel/internal/keys"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/store"
 )
@@ -118,8 +119,9 @@ func (a *App) runner(dir string) (backing.Runner, error) {
 func (a *App) host(workspace, kind string, r backing.Runner) *session.Host {
 	hc := a.Config.host()
 	prices, record := a.Config.File.prices(), a.Config.Record
+	hc.Keys, hc.Models = keys.Default(), a.Config.modelChoices()
 	hc.OpenModel = func(spec string) (provider.Provider, error) {
-		return models.Open(spec, models.Options{Prices: prices, Record: record, ACP: acpagent.Options{
+		return openModel(spec, hc.Keys, models.Options{Prices: prices, Record: record, ACP: acpagent.Options{
 			Dir: workspace, Logger: a.surface.Logger, Tools: a.agentTools}})
 	}
 	hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.EventLog = a.Store, r, workspace, kind, a.surface.Logger, a.Log

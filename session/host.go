@@ -23,6 +23,7 @@ import (
 	"github.com/agentkernel/agentkernel/checkpoint"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
+	"github.com/agentkernel/agentkernel/internal/keys"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/rules"
@@ -56,6 +57,11 @@ type Config struct {
 	// CompletionModel is the model of inline completions (Complete);
 	// "": the session's model.
 	CompletionModel string
+	// Models are the model strings a settings view offers (ModelSettings).
+	Models []string
+	// Keys keeps the API keys a settings view saves (SetKey), which
+	// OpenModel reads; nil: keys cannot be saved here.
+	Keys *keys.File
 	// Cells, when set, gives where the notebook the agent works in is
 	// changed now (nil when nowhere): the notebook tools are offered
 	// while it gives one.

@@ -1,6 +1,9 @@
 package anthropic
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/agentkernel/agentkernel/agent/provider"
 )
 
@@ -24,3 +27,7 @@ var knownModels = provider.PriceTable{
 // KnownModel returns the price table entry for id (see
 // provider.PriceTable.Lookup: a dated snapshot matches its family).
 func KnownModel(id string) (provider.ModelInfo, bool) { return knownModels.Lookup(id) }
+
+// ModelIDs returns the ids the price table knows, sorted: a model picker's
+// suggestions.
+func ModelIDs() []string { return slices.Sorted(maps.Keys(knownModels)) }

@@ -1,0 +1,106 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/internal/keys"
+	"github.com/agentkernel/agentkernel/messages"
+)
+
+// TestOpenModelKeys: a model is opened with the key the user saved when the
+// environment has none, and with the environment's when it has one (the
+// environment wins); a missing key's error says where to give one, and a
+// keys file others can read is not used and says so.
+func TestOpenModelKeys(t *testing.T) {
+	srv := scripted.New(t)
+	kf := &keys.File{Path: filepath.Join(t.TempDir(), keys.FileName)}
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+
+	_, err := openModel("openai:gpt-4.1", kf, models.Options{})
+	if err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") || !strings.Contains(err.Error(), "Agent sidebar's settings") {
+		t.Fatalf("no key: %v", err)
+	}
+
+	if err := kf.Set("anthropic", "sk-ant-saved-0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ANTHROPIC_BASE_URL", srv.AnthropicURL())
+	p, err := openModel("anthropic:claude-sonnet-4-5", kf, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask(t, srv, p)
+	if got := srv.Requests()[0].Header.Get("X-Api-Key"); got != "sk-ant-saved-0123456789" {
+		t.Errorf("saved key: the request carried %q", got)
+	}
+
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-0123456789")
+	if p, err = openModel("anthropic:claude-sonnet-4-5", kf, models.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ask(t, srv, p)
+	reqs := srv.Requests()
+	if got := reqs[len(reqs)-1].Header.Get("X-Api-Key"); got != "sk-ant-from-env-0123456789" {
+		t.Errorf("the environment did not win: %q", got)
+	}
+
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	if err := os.Chmod(kf.Path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ANTHROPIC_BASE_URL", "")
+	if _, err := openModel("anthropic:claude-sonnet-4-5", kf, models.Options{}); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("an exposed keys file: %v", err)
+	}
+}
+
+// TestModelChoices: the picker offers the configured models first, each
+// once and with its provider, then the tables' models.
+func TestModelChoices(t *testing.T) {
+	t.Setenv(EnvCompletionModel, "")
+	c := Config{Model: "anthropic:claude-sonnet-4-5", File: File{Model: "claude-sonnet-4-5", CompletionModel: "openai:gpt-4.1-mini",
+		Models: map[string]ModelEntry{"gpt-4.1": {}, "llava:13b": {}}}}
+	got := c.modelChoices()
+	if len(got) < 3 || got[0] != "anthropic:claude-sonnet-4-5" || got[1] != "openai:gpt-4.1-mini" || got[2] != "openai:gpt-4.1" {
+		t.Errorf("choices %v", got)
+	}
+	for _, want := range []string{"openai:o3", "anthropic:claude-haiku-4-5"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s is not offered: %v", want, got)
+		}
+	}
+	if slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "llava") }) {
+		t.Errorf("a model of no known provider is offered: %v", got)
+	}
+}
+
+// ask makes one request of p, answered by srv, and reads it to its end.
+func ask(t *testing.T, srv *scripted.Server, p provider.Provider) {
+	t.Helper()
+	srv.Enqueue(scripted.Reply(scripted.Text("ok")))
+	s, err := p.Stream(context.Background(), provider.Request{MaxTokens: 10, Messages: []messages.APIMessage{{Role: messages.RoleUser,
+		Content: []messages.ContentBlock{{Type: messages.BlockText, Text: "hi"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for {
+		if _, err := s.Next(); errors.Is(err, io.EOF) {
+			return
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

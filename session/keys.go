@@ -1,0 +1,106 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/internal/keys"
+)
+
+// ModelSettings is what a settings view shows: the model and the models
+// the configuration knows, the completion model, the effort, and each
+// provider's key as a mask — never a key.
+type ModelSettings struct {
+	// Model is the current session's (or the next one's) model.
+	Model string
+	// CompletionModel is the model of inline completions ("": Model).
+	CompletionModel string
+	// Models are the model strings the configuration names and the
+	// built-in tables know, for a picker.
+	Models []string
+	// Effort is the reasoning effort of the next request.
+	Effort provider.Effort
+	// Keys are the providers' keys: where each comes from and its mask.
+	Keys []keys.Status
+	// KeysFile is where saved keys are kept; "" when keys cannot be
+	// saved here (Config.Keys is nil).
+	KeysFile string
+	// KeysProblem is why the keys file cannot be used ("": it can).
+	KeysProblem string
+}
+
+// ModelSettings returns what a settings view shows.
+func (h *Host) ModelSettings() ModelSettings {
+	s := ModelSettings{Model: h.Model(), CompletionModel: h.cfg.CompletionModel, Models: h.cfg.Models, Effort: h.Effort()}
+	if f := h.cfg.Keys; f != nil {
+		s.KeysFile = f.Path
+		var err error
+		if s.Keys, err = f.Statuses(os.Getenv); err != nil {
+			s.KeysProblem = err.Error()
+		}
+	}
+	return s
+}
+
+// SetKey saves key as provider's API key ("" removes the saved one) in
+// Config.Keys, and the next request of a model of that provider uses it —
+// the current session's, a completion's — without a restart: the providers
+// the host opened for it are opened again. The key is neither logged nor
+// recorded; the settings event tells the surfaces (and the completers that
+// were told completions are off) to look again. An environment variable
+// of the provider still wins, as it does at start.
+func (h *Host) SetKey(ctx context.Context, providerName, key string) error {
+	f := h.cfg.Keys
+	if f == nil {
+		return errors.New("session: keys cannot be saved here")
+	}
+	if err := f.Set(providerName, strings.TrimSpace(key)); err != nil {
+		return err
+	}
+	h.log.Info("API key saved", "provider", providerName, "removed", key == "")
+	h.reopen(providerName)
+	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	return nil
+}
+
+// reopen drops the cached providers of models of providerName and gives
+// the current session its model's provider anew. A provider that must be
+// closed (a recording one: opening it again would start its cassette
+// again; an external agent) is kept as it is, with its old key.
+func (h *Host) reopen(providerName string) {
+	h.mu.Lock()
+	for model, p := range h.providers {
+		if name, _, err := models.Parse(model); err == nil && name == providerName {
+			if _, closer := p.(io.Closer); !closer {
+				delete(h.providers, model)
+			}
+		}
+	}
+	c := h.cur
+	h.mu.Unlock()
+	if c == nil {
+		return
+	}
+	h.mu.Lock()
+	model := c.model
+	h.mu.Unlock()
+	if name, _, err := models.Parse(model); err != nil || name != providerName {
+		return
+	}
+	p, err := h.provider(model)
+	if err != nil {
+		// The key was removed, say: the session keeps the provider it
+		// has until a model is set; the next open says what is missing.
+		h.log.Warn("model not available", "model", model, "error", err)
+		return
+	}
+	if p != nil {
+		c.task.SetProvider(p)
+	}
+}

@@ -93,6 +93,10 @@ func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
 	case TypeLoadOlder:
 		p.hub.olderFor(c, in.ID, in.TS, orInt(in.Limit, 200))
 		return
+	case TypeGetSettings, TypeSetKey, TypeSetEffort:
+		if err = p.runSettings(ctx, c, in); err == nil {
+			return // the modelSettings frame answers it
+		}
 	case TypeListSessions:
 		var list []SessionInfo
 		if list, err = a.ListSessions(ctx, in.Search, orInt(in.Limit, 50)); err == nil {

@@ -83,6 +83,10 @@ type Inbound struct {
 	// Rewind chooses what deleteMessage (a rewind), forkSession and
 	// editMessage turn back besides the conversation; absent: everything.
 	Rewind *RewindChoice `json:"rewind,omitempty"`
+	// Provider and Key are a setKey's (settings.go); Effort a setEffort's.
+	Provider string `json:"provider,omitempty"`
+	Key      string `json:"key,omitempty"`
+	Effort   string `json:"effort,omitempty"`
 }
 
 // FrameError is why an inbound frame was refused: Code is one of the
@@ -219,6 +223,18 @@ func (in *Inbound) validate() *FrameError {
 	case TypeLoadOlder:
 		if in.TS <= 0 {
 			return bad("loadOlder needs ts: the oldest message the client has")
+		}
+	case TypeGetSettings:
+	case TypeSetKey:
+		if in.Provider == "" || len(in.Provider) > 64 {
+			return bad("setKey needs a provider")
+		}
+		if len(in.Key) > maxKeyBytes {
+			return frameErr(CodeTooLarge, "", "key longer than %d bytes: not an API key", maxKeyBytes)
+		}
+	case TypeSetEffort:
+		if len(in.Effort) > 32 {
+			return bad("setEffort needs an effort")
 		}
 	case "":
 		return bad("frame has no type")

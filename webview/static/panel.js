@@ -1,5 +1,5 @@
 // agentkernel's web panel, bundled from webview/panel/src by webview/panel/build.mjs: do not edit.
-// sources sha256 42453d130e94a21c9811462d296ce1901e3c64464b7891b3be8f7cfbba8a0ae0
+// sources sha256 3282e25d9d947a69173b8fe212805c05363c2f1e3bc0b641624894b72dac8257
 (() => {
   // src/dom.js
   var $ = (id) => document.getElementById(id);
@@ -887,6 +887,130 @@
     }
   };
 
+  // src/settings.js
+  var SettingsView = class {
+    constructor(send2) {
+      this.send = send2;
+      this.rows = /* @__PURE__ */ new Map();
+      this.current = null;
+    }
+    get isOpen() {
+      return !$("settingsView").hidden;
+    }
+    /** Shows or hides the view; shown, it asks the kernel for its content. */
+    toggle(show) {
+      $("settingsView").hidden = !show;
+      $("settingsBtn").setAttribute("aria-expanded", String(show));
+      if (show) this.refresh();
+    }
+    refresh() {
+      this.send({ type: "getSettings" });
+    }
+    /** Draws a modelSettings frame f; st is the mirror's state (modes). */
+    render(f, st) {
+      this.current = f;
+      const pick = $("svModel");
+      const models = (f.models || []).slice();
+      if (f.model && models.indexOf(f.model) < 0) models.unshift(f.model);
+      if (pick.dataset.models !== models.join(",")) {
+        pick.textContent = "";
+        if (!f.model) pick.appendChild(option("", "— no model —"));
+        for (const m of models) pick.appendChild(option(m, m));
+        pick.dataset.models = models.join(",");
+      }
+      if (document.activeElement !== pick) pick.value = f.model || "";
+      $("svModelNote").textContent = f.model ? "Prompts use " + f.model + "; inline completions use " + (f.completionModel || "the same model") + "." : "No model yet: pick one, with its key below.";
+      fill($("svEffort"), f.efforts || [], f.effort || "default");
+      this.modes(st);
+      this.keys(f);
+    }
+    /** The agent mode and the permissions, as the mirror knows them. */
+    modes(st) {
+      if (!st) return;
+      fill($("svAgentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
+      fill($("svMode"), st.modes && st.modes.length ? st.modes : [st.mode], st.mode);
+    }
+    keys(f) {
+      const list = $("svKeys");
+      for (const p of f.providers || []) {
+        let r = this.rows.get(p.name);
+        if (!r) {
+          r = { li: el("li", "key-row"), status: el("div", "sub key-status") };
+          r.li.dataset.provider = p.name;
+          r.li.appendChild(el("strong", "", p.name));
+          r.li.appendChild(r.status);
+          const row = el("div", "row");
+          r.input = el("input", "key-input");
+          r.input.type = "password";
+          r.input.autocomplete = "off";
+          r.input.spellcheck = false;
+          r.input.placeholder = p.env + " for " + p.name;
+          r.input.setAttribute("aria-label", "API key for " + p.name);
+          r.input.addEventListener("keydown", (e) => {
+            if (e.key === "Enter" && !e.isComposing) {
+              e.preventDefault();
+              this.saveKey(p.name);
+            }
+          });
+          r.save = button("primary key-save", "Save key", () => this.saveKey(p.name));
+          r.remove = button("key-remove", "Remove", () => this.send({ type: "setKey", provider: p.name, key: "" }));
+          row.append(r.input, r.save, r.remove);
+          r.li.appendChild(row);
+          this.rows.set(p.name, r);
+          list.appendChild(r.li);
+        }
+        r.li.dataset.source = p.source || "none";
+        r.status.textContent = keyStatus(p);
+        r.remove.hidden = p.source !== "file" && !p.shadowed;
+      }
+      const where = $("svKeysFile");
+      where.textContent = f.keysFile ? "Keys are saved in " + f.keysFile + ", which only you can read. An environment variable wins over a saved key." : "Keys cannot be saved by this kernel.";
+      const problem = $("svKeysProblem");
+      problem.textContent = f.keysProblem || "";
+      problem.hidden = !f.keysProblem;
+    }
+    /** Sends the typed key of provider and empties its field at once. */
+    saveKey(provider) {
+      const r = this.rows.get(provider);
+      if (!r) return;
+      const key = r.input.value.trim();
+      r.input.value = "";
+      if (!key) return;
+      this.send({ type: "setKey", provider, key });
+    }
+    /** Uses the picked model, or the one typed beside the picker. */
+    useModel() {
+      const other = $("svModelOther").value.trim();
+      const model = other || $("svModel").value;
+      if (!model) return;
+      $("svModelOther").value = "";
+      this.send({ type: "setModel", model });
+    }
+  };
+  function option(value, text2) {
+    const o = el("option", "", text2);
+    o.value = value;
+    return o;
+  }
+  function fill(sel, values, value) {
+    if (sel.dataset.values !== values.join(",")) {
+      sel.textContent = "";
+      for (const v of values) sel.appendChild(option(v, v));
+      sel.dataset.values = values.join(",");
+    }
+    if (document.activeElement !== sel) sel.value = value;
+  }
+  function keyStatus(p) {
+    switch (p.source) {
+      case "environment":
+        return "From the environment (" + p.env + "): " + p.mask + (p.shadowed ? ". A saved key is hidden by it." : ".");
+      case "file":
+        return "Saved: " + p.mask + ".";
+      default:
+        return "No key.";
+    }
+  }
+
   // src/theme.js
   var THEME_FUNCTIONS = /^(rgba?|hsla?|hwb|lab|lch|oklab|oklch|color|color-mix|calc|min|max|clamp)$/i;
   function plainValue(v) {
@@ -996,6 +1120,7 @@
     send(f);
   }
   var askBox = new AskBox(respond);
+  var settingsView = new SettingsView(send);
   var chrome = () => renderChrome(mirror.st, askBox);
   function loadOlder() {
     const st = mirror.st;
@@ -1031,8 +1156,11 @@
         loadingOlder = false;
         timeline.prepended();
       } else if (c.ts !== void 0) timeline.changed(c.ts);
-      else if (c.chrome) chrome();
-      else if (c.reply) reply(c.reply);
+      else if (c.chrome) {
+        chrome();
+        if (f.type === "settings" && settingsView.isOpen) settingsView.refresh();
+        else if (settingsView.isOpen) settingsView.modes(mirror.st);
+      } else if (c.reply) reply(c.reply);
     }
   }
   function reply(f) {
@@ -1046,13 +1174,19 @@
       case "rewindReport":
         showRewindReport(f.report || {});
         break;
+      case "modelSettings":
+        settingsView.render(f, mirror.st);
+        break;
       case "error":
         showBanner(f.text || f.code, "error");
         break;
     }
   }
   var handlers = {
-    open: () => hideBanner(),
+    open() {
+      hideBanner();
+      if (settingsView.isOpen) settingsView.refresh();
+    },
     closed(reason) {
       mirror.disconnected();
       chrome();
@@ -1090,6 +1224,7 @@
     stopEdit();
   }
   function toggleSessions(show) {
+    if (show) settingsView.toggle(false);
     $("sessions").hidden = !show;
     $("sessionsBtn").setAttribute("aria-expanded", String(show));
     if (show) send({ type: "listSessions", search: $("sessionQuery").value.trim() });
@@ -1162,6 +1297,16 @@
     if (v && v !== mirror.st.model) send({ type: "setModel", model: v });
   });
   on("sessionsBtn", "click", () => toggleSessions($("sessions").hidden));
+  on("settingsBtn", "click", () => {
+    const show = !settingsView.isOpen;
+    if (show) toggleSessions(false);
+    settingsView.toggle(show);
+  });
+  on("svUseModel", "click", () => settingsView.useModel());
+  on("svModelOther", "keydown", enter(() => settingsView.useModel()));
+  on("svEffort", "change", (e) => send({ type: "setEffort", effort: e.target.value }));
+  on("svAgentMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
+  on("svMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
   on("sessionSearchBtn", "click", searchSessions);
   on("sessionQuery", "keydown", (e) => {
     if (e.key === "Enter" && !e.isComposing) {

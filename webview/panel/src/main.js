@@ -6,9 +6,10 @@
 //
 // Where things are: state.js is the mirror (frames in, what changed out);
 // transport.js carries frames; render.js draws the timeline, chrome.js the
-// rest, dialogs.js the sessions and the rewind; images.js the attached
-// images; theme.js wears the sidebar's theme. This file wires them to the
-// page. The bundle (webview/static/panel.js) is built from these files by
+// rest, dialogs.js the sessions and the rewind; settings.js the settings
+// view (model, effort, modes, API keys); images.js the attached images;
+// theme.js wears the sidebar's theme. This file wires them to the page.
+// The bundle (webview/static/panel.js) is built from these files by
 // webview/panel/build.mjs.
 
 import { AskBox, hideBanner, renderChrome, showBanner } from "./chrome.js";
@@ -16,6 +17,7 @@ import { $ } from "./dom.js";
 import { RewindDialog, renderHits, renderSessions, showRewindReport } from "./dialogs.js";
 import { Attachments, clipboardImages } from "./images.js";
 import { Timeline } from "./render.js";
+import { SettingsView } from "./settings.js";
 import { Mirror, takes } from "./state.js";
 import { applyTheme } from "./theme.js";
 import { PROTOCOL, decode, parentTransport, socketTransport } from "./transport.js";
@@ -46,6 +48,7 @@ function respond(kind, text, images) {
 }
 
 const askBox = new AskBox(respond);
+const settingsView = new SettingsView(send);
 const chrome = () => renderChrome(mirror.st, askBox);
 
 // loadOlder asks for the page of messages before the oldest shown.
@@ -90,8 +93,13 @@ function receive(text) {
       loadingOlder = false;
       timeline.prepended();
     } else if (c.ts !== undefined) timeline.changed(c.ts);
-    else if (c.chrome) chrome();
-    else if (c.reply) reply(c.reply);
+    else if (c.chrome) {
+      chrome();
+      // The model, a mode or a key changed (here or elsewhere): an open
+      // settings view asks for its content again.
+      if (f.type === "settings" && settingsView.isOpen) settingsView.refresh();
+      else if (settingsView.isOpen) settingsView.modes(mirror.st);
+    } else if (c.reply) reply(c.reply);
   }
 }
 
@@ -107,6 +115,9 @@ function reply(f) {
     case "rewindReport":
       showRewindReport(f.report || {});
       break;
+    case "modelSettings":
+      settingsView.render(f, mirror.st);
+      break;
     case "error":
       showBanner(f.text || f.code, "error");
       break;
@@ -114,7 +125,10 @@ function reply(f) {
 }
 
 const handlers = {
-  open: () => hideBanner(),
+  open() {
+    hideBanner();
+    if (settingsView.isOpen) settingsView.refresh();
+  },
   closed(reason) {
     mirror.disconnected();
     chrome();
@@ -156,6 +170,7 @@ function submitPrompt() {
 }
 
 function toggleSessions(show) {
+  if (show) settingsView.toggle(false);
   $("sessions").hidden = !show;
   $("sessionsBtn").setAttribute("aria-expanded", String(show));
   if (show) send({ type: "listSessions", search: $("sessionQuery").value.trim() });
@@ -232,6 +247,16 @@ on("model", "change", (e) => {
   if (v && v !== mirror.st.model) send({ type: "setModel", model: v });
 });
 on("sessionsBtn", "click", () => toggleSessions($("sessions").hidden));
+on("settingsBtn", "click", () => {
+  const show = !settingsView.isOpen;
+  if (show) toggleSessions(false);
+  settingsView.toggle(show);
+});
+on("svUseModel", "click", () => settingsView.useModel());
+on("svModelOther", "keydown", enter(() => settingsView.useModel()));
+on("svEffort", "change", (e) => send({ type: "setEffort", effort: e.target.value }));
+on("svAgentMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
+on("svMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
 on("sessionSearchBtn", "click", searchSessions);
 on("sessionQuery", "keydown", (e) => {
   if (e.key === "Enter" && !e.isComposing) {

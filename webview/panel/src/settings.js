@@ -1,0 +1,154 @@
+// The settings view: the model (a picker of the models the kernel's
+// configuration and the built-in tables know, or any provider:model), the
+// effort, the agent mode and the permissions, and an API key per provider.
+//
+// A key goes one way: typed into a password field, sent in a setKey frame,
+// and the field is emptied at once. The kernel answers with a
+// modelSettings frame that shows each key as a mask ("set, ends in abcd")
+// and where it comes from; no frame ever carries a key back, and the view
+// keeps nothing of it (the mirror, state.js, never sees these frames).
+
+import { $, button, el } from "./dom.js";
+
+/** The view; send(frame) sends a client frame. */
+export class SettingsView {
+  constructor(send) {
+    this.send = send;
+    this.rows = new Map(); // provider name → its row's parts
+    this.current = null; // the last modelSettings frame
+  }
+
+  get isOpen() {
+    return !$("settingsView").hidden;
+  }
+
+  /** Shows or hides the view; shown, it asks the kernel for its content. */
+  toggle(show) {
+    $("settingsView").hidden = !show;
+    $("settingsBtn").setAttribute("aria-expanded", String(show));
+    if (show) this.refresh();
+  }
+
+  refresh() {
+    this.send({ type: "getSettings" });
+  }
+
+  /** Draws a modelSettings frame f; st is the mirror's state (modes). */
+  render(f, st) {
+    this.current = f;
+    const pick = $("svModel");
+    const models = (f.models || []).slice();
+    if (f.model && models.indexOf(f.model) < 0) models.unshift(f.model);
+    if (pick.dataset.models !== models.join(",")) {
+      pick.textContent = "";
+      if (!f.model) pick.appendChild(option("", "— no model —"));
+      for (const m of models) pick.appendChild(option(m, m));
+      pick.dataset.models = models.join(",");
+    }
+    if (document.activeElement !== pick) pick.value = f.model || "";
+    $("svModelNote").textContent = f.model
+      ? "Prompts use " + f.model + "; inline completions use " + (f.completionModel || "the same model") + "."
+      : "No model yet: pick one, with its key below.";
+    fill($("svEffort"), f.efforts || [], f.effort || "default");
+    this.modes(st);
+    this.keys(f);
+  }
+
+  /** The agent mode and the permissions, as the mirror knows them. */
+  modes(st) {
+    if (!st) return;
+    fill($("svAgentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
+    fill($("svMode"), st.modes && st.modes.length ? st.modes : [st.mode], st.mode);
+  }
+
+  keys(f) {
+    const list = $("svKeys");
+    for (const p of f.providers || []) {
+      let r = this.rows.get(p.name);
+      if (!r) {
+        r = { li: el("li", "key-row"), status: el("div", "sub key-status") };
+        r.li.dataset.provider = p.name;
+        r.li.appendChild(el("strong", "", p.name));
+        r.li.appendChild(r.status);
+        const row = el("div", "row");
+        // A password field: the key is not shown as it is typed, nor kept
+        // by the browser's form memory.
+        r.input = el("input", "key-input");
+        r.input.type = "password";
+        r.input.autocomplete = "off";
+        r.input.spellcheck = false;
+        r.input.placeholder = p.env + " for " + p.name;
+        r.input.setAttribute("aria-label", "API key for " + p.name);
+        r.input.addEventListener("keydown", (e) => {
+          if (e.key === "Enter" && !e.isComposing) {
+            e.preventDefault();
+            this.saveKey(p.name);
+          }
+        });
+        r.save = button("primary key-save", "Save key", () => this.saveKey(p.name));
+        r.remove = button("key-remove", "Remove", () => this.send({ type: "setKey", provider: p.name, key: "" }));
+        row.append(r.input, r.save, r.remove);
+        r.li.appendChild(row);
+        this.rows.set(p.name, r);
+        list.appendChild(r.li);
+      }
+      r.li.dataset.source = p.source || "none";
+      r.status.textContent = keyStatus(p);
+      r.remove.hidden = p.source !== "file" && !p.shadowed;
+    }
+    const where = $("svKeysFile");
+    where.textContent = f.keysFile
+      ? "Keys are saved in " + f.keysFile + ", which only you can read. An environment variable wins over a saved key."
+      : "Keys cannot be saved by this kernel.";
+    const problem = $("svKeysProblem");
+    problem.textContent = f.keysProblem || "";
+    problem.hidden = !f.keysProblem;
+  }
+
+  /** Sends the typed key of provider and empties its field at once. */
+  saveKey(provider) {
+    const r = this.rows.get(provider);
+    if (!r) return;
+    const key = r.input.value.trim();
+    r.input.value = "";
+    if (!key) return;
+    this.send({ type: "setKey", provider, key });
+  }
+
+  /** Uses the picked model, or the one typed beside the picker. */
+  useModel() {
+    const other = $("svModelOther").value.trim();
+    const model = other || $("svModel").value;
+    if (!model) return;
+    $("svModelOther").value = "";
+    this.send({ type: "setModel", model });
+  }
+}
+
+function option(value, text) {
+  const o = el("option", "", text);
+  o.value = value;
+  return o;
+}
+
+// fill puts values in a select, unless it holds them already, and selects value.
+function fill(sel, values, value) {
+  if (sel.dataset.values !== values.join(",")) {
+    sel.textContent = "";
+    for (const v of values) sel.appendChild(option(v, v));
+    sel.dataset.values = values.join(",");
+  }
+  if (document.activeElement !== sel) sel.value = value;
+}
+
+// keyStatus says where a provider's key comes from, as a mask.
+function keyStatus(p) {
+  switch (p.source) {
+    case "environment":
+      return "From the environment (" + p.env + "): " + p.mask + (p.shadowed ? ". A saved key is hidden by it." : ".");
+    case "file":
+      return "Saved: " + p.mask + ".";
+    default:
+      return "No key.";
+  }
+}

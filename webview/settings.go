@@ -1,0 +1,106 @@
+package webview
+
+import "context"
+
+// The settings view of the panel: the models and the providers, a model
+// picker, a key per provider, the effort. A key goes one way only, from a
+// client to the Agent (setKey): no frame ever carries one back, the
+// modelSettings frame shows a mask ("set, ends in abcd"); nothing of it
+// enters the mirrored state; the panel logs no frame's content.
+
+// The client → server frame types of the settings view.
+const (
+	TypeGetSettings = "getSettings"
+	TypeSetKey      = "setKey"
+	TypeSetEffort   = "setEffort"
+)
+
+// maxKeyBytes caps a setKey's key (the Agent checks it further).
+const maxKeyBytes = 4096
+
+// Settings is what an Agent offers the settings view, when it offers one
+// (an Agent that does not implement it answers the view's frames with an
+// error). Its methods may be called concurrently.
+type Settings interface {
+	// ModelSettings returns what the view shows: never a key.
+	ModelSettings(ctx context.Context) (ModelSettings, error)
+	// SetKey saves key as provider's API key ("" removes it); the next
+	// request of that provider's models uses it. The error never holds
+	// the key.
+	SetKey(ctx context.Context, provider, key string) error
+	// SetEffort sets the reasoning effort: low, medium, high or "" (the
+	// provider's default).
+	SetEffort(ctx context.Context, effort string) error
+}
+
+// ModelSettings is the settings view's content (the modelSettings frame).
+type ModelSettings struct {
+	Model           string        `json:"model"`
+	CompletionModel string        `json:"completionModel,omitempty"`
+	Models          []string      `json:"models"`
+	Effort          string        `json:"effort"`
+	Efforts         []string      `json:"efforts"`
+	Providers       []ProviderKey `json:"providers"`
+	// KeysFile is where saved keys are kept; "" when keys cannot be saved.
+	KeysFile string `json:"keysFile,omitempty"`
+	// KeysProblem is why the saved keys cannot be used, if they cannot.
+	KeysProblem string `json:"keysProblem,omitempty"`
+}
+
+// ProviderKey is a provider's key as the view shows it.
+type ProviderKey struct {
+	Name string `json:"name"`
+	// Env is the environment variable that wins over a saved key.
+	Env string `json:"env"`
+	// Source is "environment", "file" (saved here) or "" (none).
+	Source string `json:"source"`
+	// Mask is "set" or "set, ends in abcd"; "" when there is no key.
+	Mask string `json:"mask,omitempty"`
+	// Shadowed: a saved key that the environment's hides.
+	Shadowed bool `json:"shadowed,omitempty"`
+}
+
+type modelSettingsFrame struct {
+	V    int    `json:"v"`
+	Type string `json:"type"` // modelSettings
+	ID   string `json:"id,omitempty"`
+	ModelSettings
+}
+
+// runSettings runs a settings view's frame for c: the view's content, after
+// a change too, goes to c alone.
+func (p *Panel) runSettings(ctx context.Context, c *conn, in Inbound) error {
+	s, ok := p.agent.(Settings)
+	if !ok {
+		return errNoSettings
+	}
+	var err error
+	switch in.Type {
+	case TypeSetKey:
+		err = s.SetKey(ctx, in.Provider, in.Key)
+	case TypeSetEffort:
+		err = s.SetEffort(ctx, in.Effort)
+	}
+	if err != nil {
+		return err
+	}
+	ms, err := s.ModelSettings(ctx)
+	if err != nil {
+		return err
+	}
+	if ms.Models == nil {
+		ms.Models = []string{}
+	}
+	if ms.Providers == nil {
+		ms.Providers = []ProviderKey{}
+	}
+	p.hub.sendTo(c, mustJSON(modelSettingsFrame{V: ProtocolVersion, Type: "modelSettings", ID: in.ID, ModelSettings: ms}))
+	return nil
+}
+
+type settingsError string
+
+func (e settingsError) Error() string { return string(e) }
+
+// errNoSettings answers the settings view's frames of an Agent without one.
+const errNoSettings = settingsError("this kernel offers no settings view")

@@ -17,9 +17,12 @@ import (
 //
 //	frontend → kernel: {"request": {"id", "prefix", "suffix", "before", "after"}}, {"cancel": id}
 //	kernel → frontend: {"reply": {"id", "ok", "text"}} or {"reply": {"id", "ok": false, "error", "code"}}
+//	kernel → frontend: {"on": true}
 //
 // A new request cancels the ones still open on its comm (the user typed
-// on). In prompt mode only %%code cells are completed.
+// on). In prompt mode only %%code cells are completed. A comm told "off"
+// (no model) is told "on" when the settings change (a model was picked, a
+// key saved): its completer asks again.
 const CompleteTarget = "agentkernel.complete"
 
 // completeComms are the comms open to CompleteTarget. A commTarget of the
@@ -33,6 +36,8 @@ type completeComms struct {
 	comms   map[string]commTransport
 	running map[string]context.CancelFunc // request id → its cancel
 	byComm  map[string][]string           // comm id → its open request ids
+	off     map[string]bool               // comms told "off"
+	unsub   func()                        // from the host's events
 	wg      sync.WaitGroup
 	down    bool
 }
@@ -51,8 +56,30 @@ func (cc *completeComms) open(_ context.Context, m commMsg) {
 	defer cc.mu.Unlock()
 	if cc.comms == nil {
 		cc.comms, cc.running, cc.byComm = map[string]commTransport{}, map[string]context.CancelFunc{}, map[string][]string{}
+		cc.off = map[string]bool{}
+	}
+	if cc.unsub == nil && !cc.down {
+		cc.unsub = cc.b.host.Subscribe(cc.event)
 	}
 	cc.comms[m.id] = commTransport{b: cc.b, r: m.r, id: m.id}
+}
+
+// event tells the comms that were told "off" to ask again when the
+// settings change: a model may be there now.
+func (cc *completeComms) event(e agent.Event) {
+	if e.Kind != session.EventSettingsChanged {
+		return
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for id := range cc.off {
+		if t, ok := cc.comms[id]; ok && !cc.down {
+			if err := t.send(map[string]any{"on": true}); err != nil {
+				cc.b.log.Debug("completion comm: on", "error", err)
+			}
+		}
+		delete(cc.off, id)
+	}
 }
 
 func (cc *completeComms) message(_ context.Context, m commMsg) {
@@ -101,6 +128,11 @@ func (cc *completeComms) message(_ context.Context, m commMsg) {
 			reply["error"] = err.Error()
 			if errors.Is(err, session.ErrNoCompletions) {
 				reply["code"] = "off"
+				// Marked and sent under the lock: an "on" (event) comes
+				// after the "off", never before it.
+				cc.mu.Lock()
+				defer cc.mu.Unlock()
+				cc.off[m.id] = true
 			}
 		}
 		if err := t.send(map[string]any{"reply": reply}); err != nil {
@@ -165,6 +197,7 @@ func (cc *completeComms) closed(id string) {
 	}
 	delete(cc.comms, id)
 	delete(cc.byComm, id)
+	delete(cc.off, id)
 }
 
 func (cc *completeComms) shutdown() {
@@ -173,6 +206,11 @@ func (cc *completeComms) shutdown() {
 	for _, cancel := range cc.running {
 		cancel()
 	}
+	unsub := cc.unsub
+	cc.unsub = nil
 	cc.mu.Unlock()
+	if unsub != nil {
+		unsub()
+	}
 	cc.wg.Wait()
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/openai"
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
@@ -26,6 +28,72 @@ type completeReply struct {
 	Code  string `json:"code"`
 }
 
+// completeComm is a frontend's completion comm: the requests it sends,
+// the replies and "on"s the kernel sends it.
+type completeComm struct {
+	t       *testing.T
+	ctx     context.Context
+	c       *client.Client
+	id      string
+	replies chan completeReply
+	ons     chan bool
+}
+
+// openComplete dials the kernel at conn and opens a completion comm; the
+// test's cleanup closes the client.
+func openComplete(t *testing.T, ctx context.Context, conn *wire.ConnectionInfo) *completeComm {
+	t.Helper()
+	cc := &completeComm{t: t, ctx: ctx, id: uuid.NewString(), replies: make(chan completeReply, 8), ons: make(chan bool, 8)}
+	c, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: func(m *wire.Message) {
+		var cm struct {
+			CommID string `json:"comm_id"`
+			Data   struct {
+				Reply *completeReply `json:"reply"`
+				On    bool           `json:"on"`
+			} `json:"data"`
+		}
+		if m.Header.MsgType != wire.MsgCommMsg || json.Unmarshal(m.Content, &cm) != nil || cm.CommID != cc.id {
+			return
+		}
+		if cm.Data.Reply != nil {
+			cc.replies <- *cm.Data.Reply
+		}
+		if cm.Data.On {
+			cc.ons <- true
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	cc.c = c
+	if err := c.Send(ctx, client.Request{MsgType: wire.MsgCommOpen, Content: map[string]any{
+		"comm_id": cc.id, "target_name": CompleteTarget, "data": map[string]any{}}}); err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
+
+// send sends data on the comm.
+func (cc *completeComm) send(data map[string]any) {
+	cc.t.Helper()
+	if err := cc.c.Send(cc.ctx, client.Request{MsgType: wire.MsgCommMsg, Content: map[string]any{"comm_id": cc.id, "data": data}}); err != nil {
+		cc.t.Fatal(err)
+	}
+}
+
+// next is the next reply.
+func (cc *completeComm) next() completeReply {
+	cc.t.Helper()
+	select {
+	case r := <-cc.replies:
+		return r
+	case <-cc.ctx.Done():
+		cc.t.Fatal("no completion reply")
+	}
+	return completeReply{}
+}
+
 // TestCompleteComm: the inline completer's comm. A %%code cell of a
 // prompt-mode notebook is completed by the model, told the %%code cells
 // around it and not the prompts; a prompt is not completed (an empty
@@ -38,43 +106,8 @@ func TestCompleteComm(t *testing.T) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	id := uuid.NewString()
-	replies := make(chan completeReply, 8)
-	c, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: func(m *wire.Message) {
-		var cm struct {
-			CommID string `json:"comm_id"`
-			Data   struct {
-				Reply *completeReply `json:"reply"`
-			} `json:"data"`
-		}
-		if m.Header.MsgType == wire.MsgCommMsg && json.Unmarshal(m.Content, &cm) == nil && cm.CommID == id && cm.Data.Reply != nil {
-			replies <- *cm.Data.Reply
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	send := func(data map[string]any) {
-		t.Helper()
-		if err := c.Send(ctx, client.Request{MsgType: wire.MsgCommMsg, Content: map[string]any{"comm_id": id, "data": data}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	next := func() completeReply {
-		t.Helper()
-		select {
-		case r := <-replies:
-			return r
-		case <-ctx.Done():
-			t.Fatal("no completion reply")
-		}
-		return completeReply{}
-	}
-	if err := c.Send(ctx, client.Request{MsgType: wire.MsgCommOpen, Content: map[string]any{
-		"comm_id": id, "target_name": CompleteTarget, "data": map[string]any{}}}); err != nil {
-		t.Fatal(err)
-	}
+	cc := openComplete(t, ctx, conn)
+	send, next := cc.send, cc.next
 
 	h.Script.Enqueue(scripted.Reply(scripted.Text("```python\n", "total = sum(prices)", "\n```")))
 	send(map[string]any{"request": map[string]any{"id": "r1", "prefix": "%%code\nprices = [1, 2]\n", "suffix": "",
@@ -110,57 +143,87 @@ func TestCompleteComm(t *testing.T) {
 		t.Errorf("after typing on: %+v", r)
 	}
 	select {
-	case r := <-replies:
+	case r := <-cc.replies:
 		t.Errorf("the cancelled request was answered: %+v", r)
 	case <-time.After(200 * time.Millisecond):
 	}
 }
 
 // TestCompleteCommOff: with no model the completer is told completions
-// are off ("code": "off"), so it stops asking.
+// are off ("code": "off"), so it stops asking; when a model is set (or a
+// key saved: the settings change) the comm is told "on", once, and the
+// next request is answered.
 func TestCompleteCommOff(t *testing.T) {
 	st, err := store.Open(context.Background(), store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := scripted.New(t)
 	r := &surfacetest.Runner{}
-	h := &surfacetest.Host{Host: session.New(session.Config{Store: st, Runner: r, Workspace: t.TempDir(), Kind: "test"}), Runner: r}
+	h := &surfacetest.Host{Host: session.New(session.Config{Store: st, Runner: r, Workspace: t.TempDir(), Kind: "test",
+		OpenModel: func(spec string) (provider.Provider, error) {
+			_, name, _ := strings.Cut(spec, ":")
+			return openai.New(openai.Config{APIKey: "k", BaseURL: srv.OpenAIURL(), Model: name})
+		}}), Runner: r}
 	defer st.Close()
 	defer h.Close()
 	conn, stop := serveBridge(t, h, ModeCode)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	id := uuid.NewString()
-	replies := make(chan completeReply, 1)
-	c, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: func(m *wire.Message) {
-		var cm struct {
-			Data struct {
-				Reply *completeReply `json:"reply"`
-			} `json:"data"`
-		}
-		if m.Header.MsgType == wire.MsgCommMsg && json.Unmarshal(m.Content, &cm) == nil && cm.Data.Reply != nil {
-			replies <- *cm.Data.Reply
-		}
-	}})
-	if err != nil {
+	cc := openComplete(t, ctx, conn)
+	request := func(rid string) { cc.send(map[string]any{"request": map[string]any{"id": rid, "prefix": "x = "}}) }
+	request("r1")
+	if r := cc.next(); r.OK || r.Code != "off" || r.Error == "" {
+		t.Errorf("reply %+v", r)
+	}
+	if err := h.SetModel(ctx, "openai:m"); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	for _, m := range []client.Request{
-		{MsgType: wire.MsgCommOpen, Content: map[string]any{"comm_id": id, "target_name": CompleteTarget, "data": map[string]any{}}},
-		{MsgType: wire.MsgCommMsg, Content: map[string]any{"comm_id": id, "data": map[string]any{"request": map[string]any{"id": "r1", "prefix": "x = "}}}},
-	} {
-		if err := c.Send(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+	select {
+	case <-cc.ons:
+	case <-ctx.Done():
+		t.Fatal("the comm told off was not told on")
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("42")))
+	request("r2")
+	if r := cc.next(); !r.OK || r.Text != "42" {
+		t.Errorf("after on: %+v", r)
+	}
+	if err := h.SetMode(ctx, "plan"); err != nil { // a comm not told off is not told on
+		t.Fatal(err)
 	}
 	select {
-	case r := <-replies:
-		if r.OK || r.Code != "off" || r.Error == "" {
-			t.Errorf("reply %+v", r)
-		}
-	case <-ctx.Done():
-		t.Fatal("no reply")
+	case <-cc.ons:
+		t.Error("on again, though the comm was not off")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// TestCompleteCommHugeCell: a completion request for a cell of a megabyte
+// (and cells around it as large) is answered, and what the model is sent
+// stays bounded: the part of the cell around the cursor and of the cells
+// near it.
+func TestCompleteCommHugeCell(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	conn, stop := serveBridge(t, h, ModePrompt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	huge := strings.Repeat("values.append(12345)\n", 1<<20/21)
+	cells := []string{"%%code\n" + huge, "%%code\n" + huge}
+	h.Script.Enqueue(scripted.Reply(scripted.Text("total = sum(values)")))
+	cc := openComplete(t, ctx, conn)
+	cc.send(map[string]any{"request": map[string]any{"id": "big", "prefix": "%%code\n" + huge + "tot", "suffix": huge,
+		"before": cells, "after": cells}})
+	if r := cc.next(); !r.OK || r.Text != "al = sum(values)" {
+		t.Errorf("reply %+v", r)
+	}
+	reqs := h.Script.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	if n := len(reqs[0].Raw); n > 32<<10 {
+		t.Errorf("the model was sent %d bytes for a cell of a megabyte", n)
 	}
 }

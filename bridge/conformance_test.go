@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/session/surfacetest"
 )
 
@@ -34,7 +36,13 @@ func TestConformance(t *testing.T) {
 // stop ends the server and closes the bridge.
 func serveBridge(t *testing.T, h *surfacetest.Host, mode Mode) (conn *wire.ConnectionInfo, stop func() error) {
 	t.Helper()
-	b, err := New(Config{Runner: h.Runner, Host: h.Host, Mode: mode, Logger: logger()})
+	return serveHost(t, h.Host, h.Runner, mode)
+}
+
+// serveHost serves a bridge over host and its runner r as a kernel.
+func serveHost(t testing.TB, host *session.Host, r backing.Runner, mode Mode) (conn *wire.ConnectionInfo, stop func() error) {
+	t.Helper()
+	b, err := New(Config{Runner: r, Host: host, Mode: mode, Logger: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import agentSvg from '../style/icons/agent.svg';
+import completer from './completer';
 import { panelHTML, panelThemeVars } from './panelAssets';
 
 /** The kernel's comm target of the panel (bridge.PanelTarget). */
@@ -300,4 +301,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, completer];

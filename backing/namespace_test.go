@@ -10,9 +10,10 @@ import (
 
 // TestNamespace: the user's variables come back quietly — a table's
 // columns and shape, a function's signature, a short repr — bounded
-// however many names or columns there are, and a value whose repr raises
-// is still named; the summary leaves no name behind and moves no
-// execution count.
+// however many names (100,000) or columns (10,000, of a real pandas
+// DataFrame when the kernel's Python has pandas) there are, and a value
+// whose repr raises is still named; the summary leaves no name behind and
+// moves no execution count.
 func TestNamespace(t *testing.T) {
 	needPython(t)
 	r := NewLocal(LocalOptions{})
@@ -32,7 +33,12 @@ class Broken:
         raise RuntimeError('no repr')
 broken = Broken()
 big = list(range(100000))
-for i in range(2000):
+try:
+    import pandas
+    frame = pandas.DataFrame({'c%d' % i: [i] for i in range(10000)})
+except ImportError:
+    pass
+for i in range(100000):
     globals()['v%d' % i] = i
 count = 42`
 	res, err := r.Execute(ctx, Exec{Code: setup})
@@ -55,6 +61,16 @@ count = 42`
 	}
 	if v := byName["wide"]; len(v.Columns) != 50 {
 		t.Errorf("a table of 10,000 columns gave %d", len(v.Columns))
+	}
+	if v, ok := byName["frame"]; ok {
+		if v.Type != "DataFrame" || v.Shape != "(1, 10000)" || len(v.Columns) != 50 || v.Columns[0] != "c0: int64" {
+			t.Errorf("a pandas DataFrame of 10,000 columns: %+v", v)
+		}
+	} else {
+		t.Log("the kernel's Python has no pandas: a DataFrame of its own is not tried (Debian: python3-pandas)")
+	}
+	if b, _ := json.Marshal(vars); len(b) > 64<<10 {
+		t.Errorf("the summary of 100,000 names is %d bytes", len(b))
 	}
 	if v := byName["total"]; v.Signature != "total(rows, tax=0.2)" || v.Describe() != "total: function total(rows, tax=0.2)" {
 		t.Errorf("total: %+v %q", v, v.Describe())

@@ -15,7 +15,7 @@ set -euo pipefail
 ak_need=(python3-ipykernel python3-jupyter-client jupyter-client jupyter-notebook make git ca-certificates python3-venv)
 if [ "${1:-run}" = test ]; then
   ak_need+=(python3-jupyter-kernel-test jupyter-nbconvert python3-nbclient python3-nbformat
-    jupyter-console python3-pytest python3-ipywidgets python3-matplotlib python3-cryptography procps chromium
+    jupyter-console python3-pytest python3-ipywidgets python3-matplotlib python3-pandas python3-cryptography procps chromium
     postgresql python3-venv)
 fi
 command -v npm >/dev/null || ak_need+=(npm) # the JupyterLab extension is built with it

@@ -149,7 +149,7 @@ func New(cfg Config) (*Bridge, error) {
 	b.notebooks = &notebookComms{b: b}
 	b.comms = newCommRouter(map[string]commTarget{PanelTarget: b.panels, NotebookTarget: b.notebooks,
 		CompleteTarget: &completeComms{b: b}}, b.log.Warn)
-	cfg.Host.SetCells(b.notebooks.cells)
+	cfg.Host.SetFrontends(b.notebooks)
 	cfg.Host.ExpectCells()
 	return b, nil
 }

@@ -39,6 +39,7 @@ type notebookComms struct {
 	mu    sync.Mutex
 	comms map[string]*notebookComm // by comm id
 	order []string                 // comm ids, oldest first
+	file  session.FileCells        // %agent notebook's: where the tools work when no comm is open
 }
 
 // notebookComm is one frontend's notebook, as session.Cells.
@@ -143,9 +144,20 @@ func (n *notebookComms) Current() session.Cells {
 		last = c
 	}
 	if last == nil {
+		if n.file != nil {
+			return n.file
+		}
 		return nil
 	}
 	return last
+}
+
+// setFile makes the notebook file f where the agent's notebook tools work
+// while no frontend has opened the comm (nil: nowhere).
+func (n *notebookComms) setFile(f session.FileCells) {
+	n.mu.Lock()
+	n.file = f
+	n.mu.Unlock()
 }
 
 // Find implements session.Frontends: the notebook named path that a

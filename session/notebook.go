@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentkernel/agentkernel/agent"
@@ -124,6 +125,24 @@ func (h *Host) currentCells() Cells {
 		return h.cfg.Cells()
 	}
 	return nil
+}
+
+// OpenNotebookFile opens the .ipynb at path (relative to the workspace)
+// as Cells that change the file itself (Config.OpenNotebook): for a kernel
+// that no frontend with the notebook comm is attached to (nbclient,
+// papermill, a console), told which notebook is its by %agent notebook or
+// AGENTKERNEL_NOTEBOOK.
+func (h *Host) OpenNotebookFile(path string) (FileCells, error) {
+	if h.cfg.OpenNotebook == nil {
+		return nil, errors.New("this kernel cannot open notebook files")
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(h.cfg.Workspace, path)
+	}
+	if filepath.Ext(path) != ".ipynb" {
+		return nil, fmt.Errorf("%s: not a notebook (.ipynb)", path)
+	}
+	return h.cfg.OpenNotebook(path)
 }
 
 // ExpectCells says that SetFrontends will be called (a kernel's bridge, whose

@@ -27,11 +27,22 @@ func (openaiFormat) writeError(w http.ResponseWriter, status int, typ, msg, retr
 func (openaiFormat) stream(sw *sseWriter, t Turn, req Request) {
 	id := "chatcmpl-scripted-" + strconv.Itoa(req.N)
 	created := time.Now().Unix()
+	usage := includeUsage(req)
+	n := 0
 	chunk := func(choices any) map[string]any {
-		return map[string]any{
+		// As OpenAI sends them: with a service tier, a usage of null on
+		// every chunk but the last when usage was asked for, and an
+		// obfuscation string of varying length that pads the chunk.
+		n++
+		c := map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created,
-			"model": t.Model, "system_fingerprint": "fp_scripted", "choices": choices,
+			"model": t.Model, "service_tier": "default", "system_fingerprint": "fp_scripted", "choices": choices,
+			"obfuscation": "Zq8xPw3"[:n%7+1],
 		}
+		if usage {
+			c["usage"] = nil
+		}
+		return c
 	}
 	delta := func(d map[string]any) {
 		sw.event("", chunk([]any{map[string]any{
@@ -89,7 +100,7 @@ func (openaiFormat) stream(sw *sseWriter, t Turn, req Request) {
 	sw.event("", chunk([]any{map[string]any{
 		"index": 0, "delta": map[string]any{}, "logprobs": nil, "finish_reason": finish,
 	}}))
-	if u, ok := turnUsage(t); ok && includeUsage(req) {
+	if u, ok := turnUsage(t); ok && usage {
 		var choices any = []any{}
 		if u.NullChoices {
 			choices = nil

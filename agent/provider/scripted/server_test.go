@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -219,4 +220,42 @@ func TestListenCloseEndsStalls(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 	_, _ = io.Copy(io.Discard, br)
+}
+
+// TestRecord: Record gives the bytes the server streams for the same turn,
+// and Canned serves them to a client as the server does.
+func TestRecord(t *testing.T) {
+	created := regexp.MustCompile(`"created":\d+`)
+	for _, api := range []string{"openai", "anthropic"} {
+		t.Run(api, func(t *testing.T) {
+			turn := Reply(Reasoning("hm"), Text("a", "b\n"), ToolCall("c1", "f", `{"x"`, `:1}`), UsageStep(Usage{Input: 3, Output: 2}))
+			rec, err := Record(api, turn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := New(t)
+			srv.Enqueue(turn)
+			url := srv.OpenAIURL() + "/chat/completions"
+			if api == "anthropic" {
+				url = srv.AnthropicURL() + "/v1/messages"
+			}
+			body := `{"model":"scripted-model","stream":true,"stream_options":{"include_usage":true},"messages":[]}`
+			_, served := post(t, newClient(t), url, body)
+			if got, want := created.ReplaceAllString(string(rec), ""), created.ReplaceAllString(served, ""); got != want {
+				t.Fatalf("recorded\n%s\nserved\n%s", got, want)
+			}
+			resp, err := (&http.Client{Transport: Canned{Body: rec}}).Post("http://model.invalid/", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			again, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || string(again) != string(rec) {
+				t.Fatalf("canned: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), again)
+			}
+		})
+	}
+	if _, err := Record("gemini", Reply(Text("x"))); err == nil {
+		t.Fatal("Record of an unknown API did not fail")
+	}
 }

@@ -1,0 +1,64 @@
+package anthropic
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+)
+
+// words is an answer of n words, one streamed chunk each.
+func words(n int) []string {
+	pieces := make([]string, n)
+	for i := range pieces {
+		pieces[i] = fmt.Sprintf("word%d ", i)
+	}
+	return pieces
+}
+
+// BenchmarkChunk is the provider's own cost per streamed chunk: a
+// 2,000-word answer in the scripted server's bytes (Anthropic's format, with
+// usage), served from memory so that no server's work is counted, read
+// to its end through the SDK's request path and this package's decoding.
+func BenchmarkChunk(b *testing.B) {
+	const n = 2000
+	body, err := scripted.Record("anthropic", scripted.Reply(scripted.Text(words(n)...),
+		scripted.UsageStep(scripted.Usage{Input: 10, Output: n})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := New(Config{APIKey: testKey, Model: "claude-sonnet-4-5", BaseURL: "http://model.invalid",
+		HTTPClient: &http.Client{Transport: scripted.Canned{Body: body}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := p.Stream(context.Background(), simpleReq())
+		if err != nil {
+			b.Fatal(err)
+		}
+		texts := 0
+		for {
+			ev, err := s.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ev.Type == provider.EventText {
+				texts++
+			}
+		}
+		s.Close()
+		if texts != n {
+			b.Fatalf("%d text events, want %d", texts, n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/chunk")
+}

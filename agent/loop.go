@@ -381,6 +381,10 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 	defer stop()
 
 	var textMsg, reasonMsg *messages.UIMessage
+	// The text so far grows in place: res.text is text.String() after
+	// each piece, a string over the builder's bytes, not a copy (a copy a
+	// piece is quadratic in the answer's length).
+	var text, reasoning strings.Builder
 	// An agent that runs its own tools (EventActivity, EventAsk) says
 	// things between its steps: each stretch of its text is a message of
 	// its own, from these offsets on.
@@ -442,12 +446,14 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 		}
 		switch ev.Type {
 		case provider.EventText:
-			res.text += ev.Text
+			text.WriteString(ev.Text)
+			res.text = text.String()
 			if err := grow(&textMsg, messages.SayText, res.text[textFrom:]); err != nil {
 				return res, err
 			}
 		case provider.EventReasoning:
-			res.reasoning += ev.Text
+			reasoning.WriteString(ev.Text)
+			res.reasoning = reasoning.String()
 			if ev.Signature != "" {
 				res.signature = ev.Signature
 			}

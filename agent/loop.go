@@ -389,6 +389,7 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 	// things between its steps: each stretch of its text is a message of
 	// its own, from these offsets on.
 	var textFrom, reasonFrom int
+	updateCtx := context.WithoutCancel(ctx) // made once, not a chunk
 	grow := func(m **messages.UIMessage, kind messages.Say, full string) error {
 		if *m == nil {
 			created, err := t.say(ctx, kind, full, func(u *messages.UIMessage) { u.Partial = true })
@@ -399,7 +400,7 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 			return nil
 		}
 		(*m).Text = full
-		return t.update(ctx, **m)
+		return t.update(updateCtx, **m)
 	}
 	finish := func() error {
 		// A turn cut short because the task closes (the kernel shuts down,

@@ -289,3 +289,13 @@ func TestReplay(t *testing.T) {
 		t.Errorf("replayed %q", ev.Data)
 	}
 }
+
+func BenchmarkDecodeText(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-scripted-1","object":"chat.completion.chunk","created":1764185000,"model":"gpt-4.1","service_tier":"default","system_fingerprint":"fp_scripted","choices":[{"index":0,"delta":{"content":"kernel "},"logprobs":null,"finish_reason":null}],"usage":null,"obfuscation":"Zq8x"}` + "\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := decodeText(data); !ok {
+			b.Fatal("declined")
+		}
+	}
+}

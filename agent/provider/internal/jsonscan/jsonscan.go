@@ -46,6 +46,15 @@ func New(b []byte) Scanner { return Scanner{b: b} }
 // reports false.
 func (s *Scanner) Fail() { s.failed = true }
 
+// plain marks the bytes a string holds as they are: not a quote, a
+// backslash or a control character.
+var plain = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
 func (s *Scanner) ws() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
@@ -116,17 +125,10 @@ func (s *Scanner) Key() []byte {
 	}
 	start := s.i + 1
 	j := start
-	for ; j < len(s.b); j++ {
-		c := s.b[j]
-		if c == '"' {
-			break
-		}
-		if c == '\\' || c < 0x20 {
-			s.failed = true
-			return nil
-		}
+	for j < len(s.b) && plain[s.b[j]] {
+		j++
 	}
-	if j >= len(s.b) {
+	if j >= len(s.b) || s.b[j] != '"' {
 		s.failed = true
 		return nil
 	}
@@ -186,6 +188,12 @@ func (s *Scanner) stringRaw() (raw []byte, esc bool) {
 	start := s.i + 1
 	j := start
 	for j < len(s.b) {
+		for j < len(s.b) && plain[s.b[j]] {
+			j++ // the common case: bytes that end nothing
+		}
+		if j >= len(s.b) {
+			break
+		}
 		c := s.b[j]
 		switch {
 		case c == '"':

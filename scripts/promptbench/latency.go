@@ -56,6 +56,7 @@ func longAnswer(n int) answer {
 type timing struct {
 	sent    time.Time
 	firstAt time.Time     // the answer's first output arrived
+	firstBy time.Time     // … and was sent, by the kernel's header date
 	first   time.Duration // … after sent
 	shownAt time.Time     // the whole answer shown
 	shown   time.Duration // … after sent
@@ -91,6 +92,7 @@ func timeCell(ctx context.Context, k *client.Kernel, code string, a answer) (tim
 			md = strings.TrimSpace(md)
 			if t.firstAt.IsZero() && strings.HasPrefix(md, first) {
 				t.firstAt, t.first = now, now.Sub(t.sent)
+				t.firstBy, _ = time.Parse(time.RFC3339Nano, m.Header.Date)
 			}
 			if t.shown == 0 && md == whole {
 				t.shownAt, t.shown = now, now.Sub(t.sent)
@@ -131,7 +133,8 @@ type contender struct {
 	// Ours: the first output after the model's first content byte, and
 	// the long answer fully shown against the model's own stream time
 	// (both from the moment the model got the request).
-	afterModel    []time.Duration
+	afterModel    []time.Duration // received by the client
+	sentAfter     []time.Duration // sent by the kernel
 	shownVsStream []float64
 }
 
@@ -215,8 +218,8 @@ func (b *bench) latency(ctx context.Context, rounds, words int, python string) e
 	slices.Sort(ours.shownVsStream)
 	fmt.Printf("\nthe model alone, read by a plain HTTP client: first content after %s, %d words in %s\n",
 		ms(median(aloneFirst)), words, ms(median(aloneLong)))
-	fmt.Printf("agentkernel: first output %s after the model's first content byte (target ≤ 2 ms); %d words fully shown in %.2f× the model's own stream time, from the model's receipt of the request (target ≤ 1.2×)\n",
-		ms(median(ours.afterModel)), words, ours.shownVsStream[len(ours.shownVsStream)/2])
+	fmt.Printf("agentkernel: first output %s after the model's first content byte (target ≤ 2 ms; sent by the kernel after %s); %d words fully shown in %.2f× the model's own stream time, from the model's receipt of the request (target ≤ 1.2×)\n",
+		ms(median(ours.afterModel)), ms(median(ours.sentAfter)), words, ours.shownVsStream[len(ours.shownVsStream)/2])
 	fmt.Printf("agentkernel's CPU per streamed chunk: %.1f µs (the long cells less the short ones, per extra chunk; target ≤ 3 µs), %.1f µs (the long cells whole, per chunk)\n",
 		float64((ours.cpuLong-ours.cpuShort).Nanoseconds())/1e3/chunks, float64(ours.cpuLong.Nanoseconds())/1e3/float64(rounds*len(long.pieces)))
 	return nil
@@ -246,6 +249,7 @@ func (b *bench) round(ctx context.Context, c, ours *contender, short, long answe
 		if req, ok := b.srv.Last(); c == ours && ok && !req.FirstContent.IsZero() {
 			if len(a.pieces) == len(short.pieces) {
 				c.afterModel = append(c.afterModel, t.firstAt.Sub(req.FirstContent))
+				c.sentAfter = append(c.sentAfter, t.firstBy.Sub(req.FirstContent))
 			} else {
 				c.shownVsStream = append(c.shownVsStream, float64(t.shownAt.Sub(req.Received))/float64(req.Done.Sub(req.Received)))
 			}

@@ -97,7 +97,7 @@ tests/acp/node_modules/.package-lock.json: tests/acp/package.json tests/acp/pack
 
 bench: build
 	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway -ipykernel-python $$(scripts/modern-venv.sh)
-	$(GO) run ./scripts/promptbench -agentkernel $(BIN)
+	$(GO) run ./scripts/promptbench -agentkernel $(BIN) -jupyter-ai $$(scripts/modern-venv.sh jupyterai)
 	$(GO) run ./scripts/ckptbench -agentkernel $(BIN)
 	$(GO) run ./scripts/mcpbench -agentkernel $(BIN)
 

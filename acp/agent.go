@@ -242,7 +242,9 @@ func (f *clientFiles) WriteTextFile(ctx context.Context, path, content string) e
 	return nil
 }
 
-// mcpServers are the MCP servers a client gives a session, as ours.
+// mcpServers are the MCP servers a client gives a session, as ours; a
+// client's names are labels (Jupyter AI's "Jupyter MCP Server"), made
+// server names by mcp.ClientName.
 func mcpServers(servers []sdk.McpServer) []mcp.ServerConfig {
 	var out []mcp.ServerConfig
 	for _, s := range servers {
@@ -252,13 +254,13 @@ func mcpServers(servers []sdk.McpServer) []mcp.ServerConfig {
 			for _, e := range s.Stdio.Env {
 				env[e.Name] = e.Value
 			}
-			out = append(out, mcp.ServerConfig{Name: s.Stdio.Name, Type: mcp.TransportStdio, Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env})
+			out = append(out, mcp.ServerConfig{Name: mcp.ClientName(s.Stdio.Name), Type: mcp.TransportStdio, Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env})
 		case s.Http != nil:
 			hs := map[string]string{}
 			for _, h := range s.Http.Headers {
 				hs[h.Name] = h.Value
 			}
-			out = append(out, mcp.ServerConfig{Name: s.Http.Name, Type: mcp.TransportHTTP, URL: s.Http.Url, Headers: hs})
+			out = append(out, mcp.ServerConfig{Name: mcp.ClientName(s.Http.Name), Type: mcp.TransportHTTP, URL: s.Http.Url, Headers: hs})
 		}
 	}
 	return out

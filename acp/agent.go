@@ -484,7 +484,8 @@ func (a *Agent) update(ctx context.Context, s *acpSession, u sdk.SessionUpdate) 
 }
 
 // replay sends a loaded session's conversation as session/update: the
-// user's prompts, the agent's words and thoughts, and the code it ran.
+// user's prompts, the agent's words and thoughts, and the code it ran,
+// each marked _meta.agentkernel.replay.
 func (a *Agent) replay(ctx context.Context, s *acpSession) {
 	first := true
 	for _, m := range s.host.History() {
@@ -492,19 +493,20 @@ func (a *Agent) replay(ctx context.Context, s *acpSession) {
 		switch {
 		case isPrompt(m, &first):
 			u = sdk.UpdateUserMessageText(m.Text)
-			u.UserMessageChunk.Meta = meta(m.TS)
+			u.UserMessageChunk.Meta = replayMeta(m.TS)
 		case m.Partial:
 			continue
 		case m.Type == messages.TypeSay && (m.Say == messages.SayText || m.Say == messages.SayCompletionResult):
 			u = sdk.UpdateAgentMessageText(m.Text)
-			u.AgentMessageChunk.Meta = meta(m.TS)
+			u.AgentMessageChunk.Meta = replayMeta(m.TS)
 		case m.Type == messages.TypeSay && m.Say == messages.SayReasoning:
 			u = sdk.UpdateAgentThoughtText(m.Text)
-			u.AgentThoughtChunk.Meta = meta(m.TS)
+			u.AgentThoughtChunk.Meta = replayMeta(m.TS)
 		case m.Type == messages.TypeAsk && m.Ask == messages.AskCommand:
 			u = sdk.StartToolCall(sdk.ToolCallId(fmt.Sprintf("replay_%d", m.TS)), "Run "+messages.FirstLine(m.Text, 80),
 				sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusCompleted),
 				sdk.WithStartRawInput(map[string]any{"code": m.Text}))
+			u.ToolCall.Meta = replayMeta(m.TS)
 		default:
 			continue
 		}

@@ -55,6 +55,10 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled, Usage: usage}, nil
 	case errors.Is(err, agent.ErrMaxTurns), errors.Is(err, agent.ErrMaxBudget):
 		return sdk.PromptResponse{StopReason: sdk.StopReasonMaxTurnRequests, Usage: usage}, nil
+	case errors.Is(err, agent.ErrNoProvider):
+		// The turn said how to configure a model (agent.NoModelHelp): that
+		// is its answer.
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn, Usage: usage}, nil
 	case err != nil:
 		return sdk.PromptResponse{}, err
 	}

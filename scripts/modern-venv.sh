@@ -2,7 +2,7 @@
 # Prints the python of a virtual environment holding the Jupyter stack of
 # tests/python/requirements-NAME.txt (default modern, the PyPI stack:
 # JupyterLab 4, Notebook 7, ipykernel 7, jupyter_client 8, jupyter_server 2;
-# eg: Enterprise Gateway 3.3) or of
+# eg: Enterprise Gateway 3.3; jupyterai: Jupyter AI 3) or of
 # python/requirements-NAME.txt (build: what builds the wheels), making it
 # first when it is missing or its requirements changed. It lives under
 # ${XDG_CACHE_HOME:-~/.cache}/agentkernel/, named by NAME and the

@@ -146,9 +146,12 @@ def test_platform_wheels(wheels):
     first = contents["linux-x86_64"]
     for name, c in contents.items():
         assert c == first, f"{name} holds other files than linux-x86_64's"
-    for want in ("agentkernel/__init__.py", "agentkernel/__main__.py"):
+    for want in ("agentkernel/__init__.py", "agentkernel/__main__.py", "agentkernel/persona.py", "agentkernel/avatar.svg"):
         assert want in first, first
     assert any("share/jupyter/labextensions/@agentkernel/jupyterlab/package.json" in n for n in first), first
+    version = wheels["linux-x86_64"].name.split("-")[1]
+    eps = zipfile.ZipFile(wheels["linux-x86_64"]).read(f"agentkernel-{version}.dist-info/entry_points.txt").decode()
+    assert "[jupyter_ai.personas]" in eps and "agentkernel.persona:AgentKernelPersona" in eps, eps
 
 
 # What pip picks among the wheels for a platform tag (pip download
@@ -196,7 +199,7 @@ def test_sdist_refuses_to_build(wheels, tmp_path):
     instead; on Windows, that it does not run there and WSL 2 does."""
     with tarfile.open(wheels["sdist"]) as t:
         names = [n.split("/", 1)[1] for n in t.getnames() if "/" in n]
-    assert "hatch_build.py" in names and "agentkernel/__init__.py" in names, names
+    assert "hatch_build.py" in names and "agentkernel/persona.py" in names, names
     assert not [n for n in names if n.endswith(".go") or n.startswith("labextension")], names
     build = subprocess.run([str(REPO / "scripts" / "modern-venv.sh"), "build"], capture_output=True, text=True,
                            timeout=900)
@@ -253,6 +256,18 @@ def test_venv_install_sys_prefix(wheel, tmp_path):
     out = subprocess.run([py, "-m", "agentkernel", "version"], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.startswith("agentkernel 0."), out
 
+    # Without Jupyter AI, nothing of the persona is imported: `import
+    # agentkernel` does not read it, and only Jupyter AI's persona manager
+    # loads the jupyter_ai.personas entry point.
+    probe = ("import sys, agentkernel\n"
+             "from importlib.metadata import entry_points\n"
+             "eps = entry_points()\n"
+             "eps = eps.select(group='jupyter_ai.personas') if hasattr(eps, 'select') else eps.get('jupyter_ai.personas', [])\n"
+             "assert [e.value for e in eps] == ['agentkernel.persona:AgentKernelPersona'], eps\n"
+             "assert 'agentkernel.persona' not in sys.modules and 'jupyter_ai_persona_manager' not in sys.modules\n"
+             "print('ok')\n")
+    out = subprocess.run([py, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out
 
 
 def test_user_install(wheel, tmp_path):

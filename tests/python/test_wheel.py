@@ -15,7 +15,8 @@ headers (CPU, minimum macOS, code signature), and the code is checked to
 build for macOS (go vet, go test -c).
 
 The wheels come from the session's `wheels` fixture (conftest.py):
-$AGENTKERNEL_WHEELS names a directory of them built already.
+$AGENTKERNEL_WHEELS names a directory of them built already. The installs
+run on both Python stacks, the rest once.
 """
 
 import json
@@ -35,6 +36,8 @@ from kclient import run_cell
 from stack import MODERN
 
 REPO = Path(__file__).resolve().parents[2]
+# What does not depend on the Python stack runs in one of the two runs.
+ONCE = pytest.mark.skipif(MODERN, reason="runs once, with Debian's stack")
 
 # Each platform's wheel tags (as in its file name and WHEEL file), the
 # binary's format and CPU.
@@ -111,6 +114,7 @@ def macho(b):
     return cputype, filetype, minos, signed
 
 
+@ONCE
 def test_platform_wheels(wheels):
     """Each wheel: the platform tags in its name and WHEEL file, the same
     package and extension, and a binary for its platform — a static ELF for
@@ -173,6 +177,7 @@ PICKS = [
 ]
 
 
+@ONCE
 @pytest.mark.parametrize("platform,want", PICKS, ids=[p for p, _ in PICKS])
 def test_pip_picks_the_platform_wheel(wheels, tmp_path, platform, want):
     find = tmp_path / "index"
@@ -193,6 +198,7 @@ def test_pip_picks_the_platform_wheel(wheels, tmp_path, platform, want):
         assert [p.name for p in out.iterdir()] == [wheels[want].name]
 
 
+@ONCE
 def test_sdist_refuses_to_build(wheels, tmp_path):
     """The sdist holds the package and the build hook, no Go: building a
     wheel from it (what pip does where no wheel fits) stops with what to do
@@ -313,7 +319,7 @@ def qemu_aarch64():
     return qemu
 
 
-@pytest.mark.skipif(MODERN, reason="runs once, with Debian's stack")
+@ONCE
 def test_aarch64_wheel_under_qemu(wheels, qemu_aarch64, tmp_path):
     """The aarch64 wheel's binary, run by qemu-user: its version, `install
     --sys-prefix` into the venv it was installed in, and a kernel from that
@@ -384,7 +390,7 @@ def test_aarch64_wheel_under_qemu(wheels, qemu_aarch64, tmp_path):
 
 # -- macOS: the code builds there ----------------------------------------------
 
-@pytest.mark.skipif(MODERN, reason="runs once, with Debian's stack")
+@ONCE
 @pytest.mark.parametrize("goarch", ["arm64", "amd64"])
 def test_darwin_builds(goarch, tmp_path):
     """go vet ./... for macOS (the tests' code too), and the tests of the

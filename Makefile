@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build wheel wheels install test check test-go test-norace test-fuzz test-python test-python-modern test-browser mcp-server acp-client bench clean
+.PHONY: build wheel wheels install panel test check test-go test-norace test-fuzz test-python test-python-modern test-browser mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -30,6 +30,12 @@ wheels:
 
 install: build
 	$(BIN) install --user
+
+# The web panel's page: webview/panel/src bundled (esbuild, pinned) into
+# webview/static/panel.js, which is committed and embedded by go build. Run
+# it after changing the page's sources; `go test ./webview` fails until then.
+panel:
+	cd webview/panel && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
 test: check test-go test-norace test-fuzz test-python test-python-modern test-browser
 

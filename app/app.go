@@ -35,8 +35,10 @@ const (
 	EnvApprove        = "AGENTKERNEL_APPROVE"
 	EnvPermissionMode = "AGENTKERNEL_PERMISSION_MODE"
 	EnvEffort         = "AGENTKERNEL_EFFORT"
-	EnvConfig         = "AGENTKERNEL_CONFIG"
-	EnvRecord         = "AGENTKERNEL_RECORD"
+	// EnvCompletionModel is the model of inline completions.
+	EnvCompletionModel = "AGENTKERNEL_COMPLETION_MODEL"
+	EnvConfig          = "AGENTKERNEL_CONFIG"
+	EnvRecord          = "AGENTKERNEL_RECORD"
 	// EnvEventSource names the surface a kernel's inputs come from in the
 	// event log; agentkernel run sets it for the kernels it starts.
 	EnvEventSource = "AGENTKERNEL_EVENT_SOURCE"
@@ -144,20 +146,21 @@ func (c Config) checkpoints() checkpoint.Options {
 // and the model opener, which Open adds.
 func (c Config) host() session.Config {
 	return session.Config{
-		DataDir:        c.DataDir,
-		StoreURL:       c.StoreURL,
-		Hooks:          c.File.Hooks,
-		Checkpoints:    c.checkpoints(),
-		Source:         c.Source,
-		Model:          c.Model,
-		PermissionMode: c.PermissionMode,
-		Effort:         c.Effort,
-		Modes:          c.File.Modes,
-		WebFetch:       c.File.WebFetch,
-		Allow:          c.File.Allow,
-		Deny:           c.File.Deny,
-		MCPServers:     c.File.MCPServers,
-		MCP:            mcp.Options{UserDir: c.UserDir()},
+		DataDir:         c.DataDir,
+		StoreURL:        c.StoreURL,
+		Hooks:           c.File.Hooks,
+		Checkpoints:     c.checkpoints(),
+		Source:          c.Source,
+		Model:           c.Model,
+		PermissionMode:  c.PermissionMode,
+		Effort:          c.Effort,
+		CompletionModel: cmp.Or(os.Getenv(EnvCompletionModel), c.File.CompletionModel),
+		Modes:           c.File.Modes,
+		WebFetch:        c.File.WebFetch,
+		Allow:           c.File.Allow,
+		Deny:            c.File.Deny,
+		MCPServers:      c.File.MCPServers,
+		MCP:             mcp.Options{UserDir: c.UserDir()},
 		Notebook: func(w io.Writer, s store.Session, h store.Histories) error {
 			nb, err := SessionNotebook(s, h, nil)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -122,8 +123,12 @@ type Bridge struct {
 	pmu   sync.Mutex // guards panel; never held across a call out
 	panel *panel     // the web panel, once %agent webview started it
 
-	comms  *commRouter // the comms the bridge serves itself
-	panels *panelComms // the panel's comms (the JupyterLab sidebar)
+	comms     *commRouter    // the comms the bridge serves itself
+	panels    *panelComms    // the panel's comms (the JupyterLab sidebar)
+	notebooks *notebookComms // the notebooks' comms (the agent's notebook tools)
+	// promptFrom is the Jupyter session of the frontend whose prompt runs:
+	// its notebook is the one the agent works in.
+	promptFrom atomic.Value // string
 
 	attachMu sync.Mutex
 	attached []attachment // %agent attach: images for the next prompt
@@ -141,7 +146,11 @@ func New(cfg Config) (*Bridge, error) {
 	b := &Bridge{cfg: cfg, log: cfg.Logger.Named("bridge"), runner: cfg.Runner, host: cfg.Host}
 	b.recent.init(256)
 	b.panels = &panelComms{b: b}
-	b.comms = newCommRouter(map[string]commTarget{PanelTarget: b.panels}, b.log.Warn)
+	b.notebooks = &notebookComms{b: b}
+	b.comms = newCommRouter(map[string]commTarget{PanelTarget: b.panels, NotebookTarget: b.notebooks,
+		CompleteTarget: &completeComms{b: b}}, b.log.Warn)
+	cfg.Host.SetFrontends(b.notebooks)
+	cfg.Host.ExpectCells()
 	return b, nil
 }
 

@@ -149,7 +149,7 @@ func (cr *commRouter) dispatch(ctx context.Context, m commMsg) {
 		// No status around it: the shell may be busy with a cell, and an
 		// idle would tell the frontend it is not.
 		if err := m.r.Reply(wire.MsgCommInfoReply, map[string]any{"status": "ok", "comms": cr.open(m.target)}); err != nil {
-			cr.log("comm_info_reply", "error", err)
+			cr.log("comm: reply to comm_info_request", "error", err)
 		}
 	}
 }

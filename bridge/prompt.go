@@ -326,6 +326,8 @@ func (b *Bridge) prompt(ctx context.Context, r *kernel.Request, text string, cou
 // the agent's words and its code's outputs go to the cell, its asks to
 // the frontend's stdin (else the policy), and the cell ends with the turn.
 func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Turn) (session.Result, error)) {
+	b.promptFrom.Store(r.Msg.Header.Session)
+	defer b.promptFrom.Store("")
 	c := newCellOut(b, r)
 	res, err := run(session.Turn{Approve: b.approver(r), Output: c.relayCode, Events: c.onEvent})
 	c.finish()
@@ -347,6 +349,13 @@ func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Turn) (se
 		c.flushErr()
 		b.replyOK(r, count, b.proposedCell(res.NextInput))
 	}
+}
+
+// promptSession is the Jupyter session of the frontend whose prompt runs,
+// or "".
+func (b *Bridge) promptSession() string {
+	s, _ := b.promptFrom.Load().(string)
+	return s
 }
 
 // proposedCell is the code the agent proposed (propose_cell) as the next

@@ -53,6 +53,17 @@ type Config struct {
 	Modes map[string]rules.Mode
 	// WebFetch, when it allows some sites, offers the web_fetch tool.
 	WebFetch *agent.WebFetch
+	// CompletionModel is the model of inline completions (Complete);
+	// "": the session's model.
+	CompletionModel string
+	// Cells, when set, gives where the notebook the agent works in is
+	// changed now (nil when nowhere): the notebook tools are offered
+	// while it gives one.
+	Cells func() Cells
+	// OpenNotebook opens the .ipynb at path as Cells: where a rewind puts
+	// back the cells of a notebook no frontend shows any more. nil: such
+	// cells are left as they are.
+	OpenNotebook func(path string) (FileCells, error)
 	// StoreURL, when a postgres:// URL, is the PostgreSQL store the host
 	// opens instead (see store.Options.URL).
 	StoreURL string
@@ -121,12 +132,16 @@ type Host struct {
 	providers map[string]provider.Provider
 	mcp       *mcp.Manager       // made at the first session
 	clientMCP []mcp.ServerConfig // a client's servers (AddMCPServers)
-	files     agent.Files        // a client's file buffers (SetFiles)
-	effort    provider.Effort    // SetEffort's, when effortSet
-	effortSet bool
-	mode      rules.Mode // SetAgentMode's; zero: code
-	cells     []cell     // code mode's cells run before any session: the first one's context
-	closed    bool
+	// frontends are the notebooks frontends show (SetFrontends);
+	// cellsLater says they will be set (ExpectCells).
+	frontends  Frontends
+	cellsLater bool
+	files      agent.Files     // a client's file buffers (SetFiles)
+	effort     provider.Effort // SetEffort's, when effortSet
+	effortSet  bool
+	mode       rules.Mode // SetAgentMode's; zero: code
+	cells      []cell     // code mode's cells run before any session: the first one's context
+	closed     bool
 }
 
 // current is the session the host drives.
@@ -369,7 +384,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	files := h.files
 	h.mu.Unlock()
 	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource(), Files: files,
-		WebFetch: h.cfg.WebFetch, KernelServers: h.clientServers()})
+		WebFetch: h.cfg.WebFetch, KernelServers: h.clientServers(), Notebook: h.notebookSource(c)})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/agentkernel/agentkernel/streamjson"
 )
 
-const askSynopsis = `ask [PROMPT | -] [--output-format text|json|stream-json] [--input-format text|stream-json] [--include-partial-messages] [--max-turns N] [--max-budget-usd X] [--session ID | --continue] [--approve none|read-only|all] [--model MODEL]
+const askSynopsis = `ask [PROMPT | -] [--output-format text|json|stream-json] [--input-format text|stream-json] [--include-partial-messages] [--max-turns N] [--max-budget-usd X] [--session ID | --continue] [--approve none|read-only|all] [--model MODEL] [--notebook FILE]
 
 Sends one prompt to the agent and prints its answer. The agent works as in
 the kernel: the same tools, the same store (the session can be continued
@@ -87,6 +87,7 @@ type askRun struct {
 	approveName       string
 	record, store     string
 	rewindTo          string
+	notebook          string
 	backing           *app.BackingFlags
 	prompt            string
 	fromStdin, tty    bool
@@ -122,6 +123,8 @@ func parseAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) (*askRun
 	a.backing = app.AddBackingFlags(fs, "kernelspec of the backing kernel that runs the agent's code")
 	fs.StringVar(&a.record, "record", "", "record the model's answers to the cassette `FILE` (default $"+app.EnvRecord+")")
 	storeArg := app.StoreFlag(fs)
+	fs.StringVar(&a.notebook, "notebook", "", "the .ipynb `FILE` the agent works in: it reads, inserts, edits, moves, deletes and runs "+
+		"its cells (the notebook tools), each change written to the file")
 	fs.StringVar(&a.rewindTo, "rewind", "", "with --session or --continue: first rewind the session to before message `#N` "+
 		"(its files, and its kernel when --approve all lets the code before it replay), as sessions rewind does")
 	pos, err := parseArgs(fs, args)
@@ -220,10 +223,16 @@ func (a *askRun) run() error {
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
+	var cells session.Cells
+	if a.notebook != "" {
+		if cells, err = app.NotebookFile(a.notebook); err != nil {
+			return fmt.Errorf("ask: --notebook: %w", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opened, err := app.Open(ctx, cfg, app.Surface{Kind: "ask", Source: eventlog.SourceAsk, StoreNow: true, Logger: a.log,
-		Backing: bo})
+		Backing: bo, Cells: cells})
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}

@@ -334,6 +334,14 @@ func TestExamplesRecordReplay(t *testing.T) {
 			t.Errorf("replayed tour lacks %q", want)
 		}
 	}
+	// The committed cassette replays too, as the README runs it: a change
+	// of what the model is offered or told must re-record it
+	// (go test ./cmd/agentkernel -run TestExamplesRecordReplay -args -update-examples).
+	committed := filepath.Join(tmp, "committed.ipynb")
+	if _, stderr, err := c.run(t, nil, "run", filepath.Join(ex, "tour.ipynb"), "-o", committed,
+		"--replay", filepath.Join(ex, "tour.cassette.jsonl"), "--approve", "all"); err != nil {
+		t.Fatalf("the committed tour cassette no longer replays: %v\n%s", err, stderr)
+	}
 
 	// The ask example.
 	askCassette := filepath.Join(tmp, "ask.cassette.jsonl")

@@ -81,7 +81,7 @@ func Start() (*Server, error) {
 	}
 	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-h", "127.0.0.1",
 		"-p", strconv.Itoa(port), "-c", "max_connections=300", "-c", "logging_collector=off")
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	s.cmd.SysProcAttr = procAttr(cred)
 	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
 	if err != nil {
 		s.Stop()

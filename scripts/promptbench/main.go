@@ -14,12 +14,12 @@
 //     streamed chunk (p50 figures);
 //
 //   - with -jupyter-ai PYTHON (a Python with jupyter-ai-magics and
-//     ipykernel: scripts/modern-venv.sh jupyterai), the same cells side by
+//     ipykernel: scripts/modern-venv.sh aimagics), the same cells side by
 //     side with Jupyter AI's %%ai magic (openai-chat-custom:MODEL pointed at
 //     the same model through OPENAI_API_BASE) in that Python's ipykernel,
 //     taking turns, as a table of p50 figures and ratios.
 //
-//     go run ./scripts/promptbench -agentkernel bin/agentkernel [-jupyter-ai $(scripts/modern-venv.sh jupyterai)]
+//     go run ./scripts/promptbench -agentkernel bin/agentkernel [-jupyter-ai $(scripts/modern-venv.sh aimagics)]
 package main
 
 import (

@@ -20,9 +20,10 @@ import (
 //	kernel → frontend: {"on": true}
 //
 // A new request cancels the ones still open on its comm (the user typed
-// on). In prompt mode only %%code cells are completed. A comm told "off"
-// (no model) is told "on" when the settings change (a model was picked, a
-// key saved): its completer asks again.
+// on). In prompt mode only %%code cells are completed, in code mode every
+// cell but %%agent ones. A comm told "off" (no model) is told "on" when the
+// settings change (a model was picked, a key saved): its completer asks
+// again.
 const CompleteTarget = "agentkernel.complete"
 
 // completeComms are the comms open to CompleteTarget. A commTarget of the
@@ -159,13 +160,15 @@ func (cc *completeComms) done(comm, id string) {
 }
 
 // complete answers one request: in prompt mode only a %%code cell, told
-// the %%code cells around it. agent.Complete cuts what is long (a cell of
-// a megabyte) to its part around the cursor.
+// the %%code cells around it; in code mode any cell but a %%agent one (a
+// prompt), told the cells around it that are code. agent.Complete cuts
+// what is long (a cell of a megabyte) to its part around the cursor.
 func (cc *completeComms) complete(ctx context.Context, r completeRequest) (string, error) {
 	req := agent.CompletionRequest{Prefix: r.Prefix, Suffix: r.Suffix}
 	code := func(src string) (string, bool) {
 		if cc.b.cfg.Mode != ModePrompt {
-			return src, true
+			_, prompt := cutCellMagic(src, "%%agent")
+			return src, !prompt
 		}
 		return cutCellMagic(src, "%%code")
 	}

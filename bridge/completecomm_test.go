@@ -149,6 +149,37 @@ func TestCompleteComm(t *testing.T) {
 	}
 }
 
+// TestCompleteCommCodeMode: in code mode every cell is code but a %%agent
+// one, a prompt: it is not completed (no model request), and a %%agent
+// cell around the cursor's is not told to the model.
+func TestCompleteCommCodeMode(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	conn, stop := serveBridge(t, h, ModeCode)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cc := openComplete(t, ctx, conn)
+
+	cc.send(map[string]any{"request": map[string]any{"id": "p1", "prefix": "%%agent\nPlot the pri"}})
+	if r := cc.next(); r.ID != "p1" || !r.OK || r.Text != "" {
+		t.Errorf("a %%%%agent cell was completed: %+v", r)
+	}
+	if n := len(h.Script.Requests()); n != 0 {
+		t.Errorf("a prompt cost a model request (%d requests)", n)
+	}
+
+	h.Script.Enqueue(scripted.Reply(scripted.Text("mean(prices)")))
+	cc.send(map[string]any{"request": map[string]any{"id": "c1", "prefix": "avg = ",
+		"before": []string{"prices = [1, 2]", "%%agent\nSummarise the prices"}}})
+	if r := cc.next(); r.ID != "c1" || !r.OK || r.Text != "mean(prices)" {
+		t.Fatalf("reply %+v", r)
+	}
+	sent := string(h.Script.Requests()[0].Raw)
+	if !strings.Contains(sent, "prices = [1, 2]") || strings.Contains(sent, "Summarise the prices") {
+		t.Errorf("the model was told:\n%s", sent)
+	}
+}
+
 // TestCompleteCommOff: with no model the completer is told completions
 // are off ("code": "off"), so it stops asking; when a model is set (or a
 // key saved: the settings change) the comm is told "on", once, and the

@@ -7,7 +7,7 @@
 // /v1/messages):
 //
 //	POST /_enqueue   a JSON array of turns, queued in order
-//	GET  /_requests  a JSON array of the requests received: {n, path, body}
+//	GET  /_requests  a JSON array of the requests received: {n, path, body, key}
 //	GET  /_pending   the number of queued turns
 //
 // A turn is {"status": 429, "retryAfter": "0"} (an HTTP error) or
@@ -20,12 +20,14 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
@@ -129,10 +131,14 @@ func run() error {
 			N    int            `json:"n"`
 			Path string         `json:"path"`
 			Body map[string]any `json:"body"`
+			// Key is the API key the request carried (Authorization:
+			// Bearer, or x-api-key): a test checks which key was used.
+			Key string `json:"key"`
 		}
 		var out []req
 		for _, q := range srv.Requests() {
-			out = append(out, req{q.N, q.Path, q.Body})
+			key := cmp.Or(strings.TrimPrefix(q.Header.Get("Authorization"), "Bearer "), q.Header.Get("X-Api-Key"))
+			out = append(out, req{q.N, q.Path, q.Body, key})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(out)

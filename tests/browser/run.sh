@@ -35,11 +35,15 @@ mkdir -p "$repo/tests/artifacts"
 HARNESS_BIN="$bin" node panel.test.mjs
 
 # JupyterLab 4 and Notebook 7 with the sidebar (labextension/ built with the
-# venv's jupyter: the panel's page inlined, tsc, jupyter labextension build).
+# venv's jupyter: the panel's page inlined, tsc, jupyter labextension build),
+# then its inline completions and the settings view.
 lab_python="$("$repo/scripts/modern-venv.sh")"
 (cd "$repo/labextension" && npm ci --no-audit --no-fund --loglevel=error &&
   PATH="$(dirname "$lab_python"):$PATH" npm run --silent build >/dev/null)
 (cd "$repo" && go build -o "$(dirname "$bin")/agentkernel" ./cmd/agentkernel &&
   go build -o "$(dirname "$bin")/scriptedmodel" ./scripts/scriptedmodel)
-LAB_PYTHON="$lab_python" AGENTKERNEL_BIN="$(dirname "$bin")/agentkernel" SCRIPTED_BIN="$(dirname "$bin")/scriptedmodel" \
-  LAB_EXTENSION="$repo/python/labextension" node lab.test.mjs
+export LAB_PYTHON="$lab_python" AGENTKERNEL_BIN="$(dirname "$bin")/agentkernel" SCRIPTED_BIN="$(dirname "$bin")/scriptedmodel" \
+  LAB_EXTENSION="$repo/python/labextension"
+node lab.test.mjs
+# Inline completions and the settings view's keys (issue 36).
+node complete.test.mjs

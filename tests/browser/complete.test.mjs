@@ -1,0 +1,251 @@
+// Browser tests of issue 36's inline completions and settings view, in
+// JupyterLab 4 (the PyPI stack, LAB_PYTHON's) with the extension built from
+// labextension/ and the scripted model; Debian's chromium. Run through
+// run.sh (the environment is labkit.mjs's); screenshots go to
+// tests/artifacts/complete-*.png.
+//
+// The kernel starts with a model and no key (an Anthropic model at the
+// scripted server, as at a company's proxy, no ANTHROPIC_API_KEY): its
+// request carries no key and is refused (401). A key saved in the sidebar's settings view makes the
+// next prompt work in the same kernel; the key file is 0600. Typing in a
+// cell where df is a pandas DataFrame shows ghost text written by the model,
+// whose request carried df's columns; Tab accepts it; no output appears; a
+// keystroke while a request is open cancels it (its answer never shows).
+// At the end the key is in no page, no frame the kernel sent, no log and no
+// file of the store.
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+import { CHROMIUM, CHROMIUM_ARGS, Steps, TIMEOUT, attached, enqueue, jupyterEnv, model, notebook, pending, requests,
+  sidebar, startJupyter, startModel, stopAll, until } from "./labkit.mjs";
+
+const steps = new Steps("complete");
+// MODEL is the kernel's model.
+const MODEL = "anthropic:claude-sonnet-4-5";
+const step = (name, fn) => steps.step(name, fn);
+
+// KEY is the key typed in the settings view: of no known shape, so that
+// only the saved keys' scrubbing could hide it.
+const KEY = "sk-ant-sidebar-" + Math.random().toString(36).slice(2) + "-only-typed-once";
+
+// cellOf is the index-th cell of the notebook.
+const cellOf = (page, index) => page.locator(".jp-Notebook .jp-Cell").nth(index);
+
+// newCell adds a code cell at the end and focuses its editor.
+async function newCell(page) {
+  const n = await page.locator(".jp-Notebook .jp-Cell").count();
+  await cellOf(page, n - 1).locator(".cm-content").click();
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("b");
+  await until("a new cell", async () => (await page.locator(".jp-Notebook .jp-Cell").count()) === n + 1);
+  await cellOf(page, n).locator(".cm-content").click();
+  return n;
+}
+
+// runPrompt puts text in the last cell at once (one change: the inline
+// completer asks once, and the kernel completes no %%agent cell) and runs it.
+async function runPrompt(page, text) {
+  await page.locator(".jp-Notebook .jp-Cell").last().locator(".cm-content").click();
+  await page.keyboard.insertText(text);
+  await page.keyboard.press("Shift+Enter");
+}
+
+// typeCode types text in the focused editor: all but its last character at
+// once, then that one as a keystroke, so that the completer's one request
+// is the whole text's whatever the typing speed.
+async function typeCode(page, text) {
+  await page.keyboard.insertText(text.slice(0, -1));
+  await page.keyboard.type(text.slice(-1));
+}
+
+// source is a cell's text as its editor shows it.
+const source = (page, index) => cellOf(page, index).locator(".cm-content").innerText();
+
+async function main() {
+  const tmp = mkdtempSync(join(tmpdir(), "ak-complete-"));
+  try {
+    await run(tmp);
+  } finally {
+    // Failed or not: the server, its kernels and the model go, and their files.
+    stopAll();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+async function run(tmp) {
+  for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
+  const apputils = join(tmp, "config", "lab", "user-settings", "@jupyterlab", "apputils-extension");
+  mkdirSync(apputils, { recursive: true });
+  writeFileSync(join(apputils, "notification.jupyterlab-settings"), JSON.stringify({ fetchNews: "false" }));
+  await startModel();
+  // A model, no key: the user's config directory is the temporary home's.
+  const env = jupyterEnv(tmp, { AGENTKERNEL_MODEL: MODEL, ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: undefined,
+    OPENAI_BASE_URL: undefined, OPENAI_API_KEY: undefined, XDG_CONFIG_HOME: undefined });
+  const keyFile = join(tmp, "home", ".config", "agentkernel", "credentials.json");
+  const prefix = join(tmp, "prefix");
+  execFileSync(process.env.AGENTKERNEL_BIN, ["install", "--prefix", prefix, "--probe=false"], { env, stdio: "inherit" });
+  cpSync(process.env.LAB_EXTENSION, join(prefix, "share", "jupyter", "labextensions", "@agentkernel", "jupyterlab"), { recursive: true });
+  notebook(join(tmp, "work", "code.ipynb"), "agent-code", "Agent (code)");
+
+  const lab = await startJupyter("jupyterlab", tmp, "/", env);
+  const kernelId = async () => {
+    const ss = await (await fetch(`${lab.base}/api/sessions?token=${lab.token}`)).json();
+    const s = ss.find((x) => x.path.endsWith("code.ipynb"));
+    return s && s.kernel && s.kernel.id;
+  };
+  const profile = mkdtempSync(join(tmp, "chromium-"));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 900 },
+  });
+  // What the kernel sends the page (the notebook's WebSocket carries the
+  // sidebar's and the completer's comms), as text; and what the page sends.
+  const received = [];
+  const sent = [];
+  const text = (p) => (typeof p === "string" ? p : Buffer.from(p).toString("utf8"));
+  try {
+    const page = await browser.newPage();
+    steps.page = page;
+    page.on("pageerror", (e) => steps.log("page error:", e.message));
+    page.on("websocket", (ws) => {
+      ws.on("framereceived", (f) => received.push(text(f.payload)));
+      ws.on("framesent", (f) => sent.push(text(f.payload)));
+    });
+    let kernel;
+
+    await step("a notebook on Agent (code) runs Python: df is a DataFrame", async () => {
+      await page.goto(`${lab.base}/lab/tree/code.ipynb?token=${lab.token}`);
+      await attached(page);
+      kernel = await kernelId();
+      const cell = cellOf(page, 0);
+      await cell.locator(".cm-content").click();
+      // insertText: the editor's bracket closing stays out of it.
+      await page.keyboard.insertText('import pandas as pd\ndf = pd.DataFrame({"revenue": [120.5, 80.0], "region": ["north", "south"]})\nprint(df.shape)');
+      await page.keyboard.press("Shift+Enter");
+      await cell.locator(".jp-OutputArea-output").filter({ hasText: "(2, 2)" }).waitFor({ timeout: TIMEOUT });
+    });
+
+    await step("with no key, the model's API refuses a prompt", async () => {
+      const before = (await requests()).length;
+      await enqueue({ status: 401 });
+      await runPrompt(page, "%%agent\nSay hello");
+      await page.locator(".jp-OutputArea-output").filter({ hasText: "401" }).first().waitFor({ timeout: TIMEOUT });
+      const reqs = await requests();
+      assert.equal(reqs.length, before + 1);
+      assert.equal(reqs.at(-1).key, "", "a key was sent");
+    });
+
+    await step("the sidebar's settings view lists the models and the providers, no key set", async () => {
+      const sb = sidebar(page);
+      await sb.locator("#settingsBtn").click();
+      await sb.locator("#settingsView").waitFor({ state: "visible", timeout: TIMEOUT });
+      const row = sb.locator('li.key-row[data-provider="anthropic"]');
+      await row.locator(".key-status").filter({ hasText: "No key." }).waitFor({ timeout: TIMEOUT });
+      await sb.locator('li.key-row[data-provider="openai"]').waitFor({ timeout: TIMEOUT });
+      const models = await sb.locator("#svModel option").allInnerTexts();
+      assert.ok(models.includes(MODEL) && models.some((m) => m.startsWith("openai:")), JSON.stringify(models));
+      assert.equal(await sb.locator("#svModel").inputValue(), MODEL);
+      assert.ok((await sb.locator("#svEffort option").allInnerTexts()).includes("high"));
+      assert.ok((await sb.locator("#svMode option").count()) > 1, "no permission modes");
+      await steps.shot(page, "01-settings-no-key");
+    });
+
+    await step("a key saved in the settings view is shown masked and kept 0600", async () => {
+      const sb = sidebar(page);
+      const row = sb.locator('li.key-row[data-provider="anthropic"]');
+      assert.equal(await row.locator(".key-input").getAttribute("type"), "password");
+      await row.locator(".key-input").fill(KEY);
+      await row.locator(".key-save").click();
+      await row.locator(".key-status").filter({ hasText: "Saved: set, ends in " + KEY.slice(-4) }).waitFor({ timeout: TIMEOUT });
+      assert.equal(await row.locator(".key-input").inputValue(), "", "the field keeps the key");
+      assert.equal(statSync(keyFile).mode & 0o777, 0o600, "the key file's mode");
+      assert.equal(statSync(join(tmp, "home", ".config", "agentkernel")).mode & 0o777, 0o700, "the key file's directory");
+      assert.ok(readFileSync(keyFile, "utf8").includes(KEY));
+      await steps.shot(page, "02-settings-key-saved");
+    });
+
+    await step("the next prompt uses the key, in the same kernel (no restart)", async () => {
+      await enqueue({ steps: [{ text: ["Hello ", "with the saved key."] }] });
+      await runPrompt(page, "%%agent\nSay hello again");
+      await page.locator(".jp-OutputArea-output").filter({ hasText: "Hello with the saved key." }).first().waitFor({ timeout: TIMEOUT });
+      const reqs = await requests();
+      assert.equal(reqs.at(-1).key, KEY, "the model was asked with another key");
+      assert.equal(await kernelId(), kernel, "the kernel was restarted");
+    });
+
+    await step("typing df. shows the model's ghost text, which knew df's columns; Tab accepts it; no output", async () => {
+      const before = (await requests()).length;
+      await enqueue({ steps: [{ text: ["revenue", ".sum()"] }] });
+      const index = await newCell(page);
+      await typeCode(page, "total = df.");
+      const ghost = cellOf(page, index).locator(".jp-GhostText");
+      await ghost.filter({ hasText: "revenue.sum()" }).waitFor({ timeout: TIMEOUT });
+      await steps.shot(page, "03-ghost-text");
+      const req = (await requests())[before];
+      assert.ok(req, "the model got no completion request");
+      const body = JSON.stringify(req.body);
+      for (const want of ["revenue", "region", "DataFrame", "total = df."]) {
+        assert.ok(body.includes(want), "the completion request lacks " + want + ": " + body.slice(0, 2000));
+      }
+      assert.equal(req.key, KEY);
+      await page.keyboard.press("Tab");
+      await until("the completion accepted", async () => (await source(page, index)).trim() === "total = df.revenue.sum()");
+      assert.equal(await cellOf(page, index).locator(".jp-OutputArea-output").count(), 0, "the completion put an output in its cell");
+      assert.equal(await cellOf(page, 0).locator(".jp-OutputArea-output").count(), 1, "the completion changed the first cell's output");
+      assert.equal(await pending(), 0);
+    });
+
+    await step("a keystroke cancels the open request: its answer never shows, the next one does", async () => {
+      const before = (await requests()).length;
+      const cancels = sent.filter((f) => f.includes('"cancel"')).length;
+      await enqueue({ steps: [{ delayMs: 3000 }, { text: ["STALE_ANSWER"] }] }, { steps: [{ text: ["egion.unique()"] }] });
+      const index = await newCell(page);
+      await typeCode(page, "regions = df.");
+      await until("the first request at the model", async () => (await requests()).length > before);
+      await page.keyboard.type("r");
+      const ghost = cellOf(page, index).locator(".jp-GhostText");
+      await ghost.filter({ hasText: "egion.unique()" }).waitFor({ timeout: TIMEOUT });
+      assert.ok(sent.filter((f) => f.includes('"cancel"')).length > cancels, "no cancel went to the kernel");
+      await page.waitForTimeout(3500); // the stale answer's time
+      assert.equal(await page.locator(".jp-GhostText", { hasText: "STALE_ANSWER" }).count(), 0, "a cancelled answer showed");
+      assert.ok(!received.some((f) => f.includes("STALE_ANSWER")), "the kernel answered a cancelled request");
+      await page.keyboard.press("Escape");
+    });
+
+    await step("the key is in no page, no frame from the kernel, no log and no stored file", async () => {
+      const pages = [await page.content(), await sidebar(page).locator("html").evaluate((n) => n.outerHTML)];
+      const values = await sidebar(page).locator("input").evaluateAll((ns) => ns.map((n) => n.value));
+      for (const p of [...pages, ...values]) assert.ok(!p.includes(KEY), "the page holds the key");
+      assert.ok(received.length > 0, "no frames were seen");
+      assert.ok(!received.some((f) => f.includes(KEY)), "the kernel sent the key to the page");
+      assert.ok(sent.some((f) => f.includes(KEY)), "the key was never sent (the test saw no frames)");
+      assert.ok(!lab.stderr().includes(KEY), "the server's and kernels' log holds the key");
+      const leaks = filesHolding(tmp, KEY, [keyFile, profile]);
+      assert.deepEqual(leaks, [], "files hold the key");
+      const stored = readdirSync(join(tmp, "agent-data"), { recursive: true });
+      assert.ok(stored.some((f) => /\.(db|sqlite)/.test(f)) && stored.some((f) => f.endsWith(".jsonl")),
+        "no store or event log was looked at: " + JSON.stringify(stored));
+    });
+  } finally {
+    await browser.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+// filesHolding lists the files under dir whose bytes hold s, but those in
+// skip (files, or directories and all below them).
+function filesHolding(dir, s, skip) {
+  const out = [];
+  for (const name of readdirSync(dir, { recursive: true })) {
+    const path = join(dir, name);
+    if (skip.some((k) => path === k || path.startsWith(k + "/"))) continue;
+    let st;
+    try { st = statSync(path); } catch { continue; } // gone meanwhile
+    if (st.isFile() && readFileSync(path).includes(s)) out.push(path);
+  }
+  return out;
+}
+
+steps.exit(main());

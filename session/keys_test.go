@@ -45,7 +45,7 @@ func TestSetKeyTakesEffect(t *testing.T) {
 		}
 	})()
 
-	if _, err := h.Submit(ctx, "hello", Turn{}); err == nil {
+	if _, err := h.Submit(ctx, "hello", Follow{}); err == nil {
 		t.Fatal("a prompt without a key worked")
 	}
 	if _, err := h.Complete(ctx, agent.CompletionRequest{Prefix: "x = "}); err == nil {
@@ -57,7 +57,7 @@ func TestSetKeyTakesEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Enqueue(scripted.Reply(scripted.Text("Hello with a key.")))
-	res, err := h.Submit(ctx, "hello again", Turn{})
+	res, err := h.Submit(ctx, "hello again", Follow{})
 	if err != nil || !strings.Contains(res.Text, "Hello with a key.") {
 		t.Fatalf("after SetKey: %+v %v", res, err)
 	}
@@ -73,7 +73,7 @@ func TestSetKeyTakesEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Enqueue(scripted.Reply(scripted.Text("Rotated.")))
-	if _, err := h.Submit(ctx, "once more", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "once more", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()

@@ -136,7 +136,7 @@ type setup struct {
 	turns  []turn
 	window int
 	vision bool
-	mode   agent.Mode
+	mode   agent.PermissionMode
 	answer func(*env, messages.UIMessage) // answers interactive asks
 	cfg    func(*agent.Config)
 }
@@ -364,7 +364,7 @@ func TestToolDenied(t *testing.T) {
 
 func TestHardRefusalNeverAsks(t *testing.T) {
 	e := newEnv(t, setup{
-		mode: agent.ModeBypassPermissions,
+		mode: agent.PermissionBypass,
 		turns: []turn{
 			{events: []provider.Event{call("c1", "read_file", map[string]any{"path": ".env"}), done(provider.StopToolUse)}},
 			say("fine"),
@@ -891,7 +891,7 @@ func TestImagesToVisionModels(t *testing.T) {
 		t.Run(fmt.Sprintf("vision=%v", vision), func(t *testing.T) {
 			e := newEnv(t, setup{
 				vision: vision,
-				mode:   agent.ModeBypassPermissions,
+				mode:   agent.PermissionBypass,
 				turns: []turn{
 					{events: []provider.Event{call("c1", "execute_code", map[string]any{"code": "plot()"}), done(provider.StopToolUse)}},
 					say("Two dots."),
@@ -1067,7 +1067,7 @@ func TestTurnOutputIsItsOwn(t *testing.T) {
 		return turn{events: []provider.Event{call(id, "execute_code", map[string]any{"code": c}), done(provider.StopToolUse)}}
 	}
 	e := newEnv(t, setup{
-		mode:  agent.ModeBypassPermissions,
+		mode:  agent.PermissionBypass,
 		turns: []turn{code("c1", "first()"), say("One."), code("c2", "second()"), say("Two.")},
 		cfg: func(c *agent.Config) {
 			tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: c.Toolbox.Workspace(), Runner: echoRunner{}})

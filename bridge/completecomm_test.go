@@ -34,7 +34,7 @@ type completeReply struct {
 // dropped).
 func TestCompleteComm(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	conn, stop := serveBridge(t, h, ModePrompt)
+	conn, stop := serveBridge(t, h, PromptCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -127,7 +127,7 @@ func TestCompleteCommOff(t *testing.T) {
 	h := &surfacetest.Host{Host: session.New(session.Config{Store: st, Runner: r, Workspace: t.TempDir(), Kind: "test"}), Runner: r}
 	defer st.Close()
 	defer h.Close()
-	conn, stop := serveBridge(t, h, ModeCode)
+	conn, stop := serveBridge(t, h, CodeCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

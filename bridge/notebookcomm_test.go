@@ -160,7 +160,7 @@ func (f *fakeFrontend) sources() []string {
 // answering fails the call with a clear error, and the cell still ends.
 func TestNotebookComm(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	conn, stop := serveBridge(t, h, ModePrompt)
+	conn, stop := serveBridge(t, h, PromptCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -241,7 +241,7 @@ func TestNotebookComm(t *testing.T) {
 // moved one where it was, the edit undone, the inserted one gone.
 func TestNotebookCommRewind(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	conn, stop := serveBridge(t, h, ModePrompt)
+	conn, stop := serveBridge(t, h, PromptCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -1,5 +1,5 @@
 // agentkernel's web panel, bundled from webview/panel/src by webview/panel/build.mjs: do not edit.
-// sources sha256 42453d130e94a21c9811462d296ce1901e3c64464b7891b3be8f7cfbba8a0ae0
+// sources sha256 6f23e5a494a1bdca2e1f5bf89a3c26d1d8d9491345c7a8023d62a95dbcfa3d01
 (() => {
   // src/dom.js
   var $ = (id) => document.getElementById(id);
@@ -467,8 +467,8 @@
       title: "",
       messages: [],
       older: 0,
-      mode: "",
-      modes: [],
+      permissionMode: "",
+      permissionModes: [],
       agentMode: "",
       agentModes: [],
       model: "",
@@ -576,7 +576,7 @@
           return { chrome: true };
         }
         case "settings":
-          st.mode = f.mode;
+          st.permissionMode = f.permissionMode;
           st.model = f.model;
           if (f.agentMode) st.agentMode = f.agentMode;
           if (f.title) st.title = f.title;
@@ -704,7 +704,7 @@
     title.textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
     title.title = st.sessionId ? "Session " + st.sessionId : "";
     totals(st.totals || {});
-    options($("mode"), st.modes && st.modes.length ? st.modes : [st.mode], st.mode);
+    options($("permissionMode"), st.permissionModes && st.permissionModes.length ? st.permissionModes : [st.permissionMode], st.permissionMode);
     options($("agentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
     const model = $("model");
     if (document.activeElement !== model) model.value = st.model || "";
@@ -1152,8 +1152,8 @@
   on("approve", "click", () => respond("yesButtonClicked"));
   on("alwaysAllow", "click", () => respond("allowAll"));
   on("deny", "click", () => respond("noButtonClicked"));
-  on("mode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
-  on("agentMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
+  on("permissionMode", "change", (e) => send({ type: "setPermissionMode", permissionMode: e.target.value }));
+  on("agentMode", "change", (e) => send({ type: "setAgentMode", agentMode: e.target.value }));
   on("timeline", "scroll", (e) => {
     if (e.target.scrollTop < 40) loadOlder();
   });

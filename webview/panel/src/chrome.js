@@ -141,7 +141,7 @@ export function renderChrome(st, askBox) {
   title.textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
   title.title = st.sessionId ? "Session " + st.sessionId : "";
   totals(st.totals || {});
-  options($("mode"), st.modes && st.modes.length ? st.modes : [st.mode], st.mode);
+  options($("permissionMode"), st.permissionModes && st.permissionModes.length ? st.permissionModes : [st.permissionMode], st.permissionMode);
   options($("agentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
   const model = $("model");
   if (document.activeElement !== model) model.value = st.model || "";

@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build wheel install panel test check test-go test-norace test-fuzz test-python test-python-modern test-browser mcp-server acp-client bench clean
+.PHONY: build wheel wheels install panel test check test-go test-norace test-fuzz test-python test-python-modern test-browser mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -20,6 +20,13 @@ build:
 # --sys-prefix`.
 wheel:
 	scripts/wheel.sh
+
+# Every platform's wheel (Linux x86_64 and aarch64, macOS arm64 and x86_64,
+# cross-compiled) and the sdist, into bin/wheels: what the Python suites'
+# wheel and Jupyter AI tests install and check, built once for both runs.
+WHEELS := $(abspath bin/wheels)
+wheels:
+	rm -rf $(WHEELS) && scripts/wheel.sh --all --outdir $(WHEELS) >/dev/null
 
 install: build
 	$(BIN) install --user
@@ -68,15 +75,15 @@ test-norace:
 test-fuzz:
 	$(GO) test -run=NONE -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./kernel/wire
 
-test-python: build mcp-server acp-client
-	AGENTKERNEL_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest tests/python -q -p no:cacheprovider
+test-python: build mcp-server acp-client wheels
+	AGENTKERNEL_BIN=$(abspath $(BIN)) AGENTKERNEL_WHEELS=$(WHEELS) $(PYTHON) -m pytest tests/python -q -p no:cacheprovider
 
 # The same suites on the stack users run today, from PyPI (JupyterLab 4,
 # Notebook 7, ipykernel 7 as the backing kernel, jupyter_client 8,
 # jupyter_server 2 as the gateway server): tests/python/requirements-modern.txt
 # in a cached venv.
-test-python-modern: build mcp-server acp-client
-	AGENTKERNEL_BIN=$(abspath $(BIN)) $$(scripts/modern-venv.sh) -m pytest tests/python -q -p no:cacheprovider
+test-python-modern: build mcp-server acp-client wheels
+	AGENTKERNEL_BIN=$(abspath $(BIN)) AGENTKERNEL_WHEELS=$(WHEELS) $$(scripts/modern-venv.sh) -m pytest tests/python -q -p no:cacheprovider
 
 test-browser:
 	bash tests/browser/run.sh
@@ -97,7 +104,7 @@ tests/acp/node_modules/.package-lock.json: tests/acp/package.json tests/acp/pack
 
 bench: build
 	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway -ipykernel-python $$(scripts/modern-venv.sh)
-	$(GO) run ./scripts/promptbench -agentkernel $(BIN)
+	$(GO) run ./scripts/promptbench -agentkernel $(BIN) -jupyter-ai $$(scripts/modern-venv.sh aimagics)
 	$(GO) run ./scripts/ckptbench -agentkernel $(BIN)
 	$(GO) run ./scripts/mcpbench -agentkernel $(BIN)
 

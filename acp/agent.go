@@ -242,7 +242,9 @@ func (f *clientFiles) WriteTextFile(ctx context.Context, path, content string) e
 	return nil
 }
 
-// mcpServers are the MCP servers a client gives a session, as ours.
+// mcpServers are the MCP servers a client gives a session, as ours; a
+// client's names are labels (Jupyter AI's "Jupyter MCP Server"), made
+// server names by mcp.ClientName.
 func mcpServers(servers []sdk.McpServer) []mcp.ServerConfig {
 	var out []mcp.ServerConfig
 	for _, s := range servers {
@@ -252,13 +254,13 @@ func mcpServers(servers []sdk.McpServer) []mcp.ServerConfig {
 			for _, e := range s.Stdio.Env {
 				env[e.Name] = e.Value
 			}
-			out = append(out, mcp.ServerConfig{Name: s.Stdio.Name, Type: mcp.TransportStdio, Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env})
+			out = append(out, mcp.ServerConfig{Name: mcp.ClientName(s.Stdio.Name), Type: mcp.TransportStdio, Command: s.Stdio.Command, Args: s.Stdio.Args, Env: env})
 		case s.Http != nil:
 			hs := map[string]string{}
 			for _, h := range s.Http.Headers {
 				hs[h.Name] = h.Value
 			}
-			out = append(out, mcp.ServerConfig{Name: s.Http.Name, Type: mcp.TransportHTTP, URL: s.Http.Url, Headers: hs})
+			out = append(out, mcp.ServerConfig{Name: mcp.ClientName(s.Http.Name), Type: mcp.TransportHTTP, URL: s.Http.Url, Headers: hs})
 		}
 	}
 	return out
@@ -482,7 +484,8 @@ func (a *Agent) update(ctx context.Context, s *acpSession, u sdk.SessionUpdate) 
 }
 
 // replay sends a loaded session's conversation as session/update: the
-// user's prompts, the agent's words and thoughts, and the code it ran.
+// user's prompts, the agent's words and thoughts, and the code it ran,
+// each marked _meta.agentkernel.replay.
 func (a *Agent) replay(ctx context.Context, s *acpSession) {
 	first := true
 	for _, m := range s.host.History() {
@@ -490,19 +493,20 @@ func (a *Agent) replay(ctx context.Context, s *acpSession) {
 		switch {
 		case isPrompt(m, &first):
 			u = sdk.UpdateUserMessageText(m.Text)
-			u.UserMessageChunk.Meta = meta(m.TS)
+			u.UserMessageChunk.Meta = replayMeta(m.TS)
 		case m.Partial:
 			continue
 		case m.Type == messages.TypeSay && (m.Say == messages.SayText || m.Say == messages.SayCompletionResult):
 			u = sdk.UpdateAgentMessageText(m.Text)
-			u.AgentMessageChunk.Meta = meta(m.TS)
+			u.AgentMessageChunk.Meta = replayMeta(m.TS)
 		case m.Type == messages.TypeSay && m.Say == messages.SayReasoning:
 			u = sdk.UpdateAgentThoughtText(m.Text)
-			u.AgentThoughtChunk.Meta = meta(m.TS)
+			u.AgentThoughtChunk.Meta = replayMeta(m.TS)
 		case m.Type == messages.TypeAsk && m.Ask == messages.AskCommand:
 			u = sdk.StartToolCall(sdk.ToolCallId(fmt.Sprintf("replay_%d", m.TS)), "Run "+messages.FirstLine(m.Text, 80),
 				sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusCompleted),
 				sdk.WithStartRawInput(map[string]any{"code": m.Text}))
+			u.ToolCall.Meta = replayMeta(m.TS)
 		default:
 			continue
 		}

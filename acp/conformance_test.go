@@ -55,6 +55,11 @@ type editor struct {
 	text  string   // agent_message_chunk texts since the last take
 	asked []string // the permission requests' titles and code
 	users []string // user_message_chunk texts (a load's replay)
+	// loading is set while a session/load runs; misplaced counts the
+	// updates whose _meta.agentkernel.replay mark says the wrong thing:
+	// missing on the replay, or present on a live update.
+	loading   bool
+	misplaced int
 	// chunk, when set, is told of each agent_message_chunk (a benchmark
 	// times the first).
 	chunk func()
@@ -119,6 +124,12 @@ func deref(s *string) string {
 func (e *editor) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if m, ok := updateMeta(n.Update); ok {
+		ak, _ := m["agentkernel"].(map[string]any)
+		if replay, _ := ak["replay"].(bool); replay != e.loading {
+			e.misplaced++
+		}
+	}
 	switch u := n.Update; {
 	case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
 		e.text += u.AgentMessageChunk.Content.Text.Text
@@ -235,7 +246,7 @@ func (e *editor) Rewind(ctx context.Context, ts int64) error {
 func (e *editor) Reconnect(ctx context.Context) ([]string, error) {
 	e.stop()
 	e.mu.Lock()
-	e.users = nil
+	e.users, e.loading = nil, true
 	e.mu.Unlock()
 	err := e.connect(ctx, func(c *sdk.ClientSideConnection) error {
 		_, err := c.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: e.sid, Cwd: e.cwd, McpServers: []sdk.McpServer{}})
@@ -243,7 +254,26 @@ func (e *editor) Reconnect(ctx context.Context) ([]string, error) {
 	})
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.loading = false
+	if err == nil && e.misplaced > 0 {
+		err = fmt.Errorf("%d updates marked _meta.agentkernel.replay wrongly (the replay's must be, live ones not)", e.misplaced)
+	}
 	return e.users, err
+}
+
+// updateMeta is the _meta of the updates that carry a message's stamp.
+func updateMeta(u sdk.SessionUpdate) (map[string]any, bool) {
+	switch {
+	case u.UserMessageChunk != nil:
+		return u.UserMessageChunk.Meta, true
+	case u.AgentMessageChunk != nil:
+		return u.AgentMessageChunk.Meta, true
+	case u.AgentThoughtChunk != nil:
+		return u.AgentThoughtChunk.Meta, true
+	case u.ToolCall != nil:
+		return u.ToolCall.Meta, true
+	}
+	return nil, false
 }
 
 func (e *editor) Close() error {

@@ -55,6 +55,10 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled, Usage: usage}, nil
 	case errors.Is(err, agent.ErrMaxTurns), errors.Is(err, agent.ErrMaxBudget):
 		return sdk.PromptResponse{StopReason: sdk.StopReasonMaxTurnRequests, Usage: usage}, nil
+	case errors.Is(err, agent.ErrNoProvider):
+		// The turn said how to configure a model (agent.NoModelHelp): that
+		// is its answer.
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn, Usage: usage}, nil
 	case err != nil:
 		return sdk.PromptResponse{}, err
 	}
@@ -215,6 +219,13 @@ func meta(ts int64) map[string]any {
 	return map[string]any{"agentkernel": map[string]any{"ts": ts}}
 }
 
+// replayMeta marks an update of session/load's replay: a client that keeps
+// its own copy of the conversation (Jupyter AI's chat) tells it from a live
+// one by the mark, wherever its handling reorders it.
+func replayMeta(ts int64) map[string]any {
+	return map[string]any{"agentkernel": map[string]any{"ts": ts, "replay": true}}
+}
+
 // event takes one event of the session (Turn.Events).
 func (t *turn) event(e agent.Event) {
 	switch e.Kind {
@@ -317,24 +328,31 @@ func (t *turn) toolCalls(content []messages.ContentBlock) {
 	}
 }
 
-// toolResults gives each call its result as the model gets it.
+// toolResults gives each call its result as the model gets it: as the
+// last of its content, and as its rawOutput (what a client that shows no
+// content, such as Jupyter AI's chat, shows).
 func (t *turn) toolResults(content []messages.ContentBlock) {
 	for _, c := range content {
 		if c.Type != messages.BlockToolResult {
 			continue
 		}
+		text := resultText(c)
 		t.mu.Lock()
 		k := t.calls[c.ToolUseID]
 		var blocks []sdk.ToolCallContent
 		if k != nil {
-			if text := resultText(c); text != "" {
+			if text != "" {
 				k.content = append(k.content, sdk.ToolContent(sdk.TextBlock(text)))
 			}
 			blocks = append(blocks, k.content...)
 		}
 		t.mu.Unlock()
 		if k != nil {
-			t.a.update(t.ctx, t.s, sdk.UpdateToolCall(sdk.ToolCallId(k.id), sdk.WithUpdateContent(blocks)))
+			opts := []sdk.ToolCallUpdateOpt{sdk.WithUpdateContent(blocks)}
+			if text != "" {
+				opts = append(opts, sdk.WithUpdateRawOutput(text))
+			}
+			t.a.update(t.ctx, t.s, sdk.UpdateToolCall(sdk.ToolCallId(k.id), opts...))
 		}
 	}
 }

@@ -37,8 +37,11 @@ const (
 	EnvEffort         = "AGENTKERNEL_EFFORT"
 	// EnvCompletionModel is the model of inline completions.
 	EnvCompletionModel = "AGENTKERNEL_COMPLETION_MODEL"
-	EnvConfig          = "AGENTKERNEL_CONFIG"
-	EnvRecord          = "AGENTKERNEL_RECORD"
+	// EnvNotebook is the .ipynb a kernel's notebook tools work on while
+	// no frontend shows one.
+	EnvNotebook = "AGENTKERNEL_NOTEBOOK"
+	EnvConfig   = "AGENTKERNEL_CONFIG"
+	EnvRecord   = "AGENTKERNEL_RECORD"
 	// EnvEventSource names the surface a kernel's inputs come from in the
 	// event log; agentkernel run sets it for the kernels it starts.
 	EnvEventSource = "AGENTKERNEL_EVENT_SOURCE"

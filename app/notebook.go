@@ -17,13 +17,19 @@ import (
 // (agentkernel ask --notebook, mcp serve --notebook): each change is
 // written to the file at once, and never over a newer file
 // (notebooks.ErrChanged), which a change then says.
-func NotebookFile(path string) (session.Cells, error) {
+func NotebookFile(path string) (session.FileCells, error) {
 	d, err := notebooks.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
 	return docCells{d: d, name: filepath.Base(path)}, nil
 }
+
+// Path implements session.Cells.
+func (c docCells) Path() string { return c.name }
+
+// File implements session.FileCells.
+func (c docCells) File() string { return c.d.Path() }
 
 // docCells is a notebooks.Doc as session.Cells.
 type docCells struct {
@@ -59,8 +65,19 @@ func agentCell(c *notebooks.Cell, maxOutput int) agent.NotebookCell {
 	return out
 }
 
-func (c docCells) Insert(_ context.Context, index int, kind agent.CellKind, source string) (agent.NotebookCell, error) {
-	cell, err := c.d.Insert(index, notebooks.CellType(kind), source)
+func (c docCells) Insert(_ context.Context, index int, in session.Cell) (agent.NotebookCell, error) {
+	nc := &notebooks.Cell{ID: in.ID, CellType: notebooks.CellType(in.Kind), Source: in.Source}
+	if in.ExecutionCount > 0 {
+		nc.ExecutionCount = &in.ExecutionCount
+	}
+	for i, raw := range in.Outputs {
+		var o notebooks.Output
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return agent.NotebookCell{}, fmt.Errorf("output %d: %w", i, err)
+		}
+		nc.Outputs = append(nc.Outputs, &o)
+	}
+	cell, err := c.d.Insert(index, nc)
 	if err != nil {
 		return agent.NotebookCell{}, err
 	}
@@ -75,16 +92,26 @@ func (c docCells) SetSource(_ context.Context, id, source string) (agent.Noteboo
 	return agentCell(before, 0), nil
 }
 
-func (c docCells) Move(_ context.Context, id string, index int) error {
-	return cellErr(c.d.Move(id, index))
+func (c docCells) Move(_ context.Context, id string, index int) (int, error) {
+	from, err := c.d.Move(id, index)
+	return from, cellErr(err)
 }
 
-func (c docCells) Delete(_ context.Context, id string) (agent.NotebookCell, error) {
-	gone, err := c.d.Delete(id)
+func (c docCells) Delete(_ context.Context, id string) (session.Cell, int, error) {
+	gone, at, err := c.d.Delete(id)
 	if err != nil {
-		return agent.NotebookCell{}, cellErr(err)
+		return session.Cell{}, -1, cellErr(err)
 	}
-	return agentCell(gone, 0), nil
+	out := session.Cell{ID: gone.ID, Kind: agent.CellKind(gone.CellType), Source: gone.Source}
+	if gone.ExecutionCount != nil {
+		out.ExecutionCount = *gone.ExecutionCount
+	}
+	for _, o := range gone.Outputs {
+		if raw, err := json.Marshal(o); err == nil {
+			out.Outputs = append(out.Outputs, raw)
+		}
+	}
+	return out, at, nil
 }
 
 func (c docCells) SetOutputs(_ context.Context, id string, outputs []json.RawMessage, count int) error {

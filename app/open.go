@@ -126,6 +126,7 @@ func (a *App) host(workspace, kind string, r backing.Runner) *session.Host {
 	if cells := a.surface.Cells; cells != nil {
 		hc.Cells = func() session.Cells { return cells }
 	}
+	hc.OpenNotebook = NotebookFile
 	if b := a.surface.Backing; b != nil {
 		hc.Kernel = b.Kernel
 	}

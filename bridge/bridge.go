@@ -74,6 +74,10 @@ type Config struct {
 	// text goes out at once). Default 1/19 s: at most 20 updates in any
 	// second, the last one included.
 	UpdateInterval time.Duration
+	// Notebook is an .ipynb (relative to the workspace) that the agent's
+	// notebook tools work on while no frontend shows one through the
+	// notebook comm (AGENTKERNEL_NOTEBOOK; %agent notebook sets it later).
+	Notebook string
 }
 
 func (c Config) withDefaults() Config {
@@ -149,8 +153,16 @@ func New(cfg Config) (*Bridge, error) {
 	b.notebooks = &notebookComms{b: b}
 	b.comms = newCommRouter(map[string]commTarget{PanelTarget: b.panels, NotebookTarget: b.notebooks,
 		CompleteTarget: &completeComms{b: b}}, b.log.Warn)
-	cfg.Host.SetCells(b.notebooks.cells)
+	cfg.Host.SetFrontends(b.notebooks)
 	cfg.Host.ExpectCells()
+	if cfg.Notebook != "" {
+		f, err := cfg.Host.OpenNotebookFile(cfg.Notebook)
+		if err != nil {
+			b.cfg.Problems = append(b.cfg.Problems, "the notebook "+cfg.Notebook+": "+err.Error())
+		} else {
+			b.notebooks.setFile(f)
+		}
+	}
 	return b, nil
 }
 

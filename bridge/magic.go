@@ -39,6 +39,9 @@ const magicHelp = `%agent new              start a new session
 %agent mode [NAME]      show or set the mode: code, ask, architect, debug, yours; or the permission mode (default, acceptEdits, bypassPermissions, plan)
 %agent cost             tokens and cost of this session
 %agent export FILE      write this session: FILE.ipynb as a notebook, else both histories as JSONL
+%agent notebook [FILE|off]
+                        where the agent's notebook tools work: the notebook a frontend shows
+                        (JupyterLab, Notebook 7), else FILE (an .ipynb changed on disk: nbclient, papermill)
 %agent attach [FILE ...|clear]
                         images (PNG, JPEG, GIF, WebP) to send with your next prompt; list or drop them
 %agent webview [stop]   show the live web panel (link and IFrame); stop it
@@ -47,7 +50,7 @@ const magicHelp = `%agent new              start a new session
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "title", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "title", "mode", "cost", "export", "notebook", "attach", "webview", "mcp", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -135,6 +138,8 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		return b.mcpMagic(ctx, args)
 	case "attach":
 		return b.attachMagic(args)
+	case "notebook":
+		return b.notebookMagic(args)
 	}
 	if _, err := h.Current(ctx); err != nil {
 		return "", err
@@ -566,4 +571,32 @@ func requestMeta(text string) string {
 		out += fmt.Sprintf(", %.1f s", float64(*u.DurationMs)/1000)
 	}
 	return out
+}
+
+// notebookMagic is %agent notebook [FILE|off]: where the notebook tools
+// work, or the file they work on while no frontend shows a notebook.
+func (b *Bridge) notebookMagic(args []string) (string, error) {
+	n := b.notebooks
+	switch {
+	case len(args) > 1:
+		return "", fmt.Errorf("usage: %%agent notebook [FILE|off]")
+	case len(args) == 1 && args[0] == "off":
+		n.setFile(nil)
+	case len(args) == 1:
+		f, err := b.host.OpenNotebookFile(args[0])
+		if err != nil {
+			return "", err
+		}
+		n.setFile(f)
+	}
+	switch c := n.Current().(type) {
+	case nil:
+		return "Notebook: none. No frontend with the agentkernel extension (JupyterLab 4, Notebook 7) shows a " +
+			"notebook on this kernel; %agent notebook FILE lets the agent work on an .ipynb on disk.", nil
+	case session.FileCells:
+		return "Notebook: " + c.File() + " (on disk: each change is written at once, never over a newer file; " +
+			"a frontend that opens the notebook comm takes over)", nil
+	default:
+		return "Notebook: " + cmp.Or(c.Path(), "unnamed") + ", in the frontend that shows it", nil
+	}
 }

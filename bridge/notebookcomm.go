@@ -39,6 +39,7 @@ type notebookComms struct {
 	mu    sync.Mutex
 	comms map[string]*notebookComm // by comm id
 	order []string                 // comm ids, oldest first
+	file  session.FileCells        // %agent notebook's: where the tools work when no comm is open
 }
 
 // notebookComm is one frontend's notebook, as session.Cells.
@@ -124,10 +125,10 @@ func (n *notebookComms) shutdown() {
 	}
 }
 
-// cells is the notebook the agent works in now: the one of the frontend
-// that sent the running prompt, else the one opened last; nil when no
-// frontend has opened one.
-func (n *notebookComms) cells() session.Cells {
+// Current implements session.Frontends: the notebook of the frontend that
+// sent the running prompt, else the one opened last; nil when no frontend
+// has opened one.
+func (n *notebookComms) Current() session.Cells {
 	want := n.b.promptSession()
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -143,9 +144,33 @@ func (n *notebookComms) cells() session.Cells {
 		last = c
 	}
 	if last == nil {
+		if n.file != nil {
+			return n.file
+		}
 		return nil
 	}
 	return last
+}
+
+// setFile makes the notebook file f where the agent's notebook tools work
+// while no frontend has opened the comm (nil: nowhere).
+func (n *notebookComms) setFile(f session.FileCells) {
+	n.mu.Lock()
+	n.file = f
+	n.mu.Unlock()
+}
+
+// Find implements session.Frontends: the notebook named path that a
+// frontend shows (the one opened last when several do); nil when none.
+func (n *notebookComms) Find(path string) session.Cells {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := len(n.order) - 1; i >= 0; i-- {
+		if c := n.comms[n.order[i]]; c != nil && c.path == path {
+			return c
+		}
+	}
+	return nil
 }
 
 // end fails the requests still waiting: the frontend went away.
@@ -245,12 +270,21 @@ func (c *notebookComm) Read(ctx context.Context, maxOutput int) (agent.NotebookV
 	return v, nil
 }
 
-// Insert implements session.Cells.
-func (c *notebookComm) Insert(ctx context.Context, index int, kind agent.CellKind, source string) (agent.NotebookCell, error) {
+// Path implements session.Cells: the notebook's path, as the frontend
+// named it when it opened the comm.
+func (c *notebookComm) Path() string { return c.path }
+
+// Insert implements session.Cells. A cell put back (cell.ID given) keeps
+// its id, outputs and execution count where the frontend can.
+func (c *notebookComm) Insert(ctx context.Context, index int, cell session.Cell) (agent.NotebookCell, error) {
 	var r struct {
 		Cell nbcomm.Cell `json:"cell"`
 	}
-	err := c.request(ctx, nbcomm.OpInsert, nbcomm.Args{Index: index, CellType: string(kind), Source: source}, &r)
+	a := nbcomm.Args{ID: cell.ID, Index: index, CellType: string(cell.Kind), Source: cell.Source, Outputs: cell.Outputs}
+	if cell.ExecutionCount > 0 {
+		a.ExecutionCount = &cell.ExecutionCount
+	}
+	err := c.request(ctx, nbcomm.OpInsert, a, &r)
 	return agentCell(r.Cell, 0), err
 }
 
@@ -264,17 +298,32 @@ func (c *notebookComm) SetSource(ctx context.Context, id, source string) (agent.
 }
 
 // Move implements session.Cells.
-func (c *notebookComm) Move(ctx context.Context, id string, index int) error {
-	return c.request(ctx, nbcomm.OpMove, nbcomm.Args{ID: id, Index: index}, nil)
+func (c *notebookComm) Move(ctx context.Context, id string, index int) (int, error) {
+	var r nbcomm.Moved
+	if err := c.request(ctx, nbcomm.OpMove, nbcomm.Args{ID: id, Index: index}, &r); err != nil {
+		return -1, err
+	}
+	if r.From == nil {
+		return -1, nil
+	}
+	return *r.From, nil
 }
 
 // Delete implements session.Cells.
-func (c *notebookComm) Delete(ctx context.Context, id string) (agent.NotebookCell, error) {
-	var r struct {
-		Cell nbcomm.Cell `json:"cell"`
+func (c *notebookComm) Delete(ctx context.Context, id string) (session.Cell, int, error) {
+	var r nbcomm.Removed
+	if err := c.request(ctx, nbcomm.OpDelete, nbcomm.Args{ID: id}, &r); err != nil {
+		return session.Cell{}, -1, err
 	}
-	err := c.request(ctx, nbcomm.OpDelete, nbcomm.Args{ID: id}, &r)
-	return agentCell(r.Cell, 0), err
+	at := -1
+	if r.Index != nil {
+		at = *r.Index
+	}
+	cell := session.Cell{ID: r.Cell.ID, Kind: agent.CellKind(r.Cell.CellType), Source: r.Cell.Source, Outputs: r.Cell.Outputs}
+	if r.Cell.ExecutionCount != nil {
+		cell.ExecutionCount = *r.Cell.ExecutionCount
+	}
+	return cell, at, nil
 }
 
 // SetOutputs implements session.Cells.

@@ -17,6 +17,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/nbcomm"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/session/surfacetest"
 )
 
@@ -68,6 +69,23 @@ func (f *fakeFrontend) iopub(m *wire.Message) {
 		"comm_id": f.id, "data": map[string]any{"reply": reply}}})
 }
 
+// connect makes f a frontend of the kernel at conn, showing the notebook
+// path: it dials and opens the notebook comm.
+func (f *fakeFrontend) connect(ctx context.Context, t *testing.T, conn *wire.ConnectionInfo, path string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: f.iopub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	if err := c.Send(ctx, client.Request{MsgType: wire.MsgCommOpen, Content: map[string]any{
+		"comm_id": f.id, "target_name": NotebookTarget, "data": map[string]any{"protocol": 1, "path": path}}}); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return c
+}
+
 func (f *fakeFrontend) apply(op string, raw json.RawMessage) (any, string, error) {
 	var a struct {
 		ID       string            `json:"id"`
@@ -93,7 +111,10 @@ func (f *fakeFrontend) apply(op string, raw json.RawMessage) (any, string, error
 		return map[string]any{"path": "work.ipynb", "active": f.cells[0].ID, "cells": f.cells}, "", nil
 	case "insert":
 		f.n++
-		c := nbcomm.Cell{ID: fmt.Sprintf("fe%06d", f.n), CellType: a.CellType, Source: a.Source}
+		c := nbcomm.Cell{ID: a.ID, CellType: a.CellType, Source: a.Source, Outputs: a.Outputs, ExecutionCount: a.Count}
+		if c.ID == "" || find() >= 0 {
+			c.ID = fmt.Sprintf("fe%06d", f.n)
+		}
 		f.cells = slices.Insert(f.cells, a.Index, c)
 		return map[string]any{"cell": c}, "", nil
 	}
@@ -109,11 +130,11 @@ func (f *fakeFrontend) apply(op string, raw json.RawMessage) (any, string, error
 	case "move":
 		c := f.cells[i]
 		f.cells = slices.Insert(slices.Delete(f.cells, i, i+1), a.Index, c)
-		return map[string]any{}, "", nil
+		return map[string]any{"from": i}, "", nil
 	case "delete":
 		c := f.cells[i]
 		f.cells = slices.Delete(f.cells, i, i+1)
-		return map[string]any{"cell": c}, "", nil
+		return map[string]any{"cell": c, "index": i}, "", nil
 	case "set_outputs":
 		f.cells[i].Outputs, f.cells[i].ExecutionCount = a.Outputs, a.Count
 		return map[string]any{}, "", nil
@@ -147,16 +168,8 @@ func TestNotebookComm(t *testing.T) {
 		{ID: "user0001", CellType: "markdown", Source: "# Plan\nDouble the answer."},
 		{ID: "user0002", CellType: "code", Source: "old = 1"},
 	}}
-	c, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: fe.iopub})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := fe.connect(ctx, t, conn, "work.ipynb")
 	defer c.Close()
-	fe.c = c
-	if err := c.Send(ctx, client.Request{MsgType: wire.MsgCommOpen, Content: map[string]any{
-		"comm_id": fe.id, "target_name": NotebookTarget, "data": map[string]any{"protocol": 1, "path": "work.ipynb"}}}); err != nil {
-		t.Fatal(err)
-	}
 	h.Script.Enqueue(
 		scripted.Reply(scripted.ToolCall("r1", agent.ToolNotebookRead, `{}`)),
 		scripted.Reply(scripted.ToolCall("i1", agent.ToolNotebookInsert, `{"source": "answer = 21"}`)),
@@ -220,5 +233,67 @@ func TestNotebookComm(t *testing.T) {
 	last, _ := h.Script.Last()
 	if !strings.Contains(string(last.Raw), "frontend has gone away") {
 		t.Errorf("the model was not told the frontend went away: %s", last.Raw)
+	}
+}
+
+// TestNotebookCommRewind: a rewind puts the frontend's cells back through
+// the comm — the deleted cell at its place with its id and outputs, the
+// moved one where it was, the edit undone, the inserted one gone.
+func TestNotebookCommRewind(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	conn, stop := serveBridge(t, h, ModePrompt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	count := 3
+	fe := &fakeFrontend{id: uuid.NewString(), cells: []nbcomm.Cell{
+		{ID: "user0001", CellType: "markdown", Source: "# Plan"},
+		{ID: "user0002", CellType: "code", Source: "old = 1", ExecutionCount: &count, Outputs: []json.RawMessage{
+			json.RawMessage(`{"output_type":"stream","name":"stdout","text":"hi\n"}`)}},
+		{ID: "user0003", CellType: "code", Source: "keep = 2"},
+	}}
+	c := fe.connect(ctx, t, conn, "work.ipynb")
+	defer c.Close()
+	h.Script.Enqueue(
+		scripted.Reply(scripted.ToolCall("i1", agent.ToolNotebookInsert, `{"source": "answer = 21", "index": 0}`)),
+		scripted.Reply(scripted.ToolCall("e1", agent.ToolNotebookEdit, `{"id": "user0003", "source": "keep = 3"}`)),
+		scripted.Reply(scripted.ToolCall("m1", agent.ToolNotebookMove, `{"id": "user0003", "to": 0}`)),
+		scripted.Reply(scripted.ToolCall("d1", agent.ToolNotebookDelete, `{"id": "user0002"}`)),
+		scripted.Reply(scripted.Text("Done.")),
+	)
+	before := fe.sources()
+	if _, err := c.Execute(ctx, "Reshape my notebook", client.ExecuteOptions{AllowStdin: true}, client.Handlers{
+		Input: func(string, bool) (string, error) { return "y", nil },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fe.sources(); slices.Equal(got, before) {
+		t.Fatal("the agent changed nothing")
+	}
+	var ts int64
+	for _, m := range h.History() {
+		if m.Text == "Reshape my notebook" {
+			ts = m.TS
+		}
+	}
+	rw, err := h.Rewind(ctx, ts, session.RewindOptions{NoKernel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe.mu.Lock()
+	cells := slices.Clone(fe.cells)
+	fe.mu.Unlock()
+	var got []string
+	for _, c := range cells {
+		got = append(got, c.ID+":"+c.Source)
+	}
+	if want := []string{"user0001:# Plan", "user0002:old = 1", "user0003:keep = 2"}; !slices.Equal(got, want) {
+		t.Fatalf("after the rewind: %q, want %q\n%s", got, want, rw.Summary())
+	}
+	if back := cells[1]; len(back.Outputs) != 1 || back.ExecutionCount == nil || *back.ExecutionCount != 3 {
+		t.Errorf("the deleted cell came back without its outputs: %+v", back)
+	}
+	if len(rw.Cells) != 1 || rw.Cells[0].Restored != 4 {
+		t.Errorf("report: %s", rw.Summary())
 	}
 }

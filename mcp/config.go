@@ -145,6 +145,18 @@ func (c ServerConfig) check() error {
 
 var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
 
+// ClientName is the server name of a client's label for a server (ACP's
+// name, such as Jupyter AI's "Jupyter MCP Server"): the characters a tool
+// name cannot hold become "_" and it is cut to the 40 a name may have, so a
+// label its user never chose still names a server that runs.
+func ClientName(label string) string {
+	n := toolNameRE.ReplaceAllString(label, "_")
+	if len(n) > 40 {
+		n = n[:40]
+	}
+	return n
+}
+
 // callTimeout is the configured tool-call timeout, or def.
 func (c ServerConfig) callTimeout(def time.Duration) time.Duration {
 	if c.Timeout > 0 {

@@ -154,3 +154,27 @@ func TestLoadCwdAndUnknownFields(t *testing.T) {
 		t.Errorf("a missing cwd: %v", err)
 	}
 }
+
+// TestClientName: a client's label is a name a server runs under, and
+// Add takes it (Jupyter AI names its server "Jupyter MCP Server").
+func TestClientName(t *testing.T) {
+	for _, tc := range []struct{ label, want string }{
+		{"Jupyter MCP Server", "Jupyter_MCP_Server"},
+		{"fetch", "fetch"},
+		{"my-tools_2", "my-tools_2"},
+		{"café/ünïcode", "caf___n_code"},
+		{strings.Repeat("x", 50), strings.Repeat("x", 40)},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			got := ClientName(tc.label)
+			if got != tc.want {
+				t.Fatalf("ClientName(%q) = %q, want %q", tc.label, got, tc.want)
+			}
+			var c Config
+			c.Add([]ServerConfig{{Name: got, Type: TransportHTTP, URL: "http://localhost:3001/mcp"}})
+			if len(c.Problems) != 0 || len(c.Servers) != 1 {
+				t.Fatalf("Add(%q): servers %v, problems %v", got, c.Servers, c.Problems)
+			}
+		})
+	}
+}

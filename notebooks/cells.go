@@ -120,8 +120,8 @@ func (d *Doc) Notebook() (*Notebook, error) {
 	return d.nb.Clone(), nil
 }
 
-// index returns the index of cell id, or an error.
-func index(nb *Notebook, id string) (int, error) {
+// findCell returns the index of cell id, or an error.
+func findCell(nb *Notebook, id string) (int, error) {
 	for i, c := range nb.Cells {
 		if c.ID == id {
 			return i, nil
@@ -130,15 +130,22 @@ func index(nb *Notebook, id string) (int, error) {
 	return -1, fmt.Errorf("cell %q: %w", id, ErrNoCell)
 }
 
-// Insert adds a cell of type t with source at index and returns it.
-func (d *Doc) Insert(index int, t CellType, source string) (*Cell, error) {
-	c := &Cell{ID: NewCellID(), CellType: t, Source: source, Metadata: Metadata{}}
-	if t == Code {
+// Insert adds c at index and returns it: with its id when it has one that
+// the notebook does not, else with a new one.
+func (d *Doc) Insert(index int, c *Cell) (*Cell, error) {
+	c = c.Clone()
+	if c.Metadata == nil {
+		c.Metadata = Metadata{}
+	}
+	if c.CellType == Code && c.Outputs == nil {
 		c.Outputs = []*Output{}
 	}
 	err := d.change(func(nb *Notebook) error {
 		if index < 0 || index > len(nb.Cells) {
 			return fmt.Errorf("index %d: the notebook has %d cells", index, len(nb.Cells))
+		}
+		if _, err := findCell(nb, c.ID); c.ID == "" || err == nil {
+			c.ID = NewCellID()
 		}
 		nb.Cells = append(nb.Cells[:index], append([]*Cell{c}, nb.Cells[index:]...)...)
 		return nil
@@ -153,7 +160,7 @@ func (d *Doc) Insert(index int, t CellType, source string) (*Cell, error) {
 func (d *Doc) SetSource(id, source string) (*Cell, error) {
 	var before *Cell
 	err := d.change(func(nb *Notebook) error {
-		i, err := index(nb, id)
+		i, err := findCell(nb, id)
 		if err != nil {
 			return err
 		}
@@ -164,13 +171,16 @@ func (d *Doc) SetSource(id, source string) (*Cell, error) {
 	return before, err
 }
 
-// Move moves cell id to index, counted among the other cells.
-func (d *Doc) Move(id string, to int) error {
-	return d.change(func(nb *Notebook) error {
-		i, err := index(nb, id)
+// Move moves cell id to index, counted among the other cells, and returns
+// the index it was at.
+func (d *Doc) Move(id string, to int) (int, error) {
+	from := -1
+	err := d.change(func(nb *Notebook) error {
+		i, err := findCell(nb, id)
 		if err != nil {
 			return err
 		}
+		from = i
 		if to < 0 || to >= len(nb.Cells) {
 			return fmt.Errorf("index %d: the notebook has %d cells", to, len(nb.Cells))
 		}
@@ -179,21 +189,23 @@ func (d *Doc) Move(id string, to int) error {
 		nb.Cells = append(rest[:to], append([]*Cell{c}, rest[to:]...)...)
 		return nil
 	})
+	return from, err
 }
 
-// Delete removes cell id and returns it.
-func (d *Doc) Delete(id string) (*Cell, error) {
+// Delete removes cell id and returns it, and the index it was at.
+func (d *Doc) Delete(id string) (*Cell, int, error) {
 	var gone *Cell
+	at := -1
 	err := d.change(func(nb *Notebook) error {
-		i, err := index(nb, id)
+		i, err := findCell(nb, id)
 		if err != nil {
 			return err
 		}
-		gone = nb.Cells[i]
+		gone, at = nb.Cells[i], i
 		nb.Cells = append(nb.Cells[:i], nb.Cells[i+1:]...)
 		return nil
 	})
-	return gone, err
+	return gone, at, err
 }
 
 // SetOutputs replaces code cell id's outputs (nbformat output objects) and
@@ -209,7 +221,7 @@ func (d *Doc) SetOutputs(id string, outputs []json.RawMessage, count *int) error
 		outs = append(outs, &o)
 	}
 	return d.change(func(nb *Notebook) error {
-		i, err := index(nb, id)
+		i, err := findCell(nb, id)
 		if err != nil {
 			return err
 		}

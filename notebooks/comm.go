@@ -83,9 +83,16 @@ func (r *runner) apply(req *nbcomm.Request) (result any, code string, err error)
 		if t != Code && t != Markdown && t != Raw {
 			return nil, "", fmt.Errorf("cell_type %q", a.CellType)
 		}
-		c := &Cell{ID: NewCellID(), CellType: t, Source: a.Source, Metadata: Metadata{}}
+		c := &Cell{ID: a.ID, CellType: t, Source: a.Source, Metadata: Metadata{}}
+		if _, err := findCell(nb, c.ID); c.ID == "" || err == nil {
+			c.ID = NewCellID() // a cell put back keeps its id when it is free
+		}
 		if t == Code {
-			c.Outputs = []*Output{}
+			outs, err := decodeOutputs(a.Outputs)
+			if err != nil {
+				return nil, "", err
+			}
+			c.Outputs, c.ExecutionCount = outs, cloneInt(a.ExecutionCount)
 		}
 		nb.Cells = slices.Insert(nb.Cells, a.Index, c)
 		return map[string]any{"cell": commCell(c, 0)}, "", nil
@@ -105,24 +112,20 @@ func (r *runner) apply(req *nbcomm.Request) (result any, code string, err error)
 			return nil, "", fmt.Errorf("index %d: the notebook has %d cells", a.Index, len(nb.Cells))
 		}
 		nb.Cells = slices.Insert(slices.Delete(nb.Cells, i, i+1), a.Index, c)
-		return map[string]any{}, "", nil
+		return nbcomm.Moved{From: &i}, "", nil
 	case nbcomm.OpDelete:
 		if c == r.rec.cell {
 			return nil, nbcomm.CodeConflict, errors.New("the cell is running")
 		}
 		nb.Cells = slices.Delete(nb.Cells, i, i+1)
-		return map[string]any{"cell": commCell(c, 0)}, "", nil
+		return nbcomm.Removed{Cell: commCell(c, -1), Index: &i}, "", nil
 	case nbcomm.OpSetOutputs:
 		if c.CellType != Code {
 			return nil, "", fmt.Errorf("cell %q is a %s cell", a.ID, c.CellType)
 		}
-		outs := make([]*Output, 0, len(a.Outputs))
-		for j, raw := range a.Outputs {
-			var o Output
-			if err := json.Unmarshal(raw, &o); err != nil {
-				return nil, "", fmt.Errorf("output %d: %w", j, err)
-			}
-			outs = append(outs, &o)
+		outs, err := decodeOutputs(a.Outputs)
+		if err != nil {
+			return nil, "", err
 		}
 		c.Outputs, c.ExecutionCount = outs, cloneInt(a.ExecutionCount)
 		return map[string]any{}, "", nil
@@ -131,14 +134,21 @@ func (r *runner) apply(req *nbcomm.Request) (result any, code string, err error)
 }
 
 // commCell is c as the protocol carries it: outputs' text cut to maxOutput
-// characters (0: no outputs) and image data left out.
+// characters and image data left out (0: no outputs; -1: all of them,
+// whole).
 func commCell(c *Cell, maxOutput int) nbcomm.Cell {
 	out := nbcomm.Cell{ID: c.ID, CellType: string(c.CellType), Source: c.Source, ExecutionCount: cloneInt(c.ExecutionCount),
 		Outputs: []json.RawMessage{}}
-	if maxOutput <= 0 {
+	if maxOutput == 0 {
 		return out
 	}
 	for _, o := range c.Outputs {
+		if maxOutput < 0 { // whole
+			if raw, err := json.Marshal(o); err == nil {
+				out.Outputs = append(out.Outputs, raw)
+			}
+			continue
+		}
 		cp := *o
 		cp.Text = cutRunes(o.Text, maxOutput)
 		if o.Data != nil {
@@ -168,4 +178,17 @@ func cutRunes(s string, n int) string {
 		return string(r[:n]) + fmt.Sprintf("\n[… %d more characters]", len(r)-n)
 	}
 	return s
+}
+
+// decodeOutputs are nbformat outputs as the notebook holds them.
+func decodeOutputs(raw []json.RawMessage) ([]*Output, error) {
+	outs := make([]*Output, 0, len(raw))
+	for j, r := range raw {
+		var o Output
+		if err := json.Unmarshal(r, &o); err != nil {
+			return nil, fmt.Errorf("output %d: %w", j, err)
+		}
+		outs = append(outs, &o)
+	}
+	return outs, nil
 }

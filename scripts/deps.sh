@@ -5,7 +5,8 @@
 #         (scripts/run.sh builds the wheel and pip-installs JupyterLab)
 #   test: the above plus everything the tests use (PostgreSQL's server
 #         binaries among them: the tests start throwaway clusters of their own;
-#         python3-venv for the PyPI stack's venv, scripts/modern-venv.sh)
+#         python3-venv for the PyPI stack's venv, scripts/modern-venv.sh;
+#         qemu-user-static, which runs the Linux aarch64 wheel's binary)
 # Debian packages are installed only when missing (apt-get update first).
 # Go: /usr/local/go or a go on PATH if >= 1.26; otherwise Debian's golang-go
 # fetches the go1.26 toolchain module from the Go module proxy.
@@ -16,7 +17,7 @@ ak_need=(python3-ipykernel python3-jupyter-client jupyter-client jupyter-noteboo
 if [ "${1:-run}" = test ]; then
   ak_need+=(python3-jupyter-kernel-test jupyter-nbconvert python3-nbclient python3-nbformat
     jupyter-console python3-pytest python3-ipywidgets python3-matplotlib python3-cryptography procps chromium
-    postgresql python3-venv)
+    postgresql python3-venv qemu-user-static)
 fi
 command -v npm >/dev/null || ak_need+=(npm) # the JupyterLab extension is built with it
 

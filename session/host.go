@@ -60,6 +60,10 @@ type Config struct {
 	// changed now (nil when nowhere): the notebook tools are offered
 	// while it gives one.
 	Cells func() Cells
+	// OpenNotebook opens the .ipynb at path as Cells: where a rewind puts
+	// back the cells of a notebook no frontend shows any more. nil: such
+	// cells are left as they are.
+	OpenNotebook func(path string) (FileCells, error)
 	// StoreURL, when a postgres:// URL, is the PostgreSQL store the host
 	// opens instead (see store.Options.URL).
 	StoreURL string
@@ -128,9 +132,9 @@ type Host struct {
 	providers map[string]provider.Provider
 	mcp       *mcp.Manager       // made at the first session
 	clientMCP []mcp.ServerConfig // a client's servers (AddMCPServers)
-	// cellsFn gives where the notebook is changed (SetCells); cellsLater
-	// says it will be set (ExpectCells).
-	cellsFn    func() Cells
+	// frontends are the notebooks frontends show (SetFrontends);
+	// cellsLater says they will be set (ExpectCells).
+	frontends  Frontends
 	cellsLater bool
 	files      agent.Files     // a client's file buffers (SetFiles)
 	effort     provider.Effort // SetEffort's, when effortSet

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentkernel/agentkernel/agent"
@@ -21,68 +22,192 @@ import (
 // Cells is where a notebook's cells are read and changed. Implementations
 // are safe for concurrent use.
 type Cells interface {
+	// Path names the notebook as its frontend does ("" when not known).
+	Path() string
 	// Read returns the notebook, outputs cut to maxOutput characters.
 	Read(ctx context.Context, maxOutput int) (agent.NotebookView, error)
-	Insert(ctx context.Context, index int, kind agent.CellKind, source string) (agent.NotebookCell, error)
+	// Insert adds c at index and returns it with its id: c.ID when it is
+	// given and the notebook has no cell by it (a rewind putting a cell
+	// back), else a new one.
+	Insert(ctx context.Context, index int, c Cell) (agent.NotebookCell, error)
+	// SetSource replaces cell id's source and returns the cell as it was.
 	SetSource(ctx context.Context, id, source string) (agent.NotebookCell, error)
-	Move(ctx context.Context, id string, index int) error
-	Delete(ctx context.Context, id string) (agent.NotebookCell, error)
+	// Move moves cell id to index and returns the index it was at (-1:
+	// not known).
+	Move(ctx context.Context, id string, index int) (int, error)
+	// Delete removes cell id and returns it whole, and the index it was at
+	// (-1: not known).
+	Delete(ctx context.Context, id string) (Cell, int, error)
 	// SetOutputs replaces code cell id's outputs (nbformat output
 	// objects) and execution count (0: none).
 	SetOutputs(ctx context.Context, id string, outputs []json.RawMessage, count int) error
 }
 
-// notebook is the host's agent.Notebook over the Cells of the moment.
-type notebook struct {
-	Cells
-	h *Host
-	c *current
+// Cell is a cell whole, as Cells take and give it back.
+type Cell struct {
+	ID             string            `json:"id,omitempty"`
+	Kind           agent.CellKind    `json:"cell_type"`
+	Source         string            `json:"source"`
+	ExecutionCount int               `json:"execution_count,omitempty"`
+	Outputs        []json.RawMessage `json:"outputs,omitempty"`
 }
 
-// SetCells makes f give where the notebook the agent works in is changed,
-// from now on, in every session of the host (the kernel's bridge sets it:
-// the notebook comm of the frontend that sent the prompt). It replaces
-// Config.Cells.
-func (h *Host) SetCells(f func() Cells) {
+// FileCells is a Cells that writes a file on disk at each change: the
+// file checkpoints see what it does, so the host does not record its
+// cells' changes.
+type FileCells interface {
+	Cells
+	// File is the notebook's path on disk.
+	File() string
+}
+
+// Frontends are the notebooks that frontends show the kernel (the
+// bridge's notebook comms).
+type Frontends interface {
+	// Current is the notebook the agent works in now: the one of the
+	// frontend that sent the running prompt, else the one opened last;
+	// nil when no frontend shows one.
+	Current() Cells
+	// Find is the notebook named path (as Cells.Path names it) that a
+	// frontend shows; nil when none does.
+	Find(path string) Cells
+}
+
+// notebook is the host's agent.Notebook over the Cells of the moment: it
+// records what each call does to a cell (a rewind puts it back), and runs
+// a cell in the host's backing kernel.
+type notebook struct {
+	cells Cells
+	h     *Host
+	c     *current
+}
+
+// SetFrontends makes f the notebooks frontends show, from now on, in every
+// session of the host (the kernel's bridge sets it: the notebook comms).
+// Its Current, when it gives one, is where the notebook tools work,
+// before Config.Cells.
+func (h *Host) SetFrontends(f Frontends) {
 	h.mu.Lock()
-	h.cellsFn = f
+	h.frontends = f
 	h.mu.Unlock()
 }
 
-// notebookSource is session c's agent.NotebookSource: the Cells given now
-// (SetCells, else Config.Cells), as the agent's notebook.
+// notebookSource is session c's agent.NotebookSource: the frontends'
+// current notebook, else Config.Cells, as the agent's notebook.
 func (h *Host) notebookSource(c *current) agent.NotebookSource {
 	h.mu.Lock()
-	none := h.cfg.Cells == nil && h.cellsFn == nil && !h.cellsLater
+	none := h.cfg.Cells == nil && h.frontends == nil && !h.cellsLater
 	h.mu.Unlock()
 	if none {
 		return nil
 	}
 	return func() agent.Notebook {
-		h.mu.Lock()
-		f := h.cellsFn
-		h.mu.Unlock()
-		if f == nil {
-			f = h.cfg.Cells
-		}
-		if f == nil {
-			return nil
-		}
-		cells := f()
+		cells := h.currentCells()
 		if cells == nil {
 			return nil
 		}
-		return notebook{Cells: cells, h: h, c: c}
+		return notebook{cells: cells, h: h, c: c}
 	}
 }
 
-// ExpectCells says that SetCells will be called (a kernel's bridge, whose
+// currentCells is where the notebook the agent works in is changed now
+// (nil: nowhere).
+func (h *Host) currentCells() Cells {
+	h.mu.Lock()
+	fe := h.frontends
+	h.mu.Unlock()
+	if fe != nil {
+		if cells := fe.Current(); cells != nil {
+			return cells
+		}
+	}
+	if h.cfg.Cells != nil {
+		return h.cfg.Cells()
+	}
+	return nil
+}
+
+// OpenNotebookFile opens the .ipynb at path (relative to the workspace)
+// as Cells that change the file itself (Config.OpenNotebook): for a kernel
+// that no frontend with the notebook comm is attached to (nbclient,
+// papermill, a console), told which notebook is its by %agent notebook or
+// AGENTKERNEL_NOTEBOOK.
+func (h *Host) OpenNotebookFile(path string) (FileCells, error) {
+	if h.cfg.OpenNotebook == nil {
+		return nil, errors.New("this kernel cannot open notebook files")
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(h.cfg.Workspace, path)
+	}
+	if filepath.Ext(path) != ".ipynb" {
+		return nil, fmt.Errorf("%s: not a notebook (.ipynb)", path)
+	}
+	return h.cfg.OpenNotebook(path)
+}
+
+// ExpectCells says that SetFrontends will be called (a kernel's bridge, whose
 // frontend opens the notebook comm after the session may exist): sessions
 // opened before get the notebook tools too.
 func (h *Host) ExpectCells() {
 	h.mu.Lock()
 	h.cellsLater = true
 	h.mu.Unlock()
+}
+
+// Read implements agent.Notebook.
+func (n notebook) Read(ctx context.Context, maxOutput int) (agent.NotebookView, error) {
+	return n.cells.Read(ctx, maxOutput)
+}
+
+// Insert implements agent.Notebook.
+func (n notebook) Insert(ctx context.Context, index int, kind agent.CellKind, source string) (agent.NotebookCell, error) {
+	c, err := n.cells.Insert(ctx, index, Cell{Kind: kind, Source: source})
+	if err == nil {
+		n.record(ctx, cellInsert, c.ID, nil, &cellState{Index: index, Kind: kind, Source: source})
+	}
+	return c, err
+}
+
+// SetSource implements agent.Notebook.
+func (n notebook) SetSource(ctx context.Context, id, source string) (agent.NotebookCell, error) {
+	before, err := n.cells.SetSource(ctx, id, source)
+	if err == nil {
+		n.record(ctx, cellEdit, id, &cellState{Index: -1, Kind: before.Kind, Source: before.Source},
+			&cellState{Index: -1, Kind: before.Kind, Source: source})
+	}
+	return before, err
+}
+
+// Move implements agent.Notebook.
+func (n notebook) Move(ctx context.Context, id string, index int) error {
+	from, err := n.cells.Move(ctx, id, index)
+	if err == nil {
+		n.record(ctx, cellMove, id, &cellState{Index: from}, &cellState{Index: index})
+	}
+	return err
+}
+
+// Delete implements agent.Notebook.
+func (n notebook) Delete(ctx context.Context, id string) (agent.NotebookCell, error) {
+	gone, at, err := n.cells.Delete(ctx, id)
+	if err != nil {
+		return agent.NotebookCell{}, err
+	}
+	st := &cellState{Index: at, Kind: gone.Kind, Source: gone.Source, ExecutionCount: gone.ExecutionCount, Outputs: gone.Outputs}
+	if size(gone.Outputs) > maxKeptOutputs {
+		st.Outputs, st.ExecutionCount = nil, 0 // put back without them
+	}
+	n.record(ctx, cellDelete, id, st, nil)
+	out := agent.NotebookCell{ID: gone.ID, Kind: gone.Kind, Source: gone.Source, ExecutionCount: gone.ExecutionCount}
+	for _, o := range gone.Outputs {
+		out.Outputs = append(out.Outputs, SummarizeOutput(o, 0))
+	}
+	return out, nil
+}
+
+// SetOutputs puts a run's outputs in the cell.
+func (n notebook) SetOutputs(ctx context.Context, id string, outputs []json.RawMessage, count int) error {
+	return n.cells.SetOutputs(ctx, id, outputs, count)
 }
 
 // Run implements agent.Notebook: the cell's code runs in the backing

@@ -354,6 +354,8 @@ func TestPageIndexMigration(t *testing.T) {
 		must(t, err)
 		_, err = s.w.Exec("DROP INDEX ui_session_role_ts")
 		must(t, err)
+		_, err = s.w.Exec("DROP TABLE cell_changes")
+		must(t, err)
 		_, err = s.w.Exec("UPDATE agentkernel_schema SET version = 2")
 		must(t, err)
 		must(t, s.Close())

@@ -45,6 +45,8 @@ func TestMigrationPurgesSecrets(t *testing.T) {
 	}, nil))
 
 	// Back to the schema before, as an older build left it.
+	_, err := s.w.Exec("DROP TABLE cell_changes") // schema 6
+	must(t, err)
 	if s.pg {
 		_, err := s.w.Exec("UPDATE agentkernel_schema SET version = 3")
 		must(t, err)

@@ -203,7 +203,7 @@ func (s *Store) FileChanges(ctx context.Context, sessionID string, from int64) (
 	return out, err
 }
 
-// rewindWorld marks the code runs and file changes at or after cut as
+// rewindWorld marks the code runs, file and cell changes at or after cut as
 // rewound, inside a rewind's transaction.
 func rewindWorld(ctx context.Context, tx *sql.Tx, pk, cut int64) error {
 	if _, err := tx.ExecContext(ctx, "UPDATE code_runs SET rewound = 1 WHERE session_pk = ? AND anchor >= ?", pk, cut); err != nil {
@@ -212,7 +212,7 @@ func rewindWorld(ctx context.Context, tx *sql.Tx, pk, cut int64) error {
 	if _, err := tx.ExecContext(ctx, "UPDATE file_changes SET rewound = 1 WHERE session_pk = ? AND anchor >= ?", pk, cut); err != nil {
 		return fmt.Errorf("rewind file changes: %w", err)
 	}
-	return nil
+	return rewindCells(ctx, tx, pk, cut)
 }
 
 // SetReplayPending marks (or clears) that the session's kernel state must
@@ -282,6 +282,9 @@ func (s *Store) ForkSession(ctx context.Context, sessionID string, beforeTS int6
 		if _, err := tx.ExecContext(ctx, `INSERT INTO file_changes (session_pk, anchor, path, before, after, rewound)
 			SELECT CAST(? AS BIGINT), anchor, path, before, after, rewound FROM file_changes WHERE session_pk = ? AND anchor < ? ORDER BY seq`,
 			dst.pk, src.pk, beforeTS); err != nil {
+			return err
+		}
+		if err := forkCells(ctx, tx, dst.pk, src.pk, beforeTS); err != nil {
 			return err
 		}
 		return refreshDenorm(ctx, tx, dst.pk)

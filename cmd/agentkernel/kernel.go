@@ -188,7 +188,7 @@ func (k *kernelRun) open(mode bridge.Mode, nested error) (b *bridge.Bridge, clos
 		Approve: agent.ApproveAll, Logger: k.log})
 	a.SetAgentTools(tools)
 	b, err = bridge.New(bridge.Config{Runner: a.Runner, Host: a.Host, Refuse: nested, Mode: mode, Logger: k.log,
-		Version: versionString(), Problems: cfg.Problems, Approve: cfg.Approve})
+		Version: versionString(), Problems: cfg.Problems, Approve: cfg.Approve, Notebook: os.Getenv(app.EnvNotebook)})
 	if err != nil {
 		closeTools()
 		a.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,15 +91,7 @@ func TestRunInsertsCells(t *testing.T) {
 	srv := scripted.New(t)
 	tmp := t.TempDir()
 	in := filepath.Join(tmp, "report.ipynb")
-	nb := notebooks.New()
-	_ = nb.Metadata.Set("kernelspec", map[string]string{"name": "agent-prompt", "display_name": "Agent", "language": "markdown"})
-	nb.Cells = append(nb.Cells,
-		&notebooks.Cell{ID: "title001", CellType: notebooks.Markdown, Source: "# Report\nThe numbers are 1, 2 and 3.", Metadata: notebooks.Metadata{}},
-		&notebooks.Cell{ID: "prompt01", CellType: notebooks.Code, Source: "Add a cell that prints the total of the numbers above.",
-			Metadata: notebooks.Metadata{}, Outputs: []*notebooks.Output{}})
-	if err := notebooks.WriteFile(in, nb); err != nil {
-		t.Fatal(err)
-	}
+	promptNotebook(t, in, "# Report\nThe numbers are 1, 2 and 3.", "Add a cell that prints the total of the numbers above.")
 	srv.Enqueue(
 		scripted.Reply(scripted.ToolCall("r1", "notebook_read", `{}`)),
 		scripted.Reply(scripted.ToolCall("i1", "notebook_insert_cell", `{"source": "print(sum([1, 2, 3]))", "after_id": "prompt01"}`)),
@@ -131,5 +124,68 @@ print(nb.cells[2].outputs[0]["text"], end="")`, out)
 	b, err := check.CombinedOutput()
 	if err != nil || !strings.HasSuffix(string(b), "6\n") {
 		t.Errorf("nbformat and nbclient with ipykernel: %v\n%s", err, b)
+	}
+}
+
+// TestNbclientWorksOnTheFile: a kernel that no frontend with the notebook
+// comm is attached to (nbclient) is told its notebook with %agent
+// notebook; the agent reads it and inserts a cell, which is in the .ipynb
+// on disk (nbclient's copy in memory is its own), and the file validates.
+func TestNbclientWorksOnTheFile(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import nbclient").Run(); err != nil {
+		t.Skip("no nbclient for /usr/bin/python3")
+	}
+	c := newCLI(t)
+	srv := scripted.New(t)
+	tmp := t.TempDir()
+	path := filepath.Join(tmp, "totals.ipynb")
+	promptNotebook(t, path, "# Totals\nThe numbers are 4 and 5.", "%agent notebook totals.ipynb", "Add a cell that prints the sum of the numbers above.")
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("r1", "notebook_read", `{}`)),
+		scripted.Reply(scripted.ToolCall("i1", "notebook_insert_cell", `{"source": "print(4 + 5)", "after_id": "prompt02"}`)),
+		scripted.Reply(scripted.Text("Added a cell that prints the sum.")),
+	)
+	run := exec.Command(py, "-c", `import nbformat, nbclient, sys
+nb = nbformat.read(sys.argv[1], 4)
+nbclient.NotebookClient(nb, timeout=120, resources={"metadata": {"path": sys.argv[2]}}).execute()
+print(nb.cells[1].outputs[0]["text"], end="")`, path, tmp)
+	run.Env = c.env(append(scriptedEnv(srv), "AGENTKERNEL_MODEL=openai:scripted", "AGENTKERNEL_APPROVE=all"))
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nbclient: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Notebook: "+path+" (on disk") {
+		t.Errorf("%%agent notebook said:\n%s", out)
+	}
+	if !strings.Contains(string(srv.Requests()[1].Raw), "The numbers are 4 and 5.") {
+		t.Error("the markdown cell did not reach the model")
+	}
+	got, err := notebooks.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Cells) != 4 || got.Cells[3].Source != "print(4 + 5)" {
+		t.Fatalf("the file's cells: %+v", got.Cells)
+	}
+	check := exec.Command(py, "-c", "import nbformat, sys; nbformat.validate(nbformat.read(sys.argv[1], 4))", path)
+	if b, err := check.CombinedOutput(); err != nil {
+		t.Errorf("nbformat does not validate the notebook: %v\n%s", err, b)
+	}
+}
+
+// promptNotebook writes a prompt-mode notebook at path: a markdown cell
+// title001, then code cells prompt01, prompt02… with sources.
+func promptNotebook(t *testing.T, path, markdown string, sources ...string) {
+	t.Helper()
+	nb := notebooks.New()
+	_ = nb.Metadata.Set("kernelspec", map[string]string{"name": "agent-prompt", "display_name": "Agent", "language": "markdown"})
+	nb.Cells = append(nb.Cells, &notebooks.Cell{ID: "title001", CellType: notebooks.Markdown, Source: markdown, Metadata: notebooks.Metadata{}})
+	for i, src := range sources {
+		nb.Cells = append(nb.Cells, &notebooks.Cell{ID: fmt.Sprintf("prompt%02d", i+1), CellType: notebooks.Code, Source: src,
+			Metadata: notebooks.Metadata{}, Outputs: []*notebooks.Output{}})
+	}
+	if err := notebooks.WriteFile(path, nb); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -199,9 +199,9 @@ func addSessionsFlags(fs *flag.FlagSet, sub string) *sessionsFlags {
 		fs.BoolVar(&f.purge, "purge", false, "delete the session and its histories for good instead of archiving it")
 	case "rewind", "fork":
 		fs.BoolVar(&f.rewind.ConversationOnly, "conversation-only", false, "leave the files and the kernel as they are")
-		fs.BoolVar(&f.rewind.NoFiles, "no-files", false, "leave the files as they are")
+		fs.BoolVar(&f.rewind.NoFiles, "no-files", false, "leave the files and the notebooks' cells as they are")
 		fs.BoolVar(&f.rewind.NoKernel, "no-kernel", false, "leave the kernel's state (no replay when the session next runs code)")
-		fs.BoolVar(&f.rewind.Force, "force", false, "overwrite files changed outside the agent since (conflicts)")
+		fs.BoolVar(&f.rewind.Force, "force", false, "overwrite files and cells changed outside the agent since (conflicts)")
 	}
 	return f
 }

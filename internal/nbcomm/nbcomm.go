@@ -73,6 +73,17 @@ type Cell struct {
 	Outputs        []json.RawMessage `json:"outputs"`
 }
 
+// Moved is the result of move: the index the cell was at.
+type Moved struct {
+	From *int `json:"from"`
+}
+
+// Removed is the result of delete: the cell, and the index it was at.
+type Removed struct {
+	Cell  Cell `json:"cell"`
+	Index *int `json:"index"`
+}
+
 // View is the result of read.
 type View struct {
 	Path      string `json:"path,omitempty"`

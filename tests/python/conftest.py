@@ -339,3 +339,48 @@ def backing(request):
     if request.param == "gateway":
         return request.getfixturevalue("gateway")
     return Backing("local")
+
+
+# -- the wheels ---------------------------------------------------------------
+
+# The wheel of each platform scripts/wheel.sh builds, by the tags its name
+# carries (test_wheel.py checks each wheel's tags in full).
+WHEEL_PLATFORMS = {
+    "linux-x86_64": "-manylinux_2_17_x86_64.",
+    "linux-aarch64": "-manylinux_2_17_aarch64.",
+    "macos-arm64": "-macosx_12_0_arm64.",
+    "macos-x86_64": "-macosx_12_0_x86_64.",
+}
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory):
+    """Every platform's wheel and the sdist, by platform ("sdist" for the
+    sdist): the files in $AGENTKERNEL_WHEELS (make test builds them once for
+    both Python runs), or scripts/wheel.sh --all, once for the session."""
+    given = os.environ.get("AGENTKERNEL_WHEELS")
+    if given:
+        files = sorted(Path(given).iterdir())
+    else:
+        out = tmp_path_factory.mktemp("wheels")
+        proc = subprocess.run([str(REPO / "scripts" / "wheel.sh"), "--all", "--outdir", str(out)],
+                              capture_output=True, text=True, timeout=3600)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        files = [Path(line) for line in proc.stdout.split()]
+    found = {}
+    for f in files:
+        if f.name.endswith(".tar.gz"):
+            found["sdist"] = f
+        for name, tag in WHEEL_PLATFORMS.items():
+            if f.suffix == ".whl" and tag in f.name:
+                found[name] = f
+    missing = (set(WHEEL_PLATFORMS) | {"sdist"}) - set(found)
+    assert not missing, f"no {sorted(missing)} among {[f.name for f in files]}"
+    return found
+
+
+@pytest.fixture(scope="session")
+def wheel(wheels):
+    """This machine's wheel."""
+    machine = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}[os.uname().machine]
+    return wheels["linux-" + machine]

@@ -90,15 +90,18 @@ export const cellPrompts = {
 /** A request of the kernel: comm_msg data {"request": …}. */
 type Request = { id: string; op: string; args?: Args };
 
-/** The arguments of the requests (each op uses some). */
+/**
+ * The arguments of the requests (each op uses some), as they come: each
+ * checked by the op that uses it.
+ */
 type Args = {
-  id?: string;
-  index?: number;
-  cell_type?: string;
-  source?: string;
-  max_output?: number;
-  outputs?: nbformat.IOutput[];
-  execution_count?: number | null;
+  id?: unknown;
+  index?: unknown;
+  cell_type?: unknown;
+  source?: unknown;
+  max_output?: unknown;
+  outputs?: unknown;
+  execution_count?: unknown;
 };
 
 /** A cell as the protocol carries it: nbformat's fields, source a string. */
@@ -240,6 +243,52 @@ export class TypingWatch {
   }
 }
 
+// ---- the arguments, checked: a malformed request changes nothing ----
+
+/** v, a string argument named name (an error when it is something else). */
+function text(name: string, v: unknown): string {
+  if (v === undefined || v === null) {
+    return '';
+  }
+  if (typeof v !== 'string') {
+    throw new OpError(`${name}: want a string, not ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/**
+ * v as an index from 0 to last, in a notebook of cells cells: an error
+ * saying which there are when it is not one.
+ */
+function position(v: unknown, last: number, cells: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > last) {
+    throw new OpError(`index ${JSON.stringify(v ?? null)}: the notebook has ${cells} cells (want 0 to ${last})`);
+  }
+  return v;
+}
+
+/** v as nbformat outputs (none when absent). */
+function outputsOf(v: unknown): nbformat.IOutput[] {
+  if (v === undefined || v === null) {
+    return [];
+  }
+  if (!Array.isArray(v) || v.some(o => !o || typeof o !== 'object' || typeof o.output_type !== 'string')) {
+    throw new OpError('outputs: want a list of nbformat outputs');
+  }
+  return v as nbformat.IOutput[];
+}
+
+/** v as an execution count: a positive integer, or null. */
+function countOf(v: unknown): number | null {
+  if (v === undefined || v === null) {
+    return null;
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
+    throw new OpError(`execution_count: want a count or null, not ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
 // ---- the operations ----
 
 /** The undo manager of a shared model (not in ydoc's interfaces). */
@@ -307,25 +356,38 @@ export class NotebookOps {
 
   insert(args: Args): unknown {
     const nb = this.model;
-    const index = args.index ?? nb.cells.length;
-    if (!Number.isInteger(index) || index < 0 || index > nb.cells.length) {
-      throw new OpError(`index ${index}: the notebook has ${nb.cells.length} cells`);
-    }
+    const index = args.index === undefined || args.index === null ? nb.cells.length : position(args.index, nb.cells.length, nb.cells.length);
     const type = args.cell_type ?? 'code';
     if (type !== 'code' && type !== 'markdown' && type !== 'raw') {
-      throw new OpError(`cell_type ${JSON.stringify(type)}: want code or markdown`);
+      throw new OpError(`cell_type ${JSON.stringify(type)}: want code, markdown or raw`);
     }
-    let cell: ISharedCell | undefined;
+    const source = text('source', args.source);
+    // A cell a rewind puts back keeps its id (when no cell has it now),
+    // its outputs and its execution count.
+    const id = args.id === undefined || args.id === '' ? undefined : text('id', args.id);
+    const keep = id !== undefined && !nb.cells.some(c => c.id === id);
+    const cell: nbformat.ICell = { cell_type: type, source, metadata: {} };
+    if (keep) {
+      cell.id = id;
+    }
+    if (type === 'code') {
+      cell.outputs = outputsOf(args.outputs);
+      cell.execution_count = countOf(args.execution_count);
+    }
+    let made: ISharedCell | undefined;
     this.change(nb, () => {
-      cell = nb.insertCell(index, { cell_type: type, source: args.source ?? '', metadata: {} });
+      made = nb.insertCell(index, cell as any);
     });
-    return { cell: wireCell(cell!, 0) };
+    return { cell: wireCell(made!, 0) };
   }
 
   setSource(args: Args): unknown {
     const { cell } = this.find(args.id, 'change');
+    if (args.source === undefined || args.source === null) {
+      throw new OpError('set_source: no source given (the cell is left as it is)');
+    }
+    const next = text('source', args.source);
     const before = wireCell(cell, 0);
-    const next = args.source ?? '';
     const old = before.source;
     // The change as one replacement of what differs (the common start and
     // end kept): a collaborator's cursor outside it stays where it was.
@@ -347,23 +409,29 @@ export class NotebookOps {
 
   move(args: Args): unknown {
     const nb = this.model;
+    // The index is where the cell ends up, counted among the other cells.
+    const to = position(args.index, nb.cells.length - 1, nb.cells.length);
     const { index: from } = this.find(args.id, 'move');
-    const to = args.index;
-    if (to === undefined || !Number.isInteger(to) || to < 0 || to >= nb.cells.length) {
-      throw new OpError(`index ${to}: the notebook has ${nb.cells.length} cells (0 to ${nb.cells.length - 1})`);
-    }
     if (to !== from) {
       this.change(nb, () => nb.moveCell(from, to));
     }
-    return {};
+    return { from };
   }
 
   delete(args: Args): unknown {
     const nb = this.model;
     const { cell, index } = this.find(args.id, 'delete');
-    const gone = wireCell(cell, Number.MAX_SAFE_INTEGER);
+    // The cell whole, outputs uncut: a rewind puts it back as it was.
+    const gone = cell.toJSON() as nbformat.ICell;
+    const whole: WireCell = {
+      id: cell.id,
+      cell_type: cell.cell_type,
+      source: cell.getSource(),
+      execution_count: cell.cell_type === 'code' ? ((gone as nbformat.ICodeCell).execution_count ?? null) : null,
+      outputs: cell.cell_type === 'code' ? ((gone as nbformat.ICodeCell).outputs ?? []) : []
+    };
     this.change(nb, () => nb.deleteCell(index));
-    return { cell: gone };
+    return { cell: whole, index };
   }
 
   setOutputs(args: Args): unknown {
@@ -371,12 +439,9 @@ export class NotebookOps {
     if (cell.cell_type !== 'code') {
       throw new OpError(`cell ${cell.id} is a ${cell.cell_type} cell: only a code cell has outputs`);
     }
-    const outputs = args.outputs ?? [];
-    if (!Array.isArray(outputs) || outputs.some(o => !o || typeof o !== 'object' || typeof o.output_type !== 'string')) {
-      throw new OpError('outputs: want a list of nbformat outputs');
-    }
+    const outputs = outputsOf(args.outputs);
+    const count = countOf(args.execution_count);
     const code = cell as ISharedCodeCell;
-    const count = args.execution_count ?? null;
     // Not a step of the undo history: undoing the text must not take the
     // outputs away (JupyterLab's own runs are not undone either).
     this.typing.applying = true;
@@ -395,13 +460,16 @@ export class NotebookOps {
    * Cell id and its index. what is what the operation does to it: a cell
    * the user is typing in is not changed, moved or deleted (a conflict).
    */
-  private find(id: string | undefined, what?: string): { cell: ISharedCell; index: number } {
+  private find(id: unknown, what?: string): { cell: ISharedCell; index: number } {
+    if (typeof id !== 'string' || id === '') {
+      throw new OpError(`id: want the id of a cell, not ${JSON.stringify(id ?? null)}`);
+    }
     const cells = this.model.cells;
     const index = cells.findIndex(c => c.id === id);
     if (index < 0) {
-      throw new OpError(`no cell ${id ?? '(no id given)'}`, 'no_cell');
+      throw new OpError(`no cell ${id}`, 'no_cell');
     }
-    if (what && this.typing.isTyping(id!)) {
+    if (what && this.typing.isTyping(id)) {
       throw new OpError(
         `the user is typing in cell ${id}: not ${what === 'change' ? 'changed' : what === 'move' ? 'moved' : 'deleted'}; try again when they stop`,
         'conflict'
@@ -534,13 +602,19 @@ export class NotebookLink {
   }
 
   private onRequest(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
-    const req = (msg.content.data as { request?: Request }).request;
-    if (!req || typeof req.id !== 'string') {
+    const req = (msg.content.data as { request?: Partial<Request> } | undefined)?.request;
+    if (!req || typeof req !== 'object' || typeof req.id !== 'string') {
+      // Nothing to answer to: the kernel's request times out.
+      console.warn('agentkernel: a notebook request without an id', msg.content.data);
       return;
     }
     let reply: Record<string, unknown>;
     try {
-      const result = this.ops.apply(req.op, req.args ?? {});
+      const args = req.args ?? {};
+      if (typeof args !== 'object' || Array.isArray(args)) {
+        throw new OpError(`${req.op}: args: want an object, not ${JSON.stringify(args)}`);
+      }
+      const result = this.ops.apply(String(req.op), args);
       reply = { id: req.id, ok: true, result };
     } catch (e) {
       const err = e instanceof OpError ? e : new OpError(`${req.op}: ${(e as Error)?.message ?? e}`);

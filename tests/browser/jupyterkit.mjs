@@ -5,7 +5,8 @@
 // start() is stopped by stopAll(), which a test calls however it ends.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createServer } from "node:net";
@@ -37,6 +38,24 @@ export function stopAll() {
       try { process.kill(-c.pid, "SIGTERM"); } catch (e) { /* gone */ }
     }
   }
+}
+
+/**
+ * Runs a test: run(tmp) in a fresh temporary directory; then, passed,
+ * failed or interrupted (SIGINT, SIGTERM), every process start started is
+ * stopped and the directory removed, and the process exits (0: passed)
+ * after the steps' summary.
+ */
+export function runTest(steps, prefix, run) {
+  const tmp = mkdtempSync(join(tmpdir(), prefix));
+  const end = (code) => {
+    stopAll();
+    rmSync(tmp, { recursive: true, force: true });
+    steps.summary(code !== 0);
+    process.exit(code);
+  };
+  for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => { steps.log("interrupted:", sig); end(1); });
+  run(tmp).then(() => end(0), (e) => { console.error(e); end(1); });
 }
 
 export function freePort() {

@@ -8,13 +8,12 @@
 // (the built labextension directory).
 import { spawnSync, execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import {
   CHROMIUM_ARGS, Steps, TIMEOUT, agentTab, attached, collapse, jupyterEnv as kitEnv, runCell, sidebar, startJupyter as kitJupyter,
-  startModel, stopAll, themeMenu, until, writeNotebook as notebook,
+  runTest, startModel, themeMenu, until, writeNotebook as notebook,
 } from "./jupyterkit.mjs";
 
 const steps = new Steps("lab");
@@ -155,17 +154,6 @@ async function setAutoOpen(page, lab, on) {
     const j = await r.json();
     return (j.settings && j.settings.autoOpen !== undefined ? j.settings.autoOpen : true) === on;
   });
-}
-
-async function main() {
-  const tmp = mkdtempSync(join(tmpdir(), "ak-lab-"));
-  try {
-    await run(tmp);
-  } finally {
-    // Failed or not: the servers and the model go, and their files.
-    stopAll();
-    rmSync(tmp, { recursive: true, force: true });
-  }
 }
 
 async function run(tmp) {
@@ -461,12 +449,4 @@ async function run(tmp) {
   }
 }
 
-main().then(() => {
-  steps.summary(false);
-  process.exit(0);
-}, (e) => {
-  console.error(e);
-  steps.summary(true);
-  stopAll();
-  process.exit(1);
-});
+runTest(steps, "ak-lab-", run);

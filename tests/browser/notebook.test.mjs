@@ -2,23 +2,21 @@
 // notebook tools answered by the extension's notebook comm
 // (labextension/src/notebook.ts) on the notebook's shared model, in
 // JupyterLab 4 and Notebook 7, with the scripted model calling the tools.
-// The review of a change in the sidebar, "Ask the agent" and "Fix with the
-// agent", Ctrl+Z, saving; bad input (an unknown cell, a page that goes
-// away mid-turn, a notebook of 2,000 cells); with jupyter-collaboration,
-// a second page that sees the agent's edit live. Run through run.sh.
+// The review of a change in the sidebar (light and dark), "Ask the agent"
+// and "Fix with the agent", Ctrl+Z, saving, a rewind from the sidebar that
+// puts the cells back; two pages on one kernel (the prompting one acts);
+// bad input (malformed requests, an unknown cell, a page that goes away or
+// goes silent mid-turn, a notebook of 2,000 cells). Run by run.sh.
 //
 // Environment: LAB_PYTHON (a python with jupyterlab and notebook 7),
-// COLLAB_PYTHON (one with jupyter-collaboration too; its part is skipped
-// without it), AGENTKERNEL_BIN, SCRIPTED_BIN, LAB_EXTENSION; NOTEBOOK_SHOT,
-// where the README's screenshot goes (docs/img/notebook.png when set).
+// AGENTKERNEL_BIN, SCRIPTED_BIN, LAB_EXTENSION.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import {
-  CHROMIUM_ARGS, Steps, TIMEOUT, attached, collapse, jupyterEnv, sidebar, startJupyter, startModel, stopAll, themeMenu,
+  CHROMIUM_ARGS, Steps, TIMEOUT, attached, collapse, jupyterEnv, runTest, sidebar, startJupyter, startModel, themeMenu,
   until, writeNotebook,
 } from "./jupyterkit.mjs";
 
@@ -79,6 +77,19 @@ async function kernelIdle(server, name) {
     const ss = await r.json();
     return ss.some((x) => x.path.endsWith(name) && x.kernel && x.kernel.execution_state === "idle");
   });
+}
+
+/**
+ * Waits until the notebook shown in page has its notebook comm open (the
+ * app exposed: expose_app_in_browser). A prompt sent before the comm is
+ * open finds no notebook to work in.
+ */
+async function commOpen(page) {
+  await until("the notebook comm to be open", () => page.evaluate(() => {
+    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const k = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return !!k && [...k._comms.values()].some((c) => c.targetName === "agentkernel.notebook" && !c.isDisposed);
+  }));
 }
 
 /** Sends text from the sidebar's prompt box, by clicking Send. */
@@ -297,20 +308,50 @@ async function scenario(page, server, name, tag) {
     assert.ok(code.execution_count > 0, "no execution count: " + JSON.stringify(code));
     assert.match(JSON.stringify(code.outputs), /7/);
   });
+
+  await step(`${tag}: a rewind from the sidebar takes away the cell the agent inserted and puts back the one it deleted (its id, output and count), and is saved`, async () => {
+    const path = join(server.work, name);
+    const src = (c) => [].concat(c.source).join("");
+    const saved = JSON.parse(readFileSync(path, "utf8"));
+    const totals = saved.cells.find((c) => src(c).startsWith("totals = {"));
+    const at = saved.cells.indexOf(totals);
+    await model.enqueue(
+      call("notebook_insert_cell", { source: "rewound = 1", index: 0 }),
+      call("notebook_delete_cell", { id: totals.id }),
+      say("Swapped the totals for a new cell."));
+    await send(page, "Swap the totals for a new cell");
+    await until("the swap", async () => (await cellWith(page, "rewound = 1").count()) === 1 && (await cellWith(page, "totals = {").count()) === 0);
+    await turnDone(page);
+
+    const sb = sidebar(page);
+    const prompt = sb.locator("article.msg.user").filter({ hasText: "Swap the totals for a new cell" });
+    await prompt.hover();
+    await prompt.locator("button.rewind").click();
+    await sb.locator("#rwKernel").uncheck(); // the conversation and the notebook: no kernel replay
+    await sb.locator("#rwDo").click();
+    await sb.locator("#rwSummary").filter({ hasText: "2 cell changes turned back" }).waitFor({ timeout: TIMEOUT });
+    await until("the inserted cell gone, the deleted one back", async () =>
+      (await cellWith(page, "rewound = 1").count()) === 0 && (await sourceOf(page, at)).startsWith("totals = {"));
+    const back = cells(page).nth(at);
+    await back.locator(".jp-OutputArea-output", { hasText: /^\s*7\s*$/ }).waitFor({ timeout: TIMEOUT });
+    assert.equal((await back.locator(".jp-InputPrompt").innerText()).replace(/\s/g, ""), `[${totals.execution_count}]:`);
+    await shot(page, tag + "-rewound");
+    await sb.locator("#rwClose").click();
+
+    await cells(page).nth(0).locator(".jp-InputPrompt").click();
+    await page.keyboard.press("Control+s");
+    const nb = await until("the rewound notebook saved", async () => {
+      const nb = JSON.parse(readFileSync(path, "utf8"));
+      return nb.cells.some((c) => c.id === totals.id) && !nb.cells.some((c) => src(c) === "rewound = 1") ? nb : null;
+    });
+    execFileSync(server.python, ["-c", "import nbformat, sys; nbformat.validate(nbformat.read(sys.argv[1], as_version=4))", path]);
+    const again = nb.cells[at];
+    assert.equal(again.id, totals.id, "the cell came back under another id, or elsewhere");
+    assert.deepEqual([src(again), again.execution_count, again.outputs], [src(totals), totals.execution_count, totals.outputs]);
+  });
 }
 
 // ---- the run ----
-
-async function main() {
-  const tmp = mkdtempSync(join(tmpdir(), "ak-notebook-"));
-  try {
-    await run(tmp);
-  } finally {
-    // Failed or not: the servers and the model go, and their files.
-    stopAll();
-    rmSync(tmp, { recursive: true, force: true });
-  }
-}
 
 /** Writes a user setting of a plugin (JupyterLab and Notebook 7 read the same files). */
 function setting(tmp, plugin, values) {
@@ -343,7 +384,10 @@ async function run(tmp) {
   writeNotebook(join(work, "nb7.ipynb"), "agent-code", "Agent (code)", userCells());
 
   const python = process.env.LAB_PYTHON;
-  const lab = { ...(await startJupyter({ python, app: "jupyterlab", tmp, env })), work, python };
+  // The app exposed (window.jupyterapp): the steps wait for the page's
+  // notebook comm, and the malformed requests' step hands it requests.
+  const lab = { ...(await startJupyter({ python, app: "jupyterlab", tmp, env, args: ["--LabApp.expose_app_in_browser=True"] })),
+    work, python };
   const browser = await browse(tmp);
   try {
     const page = await browser.newPage();
@@ -354,6 +398,7 @@ async function run(tmp) {
       await page.goto(`${lab.base}/lab/tree/lab.ipynb?token=${lab.token}`);
       await cells(page).first().waitFor({ timeout: TIMEOUT });
       await kernelIdle(lab, "lab.ipynb");
+      await commOpen(page);
       assert.ok(await page.locator("#agentkernel-sidebar").isHidden(), "the sidebar opened by itself");
       await model.enqueue(call("notebook_read", {}), say("It is about quarterly totals."));
       const last = cells(page).last();
@@ -373,6 +418,8 @@ async function run(tmp) {
     });
 
     await scenario(page, lab, "lab.ipynb", "lab");
+    await malformed(page);
+    await severalFrontends(browser, lab);
     await badInput(browser, page, lab);
   } finally {
     await browser.close();
@@ -380,7 +427,8 @@ async function run(tmp) {
 
   // Notebook 7: the same extension, the same scenario.
   setting(tmp, "@agentkernel/jupyterlab:plugin", { autoOpen: true });
-  const nb7 = { ...(await startJupyter({ python, app: "notebook", tmp, env })), work, python };
+  const nb7 = { ...(await startJupyter({ python, app: "notebook", tmp, env, args: ["--JupyterNotebookApp.expose_app_in_browser=True"] })),
+    work, python };
   const browser2 = await browse(tmp);
   try {
     const page = await browser2.newPage();
@@ -390,11 +438,113 @@ async function run(tmp) {
       await page.goto(`${nb7.base}/notebooks/nb7.ipynb?token=${nb7.token}`);
       await attached(page);
       await kernelIdle(nb7, "nb7.ipynb");
+      await commOpen(page);
     });
     await scenario(page, nb7, "nb7.ipynb", "nb7");
   } finally {
     await browser2.close();
   }
+}
+
+/**
+ * Malformed requests, handed to the comm of the notebook open in page as
+ * if the kernel had sent them (the replies caught before they leave): each
+ * is answered with what is wrong, and the notebook is as it was.
+ */
+async function malformed(page) {
+  await step("lab: malformed requests (no id, an unknown op, bad args, a bad index, an unknown cell) are answered clearly, and change nothing", async () => {
+    const requests = [
+      { op: "move", args: { id: "intro", index: 0 } }, // no id: nothing to answer to
+      { id: "r1", op: "explode", args: {} },
+      { id: "r2", op: "move", args: "intro" },
+      { id: "r3", op: "move", args: { id: "intro", index: 99 } },
+      { id: "r4", op: "move", args: { id: "intro", index: "1" } },
+      { id: "r5", op: "set_source", args: { id: "no-such-cell", source: "x" } },
+      { id: "r6", op: "set_source", args: { id: "intro" } },
+      { id: "r7", op: "set_source", args: { id: "intro", source: 5 } },
+      { id: "r8", op: "insert", args: { index: -1, source: "x" } },
+      { id: "r9", op: "insert", args: { cell_type: "python", source: "x" } },
+      { id: "r10", op: "insert", args: { source: "x", outputs: [{ text: "no type" }] } },
+      { id: "r11", op: "delete", args: { id: 7 } },
+      { id: "r12", op: "set_outputs", args: { id: "intro", outputs: [] } },
+      { id: "r13", op: "insert", args: { source: "x", execution_count: "3" } },
+    ];
+    const got = await page.evaluate((requests) => {
+      const panel = window.jupyterapp.shell.currentWidget;
+      const cells = () => panel.content.model.sharedModel.cells.map((c) => c.id + ":" + c.getSource());
+      const kernel = panel.sessionContext.session.kernel;
+      const comm = [...kernel._comms.values()].find((c) => c.targetName === "agentkernel.notebook" && !c.isDisposed);
+      const before = cells();
+      const replies = [];
+      comm.send = (data) => { replies.push(data.reply); return { dispose() {} }; };
+      try {
+        for (const request of requests) comm.onMsg({ content: { comm_id: comm.commId, data: { request } } });
+      } finally {
+        delete comm.send; // the prototype's again
+      }
+      return { replies, before, after: cells() };
+    }, requests);
+    log("malformed requests answered:", got.replies.map((r) => r.id + ": " + r.error).join(" | "));
+    assert.deepEqual(got.after, got.before, "a malformed request changed the notebook");
+    assert.deepEqual(got.replies.map((r) => r.id), requests.slice(1).map((r) => r.id));
+    assert.ok(got.replies.every((r) => r.ok === false && typeof r.error === "string" && r.error.length > 0), JSON.stringify(got.replies));
+    const err = Object.fromEntries(got.replies.map((r) => [r.id, r]));
+    assert.match(err.r1.error, /unknown op "explode"/);
+    assert.match(err.r2.error, /args: want an object/);
+    assert.match(err.r3.error, /index 99: the notebook has \d+ cells \(want 0 to \d+\)/);
+    assert.match(err.r4.error, /index "1"/);
+    assert.equal(err.r5.code, "no_cell");
+    assert.match(err.r5.error, /no cell no-such-cell/);
+    assert.match(err.r6.error, /no source given/);
+    assert.match(err.r7.error, /source: want a string/);
+    assert.match(err.r8.error, /index -1/);
+    assert.match(err.r9.error, /cell_type "python"/);
+    assert.match(err.r10.error, /outputs: want a list of nbformat outputs/);
+    assert.match(err.r11.error, /id: want the id of a cell/);
+    assert.match(err.r12.error, /only a code cell has outputs/);
+    assert.match(err.r13.error, /execution_count/);
+  });
+}
+
+/**
+ * Two pages on one notebook and its kernel (each its own Jupyter session):
+ * the agent works in the notebook of the page whose prompt it answers.
+ */
+async function severalFrontends(browser, lab) {
+  await step("lab: with two pages on one kernel, the page that sent the prompt is the one the agent edits", async () => {
+    writeNotebook(join(lab.work, "two.ipynb"), "agent-code", "Agent (code)", userCells());
+    const pages = [];
+    for (let i = 0; i < 2; i++) {
+      const p = await browser.newPage();
+      await p.goto(`${lab.base}/lab/tree/two.ipynb?token=${lab.token}`);
+      await cells(p).first().waitFor({ timeout: TIMEOUT });
+      pages.push(p);
+    }
+    await kernelIdle(lab, "two.ipynb");
+    const sessions = await (await fetch(`${lab.base}/api/sessions?token=${lab.token}`)).json();
+    assert.equal(sessions.filter((x) => x.path.endsWith("two.ipynb")).length, 1, "the pages are not on one kernel");
+    try {
+      for (const [i, p] of pages.entries()) {
+        // Each page's comm is open before its prompt (the kernel's idle).
+        await commOpen(p);
+      }
+      for (const [i, p] of [pages[1], pages[0]].entries()) {
+        const text = `from page ${i === 0 ? "two" : "one"}`;
+        await model.enqueue(call("notebook_insert_cell", { source: `# ${text}`, index: 0 }), say("Inserted " + text + "."));
+        const last = cells(p).last();
+        await last.locator(".cm-content").click();
+        await p.keyboard.press("Control+a");
+        await p.keyboard.type(`%%agent\nInsert a cell saying ${text}`);
+        await p.keyboard.press("Control+Enter");
+        await last.locator(".jp-OutputArea-output", { hasText: "Inserted " + text + "." }).waitFor({ timeout: TIMEOUT });
+        await cellWith(p, "# " + text).waitFor({ timeout: TIMEOUT });
+      }
+      assert.equal(await cellWith(pages[0], "# from page two").count(), 0, "page one got page two's cell");
+      assert.equal(await cellWith(pages[1], "# from page one").count(), 0, "page two got page one's cell");
+    } finally {
+      for (const p of pages) await p.close();
+    }
+  });
 }
 
 /** A notebook of n code cells, each with an output of size characters. */
@@ -418,6 +568,7 @@ async function badInput(browser, page, lab) {
     await page.goto(`${lab.base}/lab/tree/big.ipynb?token=${lab.token}`);
     await cells(page).first().waitFor({ timeout: TIMEOUT });
     await kernelIdle(lab, "big.ipynb");
+    await commOpen(page);
     await page.keyboard.press("Control+Shift+Y");
     await attached(page);
     await model.enqueue(call("notebook_read", {}), say("A big one."));
@@ -438,6 +589,7 @@ async function badInput(browser, page, lab) {
     await step(what, async () => {
       writeNotebook(join(lab.work, name), "agent-code", "Agent (code)", userCells());
       const p = await browser.newPage();
+      steps.page = p; // the one a failure's screenshot shows
       let drop = false; // the page's kernel traffic cut both ways
       if (how === "silent") {
         await p.routeWebSocket(/\/api\/kernels\/.*\/channels/, (ws) => {
@@ -449,6 +601,7 @@ async function badInput(browser, page, lab) {
       await p.goto(`${lab.base}/lab/tree/${name}?token=${lab.token}`);
       await cells(p).first().waitFor({ timeout: TIMEOUT });
       await kernelIdle(lab, name);
+      await commOpen(p);
       const before = (await model.requests()).length;
       await model.enqueue({ steps: [{ delayMs: 2000 }, ...call("notebook_insert_cell", { source: "never = 1" }).steps] },
         say("Carried on without the notebook."));
@@ -471,16 +624,9 @@ async function badInput(browser, page, lab) {
       if (how === "silent") await p.close();
       const nb = JSON.parse(readFileSync(join(lab.work, name), "utf8"));
       assert.ok(!JSON.stringify(nb).includes("never = 1"), "the cell reached the file");
+      steps.page = page;
     });
   }
 }
 
-main().then(() => {
-  steps.summary(false);
-  process.exit(0);
-}, (e) => {
-  console.error(e);
-  steps.summary(true);
-  stopAll();
-  process.exit(1);
-});
+runTest(steps, "ak-notebook-", run);

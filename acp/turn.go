@@ -42,7 +42,7 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	s.cancelled = false
 	s.mu.Unlock()
 	t := &turn{a: a, s: s, ctx: context.WithoutCancel(ctx), prompt: text, sent: map[int64]int{}, calls: map[string]*call{}}
-	res, err := s.host.Submit(ctx, text, session.Turn{Approve: t.approve, Events: t.event, Output: t.output, Images: images})
+	res, err := s.host.Submit(ctx, text, session.Follow{Approve: t.approve, Events: t.event, Output: t.output, Images: images})
 	s.mu.Lock()
 	cancelled := s.cancelled
 	s.cancelled = false
@@ -53,7 +53,7 @@ func (a *Agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	switch {
 	case cancelled || errors.Is(err, context.Canceled) || errors.Is(err, session.ErrSuperseded):
 		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled, Usage: usage}, nil
-	case errors.Is(err, agent.ErrMaxTurns), errors.Is(err, agent.ErrMaxBudget):
+	case errors.Is(err, agent.ErrMaxRequests), errors.Is(err, agent.ErrMaxBudget):
 		return sdk.PromptResponse{StopReason: sdk.StopReasonMaxTurnRequests, Usage: usage}, nil
 	case errors.Is(err, agent.ErrNoProvider):
 		// The turn said how to configure a model (agent.NoModelHelp): that

@@ -48,8 +48,8 @@ func (tb *Toolbox) builtins() []*Tool {
 			description: "Run code in the notebook's backing kernel (Python with IPython by default: " +
 				"`!cmd` and `%%bash` work). Variables persist between calls. Returns stdout, stderr, " +
 				"the result, a summary of images, and the error with its traceback if the code raised.",
-			params: []param{{name: "code", typ: tString, required: true, desc: "The code to run."}},
-			run:    tb.executeCode,
+			params:  []param{{name: "code", typ: tString, required: true, desc: "The code to run."}},
+			runCode: tb.executeCode,
 		},
 		{
 			name: ToolReadFile, class: ClassRead, subject: "path",
@@ -133,7 +133,7 @@ func (tb *Toolbox) builtins() []*Tool {
 	}
 }
 
-func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, error) {
+func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any, out func(CodeOutput)) (Result, error) {
 	if tb.opts.Source != nil && len(tb.opts.KernelServers) > 0 {
 		if other := tb.kernelCode(tb.opts.Source.Tools(ctx)); other != "" {
 			return Result{}, fmt.Errorf("execute_code runs in a kernel of this agent's own, not the user's: call %s, "+
@@ -143,7 +143,7 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, 
 	if tb.opts.Runner == nil {
 		return Result{}, errors.New("execute_code: no backing kernel is available")
 	}
-	cr, err := tb.opts.Runner.Run(ctx, in["code"].(string))
+	cr, err := tb.opts.Runner.Run(ctx, in["code"].(string), out)
 	if err != nil {
 		return Result{}, fmt.Errorf("execute_code: %w", err)
 	}

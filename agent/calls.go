@@ -18,6 +18,7 @@ import (
 // happens — cancel, denial, failure — each tool_use gets its result.
 func (t *Task) runTools(ctx context.Context, calls []provider.ToolCall, mistakes *int) error {
 	h := t.recordingFor(t.Provider())
+	h.output = t.output()
 	results := make([]messages.ContentBlock, 0, len(calls))
 	var stopErr error
 	completed := ""
@@ -202,7 +203,7 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 		t.lis.Emit(Event{Kind: EventToolFinished, Tool: call.Name, ToolID: call.ID, Failed: err != nil || res.IsError})
 		return res, err
 	}
-	res, err := tool.Execute(ctx, call.Input)
+	res, err := tool.execute(ctx, call.Input, h.output)
 	t.lis.Emit(Event{Kind: EventToolFinished, Tool: call.Name, ToolID: call.ID, Failed: err != nil || res.IsError})
 	if tool.Class() == ClassEdit || tool.Class() == ClassNotebook {
 		if _, serr := t.say(context.WithoutCancel(ctx), messages.SayToolResult, toolResultText(call, res, err), nil); serr != nil {
@@ -298,7 +299,7 @@ func (t *Task) runExternal(ctx context.Context, tool *Tool, call provider.ToolCa
 // PostToolUse hooks. The model's history is not changed. A call the policy
 // or approve refused returns the result the model would get and an error
 // wrapping ErrDenied. Calls may come while a turn runs.
-func (t *Task) Call(ctx context.Context, call provider.ToolCall, approve Approver) (Result, error) {
+func (t *Task) Call(ctx context.Context, call provider.ToolCall, approve Approver, out func(CodeOutput)) (Result, error) {
 	if t.isClosed() {
 		return Result{}, ErrClosed
 	}
@@ -318,7 +319,7 @@ func (t *Task) Call(ctx context.Context, call provider.ToolCall, approve Approve
 			return Response{}, err
 		}
 		return resp, ctx.Err()
-	}}
+	}, output: out}
 	res, err := t.runTool(ctx, h, call)
 	switch {
 	case errors.Is(err, errDenied):

@@ -4,10 +4,14 @@
 //
 // Where to start:
 //   - [New] makes a [Task] over a provider, a [Toolbox], a [Policy] and a
-//     [Store]; its turns stream the model's words into UI messages (every
-//     completed one stored before the next step), run the tools the policy
-//     allows, ask an [Approver] when it says Ask, and end with a completion,
-//     an idle ask or an error. Its events go to its listeners.
+//     [Store]. [Task.Start] begins a [Turn] (its limits, and the sink of
+//     the outputs of the code it runs, in [TurnOptions]): it streams the
+//     model's words into UI messages (every completed one stored before
+//     the next step), runs the tools the policy allows, pauses on asks, and
+//     ends with a completion, an idle ask or an error. A surface follows
+//     one turn the same way: [Turn.Listen] for its events, [Turn.Next] for
+//     each ask it pauses on (answered with [Task.Respond]) until it ends
+//     ([Turn.Err], [Turn.Superseded]).
 //   - [NewWorkspace] confines file paths to the notebook's directory
 //     ([Workspace.Resolve] refuses "..", outside absolute paths and symlink
 //     escapes).

@@ -142,7 +142,7 @@ func (t *Task) ask(ctx context.Context, kind messages.Ask, text string) (Respons
 }
 
 // askIdle creates an ask that does not hold the turn: the turn ends and the
-// ask stays pending until the next Submit or Respond answers it.
+// ask stays pending until the next Start or Respond answers it.
 func (t *Task) askIdle(ctx context.Context, kind messages.Ask, text string) (messages.UIMessage, error) {
 	m := messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeAsk, Ask: kind, Text: text}
 	if err := t.create(context.WithoutCancel(ctx), m); err != nil {

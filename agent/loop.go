@@ -23,11 +23,11 @@ var errStop = errors.New("agent: turn stopped")
 
 const cancelledText = "The user interrupted this operation."
 
-// Limits bound one turn (Task.SubmitTurn's). The zero value adds none.
+// Limits bound one turn (TurnOptions.Limits). The zero value adds none.
 type Limits struct {
 	// MaxRequests is how many model requests the turn may make: when the
 	// model still wants to go on after that many, the turn ends with
-	// ErrMaxTurns. 0: Config.MaxSteps, which ends the turn without an error.
+	// ErrMaxRequests. 0: Config.MaxSteps, which ends the turn without an error.
 	MaxRequests int
 	// MaxCost (USD): once the turn's requests cost this much, no further
 	// request starts and the turn ends with ErrMaxBudget. 0: no limit.
@@ -37,8 +37,8 @@ type Limits struct {
 // The errors of a turn stopped by its Limits, between two model requests:
 // the histories are complete (every tool_use has its result).
 var (
-	ErrMaxTurns  = errors.New("agent: the turn reached its limit of model requests")
-	ErrMaxBudget = errors.New("agent: the turn reached its cost budget")
+	ErrMaxRequests = errors.New("agent: the turn reached its limit of model requests")
+	ErrMaxBudget   = errors.New("agent: the turn reached its cost budget")
 )
 
 // runTurn is one turn: the user's message, then model requests and tool
@@ -149,7 +149,7 @@ func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim L
 		return err
 	}
 	if lim.MaxRequests > 0 {
-		return ErrMaxTurns
+		return ErrMaxRequests
 	}
 	return errStop
 }

@@ -46,7 +46,9 @@ type Notebook interface {
 	// Run runs code cell id in the live kernel as if the user had: its
 	// outputs and execution count land in the cell. The result is what
 	// the model is told.
-	Run(ctx context.Context, id string) (CodeResult, error)
+	// out, when not nil, is also given the outputs as they come (the
+	// running turn's TurnOptions.Output).
+	Run(ctx context.Context, id string, out func(CodeOutput)) (CodeResult, error)
 }
 
 // NotebookView is a notebook as Read returns it.
@@ -185,8 +187,8 @@ func (tb *Toolbox) notebookTools() []*Tool {
 			name: ToolNotebookRun, class: ClassExecute,
 			description: "Run a code cell of the notebook in the live kernel, as if the user had: its outputs and " +
 				"execution count appear in that cell. Returns what it printed, its result and any error.",
-			params: ref,
-			run:    tb.notebookRun,
+			params:  ref,
+			runCode: tb.notebookRun,
 		},
 	}
 }
@@ -467,7 +469,7 @@ func (tb *Toolbox) notebookDelete(ctx context.Context, in map[string]any) (Resul
 	return Result{Text: fmt.Sprintf("Deleted %s cell %s.", c.Kind, id), Diff: linesDiff(c.Source, "")}, nil
 }
 
-func (tb *Toolbox) notebookRun(ctx context.Context, in map[string]any) (Result, error) {
+func (tb *Toolbox) notebookRun(ctx context.Context, in map[string]any, out func(CodeOutput)) (Result, error) {
 	nb, err := tb.notebook()
 	if err != nil {
 		return Result{}, err
@@ -476,7 +478,7 @@ func (tb *Toolbox) notebookRun(ctx context.Context, in map[string]any) (Result, 
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_run_cell: %w", err)
 	}
-	cr, err := nb.Run(ctx, id)
+	cr, err := nb.Run(ctx, id, out)
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_run_cell %s: %w", id, err)
 	}

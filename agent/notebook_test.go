@@ -92,7 +92,7 @@ func (m *memNotebook) Delete(_ context.Context, id string) (NotebookCell, error)
 	return c, nil
 }
 
-func (m *memNotebook) Run(_ context.Context, id string) (CodeResult, error) {
+func (m *memNotebook) Run(_ context.Context, id string, _ func(CodeOutput)) (CodeResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i, err := m.find(id)

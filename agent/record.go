@@ -92,6 +92,9 @@ type approveFunc func(ctx context.Context, ask messages.UIMessage) (Response, er
 type recording struct {
 	approve    approveFunc
 	toolResult func(id, text string)
+	// output is the sink of the outputs of code the calls run: the
+	// turn's, or a Call's own.
+	output func(CodeOutput)
 }
 
 // recordingFor decorates the task's own approval (ask whoever answers) for

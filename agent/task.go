@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -184,7 +185,7 @@ type Task struct {
 	state     State
 	cancel    context.CancelFunc // of the running turn
 	turnDone  chan struct{}      // closed when the running turn ends
-	running   *Running           // the running turn (its done is turnDone)
+	running   *Turn              // the running turn (its done is turnDone)
 	pending   *pendingAsk
 	totals    Totals
 	tools     map[string]ToolCount
@@ -215,7 +216,7 @@ type pendingAsk struct {
 	msg    messages.UIMessage
 	answer chan Response // cap 1
 	// idle marks an ask that does not hold a turn (completion_result,
-	// api_req_failed, …): the next Submit or Respond starts a turn.
+	// api_req_failed, …): the next Start or Respond starts a turn.
 	idle bool
 }
 
@@ -248,7 +249,7 @@ func New(cfg Config) (*Task, error) {
 		changed: make(chan struct{}),
 	}
 	// A resumed session may end on an unanswered ask: it stays pending so
-	// the next Submit answers it.
+	// the next Start answers it.
 	if n := len(t.ui); n > 0 && t.ui[n-1].Type == messages.TypeAsk && !t.ui[n-1].IsAnswered {
 		t.pending = &pendingAsk{msg: t.ui[n-1], answer: make(chan Response, 1), idle: true}
 	}
@@ -309,35 +310,43 @@ func (t *Task) PendingAsk() (messages.UIMessage, bool) {
 // Policy returns the task's permission policy (mode, rules, allow-all set).
 func (t *Task) Policy() *Policy { return t.perm }
 
-// Submit delivers the user's text. If an ask is pending it answers it (a
-// followup's answer, feedback to a completion, a reply after a failure);
-// otherwise it starts a turn. A running turn is cancelled first. Submit
-// returns at once; use Wait to follow the turn.
-func (t *Task) Submit(text string) error {
-	_, err := t.SubmitTurn(text, Limits{})
-	return err
+// TurnOptions equip the turn Start begins.
+type TurnOptions struct {
+	// Limits bound it (model requests, cost).
+	Limits Limits
+	// Output receives the outputs of the code the turn runs, as the
+	// backing kernel sends them (a notebook relays them to the prompt's
+	// cell). It belongs to this turn: code a later turn runs never
+	// reports here. Nil: they are not relayed.
+	Output func(CodeOutput)
 }
 
-// Running is one turn of a Task, as SubmitTurn returns it. Done is closed
-// when the turn ends; Err is its error after that. Safe for concurrent use.
-type Running struct {
+// CodeOutput is one output of code a turn runs, as the backing kernel sent
+// it: an iopub message's type, content, metadata and buffers.
+type CodeOutput struct {
+	Type     string
+	Content  json.RawMessage
+	Metadata json.RawMessage
+	Buffers  [][]byte
+}
+
+// Turn is one turn of a Task, as Start returns it: the user's message, the
+// requests and tool calls it leads to, its asks, and its end. Safe for
+// concurrent use.
+type Turn struct {
+	task       *Task
+	output     func(CodeOutput)
 	done       chan struct{}
 	err        error
 	superseded atomic.Bool
 }
 
-// Superseded reports whether a later Submit cancelled the turn to start
-// its own (as opposed to Cancel, or the turn ending by itself).
-func (r *Running) Superseded() bool {
-	return errors.Is(r.Err(), context.Canceled) && r.superseded.Load()
-}
-
 // Done is closed when the turn has ended.
-func (r *Running) Done() <-chan struct{} { return r.done }
+func (r *Turn) Done() <-chan struct{} { return r.done }
 
 // Err is the turn's error once Done is closed (context.Canceled for a
-// turn cancelled by Cancel or by a later Submit); nil before.
-func (r *Running) Err() error {
+// turn cancelled by Cancel or by a later Start); nil before.
+func (r *Turn) Err() error {
 	select {
 	case <-r.done:
 		return r.err
@@ -346,22 +355,71 @@ func (r *Running) Err() error {
 	}
 }
 
-// SubmitTurn is Submit with limits on the turn it starts (none on a
-// running turn whose ask the text answers), and returns the turn the text
-// went to: the one it started, or the running one whose ask it answered. A
-// follower waits on it to know when its own turn ended, whatever turn runs
-// after it.
-func (t *Task) SubmitTurn(text string, lim Limits) (*Running, error) {
-	return t.SubmitPrompt(context.Background(), Prompt{Text: text}, lim)
+// Superseded reports whether a later Start cancelled the turn to begin
+// its own (as opposed to Cancel, or the turn ending by itself).
+func (r *Turn) Superseded() bool {
+	return errors.Is(r.Err(), context.Canceled) && r.superseded.Load()
 }
 
-// SubmitPrompt is SubmitTurn with images attached to the text. The turn
-// it starts carries ctx's values (its tools are called with them: the
-// session host passes a turn's output sink so), not its cancellation:
-// Cancel and a later Submit end a turn. An ask the text answers belongs to
-// a running turn, which keeps its own values.
-func (t *Task) SubmitPrompt(ctx context.Context, p Prompt, lim Limits) (*Running, error) {
-	text := p.Text
+// ended reports whether the turn has ended.
+func (r *Turn) ended() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Listen registers f for the task's events while the turn runs: the events
+// of a later turn are not its own, and f hears none of them. The returned
+// func removes it.
+func (r *Turn) Listen(f func(Event)) (remove func()) {
+	return r.task.lis.Add(func(e Event) {
+		if !r.ended() {
+			f(e)
+		}
+	})
+}
+
+// Next blocks until the turn pauses on an ask, which it returns with ok,
+// or ends (ok false; err is the turn's), or ctx ends. An ask answered
+// meanwhile is not returned again. It is woken by the change itself.
+func (r *Turn) Next(ctx context.Context) (ask messages.UIMessage, ok bool, err error) {
+	t := r.task
+	for {
+		t.mu.Lock()
+		mine, pa, changed := t.running == r, t.pending, t.changed
+		t.mu.Unlock()
+		if !mine {
+			// Ended, or ending: the task lets go of its turn just before
+			// the turn's Done closes.
+			select {
+			case <-r.done:
+				return messages.UIMessage{}, false, r.err
+			case <-ctx.Done():
+				return messages.UIMessage{}, false, ctx.Err()
+			}
+		}
+		if pa != nil && !pa.idle {
+			return pa.msg, true, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return messages.UIMessage{}, false, ctx.Err()
+		}
+	}
+}
+
+// Start delivers the user's message. If an ask of the running turn is
+// pending, the message answers it (a followup's answer, feedback) and Start
+// returns that turn. Otherwise it begins a turn (a running one is cancelled
+// first, and is Superseded); an idle ask an earlier turn left (a
+// completion, a failed request) is answered by it. Start returns at once;
+// the turn runs on a goroutine of the Task's, with no context of the
+// caller's: Cancel, a later Start and Close end it.
+func (t *Task) Start(p Prompt, o TurnOptions) (*Turn, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -370,7 +428,7 @@ func (t *Task) SubmitPrompt(ctx context.Context, p Prompt, lim Limits) (*Running
 	if pa := t.pending; pa != nil && !pa.idle && t.turnDone != nil {
 		run := t.running
 		t.mu.Unlock()
-		return run, t.Respond(pa.msg.TS, Response{Kind: ResponseMessage, Text: text, By: "prompt", Images: p.Images})
+		return run, t.Respond(pa.msg.TS, Response{Kind: ResponseMessage, Text: p.Text, By: "prompt", Images: p.Images})
 	}
 	running := t.turnDone
 	cancel := t.cancel
@@ -388,57 +446,41 @@ func (t *Task) SubmitPrompt(ctx context.Context, p Prompt, lim Limits) (*Running
 		return nil, ErrClosed
 	}
 	if t.rewinding || t.turnDone != nil {
-		return nil, ErrBusy // a rewind, or another Submit, got in between
+		return nil, ErrBusy // a rewind, or another Start, got in between
 	}
-	// A pending idle ask (completion_result, api_req_failed, ...) left by
-	// an earlier turn is answered by this message.
 	resumeFrom := t.pending
 	t.pending = nil
-	turnCtx, cancelTurn := context.WithCancel(context.WithoutCancel(ctx))
+	turnCtx, cancelTurn := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	run := &Running{done: done}
+	run := &Turn{task: t, output: o.Output, done: done}
 	t.cancel, t.turnDone, t.running, t.state, t.lastErr = cancelTurn, done, run, StateWorking, nil
 	t.notifyLocked()
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
 		defer close(done)
-		err := t.runTurn(turnCtx, p, resumeFrom, lim)
+		err := t.runTurn(turnCtx, p, resumeFrom, o.Limits)
 		cancelTurn()
 		run.err = err
 		t.mu.Lock()
 		t.state, t.cancel, t.turnDone, t.running, t.lastErr = StateIdle, nil, nil, nil, err
 		t.notifyLocked()
 		t.mu.Unlock()
-		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrMaxTurns) && !errors.Is(err, ErrMaxBudget) {
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrMaxRequests) && !errors.Is(err, ErrMaxBudget) {
 			t.log.Warn("turn ended with an error", "error", err)
 		}
 	}()
 	return run, nil
 }
 
-// Wait blocks until the running turn ends or pauses on an ask, or ctx
-// ends. It returns the task's state then and, for an ended turn, its error.
-// It is woken by the change itself, not by polling.
-func (t *Task) Wait(ctx context.Context) (State, error) {
-	for {
-		t.mu.Lock()
-		state, done, err, changed := t.state, t.turnDone, t.lastErr, t.changed
-		// An idle ask left as the turn ends is not one the turn waits on.
-		waiting := t.pending != nil && !t.pending.idle
-		t.mu.Unlock()
-		if done == nil {
-			return state, err
-		}
-		if waiting {
-			return StateWaiting, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return t.State(), ctx.Err()
-		}
+// output is the running turn's output sink, or nil.
+func (t *Task) output() func(CodeOutput) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.running == nil {
+		return nil
 	}
+	return t.running.output
 }
 
 // Respond answers the pending ask stamped ts. The first answer wins; a
@@ -457,7 +499,7 @@ func (t *Task) Respond(ts int64, a Response) error {
 		if a.Kind == ResponseNo {
 			return t.closeIdleAsk(ts, a)
 		}
-		_, err := t.SubmitPrompt(context.Background(), Prompt{Text: a.Text, Images: a.Images}, Limits{})
+		_, err := t.Start(Prompt{Text: a.Text, Images: a.Images}, TurnOptions{})
 		return err
 	}
 	select {
@@ -505,7 +547,7 @@ func (t *Task) Cancel() {
 }
 
 // cutShort reports whether the running turn is being stopped by Close or
-// by a newer Submit (not by Cancel): its streaming message stays partial.
+// by a newer Start (not by Cancel): its streaming message stays partial.
 func (t *Task) cutShort() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -536,7 +578,7 @@ func (t *Task) Close() error {
 
 // Rewind cuts both histories back to the message stamped ts (see package
 // rewind) and stores the result in one transaction. It cancels a running
-// turn first; a turn that a Submit starts meanwhile makes it fail with
+// turn first; a turn that a Start begins meanwhile makes it fail with
 // ErrBusy. With IncludeTargetMessage the target is kept. No lock is held
 // while the store writes, and listeners hear of it (EventRewound) after.
 func (t *Task) Rewind(ctx context.Context, ts int64, opts rewind.Options) (rewind.Result, error) {

@@ -190,7 +190,7 @@ func newEnv(t *testing.T, s setup) *env {
 
 func (e *env) run(text string) (agent.State, error) {
 	e.t.Helper()
-	if err := e.task.Submit(text); err != nil {
+	if err := start(e.task, text); err != nil {
 		e.t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -385,7 +385,7 @@ func TestHardRefusalNeverAsks(t *testing.T) {
 
 func TestCancelDuringStream(t *testing.T) {
 	e := newEnv(t, setup{turns: []turn{{events: []provider.Event{text("partial ans")}, block: true}}})
-	if err := e.task.Submit("slow"); err != nil {
+	if err := start(e.task, "slow"); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -426,7 +426,7 @@ func TestCancelDuringStream(t *testing.T) {
 // after every message completed before it.
 func TestCloseDuringStream(t *testing.T) {
 	e := newEnv(t, setup{turns: []turn{{events: []provider.Event{text("cut short")}, block: true}}})
-	if err := e.task.Submit("slow"); err != nil {
+	if err := start(e.task, "slow"); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -469,7 +469,7 @@ func TestCancelWhileAsking(t *testing.T) {
 		{events: []provider.Event{call("c1", "write_file", map[string]any{"path": "a", "content": "1"}),
 			call("c2", "write_file", map[string]any{"path": "b", "content": "2"}), done(provider.StopToolUse)}},
 	}})
-	e.task.Submit("two files")
+	start(e.task, "two files")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if st, _ := e.task.Wait(ctx); st != agent.StateWaiting {
@@ -687,7 +687,7 @@ func TestResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer task.Close()
-	task.Submit("Q2")
+	start(task, "Q2")
 	task.Wait(context.Background())
 	if n := len(m.reqs()[0].Messages); n != 3 {
 		t.Fatalf("resumed request has %d messages", n)
@@ -764,7 +764,7 @@ func TestAnsweredAskIsNotPending(t *testing.T) {
 		{events: []provider.Event{call("c1", "write_file", map[string]any{"path": "p.txt", "content": "1"}), done(provider.StopToolUse)}},
 		say("ok"),
 	}})
-	e.task.Submit("go")
+	start(e.task, "go")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if st, _ := e.task.Wait(ctx); st != agent.StateWaiting {
@@ -814,7 +814,7 @@ func TestSetProviderDuringTurns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := 0; i < turns; i++ {
-		if err := e.task.Submit(fmt.Sprintf("question %d", i)); err != nil {
+		if err := start(e.task, fmt.Sprintf("question %d", i)); err != nil {
 			t.Fatal(err)
 		}
 		if st, err := e.task.Wait(ctx); st != agent.StateIdle || err != nil {
@@ -835,7 +835,7 @@ func TestListenerReadsOnRewound(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, q := range []string{"first", "second"} {
-		if err := e.task.Submit(q); err != nil {
+		if err := start(e.task, q); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.task.Wait(ctx); err != nil {
@@ -877,7 +877,7 @@ func TestListenerReadsOnRewound(t *testing.T) {
 // imageRunner is a backing kernel whose every cell shows two images.
 type imageRunner struct{}
 
-func (imageRunner) Run(context.Context, string) (agent.CodeResult, error) {
+func (imageRunner) Run(context.Context, string, func(agent.CodeOutput)) (agent.CodeResult, error) {
 	png := agent.Image{MIME: "image/png", Width: 1, Height: 1, Bytes: 67,
 		Data: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}
 	return agent.CodeResult{Stdout: "plotted\n", Images: []agent.Image{png, png}}, nil
@@ -932,7 +932,7 @@ const pixelURL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAf
 
 func runPrompt(t *testing.T, e *env, p agent.Prompt) {
 	t.Helper()
-	if _, err := e.task.SubmitPrompt(context.Background(), p, agent.Limits{}); err != nil {
+	if _, err := e.task.Start(p, agent.TurnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -1038,6 +1038,80 @@ func TestImageFromDataURL(t *testing.T) {
 	} {
 		if _, err := agent.ImageFromDataURL(u); !errors.Is(err, agent.ErrBadImage) {
 			t.Errorf("%s: err = %v, want ErrBadImage", name, err)
+		}
+	}
+}
+
+// start begins a turn of text, as a prompt does.
+func start(t *agent.Task, text string) error {
+	_, err := t.Start(agent.Prompt{Text: text}, agent.TurnOptions{})
+	return err
+}
+
+// echoRunner is a backing kernel that shows each cell's code as a stream
+// output, to the sink it is given.
+type echoRunner struct{}
+
+func (echoRunner) Run(_ context.Context, code string, out func(agent.CodeOutput)) (agent.CodeResult, error) {
+	if out != nil {
+		out(agent.CodeOutput{Type: "stream", Content: []byte(fmt.Sprintf(`{"name": "stdout", "text": %q}`, code))})
+	}
+	return agent.CodeResult{Stdout: code}, nil
+}
+
+// TestTurnOutputIsItsOwn: the outputs of the code a turn runs go to that
+// turn's sink (TurnOptions.Output), those of a later turn's code never do,
+// and a Call's code reports to the Call's own sink.
+func TestTurnOutputIsItsOwn(t *testing.T) {
+	code := func(id, c string) turn {
+		return turn{events: []provider.Event{call(id, "execute_code", map[string]any{"code": c}), done(provider.StopToolUse)}}
+	}
+	e := newEnv(t, setup{
+		mode:  agent.ModeBypassPermissions,
+		turns: []turn{code("c1", "first()"), say("One."), code("c2", "second()"), say("Two.")},
+		cfg: func(c *agent.Config) {
+			tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: c.Toolbox.Workspace(), Runner: echoRunner{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Toolbox = tb
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var first, second, called []string
+	sink := func(into *[]string) func(agent.CodeOutput) {
+		return func(o agent.CodeOutput) {
+			mu.Lock()
+			defer mu.Unlock()
+			*into = append(*into, string(o.Content))
+		}
+	}
+	for _, r := range []struct {
+		text string
+		into *[]string
+	}{{"one", &first}, {"two", &second}} {
+		turn, err := e.task.Start(agent.Prompt{Text: r.text}, agent.TurnOptions{Output: sink(r.into)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, asks, err := turn.Next(ctx); asks || err != nil {
+			t.Fatalf("turn %q: ask %v, error %v", r.text, asks, err)
+		}
+	}
+	in, _ := json.Marshal(map[string]string{"code": "called()"})
+	if _, err := e.task.Call(ctx, provider.ToolCall{ID: "x1", Name: "execute_code", Input: in}, agent.ApproveAll.Approver(), sink(&called)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, c := range []struct {
+		got  []string
+		want string
+	}{{first, "first()"}, {second, "second()"}, {called, "called()"}} {
+		if len(c.got) != 1 || !strings.Contains(c.got[0], c.want) {
+			t.Errorf("outputs %q, want only those of %s", c.got, c.want)
 		}
 	}
 }

@@ -87,7 +87,9 @@ func (c ToolClass) String() string {
 // Run: it is reported in CodeResult.Error. Run returns an error only when
 // the code could not be run (no kernel, the kernel died, ctx cancelled).
 type CodeRunner interface {
-	Run(ctx context.Context, code string) (CodeResult, error)
+	// Run runs code; out, when not nil, is given its outputs as they come
+	// (the running turn's TurnOptions.Output).
+	Run(ctx context.Context, code string, out func(CodeOutput)) (CodeResult, error)
 }
 
 // CodeResult is what a cell produced in the backing kernel.
@@ -379,6 +381,9 @@ type Tool struct {
 	// tools, the code of execute_code and propose_cell; "" for none.
 	subject string
 	run     func(ctx context.Context, in map[string]any) (Result, error)
+	// runCode, set instead of run for execute_code, is also given the
+	// running turn's output sink.
+	runCode func(ctx context.Context, in map[string]any, out func(CodeOutput)) (Result, error)
 	// external is the Source's description of an external tool; nil for
 	// the toolbox's own.
 	external *SourceTool
@@ -412,12 +417,21 @@ func (t *Tool) Validate(input json.RawMessage) (map[string]any, error) {
 // message. Code that ran and raised is not a tool failure: IsError is set
 // with a nil error.
 func (t *Tool) Execute(ctx context.Context, input json.RawMessage) (Result, error) {
+	return t.execute(ctx, input, nil)
+}
+
+// execute is Execute in a turn whose code outputs go to out.
+func (t *Tool) execute(ctx context.Context, input json.RawMessage, out func(CodeOutput)) (Result, error) {
 	in, err := t.validate(input)
 	if err == nil {
 		err = ctx.Err()
 	}
 	var res Result
-	if err == nil {
+	switch {
+	case err != nil:
+	case t.runCode != nil:
+		res, err = t.runCode(ctx, in, out)
+	default:
 		res, err = t.run(ctx, in)
 	}
 	if err != nil {

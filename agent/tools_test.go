@@ -21,7 +21,7 @@ type fakeRunner struct {
 	code []string
 }
 
-func (f *fakeRunner) Run(ctx context.Context, code string) (CodeResult, error) {
+func (f *fakeRunner) Run(ctx context.Context, code string, _ func(CodeOutput)) (CodeResult, error) {
 	f.code = append(f.code, code)
 	if err := ctx.Err(); err != nil {
 		return CodeResult{}, err

@@ -316,7 +316,7 @@ func (c *cellOut) relayCode(o backing.Output) {
 // prompt runs text as a request to the agent in cell r.
 func (b *Bridge) prompt(ctx context.Context, r *kernel.Request, text string, count int) {
 	images := b.takeAttached()
-	b.follow(r, count, func(t session.Turn) (session.Result, error) {
+	b.follow(r, count, func(t session.Follow) (session.Result, error) {
 		t.Images = images
 		return b.host.Submit(ctx, text, t)
 	})
@@ -325,11 +325,11 @@ func (b *Bridge) prompt(ctx context.Context, r *kernel.Request, text string, cou
 // follow runs one turn of the agent for cell r (a prompt, or an edit):
 // the agent's words and its code's outputs go to the cell, its asks to
 // the frontend's stdin (else the policy), and the cell ends with the turn.
-func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Turn) (session.Result, error)) {
+func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Follow) (session.Result, error)) {
 	b.promptFrom.Store(r.Msg.Header.Session)
 	defer b.promptFrom.Store("")
 	c := newCellOut(b, r)
-	res, err := run(session.Turn{Approve: b.approver(r), Output: c.relayCode, Events: c.onEvent})
+	res, err := run(session.Follow{Approve: b.approver(r), Output: c.relayCode, Events: c.onEvent})
 	c.finish()
 	switch {
 	case errors.Is(err, agent.ErrNoProvider):

@@ -23,7 +23,7 @@ func (h *Host) Call(ctx context.Context, call provider.ToolCall, approve agent.A
 		return agent.Result{}, err
 	}
 	h.logCommand(ctx, c, "call", call.Name)
-	res, err := c.task.Call(withOutput(ctx, out), call, approve)
+	res, err := c.task.Call(ctx, call, approve, codeSink(out))
 	if call.Name == agent.ToolExecuteCode && err == nil {
 		var in struct {
 			Code string `json:"code"`

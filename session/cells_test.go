@@ -184,7 +184,7 @@ func TestRewindPutsCellsBack(t *testing.T) {
 		}})
 	h.SetFrontends(fe)
 	ctx := context.Background()
-	yes := Turn{Approve: agent.ApproveAll.Approver()}
+	yes := Follow{Approve: agent.ApproveAll.Approver()}
 	original := nb.state()
 
 	srv.Enqueue(scripted.Reply(scripted.Text("Ready.")))

@@ -34,7 +34,7 @@ func TestCompleteKnowsTheKernel(t *testing.T) {
 	}
 	// A session exists (the cost is counted in it).
 	srv.Enqueue(scripted.Reply(scripted.Text("hi")))
-	if _, err := h.Submit(ctx, "hello", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "hello", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	before := len(h.History())

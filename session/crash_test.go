@@ -49,7 +49,7 @@ func crashChild() int {
 		OpenModel: func(string) (provider.Provider, error) {
 			return openai.New(openai.Config{APIKey: "k", BaseURL: srv.OpenAIURL(), Model: "m"})
 		}})
-	if err := h.Start(ctx, "Write the report"); err != nil {
+	if _, err := h.StartPrompt(ctx, agent.Prompt{Text: "Write the report"}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -152,7 +152,7 @@ func TestSIGKILLMidStream(t *testing.T) {
 		t.Fatalf("resume: %+v %v", info, err)
 	}
 	srv.Enqueue(scripted.Reply(scripted.Text("The report, finished.")))
-	res, err := h.Submit(ctx, "", Turn{Approve: agent.ApproveAll.Approver()})
+	res, err := h.Submit(ctx, "", Follow{Approve: agent.ApproveAll.Approver()})
 	if err != nil || res.Text != "The report, finished." {
 		t.Fatalf("resuming: %q %v", res.Text, err)
 	}

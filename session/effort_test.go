@@ -29,7 +29,7 @@ func TestEffortReachesBothWireFormats(t *testing.T) {
 	say := func(text string) map[string]any {
 		t.Helper()
 		srv.Enqueue(scripted.Reply(scripted.Text("ok")))
-		if _, err := h.Submit(ctx, text, Turn{}); err != nil {
+		if _, err := h.Submit(ctx, text, Follow{}); err != nil {
 			t.Fatal(err)
 		}
 		reqs := srv.Requests()

@@ -85,7 +85,7 @@ func TestHooksAndEventLogThroughTheHost(t *testing.T) {
 		scripted.Reply(scripted.ToolCall("c2", "execute_code", `{"code":"6*7"}`), usage(100, 10)),
 		scripted.Reply(scripted.Text("It is 42."), usage(120, 8)),
 	)
-	res, err := h.Submit(ctx, "Compute 6*7 with my key sk-abcdefghijklmnopqrst", Turn{Approve: agent.ApproveAll.Approver()})
+	res, err := h.Submit(ctx, "Compute 6*7 with my key sk-abcdefghijklmnopqrst", Follow{Approve: agent.ApproveAll.Approver()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestHooksAndEventLogThroughTheHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.StartPrompt(pctx, agent.Prompt{Text: "And 7*8?", Images: []agent.Image{pixel}}); err != nil {
+	if _, err := h.StartPrompt(pctx, agent.Prompt{Text: "And 7*8?", Images: []agent.Image{pixel}}); err != nil {
 		t.Fatal(err)
 	}
 	waitIdle(t, h)

@@ -158,7 +158,7 @@ func TestSubmit(t *testing.T) {
 			h := newHost(t, Config{Store: st, OpenModel: open, Model: "openai:m", Runner: fr})
 			var asked []AnsweredAsk
 			var outputs int
-			res, err := h.Submit(context.Background(), "What is 6 times 7?", Turn{
+			res, err := h.Submit(context.Background(), "What is 6 times 7?", Follow{
 				Approve: tt.approve, OnAsk: func(a AnsweredAsk) { asked = append(asked, a) },
 				Output: func(backing.Output) { outputs++ },
 			})
@@ -201,7 +201,7 @@ func TestSubmit(t *testing.T) {
 
 func TestSubmitNoProvider(t *testing.T) {
 	h := newHost(t, Config{Store: openStore(t)})
-	if _, err := h.Submit(context.Background(), "hello", Turn{}); !errors.Is(err, agent.ErrNoProvider) {
+	if _, err := h.Submit(context.Background(), "hello", Follow{}); !errors.Is(err, agent.ErrNoProvider) {
 		t.Fatalf("Submit = %v, want ErrNoProvider", err)
 	}
 }
@@ -211,7 +211,7 @@ func TestUnansweredAskIsPending(t *testing.T) {
 	srv.Enqueue(scripted.Reply(scripted.ToolCall("c1", "execute_code", `{"code":"1"}`)))
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m"})
 	never := func(context.Context, messages.UIMessage) (agent.Response, bool) { return agent.Response{}, false }
-	res, err := h.Submit(context.Background(), "run 1", Turn{Approve: never})
+	res, err := h.Submit(context.Background(), "run 1", Follow{Approve: never})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestResume(t *testing.T) {
 	if err := h1.SetModel(context.Background(), "openai:chosen"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h1.Submit(context.Background(), "one", Turn{}); err != nil {
+	if _, err := h1.Submit(context.Background(), "one", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := h1.Current(context.Background())
@@ -254,7 +254,7 @@ func TestResume(t *testing.T) {
 	if info.ID != first.ID || !info.Resumed || info.Model != "openai:chosen" || h2.Model() != "openai:chosen" {
 		t.Fatalf("resumed %+v, want %s with model openai:chosen", info, first.ID)
 	}
-	res, err := h2.Submit(context.Background(), "two", Turn{})
+	res, err := h2.Submit(context.Background(), "two", Follow{})
 	if err != nil || res.Text != "Second." {
 		t.Fatalf("Submit: %+v, %v", res, err)
 	}
@@ -323,7 +323,7 @@ func TestSubscribeFollowsSessions(t *testing.T) {
 	defer remove()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := h.Submit(ctx, "first", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "first", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.NewSession(ctx); err != nil {
@@ -332,7 +332,7 @@ func TestSubscribeFollowsSessions(t *testing.T) {
 	if err := h.SetMode(ctx, agent.ModePlan); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Submit(ctx, "second", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "second", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -352,7 +352,7 @@ func TestRecordCell(t *testing.T) {
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m"})
 	ctx := context.Background()
 	h.RecordCell(ctx, "x = 41 + 1\nprint(x)", backing.Result{Stdout: "42\n", Status: "ok"})
-	if _, err := h.Submit(ctx, "What did I compute?", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "What did I compute?", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	last, _ := srv.Last()
@@ -373,7 +373,7 @@ func TestRef(t *testing.T) {
 	srv, open := scriptedModels(t)
 	srv.Enqueue(scripted.Reply(scripted.Text("ok")))
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m"})
-	if _, err := h.Submit(context.Background(), "hello", Turn{}); err != nil {
+	if _, err := h.Submit(context.Background(), "hello", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	ui := h.History()
@@ -415,7 +415,7 @@ func TestRewindWhenTheKernelCannotRestart(t *testing.T) {
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", Runner: &goneRunner{}})
 	ctx := context.Background()
 	for _, q := range []string{"one", "two"} {
-		if _, err := h.Submit(ctx, q, Turn{Approve: agent.ApproveAll.Approver()}); err != nil {
+		if _, err := h.Submit(ctx, q, Follow{Approve: agent.ApproveAll.Approver()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -449,7 +449,7 @@ func TestUserCodeContext(t *testing.T) {
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", Kind: "code"})
 	ctx := context.Background()
 	h.UserCode(ctx, "x = 41 + 1\nprint(x)", backing.Result{Stdout: "42\n", Status: "ok"})
-	if _, err := h.Submit(ctx, "What did I compute?", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "What did I compute?", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	last, _ := srv.Last()
@@ -457,7 +457,7 @@ func TestUserCodeContext(t *testing.T) {
 		t.Fatalf("the cell run before the session did not reach the model: %s", last.Raw)
 	}
 	h.UserCode(ctx, "1/0", backing.Result{Error: &backing.Error{Name: "ZeroDivisionError", Value: "division by zero"}, Status: "error"})
-	if _, err := h.Submit(ctx, "And now?", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "And now?", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	last, _ = srv.Last()
@@ -466,7 +466,7 @@ func TestUserCodeContext(t *testing.T) {
 	if !strings.Contains(string(lastUser), "1/0") || !strings.Contains(string(lastUser), "ZeroDivisionError: division by zero") {
 		t.Fatalf("the cell run in the session did not reach the model: %s", lastUser)
 	}
-	if _, err := h.Submit(ctx, "Anything else?", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "Anything else?", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	last, _ = srv.Last()
@@ -498,7 +498,7 @@ func TestUserCodeImages(t *testing.T) {
 			for i := 0; i < 3; i++ {
 				h.UserCode(ctx, fmt.Sprintf("plot(%d)", i), plot)
 			}
-			if _, err := h.Submit(ctx, "Why is my plot one dot?", Turn{}); err != nil {
+			if _, err := h.Submit(ctx, "Why is my plot one dot?", Follow{}); err != nil {
 				t.Fatal(err)
 			}
 			last, _ := srv.Last()
@@ -570,7 +570,7 @@ func TestOutputTravelsWithTheTurn(t *testing.T) {
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", Runner: fr})
 	ctx := context.Background()
 	outputs := make(chan backing.Output, 4)
-	res, err := h.Submit(ctx, "What is 6 times 7?", Turn{Output: func(o backing.Output) { outputs <- o }})
+	res, err := h.Submit(ctx, "What is 6 times 7?", Follow{Output: func(o backing.Output) { outputs <- o }})
 	if err != nil || res.Pending == nil {
 		t.Fatalf("Submit: %v, pending %v; want the turn paused on its ask", err, res.Pending)
 	}
@@ -591,7 +591,7 @@ func TestOutputTravelsWithTheTurn(t *testing.T) {
 		}
 	}
 	// Another turn, submitted without a sink, ran code: nothing arrives.
-	res, err = h.Submit(ctx, "And 7 times 6?", Turn{Approve: agent.ApproveAll.Approver()})
+	res, err = h.Submit(ctx, "And 7 times 6?", Follow{Approve: agent.ApproveAll.Approver()})
 	if err != nil || len(fr.ran()) != 2 {
 		t.Fatalf("Submit: %v, ran %q", err, fr.ran())
 	}

@@ -65,7 +65,7 @@ func TestMCPImageToModel(t *testing.T) {
 	servers, _ := json.Marshal(map[string]any{"t": map[string]any{"type": "http", "url": mcpEcho(t), "alwaysAllow": []string{"pixel"}}})
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:vision-m", MCPServers: servers})
 	h.MCPStatus(context.Background(), true)
-	if _, err := h.Submit(context.Background(), "Show the pixel.", Turn{}); err != nil {
+	if _, err := h.Submit(context.Background(), "Show the pixel.", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()
@@ -117,7 +117,7 @@ func TestMCPToolCall(t *testing.T) {
 				t.Fatalf("status %+v", st)
 			}
 			var asks []messages.Ask
-			_, err := h.Submit(context.Background(), "Echo hi.", Turn{Approve: tt.approve,
+			_, err := h.Submit(context.Background(), "Echo hi.", Follow{Approve: tt.approve,
 				OnAsk: func(a AnsweredAsk) { asks = append(asks, a.Ask.Ask) }})
 			if err != nil {
 				t.Fatal(err)
@@ -182,7 +182,7 @@ func BenchmarkFirstAnswerMCP(b *testing.B) {
 				srv.Enqueue(scripted.Reply(scripted.Text("Hi."), scripted.UsageStep(scripted.Usage{Input: 1, Output: 1})))
 				h := New(Config{Store: st, OpenModel: open, Model: "openai:m", Workspace: b.TempDir(),
 					Runner: &fakeRunner{}, MCPServers: json.RawMessage(tt.servers)})
-				if _, err := h.Submit(context.Background(), "Hello", Turn{}); err != nil {
+				if _, err := h.Submit(context.Background(), "Hello", Follow{}); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
@@ -203,7 +203,7 @@ func TestFirstPromptSeesMCPTools(t *testing.T) {
 	srv.Enqueue(scripted.Reply(scripted.Text("Ready."), usage(10, 5)))
 	servers, _ := json.Marshal(map[string]any{"slow": map[string]any{"type": "http", "url": url}})
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", MCPServers: servers})
-	if _, err := h.Submit(context.Background(), "Use the echo tool.", Turn{}); err != nil {
+	if _, err := h.Submit(context.Background(), "Use the echo tool.", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()

@@ -40,7 +40,7 @@ func TestUserModeToolList(t *testing.T) {
 		scripted.Reply(scripted.ToolCall("c1", "execute_code", `{"code":"print(1)"}`)),
 		scripted.Reply(scripted.Text("I may not run code here.")),
 	)
-	if _, err := h.Submit(ctx, "review please", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "review please", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	req := srv.Requests()[0].Body
@@ -74,7 +74,7 @@ func TestUserModeToolList(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Enqueue(scripted.Reply(scripted.Text("ok")))
-	if _, err := h.Submit(ctx, "back to code", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "back to code", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()
@@ -109,7 +109,7 @@ func TestRestrictedModesPrompt(t *testing.T) {
 	ask := func(prompt string) sent {
 		t.Helper()
 		srv.Enqueue(scripted.Reply(scripted.Text("ok")))
-		if _, err := h.Submit(ctx, prompt, Turn{}); err != nil {
+		if _, err := h.Submit(ctx, prompt, Follow{}); err != nil {
 			t.Fatal(err)
 		}
 		reqs := srv.Requests()

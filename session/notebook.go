@@ -213,7 +213,7 @@ func (n notebook) SetOutputs(ctx context.Context, id string, outputs []json.RawM
 // Run implements agent.Notebook: the cell's code runs in the backing
 // kernel, its outputs go to the turn's output sink and, as nbformat
 // outputs, into the cell.
-func (n notebook) Run(ctx context.Context, id string) (agent.CodeResult, error) {
+func (n notebook) Run(ctx context.Context, id string, sink func(agent.CodeOutput)) (agent.CodeResult, error) {
 	v, err := n.Read(ctx, 0)
 	if err != nil {
 		return agent.CodeResult{}, err
@@ -238,12 +238,11 @@ func (n notebook) Run(ctx context.Context, id string) (agent.CodeResult, error) 
 		n.h.log.Warn("replay before the cell", "error", err)
 	}
 	var out backing.CellOutputs
-	sink := outputOf(ctx)
 	anchor := n.c.task.Stamp()
 	res, err := r.Execute(ctx, backing.Exec{Code: cell.Source, Output: func(o backing.Output) {
 		out.Add(o)
 		if sink != nil {
-			sink(o)
+			sink(agent.CodeOutput(o))
 		}
 	}})
 	n.h.recordCode(ctx, n.c, anchor, "agent", cell.Source, res.Status)

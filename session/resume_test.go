@@ -24,7 +24,7 @@ func TestInterruptedSessionOffersToResume(t *testing.T) {
 	h := New(Config{Store: st, Workspace: ws, Runner: &fakeRunner{}, Model: "openai:m", OpenModel: open})
 	srv.Enqueue(scripted.Reply(scripted.Text("Half an ans"), scripted.Stall()))
 	ctx := context.Background()
-	if err := h.Start(ctx, "Write the report"); err != nil {
+	if _, err := h.StartPrompt(ctx, agent.Prompt{Text: "Write the report"}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -53,7 +53,7 @@ func TestInterruptedSessionOffersToResume(t *testing.T) {
 		}
 	}
 	srv.Enqueue(scripted.Reply(scripted.Text("The report, finished.")))
-	res, err := h2.Submit(ctx, "", Turn{Approve: agent.ApproveAll.Approver()})
+	res, err := h2.Submit(ctx, "", Follow{Approve: agent.ApproveAll.Approver()})
 	if err != nil || !strings.Contains(res.Text, "The report, finished.") {
 		t.Fatalf("resuming: %q %v", res.Text, err)
 	}
@@ -77,7 +77,7 @@ func TestRequestMetadata(t *testing.T) {
 	srv, open := scriptedModels(t)
 	h := newHost(t, Config{Store: openStore(t), Model: "openai:gpt-x", OpenModel: open})
 	srv.Enqueue(scripted.Reply(scripted.Text("Hi."), usage(120, 30)))
-	if _, err := h.Submit(context.Background(), "hello", Turn{}); err != nil {
+	if _, err := h.Submit(context.Background(), "hello", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	var meta map[string]any

@@ -38,7 +38,7 @@ func TestRulesReachTheModel(t *testing.T) {
 	h := newHost(t, Config{Store: openStore(t), Workspace: ws, Model: "openai:m", OpenModel: open, MCP: mcp.Options{UserDir: user}})
 	ctx := context.Background()
 	srv.Enqueue(scripted.Reply(scripted.Text("Oui.")), scripted.Reply(scripted.Text("D'accord.")))
-	if _, err := h.Submit(ctx, "hello", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "hello", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	system := func(i int) string {
@@ -72,7 +72,7 @@ func TestRulesReachTheModel(t *testing.T) {
 	if err := h.SetMode(ctx, agent.ModePlan); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Submit(ctx, "again", Turn{}); err != nil {
+	if _, err := h.Submit(ctx, "again", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	sys = system(1)

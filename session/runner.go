@@ -13,8 +13,7 @@ import (
 )
 
 // codeRunner runs the agent's execute_code in the host's backing kernel;
-// the outputs go, unchanged, to the Output of the turn that runs it, which
-// its context carries.
+// the outputs go, unchanged, to the output sink of the turn that runs it.
 type codeRunner struct {
 	h *Host
 	c *current
@@ -22,7 +21,7 @@ type codeRunner struct {
 
 // Run implements agent.CodeRunner. The code joins the session's code log
 // (what a rewind replays); a replay left pending by a rewind runs first.
-func (cr *codeRunner) Run(ctx context.Context, code string) (agent.CodeResult, error) {
+func (cr *codeRunner) Run(ctx context.Context, code string, out func(agent.CodeOutput)) (agent.CodeResult, error) {
 	r := cr.h.cfg.Runner
 	if r == nil {
 		return agent.CodeResult{}, errors.New("no backing kernel to run code in")
@@ -30,28 +29,22 @@ func (cr *codeRunner) Run(ctx context.Context, code string) (agent.CodeResult, e
 	if _, err := cr.h.ReplayIfPending(ctx); err != nil {
 		cr.h.log.Warn("replay before the code", "error", err)
 	}
+	e := backing.Exec{Code: code}
+	if out != nil {
+		e.Output = func(o backing.Output) { out(agent.CodeOutput(o)) }
+	}
 	anchor := cr.c.task.Stamp()
-	res, err := r.Execute(ctx, backing.Exec{Code: code, Output: outputOf(ctx)})
+	res, err := r.Execute(ctx, e)
 	cr.h.recordCode(ctx, cr.c, anchor, "agent", code, res.Status)
 	return codeResult(res), err
 }
 
-// outputKey is the context key of a turn's output sink.
-type outputKey struct{}
-
-// withOutput returns ctx carrying out, the sink of the code outputs of the
-// turn submitted with it: the turn's tool calls are made with its values.
-func withOutput(ctx context.Context, out func(backing.Output)) context.Context {
+// codeSink is out as the agent's sink of code outputs (nil for nil).
+func codeSink(out func(backing.Output)) func(agent.CodeOutput) {
 	if out == nil {
-		return ctx
+		return nil
 	}
-	return context.WithValue(ctx, outputKey{}, out)
-}
-
-// outputOf returns the sink ctx carries, or nil.
-func outputOf(ctx context.Context) func(backing.Output) {
-	out, _ := ctx.Value(outputKey{}).(func(backing.Output))
-	return out
+	return func(o agent.CodeOutput) { out(backing.Output(o)) }
 }
 
 func codeResult(r backing.Result) agent.CodeResult {

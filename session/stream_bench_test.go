@@ -68,7 +68,7 @@ func benchAnswer(b *testing.B, api string, n int) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		res, err := h.Submit(ctx, "go", Turn{Events: func(e agent.Event) {
+		res, err := h.Submit(ctx, "go", Follow{Events: func(e agent.Event) {
 			if e.Message != nil && e.Message.Partial {
 				shown = e.Message.Text
 			}

@@ -30,7 +30,7 @@ func TestNewerPromptSupersedes(t *testing.T) {
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		_, err := h.Submit(ctx, "Take your time.", Turn{Events: func(e agent.Event) {
+		_, err := h.Submit(ctx, "Take your time.", Follow{Events: func(e agent.Event) {
 			if e.Message == nil || e.Message.Say != messages.SayText {
 				return
 			}
@@ -48,7 +48,8 @@ func TestNewerPromptSupersedes(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the first turn never streamed")
 	}
-	if err := h.Start(ctx, "Never mind, do this instead."); err != nil {
+	newerTurn, err := h.StartPrompt(ctx, agent.Prompt{Text: "Never mind, do this instead."})
+	if err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -59,12 +60,8 @@ func TestNewerPromptSupersedes(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the superseded Submit did not return")
 	}
-	c, err := h.session(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := c.task.Wait(ctx); st != agent.StateIdle || err != nil {
-		t.Fatalf("the newer turn ended %v, %v", st, err)
+	if _, asks, err := newerTurn.Next(ctx); asks || err != nil {
+		t.Fatalf("the newer turn ended with an ask (%v) or %v", asks, err)
 	}
 	mu.Lock()
 	for _, s := range seen {

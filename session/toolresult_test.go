@@ -20,7 +20,7 @@ func TestFileToolResults(t *testing.T) {
 		scripted.Reply(scripted.ToolCall("f", "edit_file", `{"path":"a.py","search":"nowhere","replace":"q"}`)),
 		scripted.Reply(scripted.Text("Done.")),
 	)
-	if _, err := h.Submit(context.Background(), "edit a.py", Turn{}); err != nil {
+	if _, err := h.Submit(context.Background(), "edit a.py", Follow{}); err != nil {
 		t.Fatal(err)
 	}
 	var got []messages.ToolResult

@@ -12,8 +12,8 @@ import (
 	"github.com/agentkernel/agentkernel/messages"
 )
 
-// Turn says how Submit follows a turn.
-type Turn struct {
+// Follow says how Submit follows its turn.
+type Follow struct {
 	// Approve answers the turn's asks. When it cannot (it returns false),
 	// Submit returns with the ask pending: the next prompt answers it.
 	// Nil: every ask is left pending (someone else answers, through
@@ -21,11 +21,11 @@ type Turn struct {
 	Approve agent.Approver
 	// Output receives the outputs of the code the agent runs in this turn,
 	// unchanged (a notebook relays them to the cell). It travels with the
-	// turn, not with the host: code the turn runs after Submit returned (it
-	// paused on an ask that Respond answered later) still reports here, and
-	// a turn another surface started never does.
+	// turn (agent.TurnOptions.Output): code the turn runs after Submit
+	// returned (it paused on an ask that Respond answered later) still
+	// reports here, and a turn another surface started never does.
 	Output func(backing.Output)
-	// Events receives the current session's events during the turn.
+	// Events receives the turn's events (agent.Turn.Listen).
 	Events func(agent.Event)
 	// OnAsk is told each ask and its answer, before the answer is given.
 	OnAsk func(AnsweredAsk)
@@ -73,17 +73,21 @@ type Result struct {
 // pending ask (a followup's answer, feedback to a completion, a retry).
 // When ctx ends the turn is cancelled. The Result is filled in also on
 // error, which is then agent.ErrNoProvider, one wrapping
-// agent.ErrAPIFailed, agent.ErrMaxTurns or agent.ErrMaxBudget (t.Limits),
-// context.Canceled, ….
-func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) {
+// agent.ErrAPIFailed, agent.ErrMaxRequests or agent.ErrMaxBudget
+// (f.Limits), ErrSuperseded, context.Canceled, ….
+func (h *Host) Submit(ctx context.Context, text string, f Follow) (Result, error) {
 	c, err := h.session(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	p := agent.Prompt{Text: text, Images: t.Images}
+	p := agent.Prompt{Text: text, Images: f.Images}
 	h.logPrompt(ctx, c, p)
-	tctx := withOutput(ctx, t.Output)
-	return h.follow(ctx, c, t, func() (*agent.Running, error) { return c.task.SubmitPrompt(tctx, p, t.Limits) })
+	return h.follow(ctx, c, f, func() (*agent.Turn, error) { return c.task.Start(p, turnOptions(f)) })
+}
+
+// turnOptions are the agent's options of the turn f follows.
+func turnOptions(f Follow) agent.TurnOptions {
+	return agent.TurnOptions{Limits: f.Limits, Output: codeSink(f.Output)}
 }
 
 // ErrSuperseded is returned by Submit when its turn was stopped by a newer
@@ -91,22 +95,16 @@ func (h *Host) Submit(ctx context.Context, text string, t Turn) (Result, error) 
 // kept, marked partial, and the newer turn goes on.
 var ErrSuperseded = errors.New("session: a newer prompt stopped this turn")
 
-// Start sends text to the current session without following the turn:
-// its asks wait for Respond (the web panel answers them).
-func (h *Host) Start(ctx context.Context, text string) error {
-	return h.StartPrompt(ctx, agent.Prompt{Text: text})
-}
-
-// StartPrompt is Start with images attached to the text (the web panel's
-// paste and file picker).
-func (h *Host) StartPrompt(ctx context.Context, p agent.Prompt) error {
+// StartPrompt sends p to the current session without following the turn:
+// its asks wait for Respond (the web panel answers them). It returns the
+// turn p went to.
+func (h *Host) StartPrompt(ctx context.Context, p agent.Prompt) (*agent.Turn, error) {
 	c, err := h.session(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h.logPrompt(ctx, c, p)
-	_, err = c.task.SubmitPrompt(ctx, p, agent.Limits{})
-	return err
+	return c.task.Start(p, agent.TurnOptions{})
 }
 
 // StartEdit is Edit without following the turn: its asks wait for
@@ -116,53 +114,47 @@ func (h *Host) StartEdit(ctx context.Context, ts int64, text string, opts Rewind
 	if err != nil {
 		return rw, err
 	}
-	return rw, h.Start(ctx, text)
+	_, err = h.StartPrompt(ctx, agent.Prompt{Text: text})
+	return rw, err
 }
 
 // follow runs start, then follows the turn it began to its end, and no
 // further: a turn that a newer prompt stopped ends the follow with
-// ErrSuperseded, and the newer turn is not followed.
-func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() (*agent.Running, error)) (Result, error) {
+// ErrSuperseded, and the newer turn is not followed. Each ask the turn
+// pauses on goes to f.Approve.
+func (h *Host) follow(ctx context.Context, c *current, f Follow, start func() (*agent.Turn, error)) (Result, error) {
 	begin := time.Now()
 	task := c.task
 	before := task.Totals()
 	nAPI := len(task.API())
 	res := Result{SessionID: c.id}
-	var mu sync.Mutex
+	turn, err := start()
 	var completion *string
-	var run *agent.Running // set once start returned
-	remove := task.Listen(func(e agent.Event) {
-		mu.Lock()
-		r := run
-		mu.Unlock()
-		if r != nil && isDone(r) {
-			return // a later turn's events are not this one's
-		}
-		switch e.Kind {
-		case agent.EventTaskCompleted:
-			text := e.Text
-			mu.Lock()
-			completion = &text
-			mu.Unlock()
-		case agent.EventSetNextInput:
-			mu.Lock()
-			res.NextInput = e.Text
-			mu.Unlock()
-		}
-		if t.Events != nil {
-			t.Events(e)
-		}
-	})
-	defer remove()
-	r, err := start()
 	if err == nil {
+		var mu sync.Mutex
+		remove := turn.Listen(func(e agent.Event) {
+			switch e.Kind {
+			case agent.EventTaskCompleted:
+				text := e.Text
+				mu.Lock()
+				completion = &text
+				mu.Unlock()
+			case agent.EventSetNextInput:
+				mu.Lock()
+				res.NextInput = e.Text
+				mu.Unlock()
+			}
+			if f.Events != nil {
+				f.Events(e)
+			}
+		})
+		err = h.answer(ctx, c, turn, f, &res)
+		remove()
 		mu.Lock()
-		run = r
-		mu.Unlock()
-		err = h.drive(ctx, c, r, t, &res)
+		defer mu.Unlock()
 	}
 	if ctx.Err() != nil {
-		if !isDone(r) {
+		if turn != nil && turn.Err() == nil {
 			task.Cancel()
 		}
 		err = ctx.Err()
@@ -171,88 +163,52 @@ func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() (*ag
 	res.Totals = after
 	res.Usage = after.Since(before)
 	res.Duration = time.Since(begin)
-	mu.Lock()
 	if completion != nil {
 		res.Completed, res.Text = true, *completion
-	}
-	mu.Unlock()
-	if !res.Completed {
+	} else {
 		res.Text = lastAssistantText(task.API(), nAPI)
 	}
 	return res, err
 }
 
-// isDone reports whether the turn r has ended (a nil r has).
-func isDone(r *agent.Running) bool {
-	if r == nil {
-		return true
-	}
-	select {
-	case <-r.Done():
-		return true
-	default:
-		return false
-	}
-}
-
-// drive follows the turn run until it ends, answering asks with t.Approve.
-// An ask answered elsewhere meanwhile (the panel, another frontend) ends
-// the approver's wait: an ask answered anywhere closes everywhere.
-func (h *Host) drive(ctx context.Context, c *current, run *agent.Running, t Turn, res *Result) error {
-	task := c.task
-	// The task's Wait follows whichever turn runs; this one ends the wait
-	// when run ends, should a newer turn have started at once.
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		select {
-		case <-run.Done():
-			stop()
-		case <-wctx.Done():
-		}
-	}()
+// answer follows turn until it ends, answering each ask it pauses on with
+// f.Approve. An ask answered elsewhere meanwhile (the panel, another
+// frontend) ends the approver's wait: an ask answered anywhere closes
+// everywhere.
+func (h *Host) answer(ctx context.Context, c *current, turn *agent.Turn, f Follow, res *Result) error {
 	for {
-		st, _ := task.Wait(wctx)
+		ask, ok, err := turn.Next(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if st != agent.StateWaiting || isDone(run) {
-			// The turn has ended (the task clears its turn just before
-			// the turn's Done closes), or a newer one asks.
-			<-run.Done()
-			if run.Superseded() {
+		if !ok {
+			if turn.Superseded() {
 				return ErrSuperseded
 			}
-			return run.Err()
+			return err
 		}
-		ask, ok := task.PendingAsk()
-		if !ok {
-			continue
-		}
-		if t.Approve == nil {
-			m := ask
-			res.Pending = &m
+		if f.Approve == nil {
+			res.Pending = &ask
 			return nil
 		}
-		actx, stop := askContext(ctx, task, ask.TS)
-		resp, answered := t.Approve(actx, ask)
+		actx, stop := askContext(ctx, c.task, ask.TS)
+		resp, answered := f.Approve(actx, ask)
 		elsewhere := actx.Err() != nil && ctx.Err() == nil
 		stop()
 		if elsewhere {
 			continue // answered by someone else, or rewound away
 		}
 		if !answered {
-			m := ask
-			res.Pending = &m
+			res.Pending = &ask
 			return nil
 		}
 		a := AnsweredAsk{Ask: ask, Response: resp}
 		res.Asks = append(res.Asks, a)
-		if t.OnAsk != nil {
-			t.OnAsk(a)
+		if f.OnAsk != nil {
+			f.OnAsk(a)
 		}
 		h.logAnswer(ctx, c, ask.TS, resp)
-		if err := task.Respond(ask.TS, resp); err != nil && !errors.Is(err, agent.ErrNoAsk) {
+		if err := c.task.Respond(ask.TS, resp); err != nil && !errors.Is(err, agent.ErrNoAsk) {
 			return err
 		}
 	}

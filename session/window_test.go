@@ -41,7 +41,7 @@ func TestOllamaWindowCondenses(t *testing.T) {
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "ollama:llama3.2"})
 	ctx := context.Background()
 	for _, p := range []string{"first", "second"} {
-		if _, err := h.Submit(ctx, p, Turn{}); err != nil {
+		if _, err := h.Submit(ctx, p, Follow{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestUnknownWindowCondensesAtTheDefault(t *testing.T) {
 	h := newHost(t, Config{Store: openStore(t), OpenModel: scriptedEnv(srv), Model: "openai:my-local-model"})
 	ctx := context.Background()
 	for _, p := range []string{"first", "second"} {
-		if _, err := h.Submit(ctx, p, Turn{}); err != nil {
+		if _, err := h.Submit(ctx, p, Follow{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,10 +111,10 @@ func TestContextExceededCondensesAndRetries(t *testing.T) {
 			)
 			h := newHost(t, Config{Store: openStore(t), OpenModel: scriptedEnv(srv), Model: model})
 			ctx := context.Background()
-			if _, err := h.Submit(ctx, "first", Turn{}); err != nil {
+			if _, err := h.Submit(ctx, "first", Follow{}); err != nil {
 				t.Fatal(err)
 			}
-			res, err := h.Submit(ctx, "second", Turn{})
+			res, err := h.Submit(ctx, "second", Follow{})
 			if err != nil {
 				t.Fatalf("the turn failed for size: %v", err)
 			}

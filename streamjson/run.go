@@ -156,8 +156,8 @@ func (r *Run) control(ctx context.Context, subtype string, req json.RawMessage) 
 }
 
 // turn is how each prompt's turn is followed.
-func (r *Run) turn() session.Turn {
-	turn := session.Turn{Approve: r.Approve, OnAsk: r.Tr.Ask, Limits: agent.Limits{MaxRequests: r.MaxTurns}}
+func (r *Run) turn() session.Follow {
+	turn := session.Follow{Approve: r.Approve, OnAsk: r.Tr.Ask, Limits: agent.Limits{MaxRequests: r.MaxTurns}}
 	switch r.Format {
 	case FormatStreamJSON:
 		turn.Output = r.Tr.Output

@@ -363,7 +363,7 @@ func resultSubtype(err error) string {
 	switch {
 	case err == nil:
 		return "success"
-	case errors.Is(err, agent.ErrMaxTurns):
+	case errors.Is(err, agent.ErrMaxRequests):
 		return "error_max_turns"
 	case errors.Is(err, agent.ErrMaxBudget):
 		return "error_max_budget_usd"
@@ -436,7 +436,7 @@ func ErrorText(err error) string {
 		return agent.NoModelHelp
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
-	case errors.Is(err, agent.ErrMaxTurns):
+	case errors.Is(err, agent.ErrMaxRequests):
 		return "stopped: the prompt's turn reached --max-turns model requests"
 	case errors.Is(err, agent.ErrMaxBudget):
 		return "stopped: the run's model requests reached --max-budget-usd"

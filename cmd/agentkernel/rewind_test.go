@@ -41,7 +41,7 @@ func TestSessionsRewindRestoresFiles(t *testing.T) {
 			return openai.New(openai.Config{APIKey: "k", BaseURL: srv.OpenAIURL(), Model: "m"})
 		}})
 	ctx := context.Background()
-	if _, err := h.Submit(ctx, "Revise the report", session.Turn{Approve: agent.ApproveAll.Approver()}); err != nil {
+	if _, err := h.Submit(ctx, "Revise the report", session.Follow{Approve: agent.ApproveAll.Approver()}); err != nil {
 		t.Fatal(err)
 	}
 	info, _ := h.Current(ctx)

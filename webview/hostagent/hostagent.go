@@ -123,7 +123,8 @@ func (p agentOf) NewTask(ctx context.Context, text string, images []string) erro
 	if err != nil {
 		return err
 	}
-	return p.h.StartPrompt(panelCtx(ctx), agent.Prompt{Text: text, Images: ims})
+	_, err = p.h.StartPrompt(panelCtx(ctx), agent.Prompt{Text: text, Images: ims})
+	return err
 }
 
 // attachedImages reads the panel's attached images; the first bad one is

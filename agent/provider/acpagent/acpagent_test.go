@@ -71,7 +71,7 @@ func (o *outer) submit(t *testing.T, text string) (session.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return o.host.Submit(ctx, text, session.Turn{Approve: func(_ context.Context, ask messages.UIMessage) (agent.Response, bool) {
+	return o.host.Submit(ctx, text, session.Follow{Approve: func(_ context.Context, ask messages.UIMessage) (agent.Response, bool) {
 		o.mu.Lock()
 		o.asks = append(o.asks, ask)
 		o.mu.Unlock()

@@ -6,154 +6,26 @@
 // Environment: LAB_PYTHON (a python with jupyterlab and notebook 7),
 // AGENTKERNEL_BIN, SCRIPTED_BIN (scripts/scriptedmodel built), LAB_EXTENSION
 // (the built labextension directory).
-import { spawn, spawnSync, execFileSync } from "node:child_process";
-import { createInterface } from "node:readline";
+import { spawnSync, execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createServer } from "node:net";
+import { join } from "node:path";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
+import {
+  CHROMIUM_ARGS, Steps, TIMEOUT, agentTab, attached, collapse, jupyterEnv as kitEnv, runCell, sidebar, startJupyter as kitJupyter,
+  runTest, startModel, themeMenu, until, writeNotebook as notebook,
+} from "./jupyterkit.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = join(here, "..", "..");
-const artifacts = join(repo, "tests", "artifacts");
-mkdirSync(artifacts, { recursive: true });
-const TIMEOUT = 60000;
-const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync"];
+const steps = new Steps("lab");
+const log = (...a) => steps.log(...a);
+const step = (name, fn) => steps.step(name, fn);
+const shot = (page, name) => steps.shot(page, name);
 
-function log(...a) { console.log("[lab]", ...a); }
-
-const children = [];
-function start(cmd, args, opts) {
-  const child = spawn(cmd, args, { ...opts, detached: true });
-  children.push(child);
-  return child;
-}
-function stopAll() {
-  for (const c of children) {
-    if (c.exitCode === null && c.signalCode === null) {
-      try { process.kill(-c.pid, "SIGTERM"); } catch (e) { /* gone */ }
-    }
-  }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
-    s.on("error", reject);
-  });
-}
-
-async function until(what, fn, timeout = TIMEOUT) {
-  const end = Date.now() + timeout;
-  let last;
-  while (Date.now() < end) {
-    try { last = await fn(); } catch (e) { last = undefined; }
-    if (last) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("timed out waiting for " + what);
-}
-
-// ---- the scripted model ----
-
-let model;
-async function startModel() {
-  const child = start(process.env.SCRIPTED_BIN, [], { stdio: ["pipe", "pipe", "inherit"] });
-  const rl = createInterface({ input: child.stdout });
-  const url = await new Promise((resolve) => rl.once("line", resolve));
-  return { child, url };
-}
-async function enqueue(...turns) {
-  const r = await fetch(model.url + "/_enqueue", { method: "POST", body: JSON.stringify(turns) });
-  assert.ok(r.ok, "enqueue " + r.status);
-}
-const pending = async () => Number(await (await fetch(model.url + "/_pending")).text());
-
-// ---- the Jupyter server ----
-
-async function startJupyter(app, tmp, baseURL = "/") {
-  const port = await freePort();
-  const token = "t" + Math.random().toString(16).slice(2) + Math.random().toString(16).slice(2);
-  const child = start(process.env.LAB_PYTHON, ["-m", app, "--no-browser", "--ip=127.0.0.1", `--port=${port}`,
-    `--IdentityProvider.token=${token}`, `--ServerApp.root_dir=${join(tmp, "work")}`, "--ServerApp.open_browser=False",
-    `--ServerApp.base_url=${baseURL}`,
-    ...(process.getuid() === 0 ? ["--allow-root"] : [])], {
-    stdio: ["ignore", "ignore", "pipe"], env: jupyterEnv(tmp),
-  });
-  let stderr = "";
-  child.stderr.on("data", (b) => { stderr += b; });
-  const base = `http://127.0.0.1:${port}${baseURL.replace(/\/$/, "")}`;
-  await until(app + " to listen", async () => {
-    if (child.exitCode !== null) throw new Error(app + " exited: " + stderr);
-    const r = await fetch(`${base}/api?token=${token}`);
-    return r.ok;
-  });
-  return { child, base, token, stderr: () => stderr };
-}
-
-function jupyterEnv(tmp) {
-  return {
-    ...process.env,
-    HOME: join(tmp, "home"),
-    JUPYTER_PATH: join(tmp, "prefix", "share", "jupyter"),
-    JUPYTER_CONFIG_DIR: join(tmp, "config"),
-    JUPYTER_RUNTIME_DIR: join(tmp, "runtime"),
-    JUPYTER_DATA_DIR: join(tmp, "data"),
-    AGENTKERNEL_MODEL: "openai:gpt-4.1",
-    OPENAI_BASE_URL: model.url + "/v1",
-    OPENAI_API_KEY: "sk-lab-test-not-real",
-    AGENTKERNEL_DATA_DIR: join(tmp, "agent-data"),
-    AGENTKERNEL_CONFIG: join(tmp, "none.json"),
-    PYDEVD_DISABLE_FILE_VALIDATION: "1",
-  };
-}
-
-function notebook(path, kernel, display) {
-  writeFileSync(path, JSON.stringify({
-    cells: [{ cell_type: "code", metadata: {}, source: "", outputs: [], execution_count: null }],
-    metadata: { kernelspec: { name: kernel, display_name: display, language: "markdown" } },
-    nbformat: 4, nbformat_minor: 5,
-  }));
-}
-
-// ---- the page ----
-
-const results = [];
-let currentPage = null; // shown in a screenshot when a step fails
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push({ name, ok: true });
-    log("ok  ", name, `(${Date.now() - t0} ms)`);
-  } catch (e) {
-    results.push({ name, ok: false });
-    log("FAIL", name, "\n", e && e.stack || e);
-    if (currentPage) await shot(currentPage, "failed").catch(() => {});
-    throw e;
-  }
-}
-
-async function shot(page, name) {
-  await page.screenshot({ path: join(artifacts, "lab-" + name + ".png") });
-}
-
-// sidebar is the panel page inside the sidebar's iframe.
-const sidebar = (page) => page.frameLocator("#agentkernel-sidebar iframe");
-
-// runCell types text into the notebook's last cell and runs it.
-async function runCell(page, text) {
-  const cells = page.locator(".jp-Notebook .jp-Cell");
-  const cell = cells.last();
-  await cell.locator(".cm-content").click();
-  await page.keyboard.type(text);
-  await page.keyboard.press("Shift+Enter");
-}
+let model; // the scripted model
+const enqueue = (...turns) => model.enqueue(...turns);
+const pending = () => model.pending();
+const jupyterEnv = (tmp) => kitEnv(tmp, model);
+const startJupyter = (app, tmp, baseURL = "/") => kitJupyter({ python: process.env.LAB_PYTHON, app, tmp, env: jupyterEnv(tmp), baseURL });
 
 // approveAndPlot: a prompt whose code the sidebar approves; its plot and
 // the answer appear in the cell, and no stdin prompt is left.
@@ -239,14 +111,6 @@ async function assertTheme(page, name, light) {
   return t;
 }
 
-// themeMenu picks an item of Settings > Theme, as a person does: a theme
-// (the menu runs apputils:change-theme), or a font size.
-async function themeMenu(page, item) {
-  await page.locator(".lm-MenuBar-itemLabel", { hasText: /^Settings$/ }).click();
-  await page.locator(".lm-Menu-itemLabel", { hasText: /^Theme$/ }).hover();
-  await page.locator(".lm-Menu-itemLabel", { hasText: new RegExp("^" + item + "$") }).click();
-}
-
 // headerFits: every part of the sidebar's header, the token and cost line
 // above all, lies inside the sidebar: nothing cut, nothing to scroll to.
 async function assertHeaderFits(page, totals = /\d+ in · \d+ out · \$\d+\.\d{4}/) {
@@ -270,21 +134,6 @@ async function assertHeaderFits(page, totals = /\d+ in · \d+ out · \$\d+\.\d{4
 
 // ---- the shell's conventions: icon, command, shortcut, setting, layout ----
 
-// agentTab is the sidebar's tab in JupyterLab's right side bar.
-const agentTab = (page) => page.locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id="agentkernel-sidebar"]');
-
-// collapse closes the sidebar by its tab, as a person does.
-async function collapse(page) {
-  if (await page.locator("#agentkernel-sidebar").isVisible()) await agentTab(page).click();
-  await page.locator("#agentkernel-sidebar").waitFor({ state: "hidden", timeout: TIMEOUT });
-}
-
-// attached waits for the sidebar to be shown and to speak with the kernel.
-async function attached(page) {
-  await page.locator("#agentkernel-sidebar iframe").waitFor({ state: "visible", timeout: TIMEOUT });
-  await sidebar(page).locator("#status").filter({ hasText: /idle/ }).waitFor({ timeout: TIMEOUT });
-}
-
 // setAutoOpen sets the sidebar's "Open by itself" in the Settings Editor
 // (Settings > Settings Editor, the plugin found by its name) and waits
 // until the server holds it.
@@ -305,17 +154,6 @@ async function setAutoOpen(page, lab, on) {
     const j = await r.json();
     return (j.settings && j.settings.autoOpen !== undefined ? j.settings.autoOpen : true) === on;
   });
-}
-
-async function main() {
-  const tmp = mkdtempSync(join(tmpdir(), "ak-lab-"));
-  try {
-    await run(tmp);
-  } finally {
-    // Failed or not: the servers and the model go, and their files.
-    stopAll();
-    rmSync(tmp, { recursive: true, force: true });
-  }
 }
 
 async function run(tmp) {
@@ -344,7 +182,7 @@ async function run(tmp) {
   });
   try {
     const page = await browser.newPage();
-    currentPage = page;
+    steps.page = page;
     page.on("pageerror", (e) => log("page error:", e.message));
     page.on("dialog", (d) => d.accept());
     const consoleLines = []; // of the page and the sidebar's frame
@@ -589,7 +427,7 @@ async function run(tmp) {
   });
   try {
     const page = await browser2.newPage();
-    currentPage = page;
+    steps.page = page;
     page.on("pageerror", (e) => log("page error:", e.message));
     await step("Notebook 7 opens the sidebar for an Agent notebook and mirrors a turn", async () => {
       await page.goto(`${nb.base}/notebooks/nb7.ipynb?token=${nb.token}`);
@@ -611,12 +449,4 @@ async function run(tmp) {
   }
 }
 
-main().then(() => {
-  log(`${results.filter((r) => r.ok).length}/${results.length} passed`);
-  process.exit(0);
-}, (e) => {
-  console.error(e);
-  log(`${results.filter((r) => r.ok).length}/${results.length} passed before a failure`);
-  stopAll();
-  process.exit(1);
-});
+runTest(steps, "ak-lab-", run);

@@ -34,12 +34,16 @@ trap 'rm -rf "$(dirname "$bin")"' EXIT
 mkdir -p "$repo/tests/artifacts"
 HARNESS_BIN="$bin" node panel.test.mjs
 
-# JupyterLab 4 and Notebook 7 with the sidebar (labextension/ built with the
+# JupyterLab 4 and Notebook 7 with the sidebar and the notebook comm (labextension/ built with the
 # venv's jupyter: the panel's page inlined, tsc, jupyter labextension build).
 lab_python="$("$repo/scripts/modern-venv.sh")"
 (cd "$repo/labextension" && npm ci --no-audit --no-fund --loglevel=error &&
   PATH="$(dirname "$lab_python"):$PATH" npm run --silent build >/dev/null)
 (cd "$repo" && go build -o "$(dirname "$bin")/agentkernel" ./cmd/agentkernel &&
   go build -o "$(dirname "$bin")/scriptedmodel" ./scripts/scriptedmodel)
-LAB_PYTHON="$lab_python" AGENTKERNEL_BIN="$(dirname "$bin")/agentkernel" SCRIPTED_BIN="$(dirname "$bin")/scriptedmodel" \
-  LAB_EXTENSION="$repo/python/labextension" node lab.test.mjs
+export LAB_PYTHON="$lab_python" AGENTKERNEL_BIN="$(dirname "$bin")/agentkernel" SCRIPTED_BIN="$(dirname "$bin")/scriptedmodel" \
+  LAB_EXTENSION="$repo/python/labextension"
+node lab.test.mjs
+# The notebook as the agent's workspace: the notebook comm answered by the
+# extension, in JupyterLab 4 and Notebook 7.
+node notebook.test.mjs

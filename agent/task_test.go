@@ -515,12 +515,13 @@ func TestRetriesThenFails(t *testing.T) {
 func TestRetryBudget(t *testing.T) {
 	down := &provider.APIError{Provider: "test", Status: 503, Message: "overloaded", Retryable: true}
 	e := newEnv(t, setup{turns: []turn{{err: down}, {err: down}, {err: down}, {err: down}},
-		cfg: func(c *agent.Config) { c.RetryBase, c.RetryBudget = 200*time.Millisecond, 300*time.Millisecond }})
+		cfg: func(c *agent.Config) { c.RetryBase, c.RetryBudget = 300*time.Millisecond, 800*time.Millisecond }})
 	if _, err := e.run("hi"); !errors.Is(err, agent.ErrAPIFailed) {
 		t.Fatalf("err %v", err)
 	}
-	// The first retry (after 200 ms) fits the budget; the second (400 ms
-	// more) does not.
+	// The first retry (300 ms in) fits the budget, with 500 ms to spare
+	// for a loaded machine; the second (600 ms after it, 900 ms in at the
+	// earliest) does not, however fast the machine.
 	k := kinds(e.task.UI())
 	if strings.Count(k, "api_req_retry_delayed") != 1 || len(e.model.reqs()) != 2 {
 		t.Fatalf("%d requests, ui %s", len(e.model.reqs()), k)

@@ -367,11 +367,11 @@ func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest)
 	if err != nil {
 		return sdk.SetSessionModeResponse{}, err
 	}
-	m, err := agent.ParseMode(string(p.ModeId))
+	m, err := agent.ParsePermissionMode(string(p.ModeId))
 	if err != nil {
 		return sdk.SetSessionModeResponse{}, sdk.NewInvalidParams(map[string]any{"modeId": err.Error()})
 	}
-	return sdk.SetSessionModeResponse{}, s.host.SetMode(ctx, m)
+	return sdk.SetSessionModeResponse{}, s.host.SetPermissionMode(ctx, m)
 }
 
 // SetSessionConfigOption implements sdk.Agent: "mode" is the permission
@@ -395,11 +395,11 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConf
 	default:
 		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"configId": fmt.Sprintf("no option %q (there are %q and %q)", v.ConfigId, configMode, configAgentMode)})
 	}
-	m, err := agent.ParseMode(string(v.Value))
+	m, err := agent.ParsePermissionMode(string(v.Value))
 	if err != nil {
 		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"value": err.Error()})
 	}
-	if err := s.host.SetMode(ctx, m); err != nil {
+	if err := s.host.SetPermissionMode(ctx, m); err != nil {
 		return sdk.SetSessionConfigOptionResponse{}, err
 	}
 	return sdk.SetSessionConfigOptionResponse{ConfigOptions: configOptions(s.host)}, nil
@@ -418,13 +418,13 @@ func configOptions(h *session.Host) []sdk.SessionConfigOption {
 		opts = append(opts, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m), Name: modeNames[m], Description: sdk.Ptr(modeHelp[m])})
 	}
 	var agentModes sdk.SessionConfigSelectOptionsUngrouped
-	ms, _ := h.Modes()
+	ms, _ := h.AgentModes()
 	for _, m := range ms {
 		agentModes = append(agentModes, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m.Name), Name: m.Name, Description: sdk.Ptr(m.Description)})
 	}
 	return []sdk.SessionConfigOption{
 		{Select: &sdk.SessionConfigOptionSelect{Type: "select", Id: configMode, Name: "Permission mode",
-			Category: sdk.Ptr(sdk.SessionConfigOptionCategoryMode), CurrentValue: sdk.SessionConfigValueId(h.Mode()),
+			Category: sdk.Ptr(sdk.SessionConfigOptionCategoryMode), CurrentValue: sdk.SessionConfigValueId(h.PermissionMode()),
 			Options: sdk.SessionConfigSelectOptions{Ungrouped: &opts}}},
 		{Select: &sdk.SessionConfigOptionSelect{Type: "select", Id: configAgentMode, Name: "Mode",
 			Description:  sdk.Ptr("code, ask, architect, debug, or the user's: instructions and the tools offered"),
@@ -450,7 +450,7 @@ func (a *Agent) Cancel(ctx context.Context, p sdk.CancelNotification) error {
 
 // modes is the session's permission modes as ACP's session modes.
 func modes(h *session.Host) *sdk.SessionModeState {
-	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(h.Mode())}
+	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(h.PermissionMode())}
 	for _, m := range agent.Modes {
 		st.AvailableModes = append(st.AvailableModes, sdk.SessionMode{Id: sdk.SessionModeId(m), Name: modeNames[m],
 			Description: sdk.Ptr(modeHelp[m])})
@@ -458,15 +458,15 @@ func modes(h *session.Host) *sdk.SessionModeState {
 	return st
 }
 
-var modeNames = map[agent.Mode]string{
-	agent.ModeDefault: "Ask", agent.ModeAcceptEdits: "Accept edits", agent.ModeBypassPermissions: "Bypass permissions", agent.ModePlan: "Plan",
+var modeNames = map[agent.PermissionMode]string{
+	agent.PermissionDefault: "Ask", agent.PermissionAcceptEdits: "Accept edits", agent.PermissionBypass: "Bypass permissions", agent.PermissionPlan: "Plan",
 }
 
-var modeHelp = map[agent.Mode]string{
-	agent.ModeDefault:           "asks before running code and editing files",
-	agent.ModeAcceptEdits:       "edits files without asking; asks before running code",
-	agent.ModeBypassPermissions: "runs and edits without asking",
-	agent.ModePlan:              "reads and plans; runs nothing and edits nothing",
+var modeHelp = map[agent.PermissionMode]string{
+	agent.PermissionDefault:     "asks before running code and editing files",
+	agent.PermissionAcceptEdits: "edits files without asking; asks before running code",
+	agent.PermissionBypass:      "runs and edits without asking",
+	agent.PermissionPlan:        "reads and plans; runs nothing and edits nothing",
 }
 
 // afterOpen tells the client the commands a session has, and keeps its

@@ -115,8 +115,8 @@ func TestBadInput(t *testing.T) {
 
 	// session/set_config_option: the mode is the one option.
 	w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":10,"method":"session/set_config_option","params":{"sessionId":%q,"configId":"mode","value":"plan"}}`, sid))
-	if m := w.reply(t, 10); !strings.Contains(fmt.Sprint(m["result"]), "currentValue:plan") || h.Mode() != "plan" {
-		t.Errorf("set_config_option mode plan: %v (mode %s)", m, h.Mode())
+	if m := w.reply(t, 10); !strings.Contains(fmt.Sprint(m["result"]), "currentValue:plan") || h.PermissionMode() != "plan" {
+		t.Errorf("set_config_option mode plan: %v (mode %s)", m, h.PermissionMode())
 	}
 	w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":12,"method":"session/set_config_option","params":{"sessionId":%q,"configId":"agentMode","value":"architect"}}`, sid))
 	if m := w.reply(t, 12); !strings.Contains(fmt.Sprint(m["result"]), "currentValue:architect") || h.AgentMode().Name != "architect" {

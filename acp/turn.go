@@ -253,7 +253,7 @@ func (t *turn) event(e agent.Event) {
 		}
 	case session.EventSettingsChanged:
 		t.a.update(t.ctx, t.s, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{
-			CurrentModeId: sdk.SessionModeId(t.s.host.Mode())}})
+			CurrentModeId: sdk.SessionModeId(t.s.host.PermissionMode())}})
 	}
 }
 

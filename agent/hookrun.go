@@ -36,7 +36,7 @@ func (t *Task) runHooks(ctx context.Context, in hooks.Input) hooks.Outcome {
 	}
 	in.SessionID = t.cfg.SessionID
 	in.CWD = t.cfg.Toolbox.Workspace().Root()
-	in.PermissionMode = string(t.perm.Mode())
+	in.PermissionMode = string(t.perm.PermissionMode())
 	out := t.cfg.Hooks.Run(ctx, in)
 	for _, p := range out.Problems {
 		text := fmt.Sprintf("%s hook problem (ignored): %s", in.Event, p.Error())

@@ -148,7 +148,7 @@ func TestPostToolUseHookSeesTheResultAndAddsToIt(t *testing.T) {
 	cfg, dir := withHooks(t, `{"PostToolUse": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "SCRIPTS/post.sh"}]}]}`,
 		map[string]string{"post.sh": `cat > "$(dirname "$0")/input.json"; echo "remember to run the tests" >&2; exit 2`})
 	e := newEnv(t, setup{
-		mode: agent.ModeAcceptEdits,
+		mode: agent.PermissionAcceptEdits,
 		turns: []turn{
 			{events: []provider.Event{call("c1", "write_file", map[string]any{"path": "out.txt", "content": "x"}), done(provider.StopToolUse)}},
 			say("ok"),

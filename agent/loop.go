@@ -328,7 +328,7 @@ func (t *Task) offered(ctx context.Context) []provider.Tool {
 	t.mu.Lock()
 	f := t.filter
 	t.mu.Unlock()
-	plan := t.perm.Mode() == ModePlan
+	plan := t.perm.PermissionMode() == PermissionPlan
 	if (f == nil || f.Allow == nil) && !plan {
 		return tools
 	}
@@ -357,7 +357,7 @@ func apiReqText(n, attempt int, rules []string) string {
 func (t *Task) system(tools []provider.Tool) string {
 	base := t.cfg.System
 	if base == "" {
-		base = BasePrompt(t.cfg.Toolbox, tools, t.perm.Mode())
+		base = BasePrompt(t.cfg.Toolbox, tools, t.perm.PermissionMode())
 	}
 	t.mu.Lock()
 	instr := t.turnInstr
@@ -544,11 +544,11 @@ func (t *Task) recordActivity(ctx context.Context, prov provider.Provider, steps
 // for: by the permission mode (bypassPermissions allows, plan denies),
 // else by asking whoever answers asks, as our own tools' asks are.
 func (t *Task) askForAgent(ctx context.Context, a provider.Ask) error {
-	switch t.perm.Mode() {
-	case ModeBypassPermissions:
+	switch t.perm.PermissionMode() {
+	case PermissionBypass:
 		a.Reply(true, false)
 		return nil
-	case ModePlan:
+	case PermissionPlan:
 		a.Reply(false, false)
 		return nil
 	}

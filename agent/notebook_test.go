@@ -264,7 +264,7 @@ func TestNotebookPermissions(t *testing.T) {
 	if own, _ := tb.reviewNotebookCall(context.Background(), ToolNotebookEdit, map[string]any{"id": id, "source": "df.tail()"}); own {
 		t.Error("a cell the user changed after the agent is still the agent's")
 	}
-	if err := p.SetMode(ModePlan); err != nil {
+	if err := p.SetPermissionMode(PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 	for name, input := range map[string]string{ToolNotebookInsert: `{"source": "x"}`, ToolNotebookEdit: `{"id": "aaaa0002", "source": "x"}`,

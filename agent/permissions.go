@@ -14,43 +14,43 @@ import (
 	"github.com/agentkernel/agentkernel/messages"
 )
 
-// Mode is a permission mode: how much the agent may do without asking.
-type Mode string
+// PermissionMode is a permission mode: how much the agent may do without asking.
+type PermissionMode string
 
 // The permission modes. In every mode, read-only tools are allowed and the
 // hard refusals (protected paths, paths outside the workspace, dangerous
 // code) hold.
 const (
-	// ModeDefault asks before every tool that is not read-only, unless an
+	// PermissionDefault asks before every tool that is not read-only, unless an
 	// allow rule or the session's allow-all set covers it.
-	ModeDefault Mode = "default"
-	// ModeAcceptEdits also allows write_file and edit_file (inside the
+	PermissionDefault PermissionMode = "default"
+	// PermissionAcceptEdits also allows write_file and edit_file (inside the
 	// workspace) without asking; execute_code is still asked.
-	ModeAcceptEdits Mode = "acceptEdits"
-	// ModeBypassPermissions allows everything but the hard refusals and the
+	PermissionAcceptEdits PermissionMode = "acceptEdits"
+	// PermissionBypass allows everything but the hard refusals and the
 	// deny rules.
-	ModeBypassPermissions Mode = "bypassPermissions"
-	// ModePlan is read-only: every tool that is not read-only is denied.
-	ModePlan Mode = "plan"
+	PermissionBypass PermissionMode = "bypassPermissions"
+	// PermissionPlan is read-only: every tool that is not read-only is denied.
+	PermissionPlan PermissionMode = "plan"
 )
 
 // Modes lists the modes.
-var Modes = []Mode{ModeDefault, ModeAcceptEdits, ModeBypassPermissions, ModePlan}
+var Modes = []PermissionMode{PermissionDefault, PermissionAcceptEdits, PermissionBypass, PermissionPlan}
 
-// ParseMode parses a mode name, ignoring case, "-" and "_" ("accept-edits",
+// ParsePermissionMode parses a mode name, ignoring case, "-" and "_" ("accept-edits",
 // "BYPASS_PERMISSIONS"); "bypass" and "readonly"/"read-only" are accepted
 // for bypassPermissions and plan.
-func ParseMode(s string) (Mode, error) {
+func ParsePermissionMode(s string) (PermissionMode, error) {
 	k := strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(strings.TrimSpace(s)))
 	switch k {
 	case "default", "":
-		return ModeDefault, nil
+		return PermissionDefault, nil
 	case "acceptedits":
-		return ModeAcceptEdits, nil
+		return PermissionAcceptEdits, nil
 	case "bypasspermissions", "bypass":
-		return ModeBypassPermissions, nil
+		return PermissionBypass, nil
 	case "plan", "readonly":
-		return ModePlan, nil
+		return PermissionPlan, nil
 	}
 	return "", fmt.Errorf("agent: unknown permission mode %q (want default, acceptEdits, bypassPermissions or plan)", s)
 }
@@ -360,7 +360,7 @@ func matchCode(re *regexp.Regexp, code string, all bool) bool {
 // with no rules.
 type PolicyOptions struct {
 	// Mode is the initial mode. Default ModeDefault.
-	Mode Mode
+	Mode PermissionMode
 	// Allow and Deny are rules in the syntax of [Rule].
 	Allow []string
 	Deny  []string
@@ -375,7 +375,7 @@ type Policy struct {
 	deny  []compiledRule
 
 	mu       sync.Mutex
-	mode     Mode
+	mode     PermissionMode
 	allowAll map[string]bool
 }
 
@@ -387,7 +387,7 @@ func NewPolicy(tb *Toolbox, opts PolicyOptions) (*Policy, error) {
 	}
 	mode := opts.Mode
 	if mode == "" {
-		mode = ModeDefault
+		mode = PermissionDefault
 	}
 	if !slices.Contains(Modes, mode) {
 		return nil, fmt.Errorf("agent: policy: unknown mode %q", mode)
@@ -410,15 +410,15 @@ func NewPolicy(tb *Toolbox, opts PolicyOptions) (*Policy, error) {
 	return p, nil
 }
 
-// Mode returns the current mode.
-func (p *Policy) Mode() Mode {
+// PermissionMode returns the current mode.
+func (p *Policy) PermissionMode() PermissionMode {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mode
 }
 
-// SetMode changes the mode.
-func (p *Policy) SetMode(m Mode) error {
+// SetPermissionMode changes the mode.
+func (p *Policy) SetPermissionMode(m PermissionMode) error {
 	if !slices.Contains(Modes, m) {
 		return fmt.Errorf("agent: unknown permission mode %q", m)
 	}
@@ -531,7 +531,7 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 	mode, all := p.mode, p.allowAll[t.name]
 	p.mu.Unlock()
 	// 5. Plan mode.
-	if mode == ModePlan {
+	if mode == PermissionPlan {
 		return Decision{Verdict: Deny, Reason: fmt.Sprintf("plan mode is read-only: %s is not allowed", t.name)}
 	}
 	// 6. Allow-all.
@@ -549,11 +549,11 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 	}
 	// 8. Modes.
 	switch {
-	case mode == ModeBypassPermissions:
+	case mode == PermissionBypass:
 		return Decision{Verdict: Allow, Reason: "bypassPermissions mode"}
-	case mode == ModeAcceptEdits && t.class == ClassEdit:
+	case mode == PermissionAcceptEdits && t.class == ClassEdit:
 		return Decision{Verdict: Allow, Reason: "acceptEdits mode: edits inside the workspace are allowed"}
-	case mode == ModeAcceptEdits && t.class == ClassNotebook:
+	case mode == PermissionAcceptEdits && t.class == ClassNotebook:
 		return Decision{Verdict: Allow, Reason: "acceptEdits mode: edits of the notebook are allowed"}
 	case t.name == ToolNotebookInsert || t.name == ToolNotebookMove:
 		return Decision{Verdict: Allow, Reason: "a new cell, or a cell moved, changes no cell of the user's"}

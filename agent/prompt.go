@@ -14,7 +14,7 @@ import (
 
 // BasePrompt is the system prompt of a request that offers tools (by
 // name; the toolbox tells their classes) in permission mode mode.
-func BasePrompt(tb *Toolbox, tools []provider.Tool, mode Mode) string {
+func BasePrompt(tb *Toolbox, tools []provider.Tool, mode PermissionMode) string {
 	has := map[string]bool{}
 	classes := map[ToolClass]bool{}
 	for _, pt := range tools {
@@ -96,7 +96,7 @@ func BasePrompt(tb *Toolbox, tools []provider.Tool, mode Mode) string {
 	}
 	acts := has[ToolExecuteCode] || kernel != "" || len(edits) > 0 || len(cellTools) > 0 || has[ToolNotebookRun]
 	switch {
-	case mode == ModePlan:
+	case mode == PermissionPlan:
 		b.WriteString(" The permission mode is plan: you may look, not act. Running code and changing files are " +
 			"refused, so those tools are not offered; lay out the steps you would take, and the user switches " +
 			"the mode to carry them out.")

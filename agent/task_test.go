@@ -136,7 +136,7 @@ type setup struct {
 	turns  []turn
 	window int
 	vision bool
-	mode   agent.Mode
+	mode   agent.PermissionMode
 	answer func(*env, messages.UIMessage) // answers interactive asks
 	cfg    func(*agent.Config)
 }
@@ -364,7 +364,7 @@ func TestToolDenied(t *testing.T) {
 
 func TestHardRefusalNeverAsks(t *testing.T) {
 	e := newEnv(t, setup{
-		mode: agent.ModeBypassPermissions,
+		mode: agent.PermissionBypass,
 		turns: []turn{
 			{events: []provider.Event{call("c1", "read_file", map[string]any{"path": ".env"}), done(provider.StopToolUse)}},
 			say("fine"),
@@ -515,12 +515,13 @@ func TestRetriesThenFails(t *testing.T) {
 func TestRetryBudget(t *testing.T) {
 	down := &provider.APIError{Provider: "test", Status: 503, Message: "overloaded", Retryable: true}
 	e := newEnv(t, setup{turns: []turn{{err: down}, {err: down}, {err: down}, {err: down}},
-		cfg: func(c *agent.Config) { c.RetryBase, c.RetryBudget = 200*time.Millisecond, 300*time.Millisecond }})
+		cfg: func(c *agent.Config) { c.RetryBase, c.RetryBudget = 300*time.Millisecond, 800*time.Millisecond }})
 	if _, err := e.run("hi"); !errors.Is(err, agent.ErrAPIFailed) {
 		t.Fatalf("err %v", err)
 	}
-	// The first retry (after 200 ms) fits the budget; the second (400 ms
-	// more) does not.
+	// The first retry (300 ms in) fits the budget, with 500 ms to spare
+	// for a loaded machine; the second (600 ms after it, 900 ms in at the
+	// earliest) does not, however fast the machine.
 	k := kinds(e.task.UI())
 	if strings.Count(k, "api_req_retry_delayed") != 1 || len(e.model.reqs()) != 2 {
 		t.Fatalf("%d requests, ui %s", len(e.model.reqs()), k)
@@ -891,7 +892,7 @@ func TestImagesToVisionModels(t *testing.T) {
 		t.Run(fmt.Sprintf("vision=%v", vision), func(t *testing.T) {
 			e := newEnv(t, setup{
 				vision: vision,
-				mode:   agent.ModeBypassPermissions,
+				mode:   agent.PermissionBypass,
 				turns: []turn{
 					{events: []provider.Event{call("c1", "execute_code", map[string]any{"code": "plot()"}), done(provider.StopToolUse)}},
 					say("Two dots."),
@@ -1067,7 +1068,7 @@ func TestTurnOutputIsItsOwn(t *testing.T) {
 		return turn{events: []provider.Event{call(id, "execute_code", map[string]any{"code": c}), done(provider.StopToolUse)}}
 	}
 	e := newEnv(t, setup{
-		mode:  agent.ModeBypassPermissions,
+		mode:  agent.PermissionBypass,
 		turns: []turn{code("c1", "first()"), say("One."), code("c2", "second()"), say("Two.")},
 		cfg: func(c *agent.Config) {
 			tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: c.Toolbox.Workspace(), Runner: echoRunner{}})

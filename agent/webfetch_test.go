@@ -87,7 +87,7 @@ func TestWebFetch(t *testing.T) {
 	if d := p.Decide(call); d.Verdict != Ask {
 		t.Errorf("default mode: %v", d)
 	}
-	if err := p.SetMode(ModePlan); err != nil {
+	if err := p.SetPermissionMode(PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 	if d := p.Decide(call); d.Verdict != Deny {

@@ -75,7 +75,7 @@ type Config struct {
 	// Approve answers asks when no one can: none, read-only or all.
 	Approve agent.ApprovalPolicy
 	// PermissionMode is each session's starting permission mode.
-	PermissionMode agent.Mode
+	PermissionMode agent.PermissionMode
 	// Effort is the sessions' starting reasoning effort.
 	Effort provider.Effort
 	// DataDir is $AGENTKERNEL_DATA_DIR ("" is the store's default).
@@ -110,7 +110,7 @@ func Load(f Flags, log hclog.Logger) Config {
 		c.Approve = agent.ApproveNone
 	}
 	if m := cmp.Or(os.Getenv(EnvPermissionMode), fc.Mode); m != "" {
-		if c.PermissionMode, err = agent.ParseMode(m); err != nil {
+		if c.PermissionMode, err = agent.ParsePermissionMode(m); err != nil {
 			c.Problems = append(c.Problems, "permission mode: "+err.Error()+" (using default)")
 			c.PermissionMode = ""
 		}

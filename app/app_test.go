@@ -39,7 +39,7 @@ func env(t *testing.T, body string) (data string) {
 func TestLoadPrecedence(t *testing.T) {
 	env(t, `{"model": "openai:from-file", "approve": "read-only", "mode": "plan", "store": "postgres://file/db"}`)
 	c := Load(Flags{}, nil)
-	if c.Model != "openai:from-file" || c.Approve != agent.ApproveReadOnly || c.PermissionMode != agent.ModePlan ||
+	if c.Model != "openai:from-file" || c.Approve != agent.ApproveReadOnly || c.PermissionMode != agent.PermissionPlan ||
 		c.StoreURL != "postgres://file/db" || c.Err() != nil {
 		t.Errorf("from the file: %+v", c)
 	}

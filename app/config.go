@@ -39,7 +39,7 @@ type File struct {
 	// Modes are the user's agent modes, by name (besides code, ask,
 	// architect and debug): description, instructions, tools,
 	// permissionMode.
-	Modes map[string]rules.Mode `json:"modes"`
+	Modes map[string]rules.AgentMode `json:"modes"`
 	// WebFetch turns the web_fetch tool on for the sites it allows:
 	// {"allow": ["docs.python.org", "*.readthedocs.io"], "maxBytes": 200000}.
 	WebFetch *agent.WebFetch `json:"webFetch"`

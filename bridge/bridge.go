@@ -18,26 +18,27 @@ import (
 	"github.com/agentkernel/agentkernel/session"
 )
 
-// Mode is what a cell means.
-type Mode string
+// CellKind is what a cell of the kernel means (the kernelspec's and
+// --mode's "code" or "prompt"): not the permission mode nor the agent mode.
+type CellKind string
 
-// The kernel modes.
+// The kinds of cell.
 const (
-	// ModeCode: a cell is backing-kernel code.
-	ModeCode Mode = "code"
-	// ModePrompt: a cell is a request to the agent.
-	ModePrompt Mode = "prompt"
+	// CodeCells: a cell is backing-kernel code.
+	CodeCells CellKind = "code"
+	// PromptCells: a cell is a request to the agent.
+	PromptCells CellKind = "prompt"
 )
 
-// ParseMode checks a mode name.
-func ParseMode(s string) (Mode, error) {
-	switch Mode(s) {
-	case ModeCode, ModePrompt:
-		return Mode(s), nil
+// ParseCellKind checks a cell kind's name ("" is code).
+func ParseCellKind(s string) (CellKind, error) {
+	switch CellKind(s) {
+	case CodeCells, PromptCells:
+		return CellKind(s), nil
 	case "":
-		return ModeCode, nil
+		return CodeCells, nil
 	}
-	return "", fmt.Errorf("bridge: unknown mode %q (want code or prompt)", s)
+	return "", fmt.Errorf("bridge: unknown kernel mode %q: a cell is code or prompt", s)
 }
 
 // Config configures a Bridge: the Jupyter mapping only. The backing runner
@@ -54,8 +55,8 @@ type Config struct {
 	// (it is itself one: backing.CheckNested). It answers kernel_info, and
 	// every cell fails with this error.
 	Refuse error
-	// Mode is the kernel mode. Default ModeCode.
-	Mode Mode
+	// Cells is the kernel mode. Default ModeCode.
+	Cells CellKind
 	// Logger; default hclog.NewNullLogger().
 	Logger hclog.Logger
 	// Version is agentkernel's version for kernel_info.
@@ -81,8 +82,8 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Mode == "" {
-		c.Mode = ModeCode
+	if c.Cells == "" {
+		c.Cells = CodeCells
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
@@ -171,7 +172,7 @@ func New(cfg Config) (*Bridge, error) {
 // once the backing kernel is up (the agent's code cannot run before).
 func (b *Bridge) Start() {
 	b.runner.Start()
-	if b.cfg.Mode == ModePrompt {
+	if b.cfg.Cells == PromptCells {
 		b.host.StartTracking(b.runner.Ready)
 	}
 }
@@ -185,13 +186,13 @@ func (b *Bridge) KernelInfo() kernel.KernelInfo {
 	if info == nil {
 		info, _ = json.Marshal(map[string]string{"name": ""})
 	}
-	if b.cfg.Mode == ModePrompt {
+	if b.cfg.Cells == PromptCells {
 		info = promptLanguageInfo
 	}
 	// The debugger is the backing kernel's, passed through in code mode:
 	// debug_request goes to its control channel, debug_event comes back.
 	var features []string
-	debugger := b.cfg.Mode == ModeCode && b.runner.Debugger()
+	debugger := b.cfg.Cells == CodeCells && b.runner.Debugger()
 	if debugger {
 		features = append(features, "debugger")
 	}
@@ -199,7 +200,7 @@ func (b *Bridge) KernelInfo() kernel.KernelInfo {
 	// and list requests go to its control channel, a request's subshell_id
 	// goes with it, and each subshell's requests run beside the main
 	// shell's (kernel.Server keeps a queue per subshell).
-	if s, ok := b.runner.(interface{ Subshells() bool }); ok && b.cfg.Mode == ModeCode && s.Subshells() {
+	if s, ok := b.runner.(interface{ Subshells() bool }); ok && b.cfg.Cells == CodeCells && s.Subshells() {
 		features = append(features, "kernel subshells")
 	}
 	return kernel.KernelInfo{
@@ -209,7 +210,7 @@ func (b *Bridge) KernelInfo() kernel.KernelInfo {
 		ImplementationVersion: b.cfg.Version,
 		LanguageInfo:          info,
 		Banner: fmt.Sprintf("agentkernel %s (%s mode), backed by %s",
-			b.cfg.Version, b.cfg.Mode, b.runner.Describe()),
+			b.cfg.Version, b.cfg.Cells, b.runner.Describe()),
 		HelpLinks: []kernel.HelpLink{{Text: "agentkernel", URL: "https://github.com/agentkernel/agentkernel"}},
 	}
 }

@@ -76,7 +76,7 @@ func newBridge(t *testing.T, tc testConfig) *Bridge {
 		t.Fatal(err)
 	}
 	hc := tc.Host
-	hc.Runner, hc.Workspace, hc.Kind, hc.Logger = r, tc.Dir, string(cmp.Or(tc.Mode, ModeCode)), tc.Logger
+	hc.Runner, hc.Workspace, hc.Kind, hc.Logger = r, tc.Dir, string(cmp.Or(tc.Cells, CodeCells)), tc.Logger
 	cfg := tc.Config
 	cfg.Runner, cfg.Host = r, session.New(hc)
 	if b, err = New(cfg); err != nil {

@@ -43,13 +43,13 @@ func (b *Bridge) HandleShell(ctx context.Context, r *kernel.Request) bool {
 	switch {
 	case r.Type() == wire.MsgExecuteRequest:
 		b.execute(ctx, r)
-	case b.cfg.Mode == ModePrompt && r.Type() == wire.MsgCompleteRequest:
+	case b.cfg.Cells == PromptCells && r.Type() == wire.MsgCompleteRequest:
 		b.completeMagic(r)
-	case b.cfg.Mode == ModePrompt && r.Type() == wire.MsgIsCompleteRequest:
+	case b.cfg.Cells == PromptCells && r.Type() == wire.MsgIsCompleteRequest:
 		if err := r.Reply(wire.MsgIsCompleteReply, map[string]any{"status": "complete"}); err != nil {
 			b.log.Debug("is_complete_reply", "error", err)
 		}
-	case b.cfg.Mode == ModePrompt && r.Type() == wire.MsgInspectRequest:
+	case b.cfg.Cells == PromptCells && r.Type() == wire.MsgInspectRequest:
 		if err := r.Reply(wire.MsgInspectReply, map[string]any{"status": "ok", "found": false, "data": map[string]any{}, "metadata": map[string]any{}}); err != nil {
 			b.log.Debug("inspect_reply", "error", err)
 		}
@@ -66,7 +66,7 @@ func (b *Bridge) HandleShell(ctx context.Context, r *kernel.Request) bool {
 // busy as soon as execute knows; anything else is busy at once, as
 // starting a backing kernel takes long.
 func (b *Bridge) DeferBusy(r *kernel.Request) bool {
-	if b.cfg.Mode != ModeCode {
+	if b.cfg.Cells != CodeCells {
 		return false
 	}
 	if _, ok := replyTypes[r.Type()]; !ok {
@@ -93,7 +93,7 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 	body, isCode := cutCellMagic(c.Code, "%%code")
 	agentBody, isAgent := cutCellMagic(c.Code, "%%agent")
 	magic := isMagic(c.Code)
-	if b.cfg.Mode == ModeCode && !isAgent && !magic {
+	if b.cfg.Cells == CodeCells && !isAgent && !magic {
 		if b.host.ReplayPending() {
 			b.replayFirst(ctx, r)
 		}
@@ -156,7 +156,7 @@ func (b *Bridge) replayFirst(ctx context.Context, r *kernel.Request) {
 
 // promptCount is the execution count of a cell the bridge answers itself.
 func (b *Bridge) promptCount(silent, store bool) int {
-	if b.cfg.Mode == ModeCode {
+	if b.cfg.Cells == CodeCells {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return b.lastCount

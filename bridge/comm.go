@@ -15,7 +15,11 @@ import (
 // once and says whose it is. Every message of ours skips the shell queue
 // (Intercept): one worker goroutine hands them to their target in arrival
 // order, also while a cell runs, whose ask the panel may be the one to
-// answer. The backing kernel's comms are proxied as any other message.
+// answer. The replies to the kernel's own requests (a replyTarget's
+// comm_msg: the notebook comm's) skip the worker too, handed over at once:
+// a message on the worker may be the one waiting for them (a rewind from
+// the panel puts cells back through the notebook comm). The backing
+// kernel's comms are proxied as any other message.
 
 // commMsg is a comm message, decoded once.
 type commMsg struct {
@@ -35,6 +39,13 @@ type commTarget interface {
 	closed(id string)
 	// shutdown ends every comm of the target (the kernel is going down).
 	shutdown()
+}
+
+// replyTarget is a commTarget whose frontends' comm_msg are only replies
+// to the kernel's requests: reply takes one at once, on the goroutine that
+// received it, and must not block.
+type replyTarget interface {
+	reply(m commMsg)
 }
 
 // commRouter routes the bridge's comm messages to their targets. It is
@@ -100,6 +111,10 @@ func (b *Bridge) Intercept(r *kernel.Request) bool {
 	m, ok := b.comms.classify(r)
 	if !ok {
 		return false
+	}
+	if t, ok := b.comms.targets[m.target].(replyTarget); ok && m.typ == wire.MsgCommMsg {
+		t.reply(m)
+		return true
 	}
 	b.comms.enqueue(m)
 	return true

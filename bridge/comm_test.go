@@ -25,7 +25,7 @@ import (
 // drives the agent while the notebook's cells run code.
 func TestCommConformance(t *testing.T) {
 	surfacetest.Run(t, func(t *testing.T, h *surfacetest.Host) surfacetest.Surface {
-		conn, stop := serveBridge(t, h, ModeCode)
+		conn, stop := serveBridge(t, h, CodeCells)
 		s, err := paneltest.Surface(context.Background(), func(ctx context.Context) (paneltest.Conn, error) {
 			return dialComm(ctx, conn)
 		}, stop)
@@ -115,7 +115,7 @@ func (cc *commConn) Close() error {
 // cell, and no status of theirs tells the notebook its kernel is idle.
 func TestCommAnswersTheRunningCell(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	conn, stop := serveBridge(t, h, ModePrompt)
+	conn, stop := serveBridge(t, h, PromptCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -221,7 +221,7 @@ func TestCommAnswersTheRunningCell(t *testing.T) {
 // every target, which the backing kernel answers, has ours added.
 func TestCommInfoWhileACellRuns(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	conn, stop := serveBridge(t, h, ModePrompt)
+	conn, stop := serveBridge(t, h, PromptCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -77,7 +77,7 @@ def total(rows, tax=0.2):
 	})
 
 	b.Run("comm", func(b *testing.B) {
-		conn, stop := serveHost(b, h, r, ModeCode)
+		conn, stop := serveHost(b, h, r, CodeCells)
 		defer stop()
 		id := uuid.NewString()
 		replies := make(chan completeReply, 1)

@@ -166,7 +166,7 @@ func (cc *completeComms) done(comm, id string) {
 func (cc *completeComms) complete(ctx context.Context, r completeRequest) (string, error) {
 	req := agent.CompletionRequest{Prefix: r.Prefix, Suffix: r.Suffix}
 	code := func(src string) (string, bool) {
-		if cc.b.cfg.Mode != ModePrompt {
+		if cc.b.cfg.Cells != PromptCells {
 			_, prompt := cutCellMagic(src, "%%agent")
 			return src, !prompt
 		}

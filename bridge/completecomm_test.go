@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/openai"
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
@@ -102,7 +103,7 @@ func (cc *completeComm) next() completeReply {
 // dropped).
 func TestCompleteComm(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	conn, stop := serveBridge(t, h, ModePrompt)
+	conn, stop := serveBridge(t, h, PromptCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -154,7 +155,7 @@ func TestCompleteComm(t *testing.T) {
 // cell around the cursor's is not told to the model.
 func TestCompleteCommCodeMode(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	conn, stop := serveBridge(t, h, ModeCode)
+	conn, stop := serveBridge(t, h, CodeCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -198,7 +199,7 @@ func TestCompleteCommOff(t *testing.T) {
 		}}), Runner: r}
 	defer st.Close()
 	defer h.Close()
-	conn, stop := serveBridge(t, h, ModeCode)
+	conn, stop := serveBridge(t, h, CodeCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -221,7 +222,7 @@ func TestCompleteCommOff(t *testing.T) {
 	if r := cc.next(); !r.OK || r.Text != "42" {
 		t.Errorf("after on: %+v", r)
 	}
-	if err := h.SetMode(ctx, "plan"); err != nil { // a comm not told off is not told on
+	if err := h.SetPermissionMode(ctx, agent.PermissionPlan); err != nil { // a comm not told off is not told on
 		t.Fatal(err)
 	}
 	select {
@@ -237,7 +238,7 @@ func TestCompleteCommOff(t *testing.T) {
 // near it.
 func TestCompleteCommHugeCell(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	conn, stop := serveBridge(t, h, ModePrompt)
+	conn, stop := serveBridge(t, h, PromptCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -22,7 +22,7 @@ import (
 // the surface suite.
 func TestConformance(t *testing.T) {
 	surfacetest.Run(t, func(t *testing.T, h *surfacetest.Host) surfacetest.Surface {
-		conn, stop := serveBridge(t, h, ModePrompt)
+		conn, stop := serveBridge(t, h, PromptCells)
 		nb := &notebook{conn: conn, stop: func() { stop() }}
 		if err := nb.dial(context.Background()); err != nil {
 			nb.Close()
@@ -34,15 +34,15 @@ func TestConformance(t *testing.T) {
 
 // serveBridge serves a bridge over the scripted host h as a kernel;
 // stop ends the server and closes the bridge.
-func serveBridge(t *testing.T, h *surfacetest.Host, mode Mode) (conn *wire.ConnectionInfo, stop func() error) {
+func serveBridge(t *testing.T, h *surfacetest.Host, mode CellKind) (conn *wire.ConnectionInfo, stop func() error) {
 	t.Helper()
 	return serveHost(t, h.Host, h.Runner, mode)
 }
 
 // serveHost serves a bridge over host and its runner r as a kernel.
-func serveHost(t testing.TB, host *session.Host, r backing.Runner, mode Mode) (conn *wire.ConnectionInfo, stop func() error) {
+func serveHost(t testing.TB, host *session.Host, r backing.Runner, mode CellKind) (conn *wire.ConnectionInfo, stop func() error) {
 	t.Helper()
-	b, err := New(Config{Runner: r, Host: host, Mode: mode, Logger: logger()})
+	b, err := New(Config{Runner: r, Host: host, Cells: mode, Logger: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,9 @@ const magicHelp = `%agent new              start a new session
 %agent title [TEXT]     show or set the session's title (the panel's header, sessions list)
 %agent rules            the instructions the agent is given: AGENTS.md, CLAUDE.md, .agentkernel/rules/*.md
 %agent effort [LEVEL]   show or set how hard the model thinks: low, medium, high, off
-%agent mode [NAME]      show or set the mode: code, ask, architect, debug, yours; or the permission mode (default, acceptEdits, bypassPermissions, plan)
+%agent mode [NAME]      show or set the agent mode: code, ask, architect, debug, yours (.agentkernel/modes)
+%agent permissions [MODE]
+                        show or set the permission mode: default, acceptEdits, bypassPermissions, plan
 %agent cost             tokens and cost of this session
 %agent export FILE      write this session: FILE.ipynb as a notebook, else both histories as JSONL
 %agent notebook [FILE|off]
@@ -50,7 +52,7 @@ const magicHelp = `%agent new              start a new session
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "title", "mode", "cost", "export", "notebook", "attach", "webview", "mcp", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "title", "mode", "permissions", "cost", "export", "notebook", "attach", "webview", "mcp", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -199,18 +201,25 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		if len(args) == 0 {
 			return formatModes(h), nil
 		}
-		// A permission mode, else an agent mode.
-		if m, err := agent.ParseMode(args[0]); err == nil {
-			if err := h.SetMode(ctx, m); err != nil {
-				return "", err
-			}
-			return "Permission mode: " + string(m), nil
-		}
 		m, err := h.SetAgentMode(ctx, args[0])
+		if err != nil {
+			// Notebooks written when %agent mode also took permission
+			// modes go on working; an agent mode of that name wins.
+			if pm, perr := agent.ParsePermissionMode(args[0]); perr == nil {
+				return setPermissions(ctx, h, pm, " (%agent permissions sets it; %agent mode is the agent mode)")
+			}
+			return "", err
+		}
+		return fmt.Sprintf("Mode: %s — %s (permission mode %s)", m.Name, m.Description, h.PermissionMode()), nil
+	case "permissions":
+		if len(args) == 0 {
+			return fmt.Sprintf("Permission mode: %s (of %s)", h.PermissionMode(), strings.Join(permissionModes, ", ")), nil
+		}
+		pm, err := agent.ParsePermissionMode(args[0])
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Mode: %s — %s (permission mode %s)", m.Name, m.Description, h.Mode()), nil
+		return setPermissions(ctx, h, pm, "")
 	case "cost":
 		sess, err := h.Cost(ctx)
 		if err != nil {
@@ -521,13 +530,25 @@ func formatRules(applying, all []rules.Rule, c rules.Context, problems []error) 
 	return b.String()
 }
 
+// permissionModes are the permission modes' names, for %agent permissions.
+var permissionModes = []string{string(agent.PermissionDefault), string(agent.PermissionAcceptEdits),
+	string(agent.PermissionBypass), string(agent.PermissionPlan)}
+
+// setPermissions is %agent permissions MODE.
+func setPermissions(ctx context.Context, h *session.Host, m agent.PermissionMode, note string) (string, error) {
+	if err := h.SetPermissionMode(ctx, m); err != nil {
+		return "", err
+	}
+	return "Permission mode: " + string(m) + note, nil
+}
+
 // formatModes is %agent mode: the agent mode and the permission mode, and
 // the modes there are.
 func formatModes(h *session.Host) string {
 	var b strings.Builder
 	cur := h.AgentMode()
-	fmt.Fprintf(&b, "Mode: %s; permission mode: %s\n\nModes (%%agent mode NAME):\n", cur.Name, h.Mode())
-	modes, problems := h.Modes()
+	fmt.Fprintf(&b, "Mode: %s; permission mode: %s\n\nModes (%%agent mode NAME):\n", cur.Name, h.PermissionMode())
+	modes, problems := h.AgentModes()
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, m := range modes {
 		mark := " "
@@ -541,7 +562,7 @@ func formatModes(h *session.Host) string {
 		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", mark, m.Name, m.Description, tools, m.Source)
 	}
 	tw.Flush()
-	fmt.Fprintf(&b, "\nPermission modes: %s\n", strings.Join([]string{"default", "acceptEdits", "bypassPermissions", "plan"}, ", "))
+	fmt.Fprintf(&b, "\nPermission modes (%%agent permissions MODE): %s\n", strings.Join(permissionModes, ", "))
 	for _, err := range problems {
 		fmt.Fprintf(&b, "Problem: %v\n", err)
 	}

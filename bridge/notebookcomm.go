@@ -75,7 +75,13 @@ func (n *notebookComms) open(_ context.Context, m commMsg) {
 	n.b.log.Debug("notebook comm opened", "comm_id", m.id, "path", d.Path)
 }
 
-func (n *notebookComms) message(_ context.Context, m commMsg) {
+// message is given no comm_msg (reply takes them): the router's worker
+// may be busy with a rewind that waits for one.
+func (n *notebookComms) message(_ context.Context, m commMsg) { n.reply(m) }
+
+// reply implements replyTarget: a frontend's reply goes to the request
+// waiting for it.
+func (n *notebookComms) reply(m commMsg) {
 	n.mu.Lock()
 	c := n.comms[m.id]
 	n.mu.Unlock()
@@ -94,7 +100,7 @@ func (n *notebookComms) message(_ context.Context, m commMsg) {
 	delete(c.pending, d.Reply.ID)
 	c.mu.Unlock()
 	if ch != nil {
-		ch <- *d.Reply // buffered: never blocks the worker
+		ch <- *d.Reply // buffered, and taken from pending: never blocks
 	}
 }
 

@@ -160,7 +160,7 @@ func (f *fakeFrontend) sources() []string {
 // answering fails the call with a clear error, and the cell still ends.
 func TestNotebookComm(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	conn, stop := serveBridge(t, h, ModePrompt)
+	conn, stop := serveBridge(t, h, PromptCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -241,7 +241,7 @@ func TestNotebookComm(t *testing.T) {
 // moved one where it was, the edit undone, the inserted one gone.
 func TestNotebookCommRewind(t *testing.T) {
 	h := surfacetest.NewHost(t)
-	conn, stop := serveBridge(t, h, ModePrompt)
+	conn, stop := serveBridge(t, h, PromptCells)
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -295,5 +295,73 @@ func TestNotebookCommRewind(t *testing.T) {
 	}
 	if len(rw.Cells) != 1 || rw.Cells[0].Restored != 4 {
 		t.Errorf("report: %s", rw.Summary())
+	}
+}
+
+// TestNotebookCommRewindFromPanel: a rewind asked in the panel (the
+// sidebar's "rewind to here", a frame on the panel comm) puts the cells
+// back through the notebook comm at once: the notebook's replies are not
+// queued behind the panel's frame that waits for them.
+func TestNotebookCommRewindFromPanel(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	conn, stop := serveBridge(t, h, PromptCells)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	fe := &fakeFrontend{id: uuid.NewString(), cells: []nbcomm.Cell{
+		{ID: "user0001", CellType: "markdown", Source: "# Plan"},
+		{ID: "user0002", CellType: "code", Source: "old = 1"},
+	}}
+	c := fe.connect(ctx, t, conn, "work.ipynb")
+	defer c.Close()
+	side, err := dialComm(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close()
+	h.Script.Enqueue(
+		scripted.Reply(scripted.ToolCall("i1", agent.ToolNotebookInsert, `{"source": "answer = 21", "index": 0}`)),
+		scripted.Reply(scripted.Text("Done.")),
+	)
+	if _, err := c.Execute(ctx, "Add a cell", client.ExecuteOptions{}, client.Handlers{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fe.sources(); len(got) != 3 {
+		t.Fatalf("the agent inserted nothing: %q", got)
+	}
+	var ts int64
+	for _, m := range h.History() {
+		if m.Text == "Add a cell" {
+			ts = m.TS
+		}
+	}
+	frame, _ := json.Marshal(map[string]any{"type": "deleteMessage", "id": "rw1", "ts": ts, "rewind": map[string]any{"noKernel": true}})
+	if err := side.Send(ctx, frame); err != nil {
+		t.Fatal(err)
+	}
+	// Well within the notebook request's 30 s timeout.
+	rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer rcancel()
+	for {
+		f, err := side.Recv(rctx)
+		if err != nil {
+			t.Fatalf("no rewind report: %v (cells %q)", err, fe.sources())
+		}
+		var r struct {
+			Type   string `json:"type"`
+			Report struct {
+				Summary string `json:"summary"`
+			} `json:"report"`
+		}
+		if json.Unmarshal(f, &r) != nil || r.Type != "rewindReport" {
+			continue
+		}
+		if got, want := fe.sources(), []string{"# Plan", "old = 1"}; !slices.Equal(got, want) {
+			t.Fatalf("after the rewind: %q, want %q\n%s", got, want, r.Report.Summary)
+		}
+		if !strings.Contains(r.Report.Summary, "1 cell changes turned back") {
+			t.Errorf("report: %s", r.Report.Summary)
+		}
+		return
 	}
 }

@@ -21,7 +21,8 @@ import (
 func TestPanelFollowsMagics(t *testing.T) {
 	elog := eventlog.New(eventlog.Options{Dir: filepath.Join(t.TempDir(), "logs")})
 	t.Cleanup(func() { elog.Close() })
-	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir(), EventLog: elog}, Config: Config{Mode: ModePrompt}})
+	dir := t.TempDir()
+	h := startWith(t, testConfig{Dir: dir, Host: session.Config{DataDir: t.TempDir(), EventLog: elog}, Config: Config{Cells: PromptCells}})
 	rep, _ := h.cell("%agent webview")
 	if rep["status"] != "ok" {
 		t.Fatalf("webview: %v", rep)
@@ -64,11 +65,31 @@ func TestPanelFollowsMagics(t *testing.T) {
 	if rep, _ := h.cell("%agent mode plan"); rep["status"] != "ok" {
 		t.Fatalf("mode: %v", rep)
 	}
-	read(func(f map[string]any) bool { return f["type"] == "settings" && f["mode"] == "plan" })
-	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"setMode","mode":"acceptEdits"}`)); err != nil {
+	read(func(f map[string]any) bool { return f["type"] == "settings" && f["permissionMode"] == "plan" })
+	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"setPermissionMode","permissionMode":"acceptEdits"}`)); err != nil {
 		t.Fatal(err)
 	}
-	read(func(f map[string]any) bool { return f["type"] == "settings" && f["mode"] == "acceptEdits" })
+	read(func(f map[string]any) bool { return f["type"] == "settings" && f["permissionMode"] == "acceptEdits" })
+	// An agent mode named like a permission mode is the agent mode, from
+	// the panel's select and from the magic alike.
+	if err := os.MkdirAll(filepath.Join(dir, ".agentkernel", "modes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".agentkernel", "modes", "plan.md"), []byte("---\ndescription: plan the work first\n---\nPlan before you act.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"setAgentMode","agentMode":"plan"}`)); err != nil {
+		t.Fatal(err)
+	}
+	read(func(f map[string]any) bool {
+		return f["type"] == "settings" && f["agentMode"] == "plan" && f["permissionMode"] == "acceptEdits"
+	})
+	if rep, out := h.cell("%agent permissions default"); rep["status"] != "ok" || !strings.Contains(stdout(out), "Permission mode: default") {
+		t.Fatalf("permissions: %v %q", rep, stdout(out))
+	}
+	read(func(f map[string]any) bool {
+		return f["type"] == "settings" && f["permissionMode"] == "default" && f["agentMode"] == "plan"
+	})
 	// An attached image that is not what its URL says is refused, naming
 	// it; nothing is submitted and the panel goes on.
 	bad := `{"type":"newTask","id":"img","text":"look","images":["data:image/png;base64,R0lGODlhAQABAAAAACw="]}`
@@ -103,11 +124,11 @@ func TestPanelFollowsMagics(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatal(err)
 		}
-		if e.Event == eventlog.EventCommand && e.Kind == "mode" {
-			modes = append(modes, string(e.Source)+":"+e.Text)
+		if e.Event == eventlog.EventCommand && (e.Kind == "permission_mode" || e.Kind == "agent_mode") {
+			modes = append(modes, e.Kind+"/"+string(e.Source)+":"+e.Text)
 		}
 	}
-	if got := strings.Join(modes, " "); got != "notebook:plan panel:acceptEdits" {
+	if got := strings.Join(modes, " "); got != "permission_mode/notebook:plan permission_mode/panel:acceptEdits agent_mode/panel:plan permission_mode/notebook:default" {
 		t.Errorf("mode commands in the log: %s", got)
 	}
 }

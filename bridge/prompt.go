@@ -362,7 +362,7 @@ func (b *Bridge) promptSession() string {
 // cell holds it: in prompt mode a bare cell is a prompt, so the code goes
 // under %%code; in code mode it is bare.
 func (b *Bridge) proposedCell(code string) string {
-	if code == "" || b.cfg.Mode != ModePrompt {
+	if code == "" || b.cfg.Cells != PromptCells {
 		return code
 	}
 	return "%%code\n" + code

@@ -37,7 +37,7 @@ func promptKernel(t *testing.T, api string, dataDir string, approve agent.Approv
 	}
 	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: model, DataDir: dataDir, OpenModel: func(spec string) (provider.Provider, error) {
 		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-	}}, Config: Config{Mode: ModePrompt, Approve: approve}})
+	}}, Config: Config{Cells: PromptCells, Approve: approve}})
 	return h, srv
 }
 
@@ -172,19 +172,19 @@ func TestPromptMode(t *testing.T) {
 // as code: under %%code in prompt mode (a bare cell is a prompt there),
 // bare in code mode.
 func TestProposedCell(t *testing.T) {
-	for _, mode := range []Mode{ModePrompt, ModeCode} {
+	for _, mode := range []CellKind{PromptCells, CodeCells} {
 		t.Run(string(mode), func(t *testing.T) {
 			srv := scripted.New(t)
 			h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
 				env := map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.OpenAIURL()}
 				return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-			}}, Config: Config{Mode: mode, Approve: agent.ApproveAll}})
+			}}, Config: Config{Cells: mode, Approve: agent.ApproveAll}})
 			srv.Enqueue(
 				scripted.Reply(scripted.ToolCall("c1", "propose_cell", `{"code":"df.describe()"}`)),
 				scripted.Reply(scripted.Text("There is a cell for you.")),
 			)
 			prompt := "Suggest a cell"
-			if mode == ModeCode {
+			if mode == CodeCells {
 				prompt = "%%agent\n" + prompt
 			}
 			rep, _ := h.cell(prompt)
@@ -194,7 +194,7 @@ func TestProposedCell(t *testing.T) {
 			}
 			p := payload[0].(map[string]any)
 			want := "df.describe()"
-			if mode == ModePrompt {
+			if mode == PromptCells {
 				want = "%%code\ndf.describe()"
 			}
 			if p["source"] != "set_next_input" || p["text"] != want {
@@ -298,7 +298,7 @@ func TestPromptNoModelAndResume(t *testing.T) {
 	}
 
 	// No model configured: a clear message; code still runs.
-	h3 := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir()}, Config: Config{Mode: ModePrompt}})
+	h3 := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir()}, Config: Config{Cells: PromptCells}})
 	rep, o = h3.cell("hello?")
 	if rep["status"] != "error" || !strings.Contains(fmt.Sprint(rep["evalue"]), "AGENTKERNEL_MODEL") {
 		t.Fatalf("no model: %v", rep)
@@ -326,7 +326,7 @@ func TestPromptNoModelAndResume(t *testing.T) {
 }
 
 func TestPromptKernelInfoAndCompletion(t *testing.T) {
-	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir()}, Config: Config{Mode: ModePrompt}})
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{DataDir: t.TempDir()}, Config: Config{Cells: PromptCells}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rep, err := h.c.KernelInfo(ctx)
@@ -357,7 +357,7 @@ func TestCodeModeAgentCells(t *testing.T) {
 	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
 	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
 		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-	}}, Config: Config{Mode: ModeCode, Approve: agent.ApproveAll}})
+	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveAll}})
 	rep, _ := h.cell("secret_number = 41")
 	if rep["status"] != "ok" {
 		t.Fatalf("code cell: %v", rep)
@@ -443,7 +443,7 @@ func TestPromptEndNotHeldBack(t *testing.T) {
 	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(),
 		OpenModel: func(spec string) (provider.Provider, error) {
 			return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-		}}, Config: Config{Mode: ModePrompt, UpdateInterval: time.Minute}})
+		}}, Config: Config{Cells: PromptCells, UpdateInterval: time.Minute}})
 	srv.Enqueue(scripted.Reply(scripted.Text("One, ", "two, ", "three", " and four.")))
 	start := time.Now()
 	rep, o := h.cell("Count to four")

@@ -353,7 +353,7 @@ var decisionSchema = map[string]any{
 
 // refuseInPlan refuses what changes the world in plan (read-only) mode.
 func (s *Server) refuseInPlan(what string) *sdk.CallToolResult {
-	if s.o.Host.Mode() == agent.ModePlan {
+	if s.o.Host.PermissionMode() == agent.PermissionPlan {
 		return failed("%s: refused in plan mode (read-only); switch the session's mode first", what)
 	}
 	return nil
@@ -404,7 +404,7 @@ func (s *Server) info(ctx context.Context, _ *sdk.CallToolRequest, _ noIn) (*sdk
 		kernel = s.o.Runner.Describe()
 	}
 	b, _ := json.MarshalIndent(map[string]any{
-		"id": cur.ID, "title": title, "model": s.o.Host.Model(), "mode": s.o.Host.Mode(),
+		"id": cur.ID, "title": title, "model": s.o.Host.Model(), "mode": s.o.Host.PermissionMode(),
 		"workspace": s.o.Host.Workspace(), "kernel": kernel, "messages": cur.Messages,
 	}, "", "  ")
 	return text(string(b)), nil, nil

@@ -249,7 +249,7 @@ func TestPolicyWithoutElicitation(t *testing.T) {
 		t.Errorf("the ask in the history: %+v", ask)
 	}
 	// In plan mode the kernel is not restarted.
-	if err := f.host.SetMode(context.Background(), agent.ModePlan); err != nil {
+	if err := f.host.SetPermissionMode(context.Background(), agent.PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 	if out, res := call(t, cs, "restart_kernel", nil); !res.IsError || !strings.Contains(out, "plan mode") {

@@ -8,12 +8,12 @@ import (
 	"strings"
 )
 
-// Mode is an agent mode: instructions, the tools it may use, and the
+// AgentMode is an agent mode: instructions, the tools it may use, and the
 // permission mode it switches to. The built-in ones are code, ask,
 // architect and debug; the user adds more in the config file's "modes"
 // and in .agentkernel/modes/NAME.md of the workspace (front matter:
 // description, tools, permissionMode; the text is the instructions).
-type Mode struct {
+type AgentMode struct {
 	Name        string `json:"-"`
 	Description string `json:"description"`
 	// Instructions are added to the system prompt while the mode is on.
@@ -33,7 +33,7 @@ type Mode struct {
 const ModeDefault = "code"
 
 // Builtin are the built-in modes.
-var Builtin = []Mode{
+var Builtin = []AgentMode{
 	{Name: "code", Description: "writes and runs code, reads and changes files (the default)", Source: "built-in"},
 	{Name: "ask", Description: "answers questions: reads the workspace; runs no code and changes nothing",
 		Tools: []string{"read", "interact"}, Source: "built-in",
@@ -49,11 +49,11 @@ var Builtin = []Mode{
 // by name), then the workspace's .agentkernel/modes/*.md; a later mode
 // of the same name replaces an earlier one. A file that cannot be used is
 // a problem; the others load.
-func LoadModes(workspace string, config map[string]Mode) ([]Mode, []error) {
+func LoadModes(workspace string, config map[string]AgentMode) ([]AgentMode, []error) {
 	out := slices.Clone(Builtin)
 	var problems []error
-	put := func(m Mode) {
-		if i := slices.IndexFunc(out, func(o Mode) bool { return o.Name == m.Name }); i >= 0 {
+	put := func(m AgentMode) {
+		if i := slices.IndexFunc(out, func(o AgentMode) bool { return o.Name == m.Name }); i >= 0 {
 			out[i] = m
 			return
 		}
@@ -87,12 +87,12 @@ func LoadModes(workspace string, config map[string]Mode) ([]Mode, []error) {
 }
 
 // readMode reads a mode file: NAME.md with front matter.
-func readMode(p string) (Mode, error) {
+func readMode(p string) (AgentMode, error) {
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return Mode{}, err
+		return AgentMode{}, err
 	}
-	m := Mode{Name: strings.TrimSuffix(filepath.Base(p), ".md"), Source: p}
+	m := AgentMode{Name: strings.TrimSuffix(filepath.Base(p), ".md"), Source: p}
 	front, body, _ := frontMatter(string(b))
 	m.Instructions = strings.TrimSpace(body)
 	err = eachKey(p, front, func(k, v string) error {
@@ -109,10 +109,10 @@ func readMode(p string) (Mode, error) {
 		return nil
 	})
 	if err != nil {
-		return Mode{}, err
+		return AgentMode{}, err
 	}
 	if err := m.check(); err != nil {
-		return Mode{}, fmt.Errorf("%s: %w", p, err)
+		return AgentMode{}, fmt.Errorf("%s: %w", p, err)
 	}
 	return m, nil
 }
@@ -120,7 +120,7 @@ func readMode(p string) (Mode, error) {
 // groups are the tool groups a mode's tools may name.
 var groups = []string{"read", "edit", "execute", "interact", "mcp", "fetch", "notebook"}
 
-func (m Mode) check() error {
+func (m AgentMode) check() error {
 	if m.Name == "" || strings.ContainsAny(m.Name, " \t/") {
 		return fmt.Errorf("mode name %q: one word", m.Name)
 	}
@@ -134,7 +134,7 @@ func (m Mode) check() error {
 
 // Allows reports whether the mode may use the tool name of the group
 // class (read, edit, execute, interact, mcp).
-func (m Mode) Allows(name, class string) bool {
+func (m AgentMode) Allows(name, class string) bool {
 	if len(m.Tools) == 0 {
 		return true
 	}
@@ -142,10 +142,10 @@ func (m Mode) Allows(name, class string) bool {
 }
 
 // FindMode returns the mode called name among ms.
-func FindMode(ms []Mode, name string) (Mode, bool) {
-	i := slices.IndexFunc(ms, func(m Mode) bool { return strings.EqualFold(m.Name, name) })
+func FindMode(ms []AgentMode, name string) (AgentMode, bool) {
+	i := slices.IndexFunc(ms, func(m AgentMode) bool { return strings.EqualFold(m.Name, name) })
 	if i < 0 {
-		return Mode{}, false
+		return AgentMode{}, false
 	}
 	return ms[i], true
 }

@@ -102,7 +102,7 @@ func TestLoadModes(t *testing.T) {
 	write(t, filepath.Join(ws, ".agentkernel", "modes", "reviewer.md"),
 		"---\ndescription: \"reviews\"\ntools: read, attempt_completion\npermissionMode: plan\n---\nList the problems.\n")
 	write(t, filepath.Join(ws, ".agentkernel", "modes", "bad.md"), "---\ncolour: red\n---\nx\n")
-	ms, problems := LoadModes(ws, map[string]Mode{"ask": {Description: "my ask", Tools: []string{"read"}}, "bad name": {}})
+	ms, problems := LoadModes(ws, map[string]AgentMode{"ask": {Description: "my ask", Tools: []string{"read"}}, "bad name": {}})
 	var names []string
 	for _, m := range ms {
 		names = append(names, m.Name)

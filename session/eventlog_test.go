@@ -112,7 +112,7 @@ func TestHooksAndEventLogThroughTheHost(t *testing.T) {
 	}
 	waitIdle(t, h)
 	h.Cancel(pctx)
-	if err := h.SetMode(pctx, agent.ModePlan); err != nil {
+	if err := h.SetPermissionMode(pctx, agent.PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 
@@ -145,7 +145,7 @@ func TestHooksAndEventLogThroughTheHost(t *testing.T) {
 		results[0].Source != eventlog.SourceAsk || results[1].Source != eventlog.SourcePanel {
 		t.Errorf("results %+v", results)
 	}
-	if c := find(log, eventlog.EventCommand, ""); len(c) != 2 || c[0].Kind != "cancel" || c[1].Kind != "mode" || c[1].Text != "plan" || c[1].Source != eventlog.SourcePanel {
+	if c := find(log, eventlog.EventCommand, ""); len(c) != 2 || c[0].Kind != "cancel" || c[1].Kind != "permission_mode" || c[1].Text != "plan" || c[1].Source != eventlog.SourcePanel {
 		t.Errorf("commands %+v", c)
 	}
 	// Finished messages only: the streamed answer is one created (without

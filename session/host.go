@@ -51,7 +51,7 @@ type Config struct {
 	// provider's default) until SetEffort.
 	Effort provider.Effort
 	// Modes are the config file's agent modes, by name (package rules).
-	Modes map[string]rules.Mode
+	Modes map[string]rules.AgentMode
 	// WebFetch, when it allows some sites, offers the web_fetch tool.
 	WebFetch *agent.WebFetch
 	// CompletionModel is the model of inline completions (Complete);
@@ -88,7 +88,7 @@ type Config struct {
 	// Kind is recorded as a new session's mode: "prompt", "code", "ask".
 	Kind string
 	// PermissionMode, Allow and Deny configure each session's Policy.
-	PermissionMode agent.Mode
+	PermissionMode agent.PermissionMode
 	Allow, Deny    []string
 	// Notebook writes `%agent export FILE.ipynb`; nil: only JSONL exports.
 	Notebook NotebookWriter
@@ -145,8 +145,8 @@ type Host struct {
 	files      agent.Files     // a client's file buffers (SetFiles)
 	effort     provider.Effort // SetEffort's, when effortSet
 	effortSet  bool
-	mode       rules.Mode // SetAgentMode's; zero: code
-	cells      []cell     // code mode's cells run before any session: the first one's context
+	mode       rules.AgentMode // SetAgentMode's; zero: code
+	cells      []cell          // code mode's cells run before any session: the first one's context
 	closed     bool
 }
 

@@ -329,7 +329,7 @@ func TestSubscribeFollowsSessions(t *testing.T) {
 	if _, err := h.NewSession(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.SetMode(ctx, agent.ModePlan); err != nil {
+	if err := h.SetPermissionMode(ctx, agent.PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.Submit(ctx, "second", Follow{}); err != nil {

@@ -30,8 +30,8 @@ func TestUserModeToolList(t *testing.T) {
 	}
 	r := &fakeRunner{}
 	h := newHost(t, Config{Store: openStore(t), Workspace: ws, Runner: r, Model: "openai:m", OpenModel: open,
-		PermissionMode: agent.ModeBypassPermissions,
-		Modes:          map[string]rules.Mode{"cautious": {Description: "asks first", PermissionMode: "default"}}})
+		PermissionMode: agent.PermissionBypass,
+		Modes:          map[string]rules.AgentMode{"cautious": {Description: "asks first", PermissionMode: "default"}}})
 	ctx := context.Background()
 	if _, err := h.SetAgentMode(ctx, "reviewer"); err != nil {
 		t.Fatal(err)
@@ -67,8 +67,8 @@ func TestUserModeToolList(t *testing.T) {
 	if _, err := h.SetAgentMode(ctx, "cautious"); err != nil {
 		t.Fatal(err)
 	}
-	if h.Mode() != agent.ModeDefault || h.AgentMode().Name != "cautious" {
-		t.Errorf("after the cautious mode: permission mode %s, mode %s", h.Mode(), h.AgentMode().Name)
+	if h.PermissionMode() != agent.PermissionDefault || h.AgentMode().Name != "cautious" {
+		t.Errorf("after the cautious mode: permission mode %s, mode %s", h.PermissionMode(), h.AgentMode().Name)
 	}
 	if _, err := h.SetAgentMode(ctx, "code"); err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestRestrictedModesPrompt(t *testing.T) {
 	if _, err := h.SetAgentMode(ctx, "code"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.SetMode(ctx, agent.ModePlan); err != nil {
+	if err := h.SetPermissionMode(ctx, agent.PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 	s := ask("plan it")
@@ -151,7 +151,7 @@ func TestRestrictedModesPrompt(t *testing.T) {
 	if !strings.Contains(s.system, "permission mode is plan") || strings.Contains(s.system, "execute_code") {
 		t.Errorf("plan mode's prompt:\n%s", s.system)
 	}
-	if err := h.SetMode(ctx, agent.ModeDefault); err != nil {
+	if err := h.SetPermissionMode(ctx, agent.PermissionDefault); err != nil {
 		t.Fatal(err)
 	}
 	s = ask("now do it")

@@ -61,8 +61,8 @@ func (h *Host) SetModel(ctx context.Context, model string) error {
 	return nil
 }
 
-// Mode returns the current session's permission mode.
-func (h *Host) Mode() agent.Mode {
+// PermissionMode returns the current session's permission mode.
+func (h *Host) PermissionMode() agent.PermissionMode {
 	h.mu.Lock()
 	c := h.cur
 	h.mu.Unlock()
@@ -70,19 +70,19 @@ func (h *Host) Mode() agent.Mode {
 		if h.cfg.PermissionMode != "" {
 			return h.cfg.PermissionMode
 		}
-		return agent.ModeDefault
+		return agent.PermissionDefault
 	}
-	return c.policy.Mode()
+	return c.policy.PermissionMode()
 }
 
-// SetMode switches the current session's permission mode.
-func (h *Host) SetMode(ctx context.Context, mode agent.Mode) error {
+// SetPermissionMode switches the current session's permission mode.
+func (h *Host) SetPermissionMode(ctx context.Context, mode agent.PermissionMode) error {
 	c, err := h.session(ctx)
 	if err != nil {
 		return err
 	}
-	h.logCommand(ctx, c, "mode", string(mode))
-	if err := c.policy.SetMode(mode); err != nil {
+	h.logCommand(ctx, c, "permission_mode", string(mode))
+	if err := c.policy.SetPermissionMode(mode); err != nil {
 		return err
 	}
 	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
@@ -311,7 +311,7 @@ func (h *Host) SetTitle(ctx context.Context, title string) error {
 type Snapshot struct {
 	ID, Title  string
 	Messages   []messages.UIMessage
-	Mode       agent.Mode
+	Mode       agent.PermissionMode
 	Model      string
 	Totals     agent.Totals
 	State      agent.State
@@ -329,7 +329,7 @@ func (h *Host) Snapshot(ctx context.Context) (Snapshot, error) {
 	h.mu.Lock()
 	model := c.model
 	h.mu.Unlock()
-	s := Snapshot{ID: c.id, Messages: t.UI(), Mode: c.policy.Mode(), Model: model, Totals: t.Totals(), State: t.State()}
+	s := Snapshot{ID: c.id, Messages: t.UI(), Mode: c.policy.PermissionMode(), Model: model, Totals: t.Totals(), State: t.State()}
 	if ask, ok := t.PendingAsk(); ok {
 		s.PendingAsk = &ask
 	}

@@ -37,16 +37,16 @@ func (h *Host) turnRules(c *current) func(ctx context.Context) (string, []string
 	}
 }
 
-// Modes returns the agent modes (built-in, the config file's, the
+// AgentModes returns the agent modes (built-in, the config file's, the
 // workspace's .agentkernel/modes) and the files that could not be used.
-func (h *Host) Modes() ([]rules.Mode, []error) {
+func (h *Host) AgentModes() ([]rules.AgentMode, []error) {
 	return rules.LoadModes(h.cfg.Workspace, h.cfg.Modes)
 }
 
 // AgentMode returns the current agent mode.
-func (h *Host) AgentMode() rules.Mode { return h.agentMode() }
+func (h *Host) AgentMode() rules.AgentMode { return h.agentMode() }
 
-func (h *Host) agentMode() rules.Mode {
+func (h *Host) agentMode() rules.AgentMode {
 	h.mu.Lock()
 	m := h.mode
 	h.mu.Unlock()
@@ -61,26 +61,26 @@ func (h *Host) agentMode() rules.Mode {
 // instructions join the system prompt, the model is offered only its
 // tools (and a call of another is refused), and its permission mode, if
 // it names one, is set.
-func (h *Host) SetAgentMode(ctx context.Context, name string) (rules.Mode, error) {
-	modes, _ := h.Modes()
+func (h *Host) SetAgentMode(ctx context.Context, name string) (rules.AgentMode, error) {
+	modes, _ := h.AgentModes()
 	m, ok := rules.FindMode(modes, name)
 	if !ok {
 		var names []string
 		for _, m := range modes {
 			names = append(names, m.Name)
 		}
-		return rules.Mode{}, fmt.Errorf("no mode %q (there are %s)", name, strings.Join(names, ", "))
+		return rules.AgentMode{}, fmt.Errorf("no mode %q (there are %s)", name, strings.Join(names, ", "))
 	}
-	var pm agent.Mode
+	var pm agent.PermissionMode
 	if m.PermissionMode != "" {
 		var err error
-		if pm, err = agent.ParseMode(m.PermissionMode); err != nil {
-			return rules.Mode{}, fmt.Errorf("mode %s: %w", m.Name, err)
+		if pm, err = agent.ParsePermissionMode(m.PermissionMode); err != nil {
+			return rules.AgentMode{}, fmt.Errorf("mode %s: %w", m.Name, err)
 		}
 	}
 	c, err := h.session(ctx)
 	if err != nil {
-		return rules.Mode{}, err
+		return rules.AgentMode{}, err
 	}
 	h.logCommand(ctx, c, "agent_mode", m.Name)
 	h.mu.Lock()
@@ -88,8 +88,8 @@ func (h *Host) SetAgentMode(ctx context.Context, name string) (rules.Mode, error
 	h.mu.Unlock()
 	c.task.SetToolFilter(toolFilter(m))
 	if pm != "" {
-		if err := c.policy.SetMode(pm); err != nil {
-			return rules.Mode{}, err
+		if err := c.policy.SetPermissionMode(pm); err != nil {
+			return rules.AgentMode{}, err
 		}
 	}
 	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
@@ -97,7 +97,7 @@ func (h *Host) SetAgentMode(ctx context.Context, name string) (rules.Mode, error
 }
 
 // toolFilter is mode m's tool list as the task's filter (nil: every tool).
-func toolFilter(m rules.Mode) *agent.ToolFilter {
+func toolFilter(m rules.AgentMode) *agent.ToolFilter {
 	if len(m.Tools) == 0 {
 		return nil
 	}
@@ -126,7 +126,7 @@ func (h *Host) rulesOf(_ context.Context, c *current) (applying, all []rules.Rul
 func (h *Host) ruleContext(c *current) rules.Context {
 	rc := rules.Context{Kernel: h.cfg.Kernel, Notebook: os.Getenv("JPY_SESSION_NAME"), AgentMode: h.agentMode().Name}
 	if c.policy != nil {
-		rc.Mode = string(c.policy.Mode())
+		rc.Mode = string(c.policy.PermissionMode())
 	}
 	if rc.Notebook != "" && filepath.IsAbs(rc.Notebook) {
 		if rel, err := filepath.Rel(h.cfg.Workspace, rc.Notebook); err == nil {

@@ -69,7 +69,7 @@ func TestRulesReachTheModel(t *testing.T) {
 
 	// In plan mode, with AGENTS.md edited, the next turn has the new set.
 	write(filepath.Join(ws, "AGENTS.md"), "Always answer in German.")
-	if err := h.SetMode(ctx, agent.ModePlan); err != nil {
+	if err := h.SetPermissionMode(ctx, agent.PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.Submit(ctx, "again", Follow{}); err != nil {

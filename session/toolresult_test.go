@@ -13,7 +13,7 @@ import (
 // write, an edit with its diff, and an edit that failed, with its error.
 func TestFileToolResults(t *testing.T) {
 	srv, open := scriptedModels(t)
-	h := newHost(t, Config{Store: openStore(t), Model: "openai:m", OpenModel: open, PermissionMode: agent.ModeAcceptEdits})
+	h := newHost(t, Config{Store: openStore(t), Model: "openai:m", OpenModel: open, PermissionMode: agent.PermissionAcceptEdits})
 	srv.Enqueue(
 		scripted.Reply(scripted.ToolCall("w", "write_file", `{"path":"a.py","content":"x = 1\ny = 2\n"}`)),
 		scripted.Reply(scripted.ToolCall("e", "edit_file", `{"path":"a.py","search":"y = 2","replace":"y = 3\nz = 4"}`)),

@@ -225,8 +225,8 @@ func TestSetMode(t *testing.T) {
 			}
 		}
 	}
-	if r := ask("m1", "acceptEdits"); r["subtype"] != "success" || h.Mode() != "acceptEdits" {
-		t.Errorf("acceptEdits: %v (mode %s)", r, h.Mode())
+	if r := ask("m1", "acceptEdits"); r["subtype"] != "success" || h.PermissionMode() != "acceptEdits" {
+		t.Errorf("acceptEdits: %v (mode %s)", r, h.PermissionMode())
 	}
 	if r := ask("m2", "architect"); r["subtype"] != "success" || h.AgentMode().Name != "architect" {
 		t.Errorf("architect: %v (agent mode %s)", r, h.AgentMode().Name)

@@ -143,14 +143,14 @@ func (r *Run) control(ctx context.Context, subtype string, req json.RawMessage) 
 		if err := json.Unmarshal(req, &q); err != nil || q.Mode == "" {
 			return nil, fmt.Errorf(`%s needs "mode"`, subtype)
 		}
-		if m, err := agent.ParseMode(q.Mode); err == nil {
-			return map[string]any{"mode": string(m)}, r.Host.SetMode(ctx, m)
+		if m, err := agent.ParsePermissionMode(q.Mode); err == nil {
+			return map[string]any{"mode": string(m)}, r.Host.SetPermissionMode(ctx, m)
 		}
 		m, err := r.Host.SetAgentMode(ctx, q.Mode)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"agent_mode": m.Name, "mode": string(r.Host.Mode())}, nil
+		return map[string]any{"agent_mode": m.Name, "mode": string(r.Host.PermissionMode())}, nil
 	}
 	return nil, fmt.Errorf("unsupported control_request %q (want interrupt, rewind or set_permission_mode)", subtype)
 }

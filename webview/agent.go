@@ -36,8 +36,11 @@ type Agent interface {
 	Fork(ctx context.Context, ts int64, choice RewindChoice) (RewindReport, error)
 	// Edit rewinds to ts (as choice says) and submits text in its place.
 	Edit(ctx context.Context, ts int64, text string, choice RewindChoice) (RewindReport, error)
-	// SetMode and SetModel switch the permission mode and the model.
-	SetMode(ctx context.Context, mode string) error
+	// SetPermissionMode, SetAgentMode and SetModel switch the permission
+	// mode (default, acceptEdits, bypassPermissions, plan), the agent mode
+	// (code, ask, architect, debug, the user's) and the model.
+	SetPermissionMode(ctx context.Context, mode string) error
+	SetAgentMode(ctx context.Context, mode string) error
 	SetModel(ctx context.Context, model string) error
 	// ListSessions lists stored sessions whose title or id contains search.
 	ListSessions(ctx context.Context, search string, limit int) ([]SessionInfo, error)
@@ -49,11 +52,11 @@ type Agent interface {
 
 // State is the full state a client gets on connect.
 type State struct {
-	SessionID string               `json:"sessionId"`
-	Title     string               `json:"title,omitempty"`
-	Messages  []messages.UIMessage `json:"messages"`
-	Mode      string               `json:"mode"`
-	Modes     []string             `json:"modes,omitempty"`
+	SessionID       string               `json:"sessionId"`
+	Title           string               `json:"title,omitempty"`
+	Messages        []messages.UIMessage `json:"messages"`
+	PermissionMode  string               `json:"permissionMode"`
+	PermissionModes []string             `json:"permissionModes,omitempty"`
 	// AgentMode is the agent mode (code, ask, architect, debug, the
 	// user's); AgentModes the ones there are.
 	AgentMode  string   `json:"agentMode,omitempty"`
@@ -124,13 +127,13 @@ const (
 
 // Event is one change reported by an Agent.
 type Event struct {
-	Kind    EventKind
-	Message *messages.UIMessage
-	Status  string
-	Totals  Totals
-	Mode    string
-	Model   string
-	MCP     []MCPServer
+	Kind           EventKind
+	Message        *messages.UIMessage
+	Status         string
+	Totals         Totals
+	PermissionMode string
+	Model          string
+	MCP            []MCPServer
 	// AgentMode, with EventSettings, is the agent mode.
 	AgentMode string
 	// Title, with EventSettings, is the session's title when it changed

@@ -82,8 +82,10 @@ func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
 			p.hub.sendTo(c, mustJSON(rewindReportFrame{V: ProtocolVersion, Type: "rewindReport", ID: in.ID, Report: rep}))
 			return
 		}
-	case TypeSetMode:
-		err = a.SetMode(ctx, in.Mode)
+	case TypeSetPermissionMode:
+		err = a.SetPermissionMode(ctx, in.PermissionMode)
+	case TypeSetAgentMode:
+		err = a.SetAgentMode(ctx, in.AgentMode)
 	case TypeSetModel:
 		err = a.SetModel(ctx, in.Model)
 	case TypeLoadSession:

@@ -32,7 +32,7 @@ type fakeAgent struct {
 }
 
 func newFake() *fakeAgent {
-	return &fakeAgent{st: State{SessionID: "s1", Messages: []messages.UIMessage{}, Mode: "default", Model: "scripted:test",
+	return &fakeAgent{st: State{SessionID: "s1", Messages: []messages.UIMessage{}, PermissionMode: "default", Model: "scripted:test",
 		KernelStatus: "idle"}, lis: map[int]func(Event){}, ts: 1000}
 }
 
@@ -207,13 +207,23 @@ func (f *fakeAgent) Edit(ctx context.Context, ts int64, text string, choice Rewi
 	return rep, f.NewTask(ctx, text, nil)
 }
 
-func (f *fakeAgent) SetMode(ctx context.Context, mode string) error {
-	f.record("mode:" + mode)
+func (f *fakeAgent) SetAgentMode(ctx context.Context, mode string) error {
+	f.record("agentMode:" + mode)
 	f.mu.Lock()
-	f.st.Mode = mode
+	f.st.AgentMode = mode
 	st := f.st
 	f.mu.Unlock()
-	f.emit(Event{Kind: EventSettings, Mode: st.Mode, Model: st.Model})
+	f.emit(Event{Kind: EventSettings, PermissionMode: st.PermissionMode, Model: st.Model, AgentMode: st.AgentMode})
+	return nil
+}
+
+func (f *fakeAgent) SetPermissionMode(ctx context.Context, mode string) error {
+	f.record("mode:" + mode)
+	f.mu.Lock()
+	f.st.PermissionMode = mode
+	st := f.st
+	f.mu.Unlock()
+	f.emit(Event{Kind: EventSettings, PermissionMode: st.PermissionMode, Model: st.Model})
 	return nil
 }
 
@@ -223,7 +233,7 @@ func (f *fakeAgent) SetModel(ctx context.Context, model string) error {
 	f.st.Model = model
 	st := f.st
 	f.mu.Unlock()
-	f.emit(Event{Kind: EventSettings, Mode: st.Mode, Model: st.Model})
+	f.emit(Event{Kind: EventSettings, PermissionMode: st.PermissionMode, Model: st.Model})
 	return nil
 }
 
@@ -241,7 +251,7 @@ func (f *fakeAgent) LoadSession(ctx context.Context, id string) error {
 	f.record("load:" + id)
 	f.mu.Lock()
 	f.st = State{SessionID: id, Messages: []messages.UIMessage{{TS: 1, Type: messages.TypeSay, Say: messages.SayText, Text: "loaded " + id}},
-		Mode: f.st.Mode, Model: f.st.Model, KernelStatus: "idle"}
+		PermissionMode: f.st.PermissionMode, Model: f.st.Model, KernelStatus: "idle"}
 	f.mu.Unlock()
 	f.emit(Event{Kind: EventReset})
 	return nil
@@ -358,7 +368,8 @@ func (c *testClient) apply(data []byte) (string, map[string]any, error) {
 		PendingAsk *messages.UIMessage  `json:"pendingAsk"`
 		Status     string               `json:"status"`
 		Totals     Totals               `json:"totals"`
-		Mode       string               `json:"mode"`
+		Permission string               `json:"permissionMode"`
+		AgentMode  string               `json:"agentMode"`
 		Model      string               `json:"model"`
 	}
 	if err := json.Unmarshal(data, &f); err != nil {
@@ -430,7 +441,7 @@ func (c *testClient) apply(data []byte) (string, map[string]any, error) {
 	case "tokenUsage":
 		c.st.Totals = f.Totals
 	case "settings":
-		c.st.Mode, c.st.Model = f.Mode, f.Model
+		c.st.PermissionMode, c.st.AgentMode, c.st.Model = f.Permission, f.AgentMode, f.Model
 	default:
 		var raw map[string]any
 		_ = json.Unmarshal(data, &raw)

@@ -138,14 +138,14 @@ func (h *hub) applyLocked(ev Event) []byte {
 		h.st.Totals = ev.Totals
 		return mustJSON(totalsFrame{V: ProtocolVersion, Type: "tokenUsage", Totals: ev.Totals})
 	case EventSettings:
-		if ev.Title != "" && ev.Title == h.st.Title && ev.Mode == h.st.Mode && ev.Model == h.st.Model && ev.AgentMode == h.st.AgentMode {
+		if ev.Title != "" && ev.Title == h.st.Title && ev.PermissionMode == h.st.PermissionMode && ev.Model == h.st.Model && ev.AgentMode == h.st.AgentMode {
 			return nil // a title that did not change
 		}
-		h.st.Mode, h.st.Model, h.st.AgentMode = ev.Mode, ev.Model, ev.AgentMode
+		h.st.PermissionMode, h.st.Model, h.st.AgentMode = ev.PermissionMode, ev.Model, ev.AgentMode
 		if ev.Title != "" {
 			h.st.Title = ev.Title
 		}
-		return mustJSON(settingsFrame{V: ProtocolVersion, Type: "settings", Mode: ev.Mode, Model: ev.Model, Title: ev.Title, AgentMode: ev.AgentMode})
+		return mustJSON(settingsFrame{V: ProtocolVersion, Type: "settings", PermissionMode: ev.PermissionMode, Model: ev.Model, Title: ev.Title, AgentMode: ev.AgentMode})
 	case EventMCP:
 		h.st.MCPServers = ev.MCP
 		return mustJSON(mcpFrame{V: ProtocolVersion, Type: "mcpServers", Servers: ev.MCP})

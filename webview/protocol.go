@@ -32,19 +32,20 @@ const (
 
 // The client → server frame types.
 const (
-	TypeNewTask        = "newTask"
-	TypeAskResponse    = "askResponse"
-	TypeCancelTask     = "cancelTask"
-	TypeDeleteMessage  = "deleteMessage"
-	TypeForkSession    = "forkSession"
-	TypeEditMessage    = "editMessage"
-	TypeSetMode        = "setMode"
-	TypeSetModel       = "setModel"
-	TypeListSessions   = "listSessions"
-	TypeSearchMessages = "searchMessages"
-	TypeLoadSession    = "loadSession"
-	TypeGetState       = "getState"
-	TypeLoadOlder      = "loadOlder"
+	TypeNewTask           = "newTask"
+	TypeAskResponse       = "askResponse"
+	TypeCancelTask        = "cancelTask"
+	TypeDeleteMessage     = "deleteMessage"
+	TypeForkSession       = "forkSession"
+	TypeEditMessage       = "editMessage"
+	TypeSetPermissionMode = "setPermissionMode"
+	TypeSetAgentMode      = "setAgentMode"
+	TypeSetModel          = "setModel"
+	TypeListSessions      = "listSessions"
+	TypeSearchMessages    = "searchMessages"
+	TypeLoadSession       = "loadSession"
+	TypeGetState          = "getState"
+	TypeLoadOlder         = "loadOlder"
 )
 
 // StateWindow is how many of the newest messages a state or
@@ -66,18 +67,20 @@ const (
 // Inbound is a decoded, validated client frame. Only the fields of its
 // Type are meaningful.
 type Inbound struct {
-	V         int    `json:"v,omitempty"`
-	Type      string `json:"type"`
-	ID        string `json:"id,omitempty"` // echoed in the ack or error
-	Text      string `json:"text,omitempty"`
-	TS        int64  `json:"ts,omitempty"`
-	Response  string `json:"response,omitempty"`
-	Mode      string `json:"mode,omitempty"`
-	Model     string `json:"model,omitempty"`
-	Search    string `json:"search,omitempty"`
-	Query     string `json:"query,omitempty"`
-	Limit     int    `json:"limit,omitempty"`
-	SessionID string `json:"sessionId,omitempty"`
+	V        int    `json:"v,omitempty"`
+	Type     string `json:"type"`
+	ID       string `json:"id,omitempty"` // echoed in the ack or error
+	Text     string `json:"text,omitempty"`
+	TS       int64  `json:"ts,omitempty"`
+	Response string `json:"response,omitempty"`
+	// PermissionMode is setPermissionMode's, AgentMode setAgentMode's.
+	PermissionMode string `json:"permissionMode,omitempty"`
+	AgentMode      string `json:"agentMode,omitempty"`
+	Model          string `json:"model,omitempty"`
+	Search         string `json:"search,omitempty"`
+	Query          string `json:"query,omitempty"`
+	Limit          int    `json:"limit,omitempty"`
+	SessionID      string `json:"sessionId,omitempty"`
 	// Images are data: URLs attached to a newTask or a messageResponse.
 	Images []string `json:"images,omitempty"`
 	// Rewind chooses what deleteMessage (a rewind), forkSession and
@@ -200,9 +203,13 @@ func (in *Inbound) validate() *FrameError {
 		if in.Text == "" {
 			return bad("editMessage needs text")
 		}
-	case TypeSetMode:
-		if in.Mode == "" || len(in.Mode) > 64 {
-			return bad("setMode needs a mode")
+	case TypeSetPermissionMode:
+		if in.PermissionMode == "" || len(in.PermissionMode) > 64 {
+			return bad("setPermissionMode needs a permissionMode")
+		}
+	case TypeSetAgentMode:
+		if in.AgentMode == "" || len(in.AgentMode) > 64 {
+			return bad("setAgentMode needs an agentMode")
 		}
 	case TypeSetModel:
 		if in.Model == "" || len(in.Model) > 256 {
@@ -320,12 +327,12 @@ type totalsFrame struct {
 }
 
 type settingsFrame struct {
-	V         int    `json:"v"`
-	Type      string `json:"type"` // settings
-	Mode      string `json:"mode"`
-	Model     string `json:"model"`
-	Title     string `json:"title,omitempty"`
-	AgentMode string `json:"agentMode,omitempty"`
+	V              int    `json:"v"`
+	Type           string `json:"type"` // settings
+	PermissionMode string `json:"permissionMode"`
+	Model          string `json:"model"`
+	Title          string `json:"title,omitempty"`
+	AgentMode      string `json:"agentMode,omitempty"`
 }
 
 type mcpFrame struct {

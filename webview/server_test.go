@@ -183,12 +183,17 @@ func TestCommands(t *testing.T) {
 	if e := c.until("error"); e["id"] != "3" || e["code"] != CodeFailed {
 		t.Fatalf("late answer: %v", e)
 	}
-	c.send(map[string]any{"type": "setMode", "mode": "plan"})
+	c.send(map[string]any{"type": "setPermissionMode", "permissionMode": "plan"})
 	c.until("settings")
+	c.send(map[string]any{"type": "setAgentMode", "agentMode": "plan"})
+	c.until("settings")
+	if c.st.AgentMode != "plan" || c.st.PermissionMode != "plan" {
+		t.Fatalf("agent mode %q, permission mode %q", c.st.AgentMode, c.st.PermissionMode)
+	}
 	c.send(map[string]any{"type": "setModel", "model": "openai:gpt-4.1"})
 	c.until("settings")
-	if c.st.Mode != "plan" || c.st.Model != "openai:gpt-4.1" {
-		t.Fatalf("settings %q %q", c.st.Mode, c.st.Model)
+	if c.st.PermissionMode != "plan" || c.st.Model != "openai:gpt-4.1" {
+		t.Fatalf("settings %q %q", c.st.PermissionMode, c.st.Model)
 	}
 	c.send(map[string]any{"type": "listSessions", "id": "4", "search": "fi"})
 	if l := c.until("sessions"); len(l["sessions"].([]any)) != 2 || l["id"] != "4" {
@@ -220,7 +225,7 @@ func TestCommands(t *testing.T) {
 	other.until("state")
 	waitSame(t, s, other)
 	want := []string{"newTask:hello", "newTask:this (+2 images)", "rewind:" + itoa(ask.TS-1) + ":{ConversationOnly:false NoFiles:false NoKernel:false Force:false}", "respond:" + itoa(ask.TS) + ":yesButtonClicked:", "respond:" + itoa(ask.TS) + ":noButtonClicked:",
-		"mode:plan", "model:openai:gpt-4.1", "list:fi", "search:plot", "cancel", "rewind:" + itoa(ask.TS) + ":{ConversationOnly:false NoFiles:false NoKernel:true Force:false}",
+		"mode:plan", "agentMode:plan", "model:openai:gpt-4.1", "list:fi", "search:plot", "cancel", "rewind:" + itoa(ask.TS) + ":{ConversationOnly:false NoFiles:false NoKernel:true Force:false}",
 		"fork:" + itoa(ask.TS-2), "rewind:" + itoa(ask.TS-2) + ":{ConversationOnly:false NoFiles:false NoKernel:false Force:false}", "newTask:hi again", "load:s2"}
 	if got := f.Calls(); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("calls\n got %q\nwant %q", got, want)

@@ -245,7 +245,7 @@ func (a *askRun) run() error {
 	tools, servers := initMCP(ctx, a.host, a.info.Tools, a.tr.Enabled())
 	cwd, _ := os.Getwd()
 	a.tr.Emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": tools, "mcp_servers": servers,
-		"model": a.host.Model(), "permissionMode": a.host.Mode(), "slash_commands": []any{},
+		"model": a.host.Model(), "permissionMode": a.host.PermissionMode(), "slash_commands": []any{},
 		"agentkernel_version": versionString(), "backing": a.backing.Kernel, "approve": a.policy, "resumed": a.info.Resumed,
 		"session_workspace": cmp.Or(a.info.Elsewhere, a.host.Workspace())})
 	defer a.host.Subscribe(a.tr.Event)()

@@ -87,7 +87,7 @@ type installRun struct {
 // installKernel is one kernelspec to write.
 type installKernel struct {
 	name, display string
-	mode          bridge.Mode
+	mode          bridge.CellKind
 }
 
 // parseInstall reads install's flags. Without --name, --mode and
@@ -148,17 +148,17 @@ func parseInstall(args []string, stderr io.Writer) (*installRun, error) {
 		}
 	}
 	if *name == "" && *modeName == "" && *display == "" {
-		in.kernels = []installKernel{{"agent", "Agent", bridge.ModePrompt}, {"agent-code", "Agent (code)", bridge.ModeCode}}
+		in.kernels = []installKernel{{"agent", "Agent", bridge.PromptCells}, {"agent-code", "Agent (code)", bridge.CodeCells}}
 		return in, nil
 	}
-	mode, err := bridge.ParseMode(*modeName)
+	mode, err := bridge.ParseCellKind(*modeName)
 	if err != nil {
 		return nil, err
 	}
 	k := installKernel{name: cmp.Or(*name, "agent"), display: *display, mode: mode}
 	if k.display == "" {
 		k.display = "Agent"
-		if mode == bridge.ModeCode {
+		if mode == bridge.CodeCells {
 			k.display = "Agent (code)"
 		}
 	}
@@ -170,11 +170,11 @@ func parseInstall(args []string, stderr io.Writer) (*installRun, error) {
 // backingName: the backing kernel's language (prose in prompt mode), and
 // its debugger in code mode, where JupyterLab looks before the kernel
 // starts.
-func agentSpec(exe, backingName string, mode bridge.Mode, display, language string, env map[string]string, debugger bool) kernel.KernelSpec {
+func agentSpec(exe, backingName string, mode bridge.CellKind, display, language string, env map[string]string, debugger bool) kernel.KernelSpec {
 	if env = maps.Clone(env); len(env) == 0 {
 		env = nil
 	}
-	if mode == bridge.ModePrompt {
+	if mode == bridge.PromptCells {
 		language = "markdown"
 	}
 	ks := kernel.KernelSpec{
@@ -188,7 +188,7 @@ func agentSpec(exe, backingName string, mode bridge.Mode, display, language stri
 		},
 		KernelProtocolVersion: wire.ProtocolVersion,
 	}
-	if debugger && mode == bridge.ModeCode {
+	if debugger && mode == bridge.CodeCells {
 		ks.Metadata["debugger"] = true
 	}
 	return ks

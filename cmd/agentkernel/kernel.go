@@ -105,7 +105,7 @@ func parseKernel(args []string, stderr io.Writer) (*kernelRun, error) {
 // run starts the bridge and the kernel server and serves until a signal,
 // the parent's end, Enterprise Gateway or a shutdown request ends it.
 func (k *kernelRun) run() error {
-	mode, err := bridge.ParseMode(k.mode)
+	mode, err := bridge.ParseCellKind(k.mode)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (k *kernelRun) run() error {
 
 // open opens the app (the event log, the backing runner, the host) and
 // the bridge over it; closeApp closes what the bridge does not.
-func (k *kernelRun) open(mode bridge.Mode, nested error) (b *bridge.Bridge, closeApp func(), err error) {
+func (k *kernelRun) open(mode bridge.CellKind, nested error) (b *bridge.Bridge, closeApp func(), err error) {
 	cfg := app.Load(app.Flags{Model: k.model, Record: k.record, Store: k.store}, k.log)
 	cfg.Processor = k.procs.lend
 	bo, err := k.backing.Options(k.conn.KernelName)
@@ -187,7 +187,7 @@ func (k *kernelRun) open(mode bridge.Mode, nested error) (b *bridge.Bridge, clos
 	tools, closeTools := mcpserve.AgentTools(mcpserve.Options{Host: a.Host, Runner: a.Runner, Version: versionString(),
 		Approve: agent.ApproveAll, Logger: k.log})
 	a.SetAgentTools(tools)
-	b, err = bridge.New(bridge.Config{Runner: a.Runner, Host: a.Host, Refuse: nested, Mode: mode, Logger: k.log,
+	b, err = bridge.New(bridge.Config{Runner: a.Runner, Host: a.Host, Refuse: nested, Cells: mode, Logger: k.log,
 		Version: versionString(), Problems: cfg.Problems, Approve: cfg.Approve, Notebook: os.Getenv(app.EnvNotebook)})
 	if err != nil {
 		closeTools()

@@ -22,6 +22,7 @@ import { Widget } from '@lumino/widgets';
 
 import agentSvg from '../style/icons/agent.svg';
 import completer from './completer';
+import { IAgentSidebar, notebookPlugin } from './notebook';
 import { panelHTML, panelThemeVars } from './panelAssets';
 
 /** The kernel's comm target of the panel (bridge.PanelTarget). */
@@ -158,6 +159,19 @@ export class AgentSidebar extends Widget {
     this.post({ akStatus: 'open' });
   }
 
+  /**
+   * Sends text as the user's prompt (a newTask frame) to the agent of
+   * kernel, following it; false when no comm could be opened.
+   */
+  prompt(kernel: Kernel.IKernelConnection, text: string): boolean {
+    this.attach(kernel);
+    if (!this.comm) {
+      return false;
+    }
+    this.comm.send({ frame: { type: 'newTask', text } });
+    return true;
+  }
+
   /** Gives the page the current theme: call it when the theme changes. */
   updateTheme(): void {
     // Before the page is ready there is nobody to tell: it gets the theme
@@ -213,10 +227,11 @@ function isAgentKernel(panel: NotebookPanel | null): boolean {
   return !!(spec?.metadata as { agentkernel?: unknown } | undefined)?.agentkernel;
 }
 
-const plugin: JupyterFrontEndPlugin<void> = {
+const plugin: JupyterFrontEndPlugin<IAgentSidebar> = {
   id: PLUGIN_ID,
   description: "agentkernel's agent panel in the right sidebar, following the active notebook",
   autoStart: true,
+  provides: IAgentSidebar,
   requires: [INotebookTracker],
   optional: [ILabShell, IThemeManager, ICommandPalette, ILayoutRestorer, ISettingRegistry],
   activate: (
@@ -227,7 +242,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
     settings: ISettingRegistry | null
-  ) => {
+  ): IAgentSidebar => {
     const sidebar = new AgentSidebar(themes);
     // A theme changes (a new one, or a font size): the page follows.
     themes?.themeChanged.connect(() => sidebar.updateTheme(), sidebar);
@@ -298,7 +313,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
       sidebar.onShown = follow;
       follow();
     });
+    return {
+      isAgent: isAgentKernel,
+      prompt: (panel, text) => {
+        const kernel = panel.sessionContext.session?.kernel;
+        if (!kernel || !isAgentKernel(panel)) {
+          return false;
+        }
+        app.shell.activateById(sidebar.id);
+        return sidebar.prompt(kernel, text);
+      }
+    };
   }
 };
 
-export default [plugin, completer];
+export default [plugin, notebookPlugin, completer];

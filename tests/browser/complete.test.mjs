@@ -1,7 +1,8 @@
 // Browser tests of issue 36's inline completions and settings view, in
 // JupyterLab 4 (the PyPI stack, LAB_PYTHON's) with the extension built from
 // labextension/ and the scripted model; Debian's chromium. Run through
-// run.sh (the environment is labkit.mjs's); screenshots go to
+// run.sh (LAB_PYTHON, AGENTKERNEL_BIN, SCRIPTED_BIN, LAB_EXTENSION, as for
+// lab.test.mjs); screenshots go to
 // tests/artifacts/complete-*.png.
 //
 // The kernel starts with a model and no key (an Anthropic model at the
@@ -15,12 +16,12 @@
 // file of the store.
 import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { CHROMIUM, CHROMIUM_ARGS, Steps, TIMEOUT, attached, enqueue, jupyterEnv, model, notebook, pending, requests,
-  sidebar, startJupyter, startModel, stopAll, until } from "./labkit.mjs";
+import {
+  CHROMIUM_ARGS, Steps, TIMEOUT, attached, jupyterEnv, runTest, sidebar, startJupyter, startModel, until, writeNotebook,
+} from "./jupyterkit.mjs";
 
 const steps = new Steps("complete");
 // MODEL is the kernel's model.
@@ -64,33 +65,23 @@ async function typeCode(page, text) {
 // source is a cell's text as its editor shows it.
 const source = (page, index) => cellOf(page, index).locator(".cm-content").innerText();
 
-async function main() {
-  const tmp = mkdtempSync(join(tmpdir(), "ak-complete-"));
-  try {
-    await run(tmp);
-  } finally {
-    // Failed or not: the server, its kernels and the model go, and their files.
-    stopAll();
-    rmSync(tmp, { recursive: true, force: true });
-  }
-}
-
 async function run(tmp) {
   for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
   const apputils = join(tmp, "config", "lab", "user-settings", "@jupyterlab", "apputils-extension");
   mkdirSync(apputils, { recursive: true });
   writeFileSync(join(apputils, "notification.jupyterlab-settings"), JSON.stringify({ fetchNews: "false" }));
-  await startModel();
+  const model = await startModel();
+  const { enqueue, pending, requests } = model;
   // A model, no key: the user's config directory is the temporary home's.
-  const env = jupyterEnv(tmp, { AGENTKERNEL_MODEL: MODEL, ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: undefined,
-    OPENAI_BASE_URL: undefined, OPENAI_API_KEY: undefined, XDG_CONFIG_HOME: undefined });
+  const env = { ...jupyterEnv(tmp, model), AGENTKERNEL_MODEL: MODEL, ANTHROPIC_BASE_URL: model.url };
+  for (const name of ["ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY", "XDG_CONFIG_HOME"]) delete env[name];
   const keyFile = join(tmp, "home", ".config", "agentkernel", "credentials.json");
   const prefix = join(tmp, "prefix");
   execFileSync(process.env.AGENTKERNEL_BIN, ["install", "--prefix", prefix, "--probe=false"], { env, stdio: "inherit" });
   cpSync(process.env.LAB_EXTENSION, join(prefix, "share", "jupyter", "labextensions", "@agentkernel", "jupyterlab"), { recursive: true });
-  notebook(join(tmp, "work", "code.ipynb"), "agent-code", "Agent (code)");
+  writeNotebook(join(tmp, "work", "code.ipynb"), "agent-code", "Agent (code)");
 
-  const lab = await startJupyter("jupyterlab", tmp, "/", env);
+  const lab = await startJupyter({ python: process.env.LAB_PYTHON, app: "jupyterlab", tmp, env });
   const kernelId = async () => {
     const ss = await (await fetch(`${lab.base}/api/sessions?token=${lab.token}`)).json();
     const s = ss.find((x) => x.path.endsWith("code.ipynb"));
@@ -98,7 +89,7 @@ async function run(tmp) {
   };
   const profile = mkdtempSync(join(tmp, "chromium-"));
   const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 900 },
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 900 },
   });
   // What the kernel sends the page (the notebook's WebSocket carries the
   // sidebar's and the completer's comms), as text; and what the page sends.
@@ -149,6 +140,11 @@ async function run(tmp) {
       assert.equal(await sb.locator("#svModel").inputValue(), MODEL);
       assert.ok((await sb.locator("#svEffort option").allInnerTexts()).includes("high"));
       assert.ok((await sb.locator("#svMode option").count()) > 1, "no permission modes");
+      // The view sets the permission mode as the sidebar's own control does.
+      await sb.locator("#svMode").selectOption("plan");
+      await until("the permission mode plan", async () => (await sb.locator("#permissionMode").inputValue()) === "plan");
+      await sb.locator("#svMode").selectOption("default");
+      await until("the permission mode default", async () => (await sb.locator("#permissionMode").inputValue()) === "default");
       await steps.shot(page, "01-settings-no-key");
     });
 
@@ -248,4 +244,4 @@ function filesHolding(dir, s, skip) {
   return out;
 }
 
-steps.exit(main());
+runTest(steps, "ak-complete-", run);

@@ -8,17 +8,24 @@
 // (the built labextension directory).
 import { spawnSync, execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
-import { CHROMIUM, CHROMIUM_ARGS, Steps, TIMEOUT, attached, enqueue, jupyterEnv, notebook, pending, runCell, sidebar,
-  startJupyter, startModel, stopAll, until } from "./labkit.mjs";
+import {
+  CHROMIUM_ARGS, Steps, TIMEOUT, agentTab, attached, collapse, jupyterEnv as kitEnv, runCell, sidebar, startJupyter as kitJupyter,
+  runTest, startModel, themeMenu, until, writeNotebook as notebook,
+} from "./jupyterkit.mjs";
 
 const steps = new Steps("lab");
 const log = (...a) => steps.log(...a);
 const step = (name, fn) => steps.step(name, fn);
 const shot = (page, name) => steps.shot(page, name);
+
+let model; // the scripted model
+const enqueue = (...turns) => model.enqueue(...turns);
+const pending = () => model.pending();
+const jupyterEnv = (tmp) => kitEnv(tmp, model);
+const startJupyter = (app, tmp, baseURL = "/") => kitJupyter({ python: process.env.LAB_PYTHON, app, tmp, env: jupyterEnv(tmp), baseURL });
 
 // approveAndPlot: a prompt whose code the sidebar approves; its plot and
 // the answer appear in the cell, and no stdin prompt is left.
@@ -104,14 +111,6 @@ async function assertTheme(page, name, light) {
   return t;
 }
 
-// themeMenu picks an item of Settings > Theme, as a person does: a theme
-// (the menu runs apputils:change-theme), or a font size.
-async function themeMenu(page, item) {
-  await page.locator(".lm-MenuBar-itemLabel", { hasText: /^Settings$/ }).click();
-  await page.locator(".lm-Menu-itemLabel", { hasText: /^Theme$/ }).hover();
-  await page.locator(".lm-Menu-itemLabel", { hasText: new RegExp("^" + item + "$") }).click();
-}
-
 // headerFits: every part of the sidebar's header, the token and cost line
 // above all, lies inside the sidebar: nothing cut, nothing to scroll to.
 async function assertHeaderFits(page, totals = /\d+ in · \d+ out · \$\d+\.\d{4}/) {
@@ -135,15 +134,6 @@ async function assertHeaderFits(page, totals = /\d+ in · \d+ out · \$\d+\.\d{4
 
 // ---- the shell's conventions: icon, command, shortcut, setting, layout ----
 
-// agentTab is the sidebar's tab in JupyterLab's right side bar.
-const agentTab = (page) => page.locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id="agentkernel-sidebar"]');
-
-// collapse closes the sidebar by its tab, as a person does.
-async function collapse(page) {
-  if (await page.locator("#agentkernel-sidebar").isVisible()) await agentTab(page).click();
-  await page.locator("#agentkernel-sidebar").waitFor({ state: "hidden", timeout: TIMEOUT });
-}
-
 // setAutoOpen sets the sidebar's "Open by itself" in the Settings Editor
 // (Settings > Settings Editor, the plugin found by its name) and waits
 // until the server holds it.
@@ -166,24 +156,13 @@ async function setAutoOpen(page, lab, on) {
   });
 }
 
-async function main() {
-  const tmp = mkdtempSync(join(tmpdir(), "ak-lab-"));
-  try {
-    await run(tmp);
-  } finally {
-    // Failed or not: the servers and the model go, and their files.
-    stopAll();
-    rmSync(tmp, { recursive: true, force: true });
-  }
-}
-
 async function run(tmp) {
   for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
   // No "get Jupyter news?" toast: it would lie over the sidebar's Send button.
   const apputils = join(tmp, "config", "lab", "user-settings", "@jupyterlab", "apputils-extension");
   mkdirSync(apputils, { recursive: true });
   writeFileSync(join(apputils, "notification.jupyterlab-settings"), JSON.stringify({ fetchNews: "false" }));
-  await startModel();
+  model = await startModel();
   const bin = process.env.AGENTKERNEL_BIN;
   const prefix = join(tmp, "prefix");
   execFileSync(bin, ["install", "--prefix", prefix, "--probe=false"], { env: jupyterEnv(tmp), stdio: "inherit" });
@@ -198,7 +177,7 @@ async function run(tmp) {
   // The OS asks for dark pages: the sidebar must follow JupyterLab's
   // theme (Light by default) all the same.
   const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS,
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
     viewport: { width: 1400, height: 900 }, colorScheme: "dark",
   });
   try {
@@ -443,7 +422,7 @@ async function run(tmp) {
   const nb = await startJupyter("notebook", tmp);
   const profile2 = mkdtempSync(join(tmp, "chromium-"));
   const browser2 = await chromium.launchPersistentContext(profile2, {
-    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS,
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
     viewport: { width: 1400, height: 900 }, colorScheme: "dark",
   });
   try {
@@ -470,4 +449,4 @@ async function run(tmp) {
   }
 }
 
-steps.exit(main());
+runTest(steps, "ak-lab-", run);

@@ -34,7 +34,7 @@ trap 'rm -rf "$(dirname "$bin")"' EXIT
 mkdir -p "$repo/tests/artifacts"
 HARNESS_BIN="$bin" node panel.test.mjs
 
-# JupyterLab 4 and Notebook 7 with the sidebar (labextension/ built with the
+# JupyterLab 4 and Notebook 7 with the sidebar and the notebook comm (labextension/ built with the
 # venv's jupyter: the panel's page inlined, tsc, jupyter labextension build),
 # then its inline completions and the settings view.
 lab_python="$("$repo/scripts/modern-venv.sh")"
@@ -45,5 +45,8 @@ lab_python="$("$repo/scripts/modern-venv.sh")"
 export LAB_PYTHON="$lab_python" AGENTKERNEL_BIN="$(dirname "$bin")/agentkernel" SCRIPTED_BIN="$(dirname "$bin")/scriptedmodel" \
   LAB_EXTENSION="$repo/python/labextension"
 node lab.test.mjs
+# The notebook as the agent's workspace: the notebook comm answered by the
+# extension, in JupyterLab 4 and Notebook 7.
+node notebook.test.mjs
 # Inline completions and the settings view's keys (issue 36).
 node complete.test.mjs

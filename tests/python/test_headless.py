@@ -201,7 +201,9 @@ def test_nbconvert_with_prompt_kernelspec_and_cassette(cli, env, tmp_path):
     p = agentkernel(cli, env, "install", "--prefix", prefix, "--name", "agent-replay", "--mode", "prompt",
                     "--model", f"replay:{TOUR_CASSETTE}", "--approve", "all", "--probe=false")
     assert p.returncode == 0, p.stderr
-    e = dict(env, JUPYTER_PATH=str(prefix / "share" / "jupyter"))
+    # The cassette was recorded by agentkernel run, which offers the notebook tools; under nbconvert the
+    # kernel is told its notebook's file, as the README says to, and offers the same tools.
+    e = dict(env, JUPYTER_PATH=str(prefix / "share" / "jupyter"), AGENTKERNEL_NOTEBOOK="tour.ipynb")
     shutil.copy(TOUR, tmp_path / "tour.ipynb")
     proc = subprocess.run(
         [JUPYTER, "nbconvert", "--to", "notebook", "--execute", "tour.ipynb",

@@ -41,7 +41,7 @@ func (p agentOf) Subscribe(f func(webview.Event)) func() {
 				(m.Say == messages.SayText || m.Say == messages.SayUserFeedback) {
 				// The first prompt names the session: the header follows.
 				if title, err := h.Title(context.Background()); err == nil && title != "" {
-					f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model(), Title: title, AgentMode: h.AgentMode().Name})
+					f(webview.Event{Kind: webview.EventSettings, PermissionMode: string(h.PermissionMode()), Model: h.Model(), Title: title, AgentMode: h.AgentMode().Name})
 				}
 			}
 		case agent.EventMessageUpdated:
@@ -53,7 +53,7 @@ func (p agentOf) Subscribe(f func(webview.Event)) func() {
 		case session.EventSettingsChanged:
 			// The mode, the model or the title (a rename) changed.
 			title, _ := h.Title(context.Background())
-			f(webview.Event{Kind: webview.EventSettings, Mode: string(h.Mode()), Model: h.Model(), Title: title, AgentMode: h.AgentMode().Name})
+			f(webview.Event{Kind: webview.EventSettings, PermissionMode: string(h.PermissionMode()), Model: h.Model(), Title: title, AgentMode: h.AgentMode().Name})
 		case session.EventMCPChanged:
 			f(webview.Event{Kind: webview.EventMCP, MCP: mcpServers(h.MCPStatus(context.Background(), false))})
 		case agent.EventTaskStarted, agent.EventTaskActive:
@@ -96,13 +96,13 @@ func (p agentOf) Snapshot(ctx context.Context) (webview.State, error) {
 	if err != nil {
 		return webview.State{}, err
 	}
-	st := webview.State{SessionID: s.ID, Title: s.Title, Messages: s.Messages, Mode: string(s.Mode), Model: s.Model,
+	st := webview.State{SessionID: s.ID, Title: s.Title, Messages: s.Messages, PermissionMode: string(s.Mode), Model: s.Model,
 		Totals: totals(s.Totals), PendingAsk: s.PendingAsk, MCPServers: mcpServers(p.h.MCPStatus(ctx, false))}
 	for _, m := range agent.Modes {
-		st.Modes = append(st.Modes, string(m))
+		st.PermissionModes = append(st.PermissionModes, string(m))
 	}
 	st.AgentMode = p.h.AgentMode().Name
-	ms, _ := p.h.Modes()
+	ms, _ := p.h.AgentModes()
 	for _, m := range ms {
 		st.AgentModes = append(st.AgentModes, m.Name)
 	}
@@ -197,17 +197,19 @@ func (p agentOf) Edit(ctx context.Context, ts int64, text string, choice webview
 	return report(rw, ""), err
 }
 
-// SetMode implements webview.Agent: a permission mode, else an agent
-// mode (code, ask, architect, debug, the user's).
-func (p agentOf) SetMode(ctx context.Context, mode string) error {
-	m, err := agent.ParseMode(mode)
+// SetPermissionMode implements webview.Agent.
+func (p agentOf) SetPermissionMode(ctx context.Context, mode string) error {
+	m, err := agent.ParsePermissionMode(mode)
 	if err != nil {
-		if _, aerr := p.h.SetAgentMode(panelCtx(ctx), mode); aerr != nil {
-			return aerr
-		}
-		return nil
+		return err
 	}
-	return p.h.SetMode(panelCtx(ctx), m)
+	return p.h.SetPermissionMode(panelCtx(ctx), m)
+}
+
+// SetAgentMode implements webview.Agent.
+func (p agentOf) SetAgentMode(ctx context.Context, mode string) error {
+	_, err := p.h.SetAgentMode(panelCtx(ctx), mode)
+	return err
 }
 
 // SetModel implements webview.Agent.

@@ -1,5 +1,5 @@
 // agentkernel's web panel, bundled from webview/panel/src by webview/panel/build.mjs: do not edit.
-// sources sha256 3282e25d9d947a69173b8fe212805c05363c2f1e3bc0b641624894b72dac8257
+// sources sha256 e70eb6ff317f19d3edda84d883df5b367d7596463368bcc8fa780ff83bd26d2e
 (() => {
   // src/dom.js
   var $ = (id) => document.getElementById(id);
@@ -211,6 +211,36 @@
     return frag;
   }
 
+  // src/review.js
+  function askDiff(p) {
+    if (!p || p.ask !== "tool") return "";
+    const t = parseJSON(p.text);
+    return t && typeof t.diff === "string" ? t.diff : "";
+  }
+  function kind(line) {
+    if (line.startsWith("- ") || line === "-") return "del";
+    if (line.startsWith("+ ") || line === "+") return "add";
+    if (line.startsWith("  ") || line === "") return "ctx";
+    return "head";
+  }
+  function diffView(diff) {
+    const box = el("div", "celldiff");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "the change");
+    const lines = diff.replace(/\n$/, "").split("\n");
+    for (const line of lines) {
+      const k = kind(line);
+      box.appendChild(el("div", "dl dl-" + k, line === "" ? " " : line));
+    }
+    return box;
+  }
+  function reviewTitle(p) {
+    const t = parseJSON(p.text) || {};
+    const head = askDiff(p).split("\n").find((l) => kind(l) === "head");
+    const what = head ? head.replace(/:$/, "") : t.tool || "a tool";
+    return "Review the agent's change to " + what;
+  }
+
   // src/render.js
   function isUserPrompt(m, i) {
     return m.type === "say" && (m.say === "user_feedback" || m.say === "text" && i === 0);
@@ -229,8 +259,8 @@
     return d;
   }
   function sayBody(m, i, box, body) {
-    const kind = m.say;
-    switch (kind) {
+    const kind2 = m.say;
+    switch (kind2) {
       case "text":
         if (isUserPrompt(m, i)) {
           box.classList.add("user");
@@ -287,7 +317,7 @@
         box.classList.add("meta");
         const tr = parseJSON(m.text) || {};
         body.appendChild(el("span", "", (tr.ok ? "✓ " : "✗ ") + (tr.tool || "tool") + ": " + (tr.summary || "")));
-        if (tr.diff) body.appendChild(el("pre", "diff", tr.diff));
+        if (tr.diff) body.appendChild(diffView(tr.diff));
         break;
       }
       case "api_req_finished": {
@@ -303,12 +333,12 @@
       case "kernel_status":
       case "checkpoint_saved":
         box.classList.add("meta");
-        body.appendChild(el("span", "", kind.replace(/_/g, " ") + (m.text ? ": " + m.text : "")));
+        body.appendChild(el("span", "", kind2.replace(/_/g, " ") + (m.text ? ": " + m.text : "")));
         break;
       default:
         body.appendChild(el("div", "plain", m.text));
     }
-    if (m.reasoning && kind !== "reasoning") body.insertBefore(reasoning(m.reasoning, m.partial), body.firstChild);
+    if (m.reasoning && kind2 !== "reasoning") body.insertBefore(reasoning(m.reasoning, m.partial), body.firstChild);
   }
   function askBody(m) {
     const d = el("div", "askbody");
@@ -322,6 +352,11 @@
         break;
       }
       case "tool": {
+        if (askDiff(m)) {
+          d.appendChild(el("div", "label", reviewTitle(m) + answered));
+          d.appendChild(diffView(askDiff(m)));
+          break;
+        }
         const t = parseJSON(m.text) || {};
         d.appendChild(el("div", "label", "The agent wants to use " + (t.tool || "a tool") + answered));
         d.appendChild(el("pre", "code", t.input !== void 0 ? JSON.stringify(t.input, null, 2) : m.text));
@@ -364,9 +399,9 @@
   }
   function renderMessage(m, i, on2) {
     const box = el("article", "msg");
-    const kind = m.ask || m.say;
+    const kind2 = m.ask || m.say;
     box.dataset.ts = String(m.ts);
-    box.dataset.kind = m.type + ":" + kind;
+    box.dataset.kind = m.type + ":" + kind2;
     if (m.partial) box.classList.add("partial");
     const body = el("div", "body");
     if (m.type === "say") {
@@ -379,7 +414,7 @@
     for (const src of m.images || []) {
       if (!SAFE_IMG.test(src)) continue;
       const img = el("img", "image");
-      img.alt = kind === "text" || kind === "user_feedback" ? "attached image" : "output image";
+      img.alt = kind2 === "text" || kind2 === "user_feedback" ? "attached image" : "output image";
       img.src = src;
       body.appendChild(img);
     }
@@ -467,8 +502,8 @@
       title: "",
       messages: [],
       older: 0,
-      mode: "",
-      modes: [],
+      permissionMode: "",
+      permissionModes: [],
       agentMode: "",
       agentModes: [],
       model: "",
@@ -478,8 +513,8 @@
       mcpServers: []
     };
   }
-  function takes(m, kind) {
-    return !!(m && m.answer && Array.isArray(m.answer.responses) && m.answer.responses.indexOf(kind) >= 0);
+  function takes(m, kind2) {
+    return !!(m && m.answer && Array.isArray(m.answer.responses) && m.answer.responses.indexOf(kind2) >= 0);
   }
   var Mirror = class {
     constructor() {
@@ -576,7 +611,7 @@
           return { chrome: true };
         }
         case "settings":
-          st.mode = f.mode;
+          st.permissionMode = f.permissionMode;
           st.model = f.model;
           if (f.agentMode) st.agentMode = f.agentMode;
           if (f.title) st.title = f.title;
@@ -591,12 +626,12 @@
   };
 
   // src/chrome.js
-  function showBanner(msg, kind) {
+  function showBanner(msg, kind2) {
     const b = $("banner");
     b.textContent = msg;
-    b.className = "banner " + (kind || "");
+    b.className = "banner " + (kind2 || "");
     b.hidden = false;
-    if (kind === "error") setTimeout(() => {
+    if (kind2 === "error") setTimeout(() => {
       if (b.textContent === msg) hideBanner();
     }, 8e3);
   }
@@ -666,11 +701,15 @@
       txt.textContent = "";
       sug.textContent = "";
       const approval = !!p.answer && p.answer.class === "interactive" && takes(p, "yesButtonClicked");
+      const review = approval && !!askDiff(p);
       $("approve").hidden = !takes(p, "yesButtonClicked");
-      $("approve").textContent = approval ? "Approve" : p.ask === "api_req_failed" ? "Retry" : "Continue";
+      $("approve").textContent = review ? "Accept" : approval ? "Approve" : p.ask === "api_req_failed" ? "Retry" : "Continue";
       $("alwaysAllow").hidden = !takes(p, "allowAll");
+      $("alwaysAllow").textContent = review ? "Always" : "Always allow";
+      $("alwaysAllow").title = review ? "Accept, and let the agent use " + ((parseJSON(p.text) || {}).tool || "this tool") + " without asking for the rest of the session" : "";
       $("deny").hidden = !takes(p, "noButtonClicked");
-      $("deny").textContent = approval ? "Deny" : "Stop";
+      $("deny").textContent = review ? "Reject" : approval ? "Deny" : "Stop";
+      box.classList.toggle("review", review);
       box.dataset.ask = p.ask;
       box.dataset.ts = String(p.ts);
       if (p.ask === "followup") {
@@ -682,6 +721,9 @@
       } else if (p.ask === "use_mcp_server") {
         const a = parseJSON(p.text) || {};
         txt.textContent = "Allow the MCP tool " + a.toolName + " of " + a.serverName + "?";
+      } else if (review) {
+        txt.appendChild(el("div", "", reviewTitle(p) + "?"));
+        txt.appendChild(diffView(askDiff(p)));
       } else if (p.ask === "tool") {
         txt.textContent = "Allow this tool call?";
       } else if (p.ask === "completion_result") {
@@ -704,7 +746,7 @@
     title.textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
     title.title = st.sessionId ? "Session " + st.sessionId : "";
     totals(st.totals || {});
-    options($("mode"), st.modes && st.modes.length ? st.modes : [st.mode], st.mode);
+    options($("permissionMode"), st.permissionModes && st.permissionModes.length ? st.permissionModes : [st.permissionMode], st.permissionMode);
     options($("agentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
     const model = $("model");
     if (document.activeElement !== model) model.value = st.model || "";
@@ -928,7 +970,7 @@
     modes(st) {
       if (!st) return;
       fill($("svAgentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
-      fill($("svMode"), st.modes && st.modes.length ? st.modes : [st.mode], st.mode);
+      fill($("svMode"), st.permissionModes && st.permissionModes.length ? st.permissionModes : [st.permissionMode], st.permissionMode);
     }
     keys(f) {
       const list = $("svKeys");
@@ -1111,10 +1153,10 @@
     frame.id = "c" + nextId++;
     if (!transport || !transport.send(JSON.stringify(frame))) showBanner("Not connected.", "warn");
   }
-  function respond(kind, text2, images) {
+  function respond(kind2, text2, images) {
     const p = mirror.st.pendingAsk;
     if (!p) return;
-    const f = { type: "askResponse", ts: p.ts, response: kind };
+    const f = { type: "askResponse", ts: p.ts, response: kind2 };
     if (text2) f.text = text2;
     if (images && images.length) f.images = images;
     send(f);
@@ -1287,8 +1329,8 @@
   on("approve", "click", () => respond("yesButtonClicked"));
   on("alwaysAllow", "click", () => respond("allowAll"));
   on("deny", "click", () => respond("noButtonClicked"));
-  on("mode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
-  on("agentMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
+  on("permissionMode", "change", (e) => send({ type: "setPermissionMode", permissionMode: e.target.value }));
+  on("agentMode", "change", (e) => send({ type: "setAgentMode", agentMode: e.target.value }));
   on("timeline", "scroll", (e) => {
     if (e.target.scrollTop < 40) loadOlder();
   });
@@ -1305,8 +1347,8 @@
   on("svUseModel", "click", () => settingsView.useModel());
   on("svModelOther", "keydown", enter(() => settingsView.useModel()));
   on("svEffort", "change", (e) => send({ type: "setEffort", effort: e.target.value }));
-  on("svAgentMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
-  on("svMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
+  on("svAgentMode", "change", (e) => send({ type: "setAgentMode", agentMode: e.target.value }));
+  on("svMode", "change", (e) => send({ type: "setPermissionMode", permissionMode: e.target.value }));
   on("sessionSearchBtn", "click", searchSessions);
   on("sessionQuery", "keydown", (e) => {
     if (e.key === "Enter" && !e.isComposing) {

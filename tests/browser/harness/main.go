@@ -113,14 +113,14 @@ func run() error {
 		os.Setenv(k, v)
 	}
 	var b *bridge.Bridge
-	a, err := app.Open(ctx, app.Load(app.Flags{}, log), app.Surface{Kind: string(bridge.ModePrompt),
+	a, err := app.Open(ctx, app.Load(app.Flags{}, log), app.Surface{Kind: string(bridge.PromptCells),
 		Workspace: filepath.Join(tmp, "work"), Logger: log,
 		Backing: &backing.Options{OnIOPub: func(m *wire.Message) { b.Unsolicited(m) }}})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	if b, err = bridge.New(bridge.Config{Runner: a.Runner, Host: a.Host, Mode: bridge.ModePrompt, Logger: log}); err != nil {
+	if b, err = bridge.New(bridge.Config{Runner: a.Runner, Host: a.Host, Cells: bridge.PromptCells, Logger: log}); err != nil {
 		return err
 	}
 	b.Start()

@@ -4,6 +4,7 @@
 
 import { $, button, el, parseJSON } from "./dom.js";
 import { md } from "./render.js";
+import { askDiff, diffView, reviewTitle } from "./review.js";
 import { takes } from "./state.js";
 
 /** Shows msg in the banner; kind "error" goes by itself after 8 s. */
@@ -99,11 +100,18 @@ export class AskBox {
     // An approval (interactive, with a yes) approves and denies; another
     // yes continues (or retries) and its no stops.
     const approval = !!p.answer && p.answer.class === "interactive" && takes(p, "yesButtonClicked");
+    // A change to review (its diff) is accepted or rejected.
+    const review = approval && !!askDiff(p);
     $("approve").hidden = !takes(p, "yesButtonClicked");
-    $("approve").textContent = approval ? "Approve" : p.ask === "api_req_failed" ? "Retry" : "Continue";
+    $("approve").textContent = review ? "Accept" : approval ? "Approve" : p.ask === "api_req_failed" ? "Retry" : "Continue";
     $("alwaysAllow").hidden = !takes(p, "allowAll");
+    $("alwaysAllow").textContent = review ? "Always" : "Always allow";
+    $("alwaysAllow").title = review
+      ? "Accept, and let the agent use " + ((parseJSON(p.text) || {}).tool || "this tool") + " without asking for the rest of the session"
+      : "";
     $("deny").hidden = !takes(p, "noButtonClicked");
-    $("deny").textContent = approval ? "Deny" : "Stop";
+    $("deny").textContent = review ? "Reject" : approval ? "Deny" : "Stop";
+    box.classList.toggle("review", review);
     box.dataset.ask = p.ask;
     box.dataset.ts = String(p.ts);
     if (p.ask === "followup") {
@@ -115,6 +123,9 @@ export class AskBox {
     } else if (p.ask === "use_mcp_server") {
       const a = parseJSON(p.text) || {};
       txt.textContent = "Allow the MCP tool " + a.toolName + " of " + a.serverName + "?";
+    } else if (review) {
+      txt.appendChild(el("div", "", reviewTitle(p) + "?"));
+      txt.appendChild(diffView(askDiff(p)));
     } else if (p.ask === "tool") {
       txt.textContent = "Allow this tool call?";
     } else if (p.ask === "completion_result") {
@@ -141,7 +152,7 @@ export function renderChrome(st, askBox) {
   title.textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
   title.title = st.sessionId ? "Session " + st.sessionId : "";
   totals(st.totals || {});
-  options($("mode"), st.modes && st.modes.length ? st.modes : [st.mode], st.mode);
+  options($("permissionMode"), st.permissionModes && st.permissionModes.length ? st.permissionModes : [st.permissionMode], st.permissionMode);
   options($("agentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
   const model = $("model");
   if (document.activeElement !== model) model.value = st.model || "";

@@ -238,8 +238,8 @@ on("rwClose", "click", () => { $("rewindReport").hidden = true; });
 on("approve", "click", () => respond("yesButtonClicked"));
 on("alwaysAllow", "click", () => respond("allowAll"));
 on("deny", "click", () => respond("noButtonClicked"));
-on("mode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
-on("agentMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
+on("permissionMode", "change", (e) => send({ type: "setPermissionMode", permissionMode: e.target.value }));
+on("agentMode", "change", (e) => send({ type: "setAgentMode", agentMode: e.target.value }));
 // Scrolled to the top: the older messages come.
 on("timeline", "scroll", (e) => { if (e.target.scrollTop < 40) loadOlder(); });
 on("model", "change", (e) => {
@@ -255,8 +255,8 @@ on("settingsBtn", "click", () => {
 on("svUseModel", "click", () => settingsView.useModel());
 on("svModelOther", "keydown", enter(() => settingsView.useModel()));
 on("svEffort", "change", (e) => send({ type: "setEffort", effort: e.target.value }));
-on("svAgentMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
-on("svMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
+on("svAgentMode", "change", (e) => send({ type: "setAgentMode", agentMode: e.target.value }));
+on("svMode", "change", (e) => send({ type: "setPermissionMode", permissionMode: e.target.value }));
 on("sessionSearchBtn", "click", searchSessions);
 on("sessionQuery", "keydown", (e) => {
   if (e.key === "Enter" && !e.isComposing) {

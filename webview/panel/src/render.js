@@ -4,6 +4,7 @@
 
 import { $, button, el, parseJSON } from "./dom.js";
 import { render as markdown } from "./markdown.js";
+import { askDiff, diffView, reviewTitle } from "./review.js";
 
 /** Whether message m (at index i) is a prompt of the user's. */
 export function isUserPrompt(m, i) {
@@ -88,7 +89,7 @@ function sayBody(m, i, box, body) {
       box.classList.add("meta");
       const tr = parseJSON(m.text) || {};
       body.appendChild(el("span", "", (tr.ok ? "✓ " : "✗ ") + (tr.tool || "tool") + ": " + (tr.summary || "")));
-      if (tr.diff) body.appendChild(el("pre", "diff", tr.diff));
+      if (tr.diff) body.appendChild(diffView(tr.diff));
       break;
     }
     case "api_req_finished": {
@@ -129,6 +130,11 @@ function askBody(m) {
       break;
     }
     case "tool": {
+      if (askDiff(m)) {
+        d.appendChild(el("div", "label", reviewTitle(m) + answered));
+        d.appendChild(diffView(askDiff(m)));
+        break;
+      }
       const t = parseJSON(m.text) || {};
       d.appendChild(el("div", "label", "The agent wants to use " + (t.tool || "a tool") + answered));
       d.appendChild(el("pre", "code", t.input !== undefined ? JSON.stringify(t.input, null, 2) : m.text));

@@ -58,7 +58,7 @@ export class SettingsView {
   modes(st) {
     if (!st) return;
     fill($("svAgentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
-    fill($("svMode"), st.modes && st.modes.length ? st.modes : [st.mode], st.mode);
+    fill($("svMode"), st.permissionModes && st.permissionModes.length ? st.permissionModes : [st.permissionMode], st.permissionMode);
   }
 
   keys(f) {

@@ -8,7 +8,7 @@
 /** The state before the first frame. */
 export function emptyState() {
   return {
-    sessionId: "", title: "", messages: [], older: 0, mode: "", modes: [], agentMode: "", agentModes: [],
+    sessionId: "", title: "", messages: [], older: 0, permissionMode: "", permissionModes: [], agentMode: "", agentModes: [],
     model: "", totals: {}, kernelStatus: "starting", pendingAsk: null, mcpServers: [],
   };
 }
@@ -129,7 +129,7 @@ export class Mirror {
         return { chrome: true };
       }
       case "settings":
-        st.mode = f.mode;
+        st.permissionMode = f.permissionMode;
         st.model = f.model;
         if (f.agentMode) st.agentMode = f.agentMode;
         if (f.title) st.title = f.title;

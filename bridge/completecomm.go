@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/agentkernel/agentkernel/agent"
@@ -161,10 +162,16 @@ func (cc *completeComms) done(comm, id string) {
 
 // complete answers one request: in prompt mode only a %%code cell, told
 // the %%code cells around it; in code mode any cell but a %%agent one (a
-// prompt), told the cells around it that are code. agent.Complete cuts
+// prompt), told the cells around it that are code; never a cell's first
+// line while it starts with % (a magic being typed). agent.Complete cuts
 // what is long (a cell of a megabyte) to its part around the cursor.
 func (cc *completeComms) complete(ctx context.Context, r completeRequest) (string, error) {
 	req := agent.CompletionRequest{Prefix: r.Prefix, Suffix: r.Suffix}
+	if !strings.Contains(r.Prefix, "\n") && strings.HasPrefix(strings.TrimLeft(r.Prefix, " \t"), "%") {
+		// A magic's line being typed (%%agen…): whether the cell is code
+		// or a prompt is not known yet, and a magic is not the model's.
+		return "", nil
+	}
 	code := func(src string) (string, bool) {
 		if cc.b.cfg.Cells != PromptCells {
 			_, prompt := cutCellMagic(src, "%%agent")

@@ -151,8 +151,9 @@ func TestCompleteComm(t *testing.T) {
 }
 
 // TestCompleteCommCodeMode: in code mode every cell is code but a %%agent
-// one, a prompt: it is not completed (no model request), and a %%agent
-// cell around the cursor's is not told to the model.
+// one, a prompt: it is not completed (no model request), nor is a magic's
+// line being typed, and a %%agent cell around the cursor's is not told to
+// the model.
 func TestCompleteCommCodeMode(t *testing.T) {
 	h := surfacetest.NewHost(t)
 	conn, stop := serveBridge(t, h, CodeCells)
@@ -164,6 +165,10 @@ func TestCompleteCommCodeMode(t *testing.T) {
 	cc.send(map[string]any{"request": map[string]any{"id": "p1", "prefix": "%%agent\nPlot the pri"}})
 	if r := cc.next(); r.ID != "p1" || !r.OK || r.Text != "" {
 		t.Errorf("a %%%%agent cell was completed: %+v", r)
+	}
+	cc.send(map[string]any{"request": map[string]any{"id": "p2", "prefix": "%%age"}}) // not yet known to be a prompt
+	if r := cc.next(); r.ID != "p2" || !r.OK || r.Text != "" {
+		t.Errorf("a magic's line being typed was completed: %+v", r)
 	}
 	if n := len(h.Script.Requests()); n != 0 {
 		t.Errorf("a prompt cost a model request (%d requests)", n)

@@ -374,6 +374,9 @@ async function run(tmp) {
   setting(tmp, "@jupyterlab/apputils-extension:notification", { fetchNews: "false" });
   // The sidebar stays closed until opened: the comm must work without it.
   setting(tmp, "@agentkernel/jupyterlab:plugin", { autoOpen: false });
+  // No inline completions (complete.test.mjs tests them): a request sent
+  // while a cell is typed would take a turn queued for the agent.
+  setting(tmp, "@agentkernel/jupyterlab:completer", { inlineCompletions: false });
   model = await startModel();
   const env = jupyterEnv(tmp, model);
   const prefix = join(tmp, "prefix");

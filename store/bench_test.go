@@ -22,10 +22,11 @@ import (
 //	go test -run '^$' -bench . -benchtime 300x ./store/
 //
 // The 1,000,000-message search fixture is built once and kept in
-// $TMPDIR/agentkernel-bench-search-v1.db (delete it to rebuild). The second,
+// $TMPDIR/agentkernel-bench-search-v2.db (delete it to rebuild). The second,
 // PostgreSQL run of the suite (see TestMain) runs every benchmark again on
-// PostgreSQL; its search fixture is built in the schema bench_search_v1 of
-// the test server (a throwaway cluster unless $AGENTKERNEL_TEST_POSTGRES).
+// PostgreSQL, as a user of the store (row-level security on); its search
+// fixture is built in the schema bench_search_v2 of the test server (a
+// throwaway cluster unless $AGENTKERNEL_TEST_POSTGRES).
 
 // BenchmarkAppend measures one durable AppendUI (committed on return) and
 // reports the median and 99th percentile.
@@ -236,14 +237,17 @@ func rewindBenchHistories(n int) Histories {
 func searchFixture(b *testing.B) (*Store, []string) {
 	b.Helper()
 	const sessions, perSession = 1000, 1000
-	path := filepath.Join(os.TempDir(), "agentkernel-bench-search-v1.db")
+	path := filepath.Join(os.TempDir(), "agentkernel-bench-search-v2.db")
 	ctx := context.Background()
 	o := Options{Path: path}
 	built := func() bool { _, err := os.Stat(path + ".done"); return err == nil }
 	if pg != nil {
-		must(b, pg.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS bench_search_v1"))
-		o = Options{URL: pgtest.WithParam(pg.URL, "search_path", "bench_search_v1")}
-		built = func() bool { return pg.Exec(ctx, "SELECT FROM bench_search_v1.built") == nil }
+		must(b, pg.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS bench_search_v2"))
+		admin := pgtest.WithParam(pg.URL, "search_path", "bench_search_v2")
+		_, err := Init(ctx, InitOptions{AdminURL: admin})
+		must(b, err)
+		o = Options{URL: pgUserURL(b, admin, testRole)}
+		built = func() bool { return pg.Exec(ctx, "SELECT FROM bench_search_v2.built") == nil }
 	}
 	if !built() {
 		if pg == nil {
@@ -268,9 +272,8 @@ func searchFixture(b *testing.B) (*Store, []string) {
 			must(b, s.AppendUI(ctx, id, ms...))
 		}
 		if pg != nil {
-			_, err = s.w.Exec("VACUUM ANALYZE")
-			must(b, err)
-			_, err = s.w.Exec("CREATE TABLE built ()")
+			superExec(b, o.URL, "VACUUM ANALYZE")
+			superExec(b, o.URL, "CREATE TABLE built ()")
 		} else {
 			_, err = s.w.Exec("INSERT INTO ui_fts(ui_fts) VALUES('optimize')")
 		}

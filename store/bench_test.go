@@ -473,3 +473,63 @@ func BenchmarkPage100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWorld measures what a checkpoint costs the store: storing new
+// file contents (PutBlob of 4 KiB), finding stored ones (HasBlob, what a
+// rescan of an unchanged file asks), and loading a workspace's index of
+// 2,000 files (what a kernel does at its first code run).
+func BenchmarkWorld(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b)
+	data := make([]byte, 4096)
+	rng := rand.New(rand.NewPCG(9, 10))
+	fill := func() {
+		for i := range data {
+			data[i] = byte(rng.IntN(256))
+		}
+	}
+	var stored []string
+	for range 200 {
+		fill()
+		h, err := s.PutBlob(ctx, data)
+		must(b, err)
+		stored = append(stored, h)
+	}
+	idx := make([]FileStat, 2000)
+	for i := range idx {
+		idx[i] = FileStat{Path: fmt.Sprintf("src/pkg%d/file%d.py", i%50, i), Size: 4096, MTime: int64(i), CTime: int64(i), Inode: int64(i), Hash: stored[i%len(stored)]}
+	}
+	must(b, s.SaveIndex(ctx, "/home/jovyan", idx, nil))
+	for _, tc := range []struct {
+		name string
+		op   func(i int) error
+	}{
+		{"put-new-4k", func(int) error { fill(); _, err := s.PutBlob(ctx, data); return err }},
+		{"has-stored", func(i int) error {
+			ok, err := s.HasBlob(ctx, stored[i%len(stored)])
+			if err == nil && !ok {
+				err = fmt.Errorf("blob %s not found", stored[i%len(stored)])
+			}
+			return err
+		}},
+		{"load-index-2000", func(int) error {
+			got, err := s.LoadIndex(ctx, "/home/jovyan")
+			if err == nil && len(got) != len(idx) {
+				err = fmt.Errorf("%d index entries", len(got))
+			}
+			return err
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var durs []time.Duration
+			for i := 0; b.Loop(); i++ {
+				t0 := time.Now()
+				if err := tc.op(i); err != nil {
+					b.Fatal(err)
+				}
+				durs = append(durs, time.Since(t0))
+			}
+			reportPercentiles(b, durs)
+		})
+	}
+}

@@ -226,6 +226,10 @@ func Init(ctx context.Context, o InitOptions) (InitReport, error) {
 		return fail(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	// One init at a time (migratePG takes the same lock again).
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", pgLockKey); err != nil {
+		return fail(fmt.Errorf("lock schema: %w", err))
+	}
 	if err := pgGroupRoles(ctx, tx); err != nil {
 		return fail(err)
 	}

@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build wheel install test check test-go test-norace test-fuzz test-python test-python-modern test-browser mcp-server acp-client bench clean
+.PHONY: build wheel install panel test check test-go test-norace test-fuzz test-python test-python-modern test-browser mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -24,11 +24,37 @@ wheel:
 install: build
 	$(BIN) install --user
 
+# The web panel's page: webview/panel/src bundled (esbuild, pinned) into
+# webview/static/panel.js, which is committed and embedded by go build. Run
+# it after changing the page's sources; `go test ./webview` fails until then.
+panel:
+	cd webview/panel && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+
 test: check test-go test-norace test-fuzz test-python test-python-modern test-browser
 
-check:
+# staticcheck and deadcode, pinned, built into bin/tools.
+TOOLS       := $(abspath bin/tools)
+STATICCHECK := $(TOOLS)/staticcheck
+DEADCODE    := $(TOOLS)/deadcode
+# What deadcode finds unreachable from the binaries but the tests use, on
+# purpose: the scripted model (a test double), the rewind by index that the
+# property tests check the rewind by timestamp against, the notebook
+# package's constructors and parser that its tests and fuzzer build with,
+# and the runner's introspection of waiting starts.
+DEADCODE_ALLOW := ^agent/provider/scripted/|RewindToIndex$$|notebooks/.*unreachable func: (Parse|NewCodeCell|NewMarkdownCell)$$|unreachable func: (Local|starter)\.waiters$$
+
+$(STATICCHECK):
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+$(DEADCODE):
+	GOBIN=$(TOOLS) $(GO) install golang.org/x/tools/cmd/deadcode@v0.52.0
+
+check: $(STATICCHECK) $(DEADCODE)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
+	@out=$$($(DEADCODE) ./cmd/agentkernel ./scripts/... ./tests/browser/harness | grep -Ev '$(DEADCODE_ALLOW)'); \
+		if [ -n "$$out" ]; then echo "deadcode: unreachable from the binaries (remove it, or allow it in the Makefile with a reason):"; echo "$$out"; exit 1; fi
 
 test-go: mcp-server acp-client
 	$(GOTEST) -timeout 20m ./...
@@ -71,7 +97,7 @@ tests/acp/node_modules/.package-lock.json: tests/acp/package.json tests/acp/pack
 
 bench: build
 	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway -ipykernel-python $$(scripts/modern-venv.sh)
-	$(GO) run ./scripts/promptbench -agentkernel $(BIN)
+	$(GO) run ./scripts/promptbench -agentkernel $(BIN) -jupyter-ai $$(scripts/modern-venv.sh jupyterai)
 	$(GO) run ./scripts/ckptbench -agentkernel $(BIN)
 	$(GO) run ./scripts/mcpbench -agentkernel $(BIN)
 

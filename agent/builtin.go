@@ -23,6 +23,9 @@ import (
 
 func (tb *Toolbox) define() []*Tool {
 	tools := tb.builtins()
+	if tb.opts.Notebook != nil {
+		tools = append(tools, tb.notebookTools()...)
+	}
 	if w := tb.opts.WebFetch; w != nil && len(w.Allow) > 0 {
 		tools = append(tools, &Tool{
 			name: ToolWebFetch, class: ClassFetch,
@@ -144,6 +147,12 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, 
 	if err != nil {
 		return Result{}, fmt.Errorf("execute_code: %w", err)
 	}
+	return tb.codeResult(cr), nil
+}
+
+// codeResult is what code that ran tells the model: its streams, result,
+// images (the first few as images too) and error.
+func (tb *Toolbox) codeResult(cr CodeResult) Result {
 	var b strings.Builder
 	section := func(name, text string) {
 		if text == "" {
@@ -179,7 +188,7 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any) (Result, 
 	if text == "" {
 		text = "(no output)"
 	}
-	return Result{Text: tb.capText(text), IsError: cr.Error != nil, Images: images, Shown: shown, Blocks: blocks}, nil
+	return Result{Text: tb.capText(text), IsError: cr.Error != nil, Images: images, Shown: shown, Blocks: blocks}
 }
 
 func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, error) {

@@ -141,6 +141,17 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
+	if d.Verdict == Ask && tool.Class() == ClassNotebook {
+		// A cell the agent wrote, as it left it, is its own to change; any
+		// other change is asked with its diff.
+		if in, err := tool.Validate(call.Input); err == nil {
+			own, diff := t.cfg.Toolbox.reviewNotebookCall(ctx, call.Name, in)
+			if own {
+				d = Decision{Verdict: Allow, Reason: "a cell the agent wrote, unchanged since"}
+			}
+			d.Diff = diff
+		}
+	}
 	var feedback string
 	var feedbackImages []Image
 	if d.Verdict == Ask {
@@ -193,7 +204,7 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 	}
 	res, err := tool.Execute(ctx, call.Input)
 	t.lis.Emit(Event{Kind: EventToolFinished, Tool: call.Name, ToolID: call.ID, Failed: err != nil || res.IsError})
-	if tool.Class() == ClassEdit {
+	if tool.Class() == ClassEdit || tool.Class() == ClassNotebook {
 		if _, serr := t.say(context.WithoutCancel(ctx), messages.SayToolResult, toolResultText(call, res, err), nil); serr != nil {
 			return res, serr
 		}
@@ -349,6 +360,8 @@ func toolResultText(call provider.ToolCall, res Result, err error) string {
 			r.Diff = linesDiff(in.Search, in.Replace)
 		case ToolWriteFile:
 			r.Diff = linesDiff("", in.Content)
+		default:
+			r.Diff = res.Diff
 		}
 		r.Diff = truncateRunes(r.Diff, maxDiffPreview)
 	}

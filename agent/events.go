@@ -2,6 +2,7 @@ package agent
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
@@ -125,51 +126,67 @@ type Totals struct {
 	Requests         int     `json:"requests"`
 }
 
+// Since is what was spent from before to t: a turn's part of the totals.
+func (t Totals) Since(before Totals) Totals {
+	return Totals{InputTokens: t.InputTokens - before.InputTokens, OutputTokens: t.OutputTokens - before.OutputTokens,
+		CacheReadTokens: t.CacheReadTokens - before.CacheReadTokens, CacheWriteTokens: t.CacheWriteTokens - before.CacheWriteTokens,
+		Cost: t.Cost - before.Cost, Requests: t.Requests - before.Requests}
+}
+
 // Listeners is a set of event callbacks, called synchronously in
 // registration order on the goroutine that emits. Its zero value is ready;
 // its methods are safe for concurrent use. A Task's listeners must be quick
 // and must not call back into the Task except Respond, Cancel and the
 // read-only getters.
+//
+// Emit is on the streaming path (an event per chunk of the model's answer):
+// it reads the current list through one atomic load, with no lock and no
+// copy. Add and remove, rare, replace the list with a new one.
 type Listeners struct {
-	mu   sync.Mutex
+	mu   sync.Mutex // serialises Add and remove
 	next int
-	fns  map[int]func(Event)
-	ids  []int
+	list atomic.Pointer[[]listener] // never changed once stored
+}
+
+type listener struct {
+	id int
+	f  func(Event)
 }
 
 // Add registers f; the returned func removes it.
 func (l *Listeners) Add(f func(Event)) func() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.fns == nil {
-		l.fns = map[int]func(Event){}
-	}
 	id := l.next
 	l.next++
-	l.fns[id] = f
-	l.ids = append(l.ids, id)
+	old := l.current()
+	list := append(old[:len(old):len(old)], listener{id, f})
+	l.list.Store(&list)
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		delete(l.fns, id)
-		for i, x := range l.ids {
-			if x == id {
-				l.ids = append(l.ids[:i:i], l.ids[i+1:]...)
-				break
+		old := l.current()
+		list := make([]listener, 0, len(old))
+		for _, x := range old {
+			if x.id != id {
+				list = append(list, x)
 			}
 		}
+		l.list.Store(&list)
 	}
 }
 
-// Emit calls every registered f with e, with no lock held.
-func (l *Listeners) Emit(e Event) {
-	l.mu.Lock()
-	fns := make([]func(Event), 0, len(l.ids))
-	for _, id := range l.ids {
-		fns = append(fns, l.fns[id])
+func (l *Listeners) current() []listener {
+	if p := l.list.Load(); p != nil {
+		return *p
 	}
-	l.mu.Unlock()
-	for _, f := range fns {
-		f(e)
+	return nil
+}
+
+// Emit calls every registered f with e, with no lock held. A listener
+// removed while Emit runs may still get e.
+func (l *Listeners) Emit(e Event) {
+	for _, x := range l.current() {
+		x.f(e)
 	}
 }

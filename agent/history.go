@@ -21,14 +21,28 @@ func (t *Task) create(ctx context.Context, m messages.UIMessage) error {
 
 // createFor is create for a message about the tool call toolID (a
 // permission decision): its event carries the call's id.
+//
+// A message that starts streaming (partial: the model's first words) is
+// shown before it is stored, so that the first words reach the cell
+// without waiting for the store; its row is appended right after, on this
+// goroutine, before any of its updates. A crash in between loses only what
+// streamed, as the rule allows for a message still streaming. Every other
+// message is stored first.
 func (t *Task) createFor(ctx context.Context, m messages.UIMessage, toolID string) error {
-	if err := t.cfg.Store.AppendUI(context.WithoutCancel(ctx), t.cfg.SessionID, m); err != nil {
-		return &storeError{err}
+	if !m.Partial {
+		if err := t.cfg.Store.AppendUI(context.WithoutCancel(ctx), t.cfg.SessionID, m); err != nil {
+			return &storeError{err}
+		}
 	}
 	t.mu.Lock()
 	t.ui = append(t.ui, m)
 	t.mu.Unlock()
 	t.lis.Emit(Event{Kind: EventMessageCreated, Message: &m, ToolID: toolID})
+	if m.Partial {
+		if err := t.cfg.Store.AppendUI(context.WithoutCancel(ctx), t.cfg.SessionID, m); err != nil {
+			return &storeError{err}
+		}
+	}
 	return nil
 }
 
@@ -41,9 +55,13 @@ func (t *Task) say(ctx context.Context, kind messages.Say, text string, edit fun
 	return m, t.create(ctx, m)
 }
 
-// update stores a new version of an existing UI message (same ts).
+// update stores a new version of an existing UI message (same ts). It is
+// called for every chunk of a streamed answer.
 func (t *Task) update(ctx context.Context, m messages.UIMessage) error {
-	if err := t.cfg.Store.UpdateUI(context.WithoutCancel(ctx), t.cfg.SessionID, m); err != nil {
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx) // (allocates: the stream passes one made once)
+	}
+	if err := t.cfg.Store.UpdateUI(ctx, t.cfg.SessionID, m); err != nil {
 		return &storeError{err}
 	}
 	t.mu.Lock()

@@ -23,7 +23,7 @@ var errStop = errors.New("agent: turn stopped")
 
 const cancelledText = "The user interrupted this operation."
 
-// Limits bound one turn (see SubmitLimited). The zero value adds none.
+// Limits bound one turn (Task.SubmitTurn's). The zero value adds none.
 type Limits struct {
 	// MaxRequests is how many model requests the turn may make: when the
 	// model still wants to go on after that many, the turn ends with
@@ -381,10 +381,15 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 	defer stop()
 
 	var textMsg, reasonMsg *messages.UIMessage
+	// The text so far grows in place: res.text is text.String() after
+	// each piece, a string over the builder's bytes, not a copy (a copy a
+	// piece is quadratic in the answer's length).
+	var text, reasoning strings.Builder
 	// An agent that runs its own tools (EventActivity, EventAsk) says
 	// things between its steps: each stretch of its text is a message of
 	// its own, from these offsets on.
 	var textFrom, reasonFrom int
+	updateCtx := context.WithoutCancel(ctx) // made once, not a chunk
 	grow := func(m **messages.UIMessage, kind messages.Say, full string) error {
 		if *m == nil {
 			created, err := t.say(ctx, kind, full, func(u *messages.UIMessage) { u.Partial = true })
@@ -395,7 +400,7 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 			return nil
 		}
 		(*m).Text = full
-		return t.update(ctx, **m)
+		return t.update(updateCtx, **m)
 	}
 	finish := func() error {
 		// A turn cut short because the task closes (the kernel shuts down,
@@ -442,12 +447,14 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 		}
 		switch ev.Type {
 		case provider.EventText:
-			res.text += ev.Text
+			text.WriteString(ev.Text)
+			res.text = text.String()
 			if err := grow(&textMsg, messages.SayText, res.text[textFrom:]); err != nil {
 				return res, err
 			}
 		case provider.EventReasoning:
-			res.reasoning += ev.Text
+			reasoning.WriteString(ev.Text)
+			res.reasoning = reasoning.String()
 			if ev.Signature != "" {
 				res.signature = ev.Signature
 			}

@@ -93,6 +93,9 @@ type Decision struct {
 	Rule string
 	// Routine marks an allow that needs no one: a read-only tool.
 	Routine bool
+	// Diff shows what the call would change (a notebook cell's lines), for
+	// the ask.
+	Diff string
 	// ext is the external tool decided on, if the call is one: its ask is
 	// use_mcp_server.
 	ext *SourceTool
@@ -120,6 +123,50 @@ func ParseAnswer(s string) (Answer, error) {
 		return AnswerDeny, nil
 	}
 	return "", fmt.Errorf("agent: unknown answer %q (want y, a or n)", s)
+}
+
+// AllowPrompt ends the text of an approval asked as a line of text (a
+// notebook's stdin, a terminal); ParseReply reads the answer.
+const AllowPrompt = "Allow? [y]es / [a]lways / [n]o: "
+
+// AskQuestion is what an ask asks, for a person, without the answer line
+// (AskPrompt adds it): the code to run, the MCP tool and its arguments,
+// the tool and its input, or the followup question with its numbered
+// suggestions.
+func AskQuestion(ask messages.UIMessage) string {
+	switch ask.Ask {
+	case messages.AskCommand:
+		return "The agent wants to run this code:\n\n" + ask.Text + "\n"
+	case messages.AskUseMCPServer:
+		if a, ok := ParseMCPAsk(ask); ok {
+			return fmt.Sprintf("The agent wants to use the tool %s of the MCP server %s with %s", a.ToolName, a.ServerName, a.Arguments)
+		}
+		return ask.Text
+	case messages.AskFollowup:
+		q, _ := messages.ParseFollowup(ask)
+		p := q.Question
+		for i, s := range q.Suggest {
+			p += fmt.Sprintf("\n  %d. %s", i+1, s)
+		}
+		return p
+	case messages.AskTool:
+		if t, ok := messages.ParseToolAsk(ask); ok {
+			if t.Diff != "" {
+				return fmt.Sprintf("The agent wants to change the notebook (%s):\n\n%s", t.Tool, strings.TrimRight(t.Diff, "\n"))
+			}
+			return fmt.Sprintf("The agent wants to use %s with %s", t.Tool, t.Input)
+		}
+	}
+	return ask.Text
+}
+
+// AskPrompt is the whole line of text an ask is put to a person with:
+// AskQuestion, then AllowPrompt, or "> " for a followup's answer.
+func AskPrompt(ask messages.UIMessage) string {
+	if ask.Ask == messages.AskFollowup {
+		return AskQuestion(ask) + "\n> "
+	}
+	return AskQuestion(ask) + "\n" + AllowPrompt
 }
 
 // ParseReply turns text typed at an approval prompt into the Response
@@ -415,7 +462,10 @@ func (p *Policy) ResetSession() {
 //  6. a tool in the session's allow-all set is allowed;
 //  7. a matching allow rule allows, and so does an MCP server's alwaysAllow
 //     list for its tools;
-//  8. bypassPermissions allows; acceptEdits allows write_file and edit_file;
+//  8. bypassPermissions allows; acceptEdits allows write_file, edit_file and
+//     the notebook's edits; inserting and moving notebook cells are allowed
+//     (changing or deleting a cell asks, unless the agent wrote it: see
+//     runTool's review);
 //  9. otherwise: Ask.
 func (p *Policy) Decide(call provider.ToolCall) Decision {
 	t, ok := p.tb.Lookup(call.Name)
@@ -503,6 +553,10 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 		return Decision{Verdict: Allow, Reason: "bypassPermissions mode"}
 	case mode == ModeAcceptEdits && t.class == ClassEdit:
 		return Decision{Verdict: Allow, Reason: "acceptEdits mode: edits inside the workspace are allowed"}
+	case mode == ModeAcceptEdits && t.class == ClassNotebook:
+		return Decision{Verdict: Allow, Reason: "acceptEdits mode: edits of the notebook are allowed"}
+	case t.name == ToolNotebookInsert || t.name == ToolNotebookMove:
+		return Decision{Verdict: Allow, Reason: "a new cell, or a cell moved, changes no cell of the user's"}
 	}
 	// 9.
 	return Decision{Verdict: Ask, Reason: fmt.Sprintf("%s needs approval in %s mode", t.name, mode), ext: t.external}
@@ -561,7 +615,7 @@ func DecisionMessage(ts int64, call provider.ToolCall, d Decision) messages.UIMe
 		if !json.Valid(input) {
 			input = json.RawMessage("null")
 		}
-		b, _ := json.Marshal(messages.ToolAsk{Tool: call.Name, Input: input, Reason: d.Reason})
+		b, _ := json.Marshal(messages.ToolAsk{Tool: call.Name, Input: input, Reason: d.Reason, Diff: d.Diff})
 		m.Text = string(b)
 	case Allow:
 		m.Type, m.Say = messages.TypeSay, messages.SayText

@@ -55,6 +55,22 @@ func BasePrompt(tb *Toolbox, tools []provider.Tool, mode Mode) string {
 	case len(edits) > 0:
 		can = append(can, "change the workspace's files with "+andList(edits))
 	}
+	var cellTools []string
+	for _, n := range []string{ToolNotebookInsert, ToolNotebookEdit, ToolNotebookMove, ToolNotebookDelete} {
+		if has[n] {
+			cellTools = append(cellTools, n)
+		}
+	}
+	switch {
+	case has[ToolNotebookRead] && len(cellTools) > 0:
+		can = append(can, "read the notebook the user works in with notebook_read (every cell, by id) and change its cells with "+
+			andList(cellTools))
+	case has[ToolNotebookRead]:
+		can = append(can, "read the notebook the user works in with notebook_read (every cell, by id)")
+	}
+	if has[ToolNotebookRun] {
+		can = append(can, "run a cell of the notebook with notebook_run_cell (its outputs land in that cell)")
+	}
 	if has[ToolWebFetch] {
 		can = append(can, "read web pages of the sites the user allowed with web_fetch")
 	}
@@ -78,7 +94,7 @@ func BasePrompt(tb *Toolbox, tools []provider.Tool, mode Mode) string {
 	} else if has[ToolAttemptCompletion] {
 		b.WriteString(" Finish with attempt_completion.")
 	}
-	acts := has[ToolExecuteCode] || kernel != "" || len(edits) > 0
+	acts := has[ToolExecuteCode] || kernel != "" || len(edits) > 0 || len(cellTools) > 0 || has[ToolNotebookRun]
 	switch {
 	case mode == ModePlan:
 		b.WriteString(" The permission mode is plan: you may look, not act. Running code and changing files are " +

@@ -18,7 +18,7 @@ import (
 )
 
 // Store persists a session. Every completed message is written through it
-// before the task takes its next step. The bridge adapts *store.Store.
+// before the task takes its next step. agent/agentstore adapts *store.Store.
 type Store interface {
 	AppendUI(ctx context.Context, sessionID string, msgs ...messages.UIMessage) error
 	// UpdateUI stores a new version of a UI message; partial versions may
@@ -239,7 +239,7 @@ func New(cfg Config) (*Task, error) {
 	}
 	t := &Task{
 		cfg:     cfg,
-		log:     cfg.Logger.Named("agent").With("session", shortID(cfg.SessionID)),
+		log:     cfg.Logger.Named("agent").With("session", messages.ShortID(cfg.SessionID)),
 		clock:   clock,
 		perm:    perm,
 		ui:      append([]messages.UIMessage(nil), cfg.UI...),
@@ -253,13 +253,6 @@ func New(cfg Config) (*Task, error) {
 		t.pending = &pendingAsk{msg: t.ui[n-1], answer: make(chan Response, 1), idle: true}
 	}
 	return t, nil
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
 
 // notifyLocked wakes everyone waiting for a change of the task's state, its

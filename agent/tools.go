@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
@@ -52,6 +53,11 @@ const (
 	// ClassFetch reads the web (web_fetch, of allowed sites): asked like
 	// code, since a URL can carry data out.
 	ClassFetch
+	// ClassNotebook tools change the notebook's cells: insert, edit, move,
+	// delete. Inserting and moving are allowed in the default mode;
+	// changing or deleting a cell the agent did not write asks, with the
+	// change shown per cell.
+	ClassNotebook
 )
 
 func (c ToolClass) String() string {
@@ -68,12 +74,14 @@ func (c ToolClass) String() string {
 		return "mcp"
 	case ClassFetch:
 		return "fetch"
+	case ClassNotebook:
+		return "notebook"
 	default:
 		return "unknown"
 	}
 }
 
-// CodeRunner runs code in the backing kernel. The bridge implements it. Run
+// CodeRunner runs code in the backing kernel. The session host implements it. Run
 // blocks until the code has finished; cancelling ctx must interrupt the
 // kernel and make Run return promptly. A Python exception is not an error of
 // Run: it is reported in CodeResult.Error. Run returns an error only when
@@ -168,6 +176,9 @@ type Result struct {
 	// Blocks are sent to the model after Text in the tool result: the
 	// images an MCP tool returned.
 	Blocks []messages.ContentBlock
+	// Diff is what a notebook tool changed in a cell, for the history's
+	// tool_result.
+	Diff string
 }
 
 // Completion is attempt_completion's result.
@@ -227,6 +238,10 @@ type ToolboxOptions struct {
 	// aside: it is not offered, and a call of it names the tool to use, so
 	// that code runs where the user's variables are.
 	KernelServers []string
+	// Notebook, when set, gives the notebook the agent works in: the
+	// notebook tools (notebook_read, notebook_insert_cell, …) are offered
+	// while it gives one.
+	Notebook NotebookSource
 	// Files, when set, is where read_file, write_file and edit_file read
 	// and write text: an editor's buffers, unsaved changes included (an
 	// ACP client's fs/read_text_file and fs/write_text_file). Nil: the
@@ -268,6 +283,9 @@ type Toolbox struct {
 	ws    *Workspace
 	tools []*Tool
 	index map[string]*Tool
+
+	cellsMu sync.Mutex
+	cells   map[string]string // the notebook cells the agent wrote: id → the source it left
 }
 
 // NewToolbox returns the toolbox of all tools.
@@ -300,9 +318,10 @@ func (tb *Toolbox) Tools(ctx context.Context) []provider.Tool {
 		ext = tb.opts.Source.Tools(ctx)
 	}
 	elsewhere := tb.kernelCode(ext)
+	noNotebook := tb.opts.Notebook == nil || tb.opts.Notebook() == nil
 	out := make([]provider.Tool, 0, len(tb.tools)+len(ext))
 	for _, t := range tb.tools {
-		if t.name == ToolExecuteCode && elsewhere != "" {
+		if t.name == ToolExecuteCode && elsewhere != "" || noNotebook && IsNotebookTool(t.name) {
 			continue
 		}
 		out = append(out, t.Spec())

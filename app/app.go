@@ -8,6 +8,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/checkpoint"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/notebooks"
@@ -33,8 +35,13 @@ const (
 	EnvApprove        = "AGENTKERNEL_APPROVE"
 	EnvPermissionMode = "AGENTKERNEL_PERMISSION_MODE"
 	EnvEffort         = "AGENTKERNEL_EFFORT"
-	EnvConfig         = "AGENTKERNEL_CONFIG"
-	EnvRecord         = "AGENTKERNEL_RECORD"
+	// EnvCompletionModel is the model of inline completions.
+	EnvCompletionModel = "AGENTKERNEL_COMPLETION_MODEL"
+	// EnvNotebook is the .ipynb a kernel's notebook tools work on while
+	// no frontend shows one.
+	EnvNotebook = "AGENTKERNEL_NOTEBOOK"
+	EnvConfig   = "AGENTKERNEL_CONFIG"
+	EnvRecord   = "AGENTKERNEL_RECORD"
 	// EnvEventSource names the surface a kernel's inputs come from in the
 	// event log; agentkernel run sets it for the kernels it starts.
 	EnvEventSource = "AGENTKERNEL_EVENT_SOURCE"
@@ -79,6 +86,10 @@ type Config struct {
 	// Source is the surface the inputs come from in the event log, when
 	// the environment says ($AGENTKERNEL_EVENT_SOURCE).
 	Source eventlog.Source
+	// Processor lends background work (the workspace baseline) a
+	// processor: the command that owns GOMAXPROCS sets it
+	// (checkpoint.Options.Processor). Nil: none is lent.
+	Processor func() (release func())
 }
 
 // Load reads the configuration. It never fails: what it cannot use is
@@ -93,26 +104,26 @@ func Load(f Flags, log hclog.Logger) Config {
 		c.Problems = append(c.Problems, err.Error()+" (the whole file is ignored until it is fixed)")
 	}
 	c.File = fc
-	c.Approve, err = agent.ParseApprovalPolicy(firstNonEmpty(os.Getenv(EnvApprove), fc.Approve))
+	c.Approve, err = agent.ParseApprovalPolicy(cmp.Or(os.Getenv(EnvApprove), fc.Approve))
 	if err != nil {
 		c.Problems = append(c.Problems, "approval policy: "+err.Error()+" (using none)")
 		c.Approve = agent.ApproveNone
 	}
-	if m := firstNonEmpty(os.Getenv(EnvPermissionMode), fc.Mode); m != "" {
+	if m := cmp.Or(os.Getenv(EnvPermissionMode), fc.Mode); m != "" {
 		if c.PermissionMode, err = agent.ParseMode(m); err != nil {
 			c.Problems = append(c.Problems, "permission mode: "+err.Error()+" (using default)")
 			c.PermissionMode = ""
 		}
 	}
-	if c.Effort, err = provider.ParseEffort(firstNonEmpty(os.Getenv(EnvEffort), fc.Effort)); err != nil {
+	if c.Effort, err = provider.ParseEffort(cmp.Or(os.Getenv(EnvEffort), fc.Effort)); err != nil {
 		c.Problems = append(c.Problems, "effort: "+err.Error()+" (using the model's default)")
 	}
 	for _, p := range c.Problems {
 		log.Error("configuration problem", "problem", p)
 	}
 	c.Model = models.Resolve(f.Model, os.Getenv(EnvModel), fc.Model)
-	c.Record = firstNonEmpty(f.Record, os.Getenv(EnvRecord))
-	c.StoreURL = firstNonEmpty(f.Store, os.Getenv(store.EnvStore), fc.Store)
+	c.Record = cmp.Or(f.Record, os.Getenv(EnvRecord))
+	c.StoreURL = cmp.Or(f.Store, os.Getenv(store.EnvStore), fc.Store)
 	return c
 }
 
@@ -125,25 +136,34 @@ func (c Config) Err() error {
 	return errors.New(strings.Join(c.Problems, "\n"))
 }
 
+// checkpoints are the workspace tracker's options: the file's, and the
+// processor the command lends.
+func (c Config) checkpoints() checkpoint.Options {
+	o := c.File.Checkpoints.options()
+	o.Processor = c.Processor
+	return o
+}
+
 // host is the session host's configuration from c: everything but the
 // store, the runner, the workspace, the kind, the logger, the event log
 // and the model opener, which Open adds.
 func (c Config) host() session.Config {
 	return session.Config{
-		DataDir:        c.DataDir,
-		StoreURL:       c.StoreURL,
-		Hooks:          c.File.Hooks,
-		Checkpoints:    c.File.Checkpoints.options(),
-		Source:         c.Source,
-		Model:          c.Model,
-		PermissionMode: c.PermissionMode,
-		Effort:         c.Effort,
-		Modes:          c.File.Modes,
-		WebFetch:       c.File.WebFetch,
-		Allow:          c.File.Allow,
-		Deny:           c.File.Deny,
-		MCPServers:     c.File.MCPServers,
-		MCP:            mcp.Options{UserDir: c.UserDir()},
+		DataDir:         c.DataDir,
+		StoreURL:        c.StoreURL,
+		Hooks:           c.File.Hooks,
+		Checkpoints:     c.checkpoints(),
+		Source:          c.Source,
+		Model:           c.Model,
+		PermissionMode:  c.PermissionMode,
+		Effort:          c.Effort,
+		CompletionModel: cmp.Or(os.Getenv(EnvCompletionModel), c.File.CompletionModel),
+		Modes:           c.File.Modes,
+		WebFetch:        c.File.WebFetch,
+		Allow:           c.File.Allow,
+		Deny:            c.File.Deny,
+		MCPServers:      c.File.MCPServers,
+		MCP:             mcp.Options{UserDir: c.UserDir()},
 		Notebook: func(w io.Writer, s store.Session, h store.Histories) error {
 			nb, err := SessionNotebook(s, h, nil)
 			if err != nil {
@@ -169,14 +189,4 @@ func SessionNotebook(s store.Session, h store.Histories, ks *notebooks.Kernelspe
 	return notebooks.FromSession(h.UI, h.API, notebooks.SessionMeta{
 		ID: s.ID, Title: s.Title, Model: s.Model, Provider: s.Provider, Mode: s.Mode, Kernelspec: ks,
 	})
-}
-
-// firstNonEmpty returns the first non-empty string.
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

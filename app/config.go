@@ -33,6 +33,9 @@ type File struct {
 	Approve string `json:"approve"` // none | read-only | all (headless asks)
 	Mode    string `json:"mode"`    // default | acceptEdits | bypassPermissions | plan
 	Effort  string `json:"effort"`  // low | medium | high | off: thinking budget / reasoning_effort
+	// CompletionModel is the model of inline completions in JupyterLab
+	// (default: the session's model).
+	CompletionModel string `json:"completionModel"`
 	// Modes are the user's agent modes, by name (besides code, ask,
 	// architect and debug): description, instructions, tools,
 	// permissionMode.

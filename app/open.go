@@ -42,6 +42,9 @@ type Surface struct {
 	// NoHost opens no session host and no runner: the command opens a
 	// workspace per session (OpenWorkspace), as sessions and acp do.
 	NoHost bool
+	// Cells, when set, is the notebook the agent works in
+	// (session.Config.Cells): NotebookFile for ask --notebook.
+	Cells session.Cells
 	// Logger; default a null logger.
 	Logger hclog.Logger
 }
@@ -120,6 +123,10 @@ func (a *App) host(workspace, kind string, r backing.Runner) *session.Host {
 			Dir: workspace, Logger: a.surface.Logger, Tools: a.agentTools}})
 	}
 	hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.EventLog = a.Store, r, workspace, kind, a.surface.Logger, a.Log
+	if cells := a.surface.Cells; cells != nil {
+		hc.Cells = func() session.Cells { return cells }
+	}
+	hc.OpenNotebook = NotebookFile
 	if b := a.surface.Backing; b != nil {
 		hc.Kernel = b.Kernel
 	}

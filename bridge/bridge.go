@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -70,8 +71,13 @@ type Config struct {
 	Approve agent.ApprovalPolicy
 	// UpdateInterval is the least time between two updates of a prompt
 	// cell's growing display while its message streams (the complete
-	// text goes out at once). Default 50 ms: at most 20 updates a second.
+	// text goes out at once). Default 1/19 s: at most 20 updates in any
+	// second, the last one included.
 	UpdateInterval time.Duration
+	// Notebook is an .ipynb (relative to the workspace) that the agent's
+	// notebook tools work on while no frontend shows one through the
+	// notebook comm (AGENTKERNEL_NOTEBOOK; %agent notebook sets it later).
+	Notebook string
 }
 
 func (c Config) withDefaults() Config {
@@ -121,7 +127,12 @@ type Bridge struct {
 	pmu   sync.Mutex // guards panel; never held across a call out
 	panel *panel     // the web panel, once %agent webview started it
 
-	comms comms // the panel's comms (the JupyterLab sidebar)
+	comms     *commRouter    // the comms the bridge serves itself
+	panels    *panelComms    // the panel's comms (the JupyterLab sidebar)
+	notebooks *notebookComms // the notebooks' comms (the agent's notebook tools)
+	// promptFrom is the Jupyter session of the frontend whose prompt runs:
+	// its notebook is the one the agent works in.
+	promptFrom atomic.Value // string
 
 	attachMu sync.Mutex
 	attached []attachment // %agent attach: images for the next prompt
@@ -138,6 +149,20 @@ func New(cfg Config) (*Bridge, error) {
 	cfg = cfg.withDefaults()
 	b := &Bridge{cfg: cfg, log: cfg.Logger.Named("bridge"), runner: cfg.Runner, host: cfg.Host}
 	b.recent.init(256)
+	b.panels = &panelComms{b: b}
+	b.notebooks = &notebookComms{b: b}
+	b.comms = newCommRouter(map[string]commTarget{PanelTarget: b.panels, NotebookTarget: b.notebooks,
+		CompleteTarget: &completeComms{b: b}}, b.log.Warn)
+	cfg.Host.SetFrontends(b.notebooks)
+	cfg.Host.ExpectCells()
+	if cfg.Notebook != "" {
+		f, err := cfg.Host.OpenNotebookFile(cfg.Notebook)
+		if err != nil {
+			b.cfg.Problems = append(b.cfg.Problems, "the notebook "+cfg.Notebook+": "+err.Error())
+		} else {
+			b.notebooks.setFile(f)
+		}
+	}
 	return b, nil
 }
 

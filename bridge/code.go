@@ -40,12 +40,6 @@ func (b *Bridge) HandleShell(ctx context.Context, r *kernel.Request) bool {
 	if !ok {
 		return false
 	}
-	switch r.Type() {
-	case wire.MsgCommOpen, wire.MsgCommMsg, wire.MsgCommClose, wire.MsgCommInfoRequest:
-		if b.handleComm(ctx, r) {
-			return true
-		}
-	}
 	switch {
 	case r.Type() == wire.MsgExecuteRequest:
 		b.execute(ctx, r)
@@ -75,7 +69,7 @@ func (b *Bridge) DeferBusy(r *kernel.Request) bool {
 	if b.cfg.Mode != ModeCode {
 		return false
 	}
-	if _, ok := replyTypes[r.Type()]; !ok || b.ownComm(r) {
+	if _, ok := replyTypes[r.Type()]; !ok {
 		return false
 	}
 	return b.runner.Running()
@@ -243,7 +237,11 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 				b.mu.Unlock()
 			}
 		}
-		if err := r.ReplyRaw(rep.Header.MsgType, rep.Content, rep.Metadata, rep.Buffers); err != nil {
+		content := rep.Content
+		if rep.Header.MsgType == wire.MsgCommInfoReply {
+			content = b.comms.withOurs(content) // the backing kernel's comms and ours
+		}
+		if err := r.ReplyRaw(rep.Header.MsgType, content, rep.Metadata, rep.Buffers); err != nil {
 			b.log.Warn("reply failed", "msg_type", rep.Header.MsgType, "error", err)
 		}
 	}

@@ -7,259 +7,237 @@ import (
 
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/wire"
-	"github.com/agentkernel/agentkernel/webview"
-	"github.com/agentkernel/agentkernel/webview/hostagent"
 )
 
-// PanelTarget is the comm target of the agent panel: a frontend (the
-// JupyterLab and Notebook 7 sidebar) opens a comm to it and speaks the web
-// panel's protocol (docs/webview-protocol.md) through it, wherever the
-// notebook's kernel is reachable (a remote server, JupyterHub, a gateway):
-// comm_msg data {"frame": F} carries one client frame in; each message
-// out is a comm_msg with data {"frame": F}, F a frame or a JSON array of
-// frames. The comm carries what the notebook's user may do already: no
-// token, and no key of any model.
-const PanelTarget = "agentkernel.panel"
+// The comms the bridge serves itself — the agent panel's today (panel.go),
+// each target a commTarget — are told apart from the backing kernel's
+// (widgets, …) in one place: commRouter.classify decodes a comm message
+// once and says whose it is. Every message of ours skips the shell queue
+// (Intercept): one worker goroutine hands them to their target in arrival
+// order, also while a cell runs, whose ask the panel may be the one to
+// answer. The backing kernel's comms are proxied as any other message.
 
-// comms are the bridge's panel comms, by comm id, over one Panel made at
-// the first comm_open. Their messages skip the shell queue (Intercept):
-// one worker goroutine handles them in arrival order, also while a cell
-// runs, whose ask the panel may be the one to answer.
-type comms struct {
-	mu      sync.Mutex
-	panel   *webview.Panel
-	ids     map[string]bool // comm ids opened to PanelTarget, known from interception on
-	clients map[string]*webview.Client
-	work    chan *kernel.Request
-	stop    context.CancelFunc
-	done    chan struct{}
-	closed  bool
+// commMsg is a comm message, decoded once.
+type commMsg struct {
+	r      *kernel.Request
+	typ    string // comm_open, comm_msg, comm_close or comm_info_request
+	id     string // comm_id
+	target string // the target: comm_open's and comm_info_request's, and the one a known comm id was opened to
+	data   json.RawMessage
 }
 
-// Intercept implements kernel.Interceptor: the panel's comm messages go
-// to the comm worker at once, past the shell queue.
-func (b *Bridge) Intercept(r *kernel.Request) bool {
+// commTarget serves the comms frontends open to one target name. Its
+// methods are called on the router's worker goroutine, one at a time.
+type commTarget interface {
+	open(ctx context.Context, m commMsg)
+	message(ctx context.Context, m commMsg)
+	// closed is told that the frontend closed comm id.
+	closed(id string)
+	// shutdown ends every comm of the target (the kernel is going down).
+	shutdown()
+}
+
+// commRouter routes the bridge's comm messages to their targets. It is
+// safe for concurrent use.
+type commRouter struct {
+	targets map[string]commTarget // by target name; fixed once made
+
+	mu     sync.Mutex
+	ids    map[string]string // comm id → target name, from comm_open on
+	work   chan commMsg
+	stop   context.CancelFunc
+	done   chan struct{}
+	closed bool
+	log    func(msg string, args ...any)
+}
+
+func newCommRouter(targets map[string]commTarget, warn func(msg string, args ...any)) *commRouter {
+	return &commRouter{targets: targets, ids: map[string]string{}, log: warn}
+}
+
+// classify decodes r, if it is a comm message, and reports whether it is
+// ours: a comm_open to one of our targets (whose id is ours from then on),
+// a comm_msg or comm_close of such a comm, a comm_info_request for one of
+// our targets. Anything else is not decoded (it is on the path of every
+// execute_request).
+func (cr *commRouter) classify(r *kernel.Request) (commMsg, bool) {
 	switch r.Type() {
-	case wire.MsgCommOpen, wire.MsgCommMsg, wire.MsgCommClose:
+	case wire.MsgCommOpen, wire.MsgCommMsg, wire.MsgCommClose, wire.MsgCommInfoRequest:
 	default:
-		return false
+		return commMsg{}, false
 	}
-	if !b.ownComm(r) {
-		return false
-	}
-	cs := &b.comms
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.closed {
-		return true // going down: dropped
-	}
-	if cs.work == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		cs.work, cs.stop, cs.done = make(chan *kernel.Request, 4096), cancel, make(chan struct{})
-		go b.commWorker(ctx, cs.work, cs.done)
-	}
-	select {
-	case cs.work <- r:
-	default:
-		b.log.Warn("panel comm: too many messages queued; dropped one", "msg_type", r.Type())
-	}
-	return true
-}
-
-// commWorker handles the intercepted comm messages in order.
-func (b *Bridge) commWorker(ctx context.Context, work <-chan *kernel.Request, done chan<- struct{}) {
-	defer close(done)
-	for {
-		select {
-		case r := <-work:
-			b.handleComm(ctx, r)
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// handleComm takes the comm messages that are ours (true): a comm_open to
-// PanelTarget, and comm_msg and comm_close of the comms it opened, and
-// comm_info_request for PanelTarget. The rest go to the backing kernel.
-func (b *Bridge) handleComm(ctx context.Context, r *kernel.Request) bool {
 	var c struct {
 		CommID     string          `json:"comm_id"`
 		TargetName string          `json:"target_name"`
 		Data       json.RawMessage `json:"data"`
 	}
 	_ = json.Unmarshal(r.Msg.Content, &c)
-	switch r.Type() {
+	m := commMsg{r: r, typ: r.Type(), id: c.CommID, target: c.TargetName, data: c.Data}
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	switch m.typ {
 	case wire.MsgCommOpen:
-		if c.TargetName != PanelTarget {
-			return false
+		if cr.targets[m.target] == nil || m.id == "" {
+			return m, false
 		}
-		b.openComm(r, c.CommID)
-	case wire.MsgCommMsg:
-		cl := b.comms.client(c.CommID)
-		if cl == nil {
-			return false
-		}
-		var d struct {
-			Frame json.RawMessage `json:"frame"`
-		}
-		if err := json.Unmarshal(c.Data, &d); err != nil || len(d.Frame) == 0 {
-			cl.Error(webview.CodeBadFrame, `a comm_msg of the panel carries {"frame": {...}}`)
-			return true
-		}
-		cl.Handle(ctx, d.Frame)
-	case wire.MsgCommClose:
-		cl := b.comms.remove(c.CommID)
-		if cl == nil {
-			return false
-		}
-		go cl.Detach() // its writer may be mid-write: the worker goes on with the next comm
+		cr.ids[m.id] = m.target
+		return m, true
 	case wire.MsgCommInfoRequest:
-		if c.TargetName != PanelTarget {
-			return false
+		return m, m.target != "" && cr.targets[m.target] != nil
+	default: // comm_msg, comm_close
+		t, ok := cr.ids[m.id]
+		m.target = t
+		if ok && m.typ == wire.MsgCommClose {
+			delete(cr.ids, m.id)
 		}
-		out := map[string]any{}
-		for _, id := range b.comms.openIDs() {
-			out[id] = map[string]string{"target_name": PanelTarget}
-		}
-		if err := r.Reply(wire.MsgCommInfoReply, map[string]any{"status": "ok", "comms": out}); err != nil {
-			b.log.Debug("comm_info_reply", "error", err)
-		}
-	default:
+		return m, ok
+	}
+}
+
+// Intercept implements kernel.Interceptor: the comm messages that are the
+// bridge's own go to the comm worker at once, past the shell queue.
+func (b *Bridge) Intercept(r *kernel.Request) bool {
+	m, ok := b.comms.classify(r)
+	if !ok {
 		return false
 	}
+	b.comms.enqueue(m)
 	return true
 }
 
-// ownComm reports whether r is a comm message handleComm takes; a
-// comm_open to PanelTarget makes its id known at once, so that the
-// messages that follow it are ours before the worker has opened it.
-func (b *Bridge) ownComm(r *kernel.Request) bool {
-	switch r.Type() {
-	case wire.MsgCommOpen, wire.MsgCommInfoRequest, wire.MsgCommMsg, wire.MsgCommClose:
+func (cr *commRouter) enqueue(m commMsg) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if cr.closed {
+		return // going down: dropped
+	}
+	if cr.work == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cr.work, cr.stop, cr.done = make(chan commMsg, 4096), cancel, make(chan struct{})
+		go cr.worker(ctx, cr.work, cr.done)
+	}
+	select {
+	case cr.work <- m:
 	default:
-		return false // no decoding on the path of every execute_request (DeferBusy)
+		cr.log("comm: too many messages queued; dropped one", "msg_type", m.typ, "target", m.target)
 	}
-	var c struct {
-		CommID     string `json:"comm_id"`
-		TargetName string `json:"target_name"`
-	}
-	_ = json.Unmarshal(r.Msg.Content, &c)
-	cs := &b.comms
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	switch r.Type() {
-	case wire.MsgCommOpen:
-		if c.TargetName == PanelTarget && c.CommID != "" {
-			if cs.ids == nil {
-				cs.ids = map[string]bool{}
-			}
-			cs.ids[c.CommID] = true
-			return true
+}
+
+// worker hands the messages to their targets in order.
+func (cr *commRouter) worker(ctx context.Context, work <-chan commMsg, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case m := <-work:
+			cr.dispatch(ctx, m)
+		case <-ctx.Done():
+			return
 		}
+	}
+}
+
+func (cr *commRouter) dispatch(ctx context.Context, m commMsg) {
+	t := cr.targets[m.target]
+	switch m.typ {
+	case wire.MsgCommOpen:
+		t.open(ctx, m)
+	case wire.MsgCommMsg:
+		t.message(ctx, m)
+	case wire.MsgCommClose:
+		t.closed(m.id)
 	case wire.MsgCommInfoRequest:
-		return c.TargetName == PanelTarget
-	case wire.MsgCommMsg, wire.MsgCommClose:
-		return cs.ids[c.CommID]
+		// No status around it: the shell may be busy with a cell, and an
+		// idle would tell the frontend it is not.
+		if err := m.r.Reply(wire.MsgCommInfoReply, map[string]any{"status": "ok", "comms": cr.open(m.target)}); err != nil {
+			cr.log("comm: reply to comm_info_request", "error", err)
+		}
 	}
-	return false
 }
 
-// openComm attaches a panel client to the comm id: its first message is
-// the session's state.
-func (b *Bridge) openComm(r *kernel.Request, id string) {
-	t := &commTransport{b: b, r: r, id: id}
-	b.comms.mu.Lock()
-	defer b.comms.mu.Unlock()
-	if b.comms.closed {
-		t.Close("the kernel is shutting down", true)
-		return
-	}
-	if b.comms.panel == nil {
-		b.comms.panel = webview.NewPanel(hostagent.New(b.host), webview.PanelOptions{Logger: b.log})
-		b.comms.clients = map[string]*webview.Client{}
-	}
-	if old := b.comms.clients[id]; old != nil {
-		go old.Detach()
-	}
-	cl, err := b.comms.panel.Attach(t)
-	if err != nil {
-		t.Close(err.Error(), true)
-		return
-	}
-	b.comms.clients[id] = cl
-	b.log.Debug("panel comm opened", "comm_id", id, "client", cl.ID())
-}
-
-func (cs *comms) client(id string) *webview.Client {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return cs.clients[id]
-}
-
-func (cs *comms) remove(id string) *webview.Client {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	cl := cs.clients[id]
-	delete(cs.clients, id)
-	delete(cs.ids, id)
-	return cl
-}
-
-// attached reports whether a panel comm is open: the sidebar answers the
-// asks then.
-func (cs *comms) attached() bool {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return len(cs.clients) > 0
-}
-
-func (cs *comms) openIDs() []string {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	var out []string
-	for id := range cs.clients {
-		out = append(out, id)
+// open lists our open comms of target ("" for every target) as
+// comm_info_reply's comms.
+func (cr *commRouter) open(target string) map[string]any {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	out := map[string]any{}
+	for id, t := range cr.ids {
+		if target == "" || t == target {
+			out[id] = map[string]string{"target_name": t}
+		}
 	}
 	return out
 }
 
-// close stops the worker and ends every panel comm (each gets its
-// comm_close) and the panel.
-func (cs *comms) close() {
-	cs.mu.Lock()
-	p, stop, done := cs.panel, cs.stop, cs.done
-	cs.closed, cs.panel, cs.clients = true, nil, nil
-	cs.mu.Unlock()
+// withOurs adds our open comms to a comm_info_reply of the backing kernel
+// (a comm_info_request for every target goes to it).
+func (cr *commRouter) withOurs(content json.RawMessage) json.RawMessage {
+	ours := cr.open("")
+	if len(ours) == 0 {
+		return content
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(content, &rep); err != nil {
+		return content
+	}
+	all, _ := rep["comms"].(map[string]any)
+	if all == nil {
+		all = map[string]any{}
+	}
+	for id, c := range ours {
+		all[id] = c
+	}
+	rep["comms"] = all
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return content
+	}
+	return b
+}
+
+// forget drops comm id, closed from the kernel's side.
+func (cr *commRouter) forget(id string) {
+	cr.mu.Lock()
+	delete(cr.ids, id)
+	cr.mu.Unlock()
+}
+
+// close stops the worker and ends every target's comms.
+func (cr *commRouter) close() {
+	cr.mu.Lock()
+	stop, done := cr.stop, cr.done
+	cr.closed = true
+	cr.mu.Unlock()
 	if stop != nil {
 		stop()
 		<-done
 	}
-	if p != nil {
-		p.Close()
+	for _, t := range cr.targets {
+		t.shutdown()
 	}
 }
 
-// commTransport sends a panel client's messages as comm_msg on iopub,
-// under the comm_open request.
+// commTransport sends a comm's messages as comm_msg on iopub, under the
+// comm_open request, and closes it from the kernel's side.
 type commTransport struct {
 	b  *Bridge
 	r  *kernel.Request
 	id string
 }
 
-func (t *commTransport) Write(_ context.Context, msg []byte) error {
-	content, err := json.Marshal(map[string]any{"comm_id": t.id, "data": map[string]json.RawMessage{"frame": msg}})
+// send sends data as a comm_msg of the comm.
+func (t *commTransport) send(data any) error {
+	content, err := json.Marshal(map[string]any{"comm_id": t.id, "data": data})
 	if err != nil {
 		return err
 	}
 	return t.r.PublishRaw(wire.MsgCommMsg, content, nil, nil)
 }
 
-// Close closes the comm from the kernel's side, saying why.
-func (t *commTransport) Close(reason string, _ bool) {
+// close closes the comm from the kernel's side, saying why.
+func (t *commTransport) close(reason string) {
+	t.b.comms.forget(t.id)
 	content, _ := json.Marshal(map[string]any{"comm_id": t.id, "data": map[string]string{"reason": reason}})
 	if err := t.r.PublishRaw(wire.MsgCommClose, content, nil, nil); err != nil {
-		t.b.log.Debug("panel comm_close", "error", err)
+		t.b.log.Debug("comm_close", "error", err)
 	}
 }

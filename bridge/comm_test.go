@@ -214,3 +214,58 @@ func TestCommAnswersTheRunningCell(t *testing.T) {
 		t.Errorf("the cell's statuses %q: the sidebar's messages must not add any", states)
 	}
 }
+
+// TestCommInfoWhileACellRuns: a comm_info_request for the panel's target is
+// answered at once, also while a cell runs (it skips the shell queue, and
+// adds no status), and lists the panel comms open; a comm_info_request for
+// every target, which the backing kernel answers, has ours added.
+func TestCommInfoWhileACellRuns(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	conn, stop := serveBridge(t, h, ModePrompt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h.Script.Enqueue(scripted.Reply(scripted.Stall()))
+	side := newCommConn()
+	nb, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: side.iopub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	if err := side.open(ctx, nb); err != nil {
+		t.Fatal(err)
+	}
+	cell := make(chan error, 1)
+	go func() {
+		_, err := nb.Execute(ctx, "Think forever", client.ExecuteOptions{}, client.Handlers{})
+		cell <- err
+	}()
+	for h.Script.Pending() > 0 { // the model is asked: the cell runs
+		time.Sleep(10 * time.Millisecond)
+	}
+	rep, err := nb.Do(ctx, client.Request{MsgType: wire.MsgCommInfoRequest, Content: map[string]any{"target_name": PanelTarget}}, client.Handlers{})
+	if err != nil {
+		t.Fatalf("comm_info while the cell runs: %v", err)
+	}
+	var info struct {
+		Comms map[string]struct {
+			Target string `json:"target_name"`
+		} `json:"comms"`
+	}
+	if err := json.Unmarshal(rep.Content, &info); err != nil || len(info.Comms) != 1 || info.Comms[side.id].Target != PanelTarget {
+		t.Fatalf("comm_info_reply %s (%v)", rep.Content, err)
+	}
+	select {
+	case err := <-cell:
+		t.Fatalf("the cell ended early: %v", err)
+	default:
+	}
+	// A backing kernel's reply for every target gets ours beside its own.
+	b := &Bridge{}
+	b.comms = newCommRouter(map[string]commTarget{PanelTarget: &panelComms{b: b}}, func(string, ...any) {})
+	b.comms.ids["p1"] = PanelTarget
+	merged := b.comms.withOurs(json.RawMessage(`{"status":"ok","comms":{"w1":{"target_name":"jupyter.widget"}}}`))
+	if !strings.Contains(string(merged), `"w1"`) || !strings.Contains(string(merged), `"p1":{"target_name":"agentkernel.panel"}`) {
+		t.Errorf("merged comm_info_reply %s", merged)
+	}
+}

@@ -39,6 +39,9 @@ const magicHelp = `%agent new              start a new session
 %agent mode [NAME]      show or set the mode: code, ask, architect, debug, yours; or the permission mode (default, acceptEdits, bypassPermissions, plan)
 %agent cost             tokens and cost of this session
 %agent export FILE      write this session: FILE.ipynb as a notebook, else both histories as JSONL
+%agent notebook [FILE|off]
+                        where the agent's notebook tools work: the notebook a frontend shows
+                        (JupyterLab, Notebook 7), else FILE (an .ipynb changed on disk: nbclient, papermill)
 %agent attach [FILE ...|clear]
                         images (PNG, JPEG, GIF, WebP) to send with your next prompt; list or drop them
 %agent webview [stop]   show the live web panel (link and IFrame); stop it
@@ -47,7 +50,7 @@ const magicHelp = `%agent new              start a new session
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "title", "mode", "cost", "export", "attach", "webview", "mcp", "help"}
+var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "title", "mode", "cost", "export", "notebook", "attach", "webview", "mcp", "help"}
 
 // isMagic reports whether a cell is an %agent line magic.
 func isMagic(code string) bool {
@@ -121,7 +124,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		out := fmt.Sprintf("Resumed session %s (%d messages, model %s).", info.ID, info.Messages, orNone(info.Model))
 		if info.ForkOf != "" {
 			out = fmt.Sprintf("Session %s is %s's, shared with you to read: this is your own fork of it, %s (%d messages, model %s).",
-				shortID(info.ForkOf), info.ForkOfOwner, info.ID, info.Messages, orNone(info.Model))
+				messages.ShortID(info.ForkOf), info.ForkOfOwner, info.ID, info.Messages, orNone(info.Model))
 		}
 		if info.Interrupted {
 			out += "\n" + agent.ResumeText
@@ -135,12 +138,12 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		all := slices.Contains(args, "--all")
 		args = slices.DeleteFunc(args, func(a string) bool { return a == "--all" })
 		return b.listSessions(ctx, strings.Join(args, " "), all)
-	case "webview":
-		return b.webviewMagic(ctx, args)
 	case "mcp":
 		return b.mcpMagic(ctx, args)
 	case "attach":
 		return b.attachMagic(args)
+	case "notebook":
+		return b.notebookMagic(args)
 	}
 	if _, err := h.Current(ctx); err != nil {
 		return "", err
@@ -219,7 +222,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		}
 		u := sess.Usage
 		return fmt.Sprintf("Session %s: %d input, %d output tokens (cache %d read, %d written), $%.4f.",
-			shortID(sess.ID), u.TokensIn, u.TokensOut, u.CacheReads, u.CacheWrites, u.Cost), nil
+			messages.ShortID(sess.ID), u.TokensIn, u.TokensOut, u.CacheReads, u.CacheWrites, u.Cost), nil
 	case "export":
 		if len(args) != 1 {
 			return "", fmt.Errorf("usage: %%agent export FILE")
@@ -229,7 +232,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			return "", err
 		}
 		info, _ := h.Current(ctx)
-		return "Exported session " + shortID(info.ID) + " to " + path, nil
+		return "Exported session " + messages.ShortID(info.ID) + " to " + path, nil
 	}
 	return "", fmt.Errorf("unknown subcommand %q\n%s", sub, magicHelp)
 }
@@ -239,13 +242,6 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
 
 // listSessions is %agent sessions [--all] [TEXT]: the user's sessions of
@@ -270,7 +266,7 @@ func (b *Bridge) listSessions(ctx context.Context, search string, all bool) (str
 	}
 	fmt.Fprintln(w, head)
 	for _, s := range list {
-		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.MessageCount, s.Model, s.Title)
+		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", messages.ShortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.MessageCount, s.Model, s.Title)
 		if all {
 			line += "\t" + orNone(s.Whose()) + "\t" + orNone(s.Workspace)
 		}
@@ -580,4 +576,32 @@ func requestMeta(text string) string {
 		out += fmt.Sprintf(", %.1f s", float64(*u.DurationMs)/1000)
 	}
 	return out
+}
+
+// notebookMagic is %agent notebook [FILE|off]: where the notebook tools
+// work, or the file they work on while no frontend shows a notebook.
+func (b *Bridge) notebookMagic(args []string) (string, error) {
+	n := b.notebooks
+	switch {
+	case len(args) > 1:
+		return "", fmt.Errorf("usage: %%agent notebook [FILE|off]")
+	case len(args) == 1 && args[0] == "off":
+		n.setFile(nil)
+	case len(args) == 1:
+		f, err := b.host.OpenNotebookFile(args[0])
+		if err != nil {
+			return "", err
+		}
+		n.setFile(f)
+	}
+	switch c := n.Current().(type) {
+	case nil:
+		return "Notebook: none. No frontend with the agentkernel extension (JupyterLab 4, Notebook 7) shows a " +
+			"notebook on this kernel; %agent notebook FILE lets the agent work on an .ipynb on disk.", nil
+	case session.FileCells:
+		return "Notebook: " + c.File() + " (on disk: each change is written at once, never over a newer file; " +
+			"a frontend that opens the notebook comm takes over)", nil
+	default:
+		return "Notebook: " + cmp.Or(c.Path(), "unnamed") + ", in the frontend that shows it", nil
+	}
 }

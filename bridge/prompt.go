@@ -27,7 +27,10 @@ import (
 // the code it runs shows its real outputs; its asks become input_requests
 // when the frontend allows stdin, else the headless policy answers.
 
-const defaultUpdateInterval = 50 * time.Millisecond // ≤ 20 updates a second
+// defaultUpdateInterval spaces a streaming message's updates so that, with
+// its complete text sent at once when it ends, no second holds more than
+// 20 of them.
+const defaultUpdateInterval = time.Second / 19
 
 // cellOut maps one cell's agent events to iopub. Its methods are called on
 // the task's goroutine (events) and the cell's (asks, end), so it locks.
@@ -148,13 +151,19 @@ func toolResultMarkdown(r messages.ToolResult) string {
 	summary := strings.Join(strings.Fields(r.Summary), " ")
 	out := fmt.Sprintf("<sub>%s %s: %s</sub>", mark, r.Tool, html.EscapeString(summary))
 	if r.Diff != "" {
-		fence := "```"
-		for strings.Contains(r.Diff, fence) {
-			fence += "`"
-		}
-		out += "\n\n" + fence + "diff\n" + r.Diff + fence
+		out += "\n\n" + fenced("diff", r.Diff)
 	}
 	return out
+}
+
+// fenced is text as a markdown code block of lang, its fence longer than
+// any run of backticks in it.
+func fenced(lang, text string) string {
+	fence := "```"
+	for strings.Contains(text, fence) {
+		fence += "`"
+	}
+	return fence + lang + "\n" + strings.TrimSuffix(text, "\n") + "\n" + fence
 }
 
 func (c *cellOut) stream(name, text string) {
@@ -317,6 +326,8 @@ func (b *Bridge) prompt(ctx context.Context, r *kernel.Request, text string, cou
 // the agent's words and its code's outputs go to the cell, its asks to
 // the frontend's stdin (else the policy), and the cell ends with the turn.
 func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Turn) (session.Result, error)) {
+	b.promptFrom.Store(r.Msg.Header.Session)
+	defer b.promptFrom.Store("")
 	c := newCellOut(b, r)
 	res, err := run(session.Turn{Approve: b.approver(r), Output: c.relayCode, Events: c.onEvent})
 	c.finish()
@@ -340,6 +351,13 @@ func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Turn) (se
 	}
 }
 
+// promptSession is the Jupyter session of the frontend whose prompt runs,
+// or "".
+func (b *Bridge) promptSession() string {
+	s, _ := b.promptFrom.Load().(string)
+	return s
+}
+
 // proposedCell is the code the agent proposed (propose_cell) as the next
 // cell holds it: in prompt mode a bare cell is a prompt, so the code goes
 // under %%code; in code mode it is bare.
@@ -355,21 +373,20 @@ func (b *Bridge) proposedCell(code string) string {
 // without stdin stays pending: the next prompt is its answer.
 func (b *Bridge) approver(r *kernel.Request) agent.Approver {
 	return func(ctx context.Context, ask messages.UIMessage) (agent.Response, bool) {
-		if b.comms.attached() {
+		if b.panels.attached() {
 			// The Agent sidebar is open on this kernel: the ask is answered
 			// there. A stdin prompt would outlive the answer in the
 			// notebook, which then refuses to run any cell ("pending
 			// input"): the protocol cannot withdraw an input_request.
-			note := strings.TrimSuffix(askPrompt(ask), "Allow? [y]es / [a]lways / [n]o: ")
 			if err := r.Publish(wire.MsgStream, wire.Stream{Name: "stdout",
-				Text: strings.TrimRight(note, "\n> ") + "\n\nAnswer it in the Agent sidebar.\n"}); err != nil {
+				Text: strings.TrimRight(agent.AskQuestion(ask), "\n") + "\n\nAnswer it in the Agent sidebar.\n"}); err != nil {
 				b.log.Debug("publish ask note", "error", err)
 			}
 			<-ctx.Done() // answered there (or the cell was interrupted)
 			return agent.Response{Kind: agent.ResponseNo, By: "stdin"}, true
 		}
 		if r.AllowStdin() {
-			prompt := askPrompt(ask)
+			prompt := agent.AskPrompt(ask)
 			for {
 				in, err := r.Input(ctx, prompt, false)
 				if err != nil {
@@ -388,30 +405,6 @@ func (b *Bridge) approver(r *kernel.Request) agent.Approver {
 			return agent.Response{}, false
 		}
 		return b.cfg.Approve.Decide(), true
-	}
-}
-
-// askPrompt is the text of the input_request for an ask.
-func askPrompt(ask messages.UIMessage) string {
-	switch ask.Ask {
-	case messages.AskCommand:
-		return "The agent wants to run this code:\n\n" + ask.Text + "\n\nAllow? [y]es / [a]lways / [n]o: "
-	case messages.AskUseMCPServer:
-		if a, ok := agent.ParseMCPAsk(ask); ok {
-			return fmt.Sprintf("The agent wants to use the tool %s of the MCP server %s with %s\nAllow? [y]es / [a]lways / [n]o: ",
-				a.ToolName, a.ServerName, a.Arguments)
-		}
-		return ask.Text + "\nAllow? [y]es / [a]lways / [n]o: "
-	case messages.AskFollowup:
-		q, _ := messages.ParseFollowup(ask)
-		p := q.Question
-		for i, s := range q.Suggest {
-			p += fmt.Sprintf("\n  %d. %s", i+1, s)
-		}
-		return p + "\n> "
-	default:
-		t, _ := messages.ParseToolAsk(ask)
-		return fmt.Sprintf("The agent wants to use %s with %s\nAllow? [y]es / [a]lways / [n]o: ", t.Tool, t.Input)
 	}
 }
 
@@ -442,11 +435,7 @@ func (b *Bridge) replyError(r *kernel.Request, count int, ename, evalue string) 
 // mcpResponseMarkdown shows an MCP tool's result (its preview) in the
 // cell: the text in a fenced block, then its images.
 func mcpResponseMarkdown(text string, images []string) string {
-	fence := "```"
-	for strings.Contains(text, fence) {
-		fence += "`"
-	}
-	out := "<sub>MCP result</sub>\n\n" + fence + "\n" + text + "\n" + fence
+	out := "<sub>MCP result</sub>\n\n" + fenced("", text)
 	for _, im := range images {
 		out += "\n\n![image](" + im + ")"
 	}

@@ -3,10 +3,13 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentkernel/agentkernel/store"
@@ -119,5 +122,46 @@ func TestSecretsNeverKept(t *testing.T) {
 		if blobs.holding(s) {
 			t.Errorf("the blob store was given a secret (%q)", s)
 		}
+	}
+}
+
+// TestBaselineLeavesGOMAXPROCS: the tracker never sets GOMAXPROCS (the
+// process owns it: two trackers' baselines at once used to leave it
+// wrong); a background baseline borrows a processor through
+// Options.Processor and gives it back.
+func TestBaselineLeavesGOMAXPROCS(t *testing.T) {
+	root := t.TempDir()
+	for i := range 50 {
+		write(t, root, fmt.Sprintf("d%d/f.txt", i%5), "x")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // as a kernel runs
+	before := runtime.GOMAXPROCS(0)
+	var lent, returned atomic.Int32
+	var trackers []*Tracker
+	for range 2 {
+		tr, err := New(root, openStore(t), Options{Processor: func() func() {
+			lent.Add(1)
+			return func() { returned.Add(1) }
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		trackers = append(trackers, tr)
+	}
+	var wg sync.WaitGroup
+	for _, tr := range trackers {
+		wg.Go(func() {
+			if _, err := tr.Baseline(context.Background(), true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Errorf("GOMAXPROCS %d after the baselines, was %d", got, before)
+	}
+	if lent.Load() != 2 || returned.Load() != 2 {
+		t.Errorf("processors lent %d, returned %d: want 2 and 2", lent.Load(), returned.Load())
 	}
 }

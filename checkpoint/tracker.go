@@ -104,6 +104,13 @@ type Options struct {
 	// inotify's events: for file systems changed by other machines (NFS),
 	// whose changes inotify does not see.
 	NoWatch bool
+	// Workers is how many directories a foreground scan reads at once.
+	// Default the machine's CPUs, at most 4.
+	Workers int
+	// Processor, when set, lends the background baseline a processor of
+	// its own while it runs (the process owns GOMAXPROCS: a kernel runs on
+	// one) and returns its release; the tracker never sets GOMAXPROCS.
+	Processor func() (release func())
 }
 
 // DefaultMaxFileSize is MaxFileSize's default.
@@ -115,6 +122,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxFiles <= 0 {
 		o.MaxFiles = 20000
+	}
+	if o.Workers <= 0 {
+		o.Workers = min(runtime.NumCPU(), 4)
 	}
 	return o
 }
@@ -247,11 +257,10 @@ func (t *Tracker) Baseline(ctx context.Context, background bool) (Report, error)
 		return t.learn(ctx, false)
 	}
 	// On a thread of its own at the lowest CPU and I/O priority, with a
-	// processor of its own when the process has fewer than the machine (a
-	// kernel runs on one): what the process serves keeps its own.
-	if n := runtime.GOMAXPROCS(0); n < runtime.NumCPU() {
-		runtime.GOMAXPROCS(n + 1)
-		defer runtime.GOMAXPROCS(n)
+	// processor lent to it (Options.Processor): what the process serves
+	// keeps its own.
+	if lend := t.opts.Processor; lend != nil {
+		defer lend()()
 	}
 	var (
 		rep  Report
@@ -306,7 +315,7 @@ func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 			prev[r.Path] = r
 		}
 	}
-	workers := runtime.GOMAXPROCS(0)
+	workers := t.opts.Workers
 	if background {
 		workers = 1
 	}
@@ -502,7 +511,7 @@ func (t *Tracker) sync(ctx context.Context) ([]Change, Report, error) {
 		ev, watched = t.watch.drain()
 	}
 	if !watched {
-		files, unreadable, err := t.walk(ctx, "", runtime.GOMAXPROCS(0))
+		files, unreadable, err := t.walk(ctx, "", t.opts.Workers)
 		if err != nil {
 			return nil, rep, fmt.Errorf("checkpoint: scan %s: %w", t.root, err)
 		}

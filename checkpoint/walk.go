@@ -5,7 +5,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"sync"
 )
@@ -31,7 +30,7 @@ type stat struct {
 // that nothing created after its listing goes unseen. Paths it could not
 // read are returned in unreadable.
 func (t *Tracker) walk(ctx context.Context, from string, workers int) (files []stat, unreadable []string, err error) {
-	workers = max(1, min(workers, runtime.GOMAXPROCS(0), 4))
+	workers = max(1, workers)
 	type job struct{ abs, rel string }
 	jobs := make(chan job, 64)
 	var (

@@ -62,7 +62,6 @@ type Runner struct {
 	mu      sync.Mutex // guards the project settings' cache
 	stamp   fileStamp
 	project Config
-	projErr error
 }
 
 type fileStamp struct {

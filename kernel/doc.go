@@ -1,7 +1,12 @@
 // Package kernel is the Jupyter kernel server: it binds the five sockets of a
-// connection file (ROUTER shell, control and stdin; PUB iopub; REP
-// heartbeat), verifies the signature of every message, and dispatches
-// requests to a [Handler].
+// connection file (ROUTER shell, control and stdin; PUB iopub; a ROUTER
+// heartbeat that echoes, as ipykernel's), verifies the signature of every
+// message, and dispatches requests to a [Handler].
+//
+// Ports are never probed and released: a port of 0 in the connection file
+// is picked as the socket binds (see [Server.ConnectionInfo]), and a
+// launcher that picked the ports itself hands its bound listeners over in
+// [Config].
 //
 // Start with [New] and [Server.Serve]. The server owns the protocol rules
 // that hold for every kernel: each request is bracketed by status busy/idle

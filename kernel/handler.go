@@ -45,8 +45,9 @@ type BusyDeferrer interface {
 // shell message; true means the handler took r (it must not block: it
 // hands r to a goroutine of its own), and the server neither queues it
 // nor publishes a status for it (a status would tell the frontend the
-// kernel is idle while its cell runs). Only messages without a reply
-// should be taken.
+// kernel is idle while its cell runs). A message with a reply may be taken
+// only when the handler answers it at once (a comm_info_request for the
+// handler's own comms).
 type Interceptor interface {
 	Intercept(r *Request) bool
 }

@@ -1,24 +1,11 @@
 package kernel
 
-import (
-	"context"
-	"errors"
-	"net"
-)
-
-// heartbeat echoes every ping on the REP socket.
-func (s *Server) heartbeat(ctx context.Context) {
-	for {
-		msg, err := s.hb.Recv()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) {
-				return
-			}
-			s.log.Debug("heartbeat receive failed", "error", err)
-			continue
-		}
-		if err := s.hb.Send(msg); err != nil && ctx.Err() == nil {
-			s.log.Debug("heartbeat send failed", "error", err)
-		}
+// echo answers a heartbeat: the ping goes back unchanged to the peer that
+// sent it (frames[0] is its identity). The heartbeat socket is a ROUTER, as
+// ipykernel's is: a client's REQ sends its ping behind an empty delimiter
+// frame, and gets both back.
+func (s *Server) echo(frames [][]byte) {
+	if err := s.hb.Send(frames); err != nil {
+		s.log.Debug("heartbeat echo failed", "error", err)
 	}
 }

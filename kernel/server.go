@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/internal/zmtp"
@@ -19,8 +23,16 @@ import (
 // Config configures a Server. Conn and Handler are required; the zero value
 // of every other field works.
 type Config struct {
+	// Conn is the connection file's content. A port of 0 is picked by the
+	// server (a free TCP port, or the first free ipc name, as ipykernel
+	// does): ConnectionInfo has it once Listening is closed.
 	Conn    *wire.ConnectionInfo
 	Handler Handler
+	// Listeners, by channel, are sockets already bound to Conn's ports by
+	// whoever picked them (a launcher that reports the ports before the
+	// kernel serves them): the server serves these instead of binding, so
+	// nothing can take a port in between. Serve closes them.
+	Listeners map[wire.Channel]net.Listener
 	// Logger receives the server's logs; default: hclog.NewNullLogger().
 	Logger hclog.Logger
 	// Limits bound incoming messages; zero means wire's defaults.
@@ -64,12 +76,12 @@ type Server struct {
 	inflight atomic.Int32
 	session  string
 
-	shell, control, stdin *zmtp.Router
-	iopub                 *zmtp.Pub
-	hb                    zmq4.Socket
-	controlMu             sync.Mutex                    // control requests run one at a time
-	subMu                 sync.Mutex                    // guards subshells
-	subshells             map[string]chan *wire.Message // the subshells' queues, by subshell_id
+	conn                      wire.ConnectionInfo // Conn with the ports bound; set before listening closes
+	shell, control, stdin, hb *zmtp.Router
+	iopub                     *zmtp.Pub
+	controlMu                 sync.Mutex                    // control requests run one at a time
+	subMu                     sync.Mutex                    // guards subshells
+	subshells                 map[string]chan *wire.Message // the subshells' queues, by subshell_id
 
 	queue     chan *wire.Message
 	shutdown  chan struct{} // a shutdown_request was answered; buffered 1
@@ -119,6 +131,19 @@ func New(cfg Config) (*Server, error) {
 // error).
 func (s *Server) Listening() <-chan struct{} { return s.listening }
 
+// ConnectionInfo returns the connection info the server listens on: Conn
+// with the ports it picked. Call it after Listening is closed (before, it
+// returns nil).
+func (s *Server) ConnectionInfo() *wire.ConnectionInfo {
+	select {
+	case <-s.listening:
+		c := s.conn
+		return &c
+	default:
+		return nil
+	}
+}
+
 // Session returns the kernel's session id, new for every Server.
 func (s *Server) Session() string { return s.session }
 
@@ -141,7 +166,7 @@ func (s *Server) serve(parent context.Context) error {
 		s.closeSockets()
 		return err
 	}
-	s.log.Info("listening", "ip", s.cfg.Conn.IP, "shell", s.cfg.Conn.ShellPort, "iopub", s.cfg.Conn.IOPubPort)
+	s.log.Info("listening", "transport", s.conn.Transport, "ip", s.conn.IP, "shell", s.conn.ShellPort, "iopub", s.conn.IOPubPort)
 	close(s.listening)
 
 	var wg sync.WaitGroup
@@ -150,7 +175,6 @@ func (s *Server) serve(parent context.Context) error {
 		go func() { defer wg.Done(); f(ctx) }()
 	}
 	run(s.runShell)
-	run(s.heartbeat)
 
 	var result error
 	select {
@@ -169,58 +193,117 @@ func (s *Server) serve(parent context.Context) error {
 	return result
 }
 
+// bind binds the five sockets (or takes the listeners given) and starts
+// serving them. On error the caller closes what was bound.
 func (s *Server) bind(ctx context.Context) error {
-	c := s.cfg.Conn
-	onError := func(name string) func(error) {
+	given := maps.Clone(s.cfg.Listeners)
+	defer func() { // those not taken over (binding stopped early)
+		for _, ln := range given {
+			ln.Close()
+		}
+	}()
+	s.conn = *s.cfg.Conn
+	onError := func(ch wire.Channel) func(error) {
 		return func(err error) {
 			if errors.Is(err, zmtp.ErrSlowSubscriber) {
-				s.log.Warn("slow subscriber dropped", "channel", name, "error", err)
+				s.log.Warn("slow subscriber dropped", "channel", ch, "error", err)
 				return
 			}
-			s.log.Debug("peer dropped", "channel", name, "error", err)
+			s.log.Debug("peer dropped", "channel", ch, "error", err)
 		}
 	}
-	var err error
-	listen := func(name string, port int, to **zmtp.Router) {
-		if err == nil {
-			if *to, err = zmtp.ListenRouter(c.Addr(port), onError(name)); err != nil {
-				err = fmt.Errorf("kernel: bind %s on %s: %w", name, c.Addr(port), err)
+	for _, ch := range wire.Channels() {
+		ln := given[ch]
+		delete(given, ch)
+		if ln == nil {
+			var err error
+			if ln, err = listenPort(&s.conn, ch); err != nil {
+				return fmt.Errorf("kernel: bind %s on %s: %w", ch, s.conn.Addr(s.conn.Port(ch)), err)
 			}
 		}
-	}
-	if s.iopub, err = zmtp.ListenPub(c.Addr(c.IOPubPort), onError("iopub")); err != nil {
-		return fmt.Errorf("kernel: bind iopub on %s: %w", c.Addr(c.IOPubPort), err)
+		switch ch {
+		case wire.IOPub:
+			s.iopub = zmtp.NewPub(ln, onError(ch))
+		case wire.Shell:
+			s.shell = zmtp.NewRouter(ln, onError(ch))
+		case wire.Control:
+			s.control = zmtp.NewRouter(ln, onError(ch))
+		case wire.Stdin:
+			s.stdin = zmtp.NewRouter(ln, onError(ch))
+		case wire.Heartbeat:
+			s.hb = zmtp.NewRouter(ln, onError(ch))
+		}
 	}
 	s.iopub.OnJoin(s.welcome)
-	listen("shell", c.ShellPort, &s.shell)
-	listen("control", c.ControlPort, &s.control)
-	listen("stdin", c.StdinPort, &s.stdin)
-	if err != nil {
-		return err
-	}
-	zlog := zmq4.WithLogger(s.log.Named("zmq").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}))
-	s.hb = zmq4.NewRep(ctx, zlog)
-	if err := s.hb.Listen(zmtp.Endpoint(c.Addr(c.HBPort))); err != nil {
-		return fmt.Errorf("kernel: bind hb on %s: %w", c.Addr(c.HBPort), err)
-	}
 	// Every socket is set: the handlers may use any of them.
 	s.shell.Serve(s.receiver("shell", s.onShell(ctx)))
 	s.control.Serve(s.receiver("control", s.onControl(ctx)))
 	s.stdin.Serve(s.receiver("stdin", s.onStdin))
+	s.hb.Serve(s.echo)
 	return nil
 }
 
+// maxIPCName bounds the search for a free ipc name for a port of 0.
+const maxIPCName = 1000
+
+// listenPort binds ch's port of c; a port of 0 is picked (and set in c): a
+// free TCP port, or the first ipc name IP-N that is free, as ipykernel
+// picks them.
+func listenPort(c *wire.ConnectionInfo, ch wire.Channel) (net.Listener, error) {
+	port := c.Port(ch)
+	if port != 0 || c.Transport != "ipc" {
+		ln, err := zmtp.Listen(c.Addr(port))
+		if errors.Is(err, syscall.EADDRINUSE) && c.Transport == "ipc" && removeStaleSocket(c.IPCPath(port)) {
+			ln, err = zmtp.Listen(c.Addr(port))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && port == 0 {
+			c.SetPort(ch, a.Port)
+		}
+		return ln, nil
+	}
+	for n := 1; n <= maxIPCName; n++ {
+		ln, err := zmtp.Listen(c.Addr(n))
+		if err == nil {
+			c.SetPort(ch, n)
+			return ln, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("no free name among %s-1 … %s-%d", c.IP, c.IP, maxIPCName)
+}
+
+// removeStaleSocket removes the Unix socket file at path when nothing
+// accepts there: a kernel killed before it could close its sockets left it
+// (Jupyter restarts a kernel on the same connection file). libzmq removes
+// such files before it binds; a socket that is in use is left alone.
+func removeStaleSocket(path string) bool {
+	if fi, err := os.Lstat(path); err != nil || fi.Mode().Type() != fs.ModeSocket {
+		return false
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	return os.Remove(path) == nil
+}
+
 func (s *Server) closeSockets() {
-	for _, r := range []*zmtp.Router{s.shell, s.control, s.stdin} {
+	for _, r := range []*zmtp.Router{s.shell, s.control, s.stdin, s.hb} {
 		if r != nil {
 			r.Close()
 		}
 	}
 	if s.iopub != nil {
 		s.iopub.Close()
-	}
-	if s.hb != nil {
-		s.hb.Close()
 	}
 }
 
@@ -317,9 +400,8 @@ func username(parent *wire.Message) string {
 }
 
 var (
-	statusBusy     = json.RawMessage(`{"execution_state":"busy"}`)
-	statusIdle     = json.RawMessage(`{"execution_state":"idle"}`)
-	statusStarting = json.RawMessage(`{"execution_state":"starting"}`)
+	statusBusy = json.RawMessage(`{"execution_state":"busy"}`)
+	statusIdle = json.RawMessage(`{"execution_state":"idle"}`)
 )
 
 func (s *Server) status(parent *wire.Message, state json.RawMessage) {

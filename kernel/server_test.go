@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,10 +117,8 @@ type testKernel struct {
 // server's handler out of it.
 func startKernel(t *testing.T, wrap ...func(*fakeHandler) Handler) *testKernel {
 	t.Helper()
-	conn, err := wire.NewConnectionInfo("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Ports 0: the server picks them, and nothing can take one first.
+	conn := &wire.ConnectionInfo{Transport: "tcp", IP: "127.0.0.1", SignatureScheme: wire.SignatureScheme, Key: wire.NewKey()}
 	h := newFake()
 	var handler Handler = h
 	for _, w := range wrap {
@@ -130,10 +129,18 @@ func startKernel(t *testing.T, wrap ...func(*fakeHandler) Handler) *testKernel {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &testKernel{t: t, conn: conn, h: h, srv: srv, done: make(chan error, 1), cancel: cancel,
+	k := &testKernel{t: t, h: h, srv: srv, done: make(chan error, 1), cancel: cancel,
 		session: wire.NewSessionID(), iopubMsgs: make(chan *wire.Message, 1000)}
 	k.signer, _ = wire.NewSigner("", []byte(conn.Key), wire.Limits{})
 	go func() { k.done <- srv.Serve(ctx) }()
+	select {
+	case <-srv.Listening():
+	case err := <-k.done:
+		cancel()
+		t.Fatalf("Serve: %v", err)
+	}
+	conn = srv.ConnectionInfo()
+	k.conn = conn
 
 	cctx, ccancel := context.WithCancel(context.Background())
 	id := zmq4.WithID(zmq4.SocketIdentity(k.session))
@@ -728,5 +735,165 @@ func TestListening(t *testing.T) {
 	case <-srv.Listening():
 		t.Fatal("Listening closed although the shell port could not be bound")
 	default:
+	}
+}
+
+// serveUntilListening serves cfg until the test ends and returns the
+// server once it listens.
+func serveUntilListening(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	if cfg.Handler == nil {
+		cfg.Handler = newFake()
+	}
+	cfg.Logger = testLogger()
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-srv.Listening():
+	case err := <-done:
+		t.Fatalf("Serve: %v", err)
+	}
+	return srv
+}
+
+// ping checks the heartbeat at ep answers.
+func ping(t *testing.T, ep string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := zmq4.NewReq(ctx)
+	defer req.Close()
+	if err := req.Dial(ep); err != nil {
+		t.Fatal(err)
+	}
+	if err := req.Send(zmq4.NewMsgString("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := req.Recv(); err != nil || string(msg.Frames[0]) != "ping" {
+		t.Fatalf("heartbeat at %s: %q, %v", ep, msg.Frames, err)
+	}
+}
+
+// TestPortsPicked: a port of 0 in the connection file is picked by the
+// server as it binds (no probe and release: nothing can take it between),
+// a free TCP port or the first free ipc name, as ipykernel does.
+func TestPortsPicked(t *testing.T) {
+	t.Run("tcp", func(t *testing.T) {
+		conn := &wire.ConnectionInfo{Transport: "tcp", IP: "127.0.0.1", Key: "k"}
+		srv := serveUntilListening(t, Config{Conn: conn})
+		got := srv.ConnectionInfo()
+		if len(got.Unassigned()) != 0 {
+			t.Fatalf("ports left unassigned: %+v", got)
+		}
+		if conn.ShellPort != 0 {
+			t.Fatal("the caller's connection info was changed")
+		}
+		seen := map[int]bool{}
+		for _, ch := range wire.Channels() {
+			p := got.Port(ch)
+			if seen[p] {
+				t.Fatalf("port %d twice: %+v", p, got)
+			}
+			seen[p] = true
+			if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", itoa(p))); err == nil {
+				ln.Close()
+				t.Fatalf("%s port %d is not bound", ch, p)
+			}
+		}
+		ping(t, got.Addr(got.HBPort))
+	})
+	t.Run("ipc", func(t *testing.T) {
+		dir := t.TempDir()
+		base := filepath.Join(dir, "k")
+		if err := os.WriteFile(base+"-1", nil, 0o600); err != nil { // taken
+			t.Fatal(err)
+		}
+		conn := &wire.ConnectionInfo{Transport: "ipc", IP: base, Key: "k", ShellPort: 7}
+		srv := serveUntilListening(t, Config{Conn: conn})
+		got := srv.ConnectionInfo()
+		want := &wire.ConnectionInfo{Transport: "ipc", IP: base, Key: "k", ShellPort: 7, IOPubPort: 2,
+			StdinPort: 3, ControlPort: 4, HBPort: 5}
+		if *got != *want {
+			t.Fatalf("ConnectionInfo = %+v, want %+v", got, want)
+		}
+		ping(t, got.Addr(got.HBPort))
+	})
+}
+
+// TestListenersGiven: listeners bound by the caller (Enterprise Gateway's
+// launcher picks the ports in its range) are served as they are, and
+// closed with the server.
+func TestListenersGiven(t *testing.T) {
+	conn := &wire.ConnectionInfo{Transport: "tcp", IP: "127.0.0.1", Key: "k"}
+	given := map[wire.Channel]net.Listener{}
+	for _, ch := range wire.Channels() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		given[ch] = ln
+		conn.SetPort(ch, ln.Addr().(*net.TCPAddr).Port)
+	}
+	srv, err := New(Config{Conn: conn, Listeners: given, Handler: newFake(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	<-srv.Listening()
+	if got := srv.ConnectionInfo(); *got != *conn {
+		t.Fatalf("ConnectionInfo = %+v, want %+v", got, conn)
+	}
+	ping(t, conn.Addr(conn.HBPort))
+	cancel()
+	<-done
+	for ch, ln := range given {
+		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("%s listener not closed: %v", ch, err)
+		}
+	}
+}
+
+// TestStaleIPCSocket: a socket file left by a killed kernel (Jupyter
+// restarts a kernel on the same connection file) is replaced, as libzmq
+// replaces it; a socket something still accepts on is not taken over.
+func TestStaleIPCSocket(t *testing.T) {
+	dir := t.TempDir()
+	conn := &wire.ConnectionInfo{Transport: "ipc", IP: filepath.Join(dir, "k"), Key: "k",
+		ShellPort: 1, IOPubPort: 2, StdinPort: 3, ControlPort: 4, HBPort: 5}
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: conn.IPCPath(conn.IOPubPort), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.SetUnlinkOnClose(false)
+	stale.Close()
+	srv := serveUntilListening(t, Config{Conn: conn})
+	ping(t, srv.ConnectionInfo().Addr(conn.HBPort))
+
+	other := *conn
+	other.IP = filepath.Join(dir, "other")
+	live, err := net.Listen("unix", other.IPCPath(other.StdinPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	srv2, err := New(Config{Conn: &other, Handler: newFake(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv2.Serve(context.Background()); err == nil || !strings.Contains(err.Error(), "bind stdin") {
+		t.Fatalf("Serve over a live socket = %v", err)
+	}
+	if c, err := net.Dial("unix", other.IPCPath(other.StdinPort)); err != nil {
+		t.Fatalf("the live socket was taken over: %v", err)
+	} else {
+		c.Close()
 	}
 }

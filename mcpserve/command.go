@@ -17,9 +17,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentkernel/agentkernel/app"
+	"github.com/agentkernel/agentkernel/session"
 )
 
-const synopsis = `mcp serve [--http ADDR] [--dir DIR] [--session REF | --continue] [--backing KERNELSPEC] [--store URL]
+const synopsis = `mcp serve [--http ADDR] [--dir DIR] [--session REF | --continue] [--backing KERNELSPEC] [--store URL] [--notebook FILE]
 
 Serves a session's live kernel and agentkernel's stored sessions as an MCP
 server: on stdio (what Claude Code, Codex and editors start), or with
@@ -44,6 +45,7 @@ func Run(args []string, env app.Env) error {
 	dir := fs.String("dir", "", "the workspace: the kernel's directory and the session's (default the current directory)")
 	ref := fs.String("session", "", "resume this stored session (an id or its prefix) instead of starting a new one")
 	cont := fs.Bool("continue", false, "resume the workspace's last session")
+	nbPath := fs.String("notebook", "", "offer the notebook tools on the .ipynb `FILE` (read, insert, edit, move, delete, run its cells)")
 	bf := app.AddBackingFlags(fs, "kernelspec of the live kernel")
 	storeArg := app.StoreFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -68,6 +70,12 @@ func Run(args []string, env app.Env) error {
 	if err != nil {
 		return fmt.Errorf("mcp serve: %w", err)
 	}
+	var cells session.Cells
+	if *nbPath != "" {
+		if cells, err = app.NotebookFile(*nbPath); err != nil {
+			return fmt.Errorf("mcp serve: --notebook: %w", err)
+		}
+	}
 	var ln net.Listener
 	if *addr != "" {
 		if ln, err = listenLoopback(*addr); err != nil {
@@ -79,7 +87,7 @@ func Run(args []string, env app.Env) error {
 	defer stop()
 	signal.Ignore(syscall.SIGPIPE) // a client that went away is not a crash
 	a, err := app.Open(ctx, cfg, app.Surface{Kind: "mcp", Source: Source, Workspace: *dir, StoreNow: true, Logger: log,
-		Backing: bo})
+		Backing: bo, Cells: cells})
 	if err != nil {
 		return fmt.Errorf("mcp serve: %w", err)
 	}
@@ -93,7 +101,7 @@ func Run(args []string, env app.Env) error {
 	if err != nil {
 		return fmt.Errorf("mcp serve: %w", err)
 	}
-	s := New(Options{Host: a.Host, Runner: a.Runner, Version: env.Version, Approve: cfg.Approve, Logger: log})
+	s := New(Options{Host: a.Host, Runner: a.Runner, Version: env.Version, Approve: cfg.Approve, Logger: log, Notebook: cells != nil})
 	if ln == nil {
 		err = s.Serve(ctx, &sdk.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}})
 	} else {

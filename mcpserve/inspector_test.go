@@ -6,12 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/kerneltest"
 	"github.com/agentkernel/agentkernel/kernel/client"
 )
 
@@ -40,7 +40,7 @@ func TestInspector(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "agentkernel")
-	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../cmd/agentkernel").CombinedOutput(); err != nil {
+	if out, err := exec.Command(kerneltest.GoTool(), "build", "-o", bin, "../cmd/agentkernel").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	env := append(os.Environ(), "AGENTKERNEL_DATA_DIR="+filepath.Join(tmp, "data"),

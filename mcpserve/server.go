@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-hclog"
@@ -56,6 +57,10 @@ type Options struct {
 	// NoElicitation never asks the client: its user was asked already
 	// (an external agent asks before it calls a tool).
 	NoElicitation bool
+	// Notebook offers the agent's notebook tools (notebook_read,
+	// notebook_insert_cell, …): the host has a notebook to work in
+	// (session.Config.Cells).
+	Notebook bool
 	// Logger; default a null logger.
 	Logger hclog.Logger
 }
@@ -109,8 +114,8 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 // browser request and a request for another host name than the loopback
 // one it was sent to (DNS rebinding) are refused.
 func (s *Server) Handler(token string) http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
-		&sdk.StreamableHTTPOptions{CrossOriginProtection: http.NewCrossOriginProtection(), Logger: s.slog()})
+	h := http.NewCrossOriginProtection().Handler(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv },
+		&sdk.StreamableHTTPOptions{Logger: s.slog()}))
 	verify := func(_ context.Context, got string, _ *http.Request) (*auth.TokenInfo, error) {
 		if token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			return nil, auth.ErrInvalidToken
@@ -173,6 +178,43 @@ func (s *Server) addTools() {
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "fork_session", Title: "Fork the session",
 		Description: "Make a new session holding the history before a message (or all of it), linked to the current one, and " +
 			"continue in it. The original session is kept as it is."}, s.fork)
+	if s.o.Notebook {
+		for _, spec := range agent.NotebookToolSpecs() {
+			name := spec.Name
+			s.srv.AddTool(&sdk.Tool{Name: name, Description: spec.Description, InputSchema: spec.InputSchema,
+				Annotations: &sdk.ToolAnnotations{ReadOnlyHint: name == agent.ToolNotebookRead}},
+				func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+					return s.notebookCall(ctx, req, name), nil
+				})
+		}
+	}
+}
+
+// notebookCall runs a call of one of the agent's notebook tools as the
+// agent's own (Host.Call): the policy, the hooks and the history see it.
+func (s *Server) notebookCall(ctx context.Context, req *sdk.CallToolRequest, name string) *sdk.CallToolResult {
+	input := req.Params.Arguments
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	call := provider.ToolCall{ID: "mcp_" + uuid.NewString(), Name: name, Input: input}
+	approve, ask, err := s.approver(ctx, req, call, fmt.Sprintf("agentkernel: %s with %s?", name, input))
+	if err != nil {
+		return failed("%s: %v", name, err)
+	}
+	if ask != nil {
+		return ask
+	}
+	res, err := s.o.Host.Call(ctxOf(ctx), call, approve, s.progress(ctx, req))
+	switch {
+	case errors.Is(err, agent.ErrDenied):
+		return failed("%s", res.Text)
+	case err != nil:
+		return failed("%s", strings.TrimPrefix(res.Text, "Error: "))
+	}
+	out := text(res.Text)
+	out.IsError = res.IsError
+	return out
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -196,7 +238,7 @@ func failed(format string, a ...any) *sdk.CallToolResult {
 func (s *Server) execute(ctx context.Context, req *sdk.CallToolRequest, in executeIn) (*sdk.CallToolResult, any, error) {
 	input, _ := json.Marshal(map[string]string{"code": in.Code})
 	call := provider.ToolCall{ID: "mcp_" + uuid.NewString(), Name: agent.ToolExecuteCode, Input: input}
-	approve, ask, err := s.approver(ctx, req, call, in.Code)
+	approve, ask, err := s.approver(ctx, req, call, "agentkernel: run this code in the live kernel?\n\n"+in.Code)
 	if err != nil {
 		return failed("execute_code: %v", err), nil, nil
 	}
@@ -261,7 +303,7 @@ const askKey = "approve"
 // policy says ask, and the client calls again with the answer, which
 // approver then gives. ok is false when the question is to be sent: res
 // holds it. Any other client gets the approval policy's answer.
-func (s *Server) approver(ctx context.Context, req *sdk.CallToolRequest, call provider.ToolCall, code string) (approve agent.Approver, res *sdk.CallToolResult, err error) {
+func (s *Server) approver(ctx context.Context, req *sdk.CallToolRequest, call provider.ToolCall, question string) (approve agent.Approver, res *sdk.CallToolResult, err error) {
 	ss := req.Session
 	p := ss.InitializeParams()
 	if s.o.NoElicitation || p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
@@ -282,7 +324,7 @@ func (s *Server) approver(ctx context.Context, req *sdk.CallToolRequest, call pr
 		// A hook may still ask: the policy answers then.
 		return s.o.Approve.Approver(), nil, nil
 	}
-	q := &sdk.ElicitParams{Message: "agentkernel: run this code in the live kernel?\n\n" + code, RequestedSchema: decisionSchema}
+	q := &sdk.ElicitParams{Message: question, RequestedSchema: decisionSchema}
 	return nil, &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{askKey: q}, RequestState: "ask"}, nil
 }
 

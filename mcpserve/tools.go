@@ -2,72 +2,32 @@ package mcpserve
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentkernel/agentkernel/kernel/client"
-	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 )
-
-// variablesExpr lists the user's variables of an IPython kernel as
-// base64-encoded JSON [[name, type, repr], …]: evaluated as a user
-// expression of a silent request, it leaves nothing behind (no execution
-// count, no history, no Out entry). Base64 keeps the repr of the string
-// free of quoting.
-const variablesExpr = `__import__('base64').b64encode(__import__('json').dumps([[k, type(v).__name__, (lambda r: r if len(r) <= 200 else r[:200] + '…')(object.__repr__(v) if isinstance(v, type) else repr(v))] for k, v in list(globals().items()) if not k.startswith('_') and k not in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'open') and type(v).__name__ != 'module']).encode()).decode()`
 
 func (s *Server) variables(ctx context.Context, _ *sdk.CallToolRequest, _ noIn) (*sdk.CallToolResult, any, error) {
 	r, bad := s.runner()
 	if bad != nil {
 		return bad, nil, nil
 	}
-	var li struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(r.LanguageInfo(ctx), &li)
-	if li.Name != "" && li.Name != "python" {
-		return failed("list_variables knows Python kernels only; this one runs %s (use execute_code)", li.Name), nil, nil
-	}
-	no := false
-	reply, err := r.Do(ctx, client.Request{MsgType: wire.MsgExecuteRequest, Content: wire.ExecuteRequest{
-		Silent: true, StoreHistory: &no, UserExpressions: map[string]string{"v": variablesExpr}}}, client.Handlers{})
+	vars, err := backing.Namespace(ctx, r)
 	if err != nil {
 		return failed("list_variables: %v", err), nil, nil
-	}
-	var rep wire.ExecuteReply
-	if err := json.Unmarshal(reply.Content, &rep); err != nil {
-		return failed("list_variables: the kernel's reply: %v", err), nil, nil
-	}
-	var v struct {
-		Status string            `json:"status"`
-		Data   map[string]string `json:"data"`
-		EName  string            `json:"ename"`
-		EValue string            `json:"evalue"`
-	}
-	raw, _ := json.Marshal(rep.UserExpressions["v"])
-	if err := json.Unmarshal(raw, &v); err != nil || v.Status != "ok" {
-		return failed("list_variables: the kernel could not list them: %s %s", v.EName, v.EValue), nil, nil
-	}
-	b, err := base64.StdEncoding.DecodeString(strings.Trim(v.Data["text/plain"], `'"`))
-	if err != nil {
-		return failed("list_variables: the kernel's answer: %v", err), nil, nil
-	}
-	var vars [][3]string
-	if err := json.Unmarshal(b, &vars); err != nil {
-		return failed("list_variables: the kernel's answer: %v", err), nil, nil
 	}
 	if len(vars) == 0 {
 		return text("No variables."), nil, nil
 	}
 	var out strings.Builder
 	for _, v := range vars {
-		fmt.Fprintf(&out, "%s: %s = %s\n", v[0], v[1], v[2])
+		out.WriteString(v.Describe() + "\n")
 	}
 	return text(out.String()), nil, nil
 }

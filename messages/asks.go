@@ -14,6 +14,9 @@ type ToolAsk struct {
 	Tool   string          `json:"tool"`
 	Input  json.RawMessage `json:"input"`
 	Reason string          `json:"reason,omitempty"`
+	// Diff shows what the call would change: a notebook cell's lines,
+	// removed ("- ") and added ("+ ").
+	Diff string `json:"diff,omitempty"`
 }
 
 // ParseToolAsk decodes the text of an ask "tool".

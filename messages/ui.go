@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -244,9 +243,11 @@ func (m UIMessage) validate() error {
 	return nil
 }
 
-// IsFieldError reports whether err carries a *[FieldError] and returns it.
-func IsFieldError(err error) (*FieldError, bool) {
-	var fe *FieldError
-	ok := errors.As(err, &fe)
-	return fe, ok
+// ShortID is the first 8 characters of an id (a session's uuid), as
+// listings show it and commands take it.
+func ShortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }

@@ -123,8 +123,8 @@ func assertFieldError(t *testing.T, err error, field string) {
 	if err == nil {
 		t.Fatalf("no error, want one naming %q", field)
 	}
-	fe, ok := IsFieldError(err)
-	if !ok {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
 		t.Fatalf("error %v carries no *FieldError", err)
 	}
 	if fe.Field != field {
@@ -159,7 +159,7 @@ func TestDecodeUIStrict(t *testing.T) {
 				assertFieldError(t, err, tt.field)
 				return
 			}
-			if _, ok := IsFieldError(err); ok {
+			if fe := (*FieldError)(nil); errors.As(err, &fe) {
 				t.Fatalf("got a field error %v, want a decode error", err)
 			}
 			if !strings.Contains(err.Error(), tt.contains) {

@@ -3,7 +3,7 @@
 // notebooks headlessly through any kernel, as nbclient does.
 //
 // Where to start:
-//   - [ReadFile], [Read] and [Parse] decode a notebook into a [Notebook]:
+//   - [ReadFile] and [Parse] decode a notebook into a [Notebook]:
 //     cells, outputs and mime bundles are typed, everything else (unknown
 //     metadata, unknown fields) is kept as raw JSON so a round trip keeps
 //     it. A malformed notebook gives an error naming the cell and the field
@@ -16,9 +16,14 @@
 //     rules for outputs, execution counts, timeouts and errors
 //     ([CellError]).
 //   - [FromSession] turns a session's UI and API histories into a notebook.
+//   - [Doc] changes a notebook file's cells by id — the agent's notebook
+//     tools, when no frontend has the notebook — without ever writing over a
+//     newer file ([ErrChanged]); Run answers the same tools' requests on the
+//     notebook it runs, over the notebook comm (comm.go).
 //
 // Files: notebook.go (the types), read.go, write.go, run.go (the runner),
-// outputs.go (iopub messages to outputs), session.go (session export).
+// outputs.go (iopub messages to outputs), session.go (session export),
+// cells.go (Doc), comm.go (the notebook comm's frontend side).
 //
 // Ownership: the package keeps no global state. Run owns the kernel it
 // starts and the one goroutine per executing cell that waits for the

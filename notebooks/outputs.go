@@ -16,15 +16,16 @@ import (
 type recorder struct {
 	nb  *Notebook
 	log hclog.Logger
-	// displays maps a display_id to the outputs showing it: cell index →
-	// output indices, as nbclient's _display_id_map.
-	displays map[string]map[int][]int
+	// displays maps a display_id to the outputs showing it: cell → output
+	// indices, as nbclient's _display_id_map (by cell, not index: the
+	// agent may insert cells while one runs).
+	displays map[string]map[*Cell][]int
 	// widgets holds the widget state seen in comm messages, by comm id.
 	widgets       map[string]map[string]json.RawMessage
 	widgetOrder   []string
 	widgetBuffers map[string]map[string]widgetBuffer
 
-	cell         int
+	cell         *Cell
 	clearPending bool // clear_output(wait=True) seen: clear at the next output
 }
 
@@ -38,17 +39,17 @@ func newRecorder(nb *Notebook, log hclog.Logger) *recorder {
 	return &recorder{
 		nb:            nb,
 		log:           log,
-		displays:      make(map[string]map[int][]int),
+		displays:      make(map[string]map[*Cell][]int),
 		widgets:       make(map[string]map[string]json.RawMessage),
 		widgetBuffers: make(map[string]map[string]widgetBuffer),
 	}
 }
 
-// begin starts recording cell i: its outputs are cleared.
-func (r *recorder) begin(i int) {
-	r.cell = i
+// begin starts recording cell c: its outputs are cleared.
+func (r *recorder) begin(c *Cell) {
+	r.cell = c
 	r.clearPending = false
-	r.nb.Cells[i].Outputs = []*Output{}
+	c.Outputs = []*Output{}
 }
 
 // iopubContent is the union of the iopub content fields we use.
@@ -76,7 +77,7 @@ func (r *recorder) handle(m *wire.Message) {
 		r.log.Warn("dropping undecodable iopub message", "msg_type", typ, "error", err)
 		return
 	}
-	cell := r.nb.Cells[r.cell]
+	cell := r.cell
 	did := c.Transient.DisplayID
 	if did != "" && (typ == wire.MsgExecuteResult || typ == wire.MsgDisplayData || typ == wire.MsgUpdateDisplayData) {
 		r.updateDisplay(did, &c)
@@ -120,7 +121,7 @@ func (r *recorder) handle(m *wire.Message) {
 	if did != "" {
 		cm := r.displays[did]
 		if cm == nil {
-			cm = make(map[int][]int)
+			cm = make(map[*Cell][]int)
 			r.displays[did] = cm
 		}
 		cm[r.cell] = append(cm[r.cell], len(cell.Outputs))
@@ -184,8 +185,8 @@ func (r *recorder) updateDisplay(did string, c *iopubContent) {
 		r.log.Debug("update for an unknown display id", "display_id", did)
 		return
 	}
-	for ci, idxs := range cm {
-		outs := r.nb.Cells[ci].Outputs
+	for cell, idxs := range cm {
+		outs := cell.Outputs
 		for _, oi := range idxs {
 			if oi < len(outs) {
 				outs[oi].Data = bundleFromMsg(c.Data)

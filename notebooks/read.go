@@ -57,15 +57,6 @@ func ReadFile(path string) (*Notebook, error) {
 	return nb, nil
 }
 
-// Read reads a notebook from r (at most MaxSize bytes). See [Parse].
-func Read(r io.Reader) (*Notebook, error) {
-	b, err := readAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("notebooks: read: %w", err)
-	}
-	return Parse(b)
-}
-
 func readAll(r io.Reader) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -107,6 +109,10 @@ type RunOptions struct {
 	// Client holds further options for client.Start (StartTimeout,
 	// ConnectionDir, Env, …); Logger and Dir above take precedence.
 	Client client.Options
+	// Path names the notebook to an agentkernel kernel, which Run opens
+	// the notebook comm to (docs/notebook-protocol.md): the agent's
+	// notebook tools read and change the notebook Run returns.
+	Path string
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -173,6 +179,16 @@ func Run(ctx context.Context, nb *Notebook, opts RunOptions) (*Notebook, error) 
 	if opts.Dir != "" {
 		copts.Dir = opts.Dir
 	}
+	var comm atomic.Pointer[runner] // set once the runner exists
+	next := copts.OnIOPub
+	copts.OnIOPub = func(m *wire.Message) {
+		if r := comm.Load(); r != nil {
+			r.onComm(m)
+		}
+		if next != nil {
+			next(m)
+		}
+	}
 	log.Debug("starting kernel", "kernel", spec.Name)
 	k, err := client.Start(ctx, spec, copts)
 	if err != nil {
@@ -189,6 +205,12 @@ func Run(ctx context.Context, nb *Notebook, opts RunOptions) (*Notebook, error) 
 	if err := r.setMetadata(ctx, spec); err != nil {
 		return out, err
 	}
+	if _, ours := spec.Metadata["agentkernel"]; ours {
+		if err := r.openComm(ctx, opts.Path); err != nil {
+			return out, fmt.Errorf("notebooks: run: open the notebook comm: %w", err)
+		}
+		comm.Store(r)
+	}
 	err = r.run(ctx)
 	if werr := r.rec.setWidgetsMetadata(); werr != nil && err == nil {
 		err = werr
@@ -199,11 +221,24 @@ func Run(ctx context.Context, nb *Notebook, opts RunOptions) (*Notebook, error) 
 // runner is the state of one Run.
 type runner struct {
 	k        *client.Kernel
-	nb       *Notebook
 	opts     RunOptions
 	log      hclog.Logger
-	rec      *recorder
 	executed int
+	commID   string // the notebook comm's, when the kernel is agentkernel
+
+	// mu guards nb and what rec writes into it: cells run on Run's
+	// goroutine, outputs come on the client's, and the agent's notebook
+	// tools change cells through the notebook comm meanwhile.
+	mu  sync.Mutex
+	nb  *Notebook
+	rec *recorder
+}
+
+// record applies an iopub message of the running cell.
+func (r *runner) record(m *wire.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rec.handle(m)
 }
 
 // setMetadata writes language_info from kernel_info and the kernelspec.
@@ -251,30 +286,38 @@ func runnable(c *Cell) bool {
 	return c.CellType == Code && strings.TrimSpace(c.Source) != "" && !hasTag(c, skipTag)
 }
 
+// run executes the notebook's code cells as they were when it began, in
+// their order then. Cells the agent inserts meanwhile (through the
+// notebook comm) are kept, not run: the agent runs what it wants run.
 func (r *runner) run(ctx context.Context) error {
-	total := 0
+	r.mu.Lock()
+	var plan []*Cell
 	for _, c := range r.nb.Cells {
 		if runnable(c) {
-			total++
+			plan = append(plan, c)
 		}
 	}
-	n := 0
-	for i, c := range r.nb.Cells {
-		if !runnable(c) {
-			continue
-		}
-		n++
+	r.mu.Unlock()
+	for n, c := range plan {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("notebooks: run: %w", err)
 		}
-		ev := ProgressEvent{Index: i, ID: c.ID, N: n, Total: total}
+		r.mu.Lock()
+		i := slices.Index(r.nb.Cells, c)
+		r.mu.Unlock()
+		if i < 0 {
+			continue // the agent deleted it
+		}
+		ev := ProgressEvent{Index: i, ID: c.ID, N: n + 1, Total: len(plan)}
 		r.progress(ev)
 		start := time.Now()
-		status, err := r.cell(ctx, i)
+		status, err := r.cell(ctx, i, c)
 		ev.Finished, ev.Elapsed, ev.Status = true, time.Since(start), status
+		r.mu.Lock()
 		if c.ExecutionCount != nil {
 			ev.ExecutionCount = *c.ExecutionCount
 		}
+		r.mu.Unlock()
 		r.progress(ev)
 		if err != nil {
 			return err
@@ -294,21 +337,23 @@ type execResult struct {
 	err   error
 }
 
-// cell executes cell i and records its outputs.
-func (r *runner) cell(ctx context.Context, i int) (CellStatus, error) {
-	c := r.nb.Cells[i]
+// cell executes cell c (at index i when it began) and records its outputs.
+func (r *runner) cell(ctx context.Context, i int, c *Cell) (CellStatus, error) {
 	label := cellLabel(i, c.ID)
+	r.mu.Lock()
 	allowErr := r.opts.AllowErrors || hasTag(c, raisesTag)
-	r.rec.begin(i)
+	source := c.Source
+	r.rec.begin(c)
+	r.mu.Unlock()
 	r.log.Debug("executing", "cell", i, "id", c.ID)
 
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan execResult, 1)
 	go func() { // owned here: every path below receives from done
-		reply, err := r.k.Client().Execute(ectx, c.Source,
+		reply, err := r.k.Client().Execute(ectx, source,
 			client.ExecuteOptions{StopOnError: !allowErr},
-			client.Handlers{IOPub: r.rec.handle})
+			client.Handlers{IOPub: r.record})
 		done <- execResult{reply, err}
 	}()
 	var timeout <-chan time.Time
@@ -348,7 +393,9 @@ func (r *runner) cell(ctx context.Context, i int) (CellStatus, error) {
 		return StatusFailed, fmt.Errorf("notebooks: run %s: %w", label, res.err)
 	}
 	r.executed++
+	r.mu.Lock()
 	c.ExecutionCount = intPtr(r.executed)
+	r.mu.Unlock()
 	var reply struct {
 		Status    string   `json:"status"`
 		Ename     string   `json:"ename"`

@@ -19,7 +19,7 @@ type Mode struct {
 	// Instructions are added to the system prompt while the mode is on.
 	Instructions string `json:"instructions"`
 	// Tools are the tools the mode may use: names (execute_code,
-	// mcp__github__get_issue) or groups — read, edit, execute, interact,
+	// mcp__github__get_issue) or groups — read, edit, execute, interact, notebook,
 	// mcp, fetch. Empty: every tool.
 	Tools []string `json:"tools"`
 	// PermissionMode, when set, is the permission mode switching to the
@@ -118,7 +118,7 @@ func readMode(p string) (Mode, error) {
 }
 
 // groups are the tool groups a mode's tools may name.
-var groups = []string{"read", "edit", "execute", "interact", "mcp", "fetch"}
+var groups = []string{"read", "edit", "execute", "interact", "mcp", "fetch", "notebook"}
 
 func (m Mode) check() error {
 	if m.Name == "" || strings.ContainsAny(m.Name, " \t/") {

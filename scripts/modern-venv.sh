@@ -2,11 +2,13 @@
 # Prints the python of a virtual environment holding the Jupyter stack of
 # tests/python/requirements-NAME.txt (default modern, the PyPI stack:
 # JupyterLab 4, Notebook 7, ipykernel 7, jupyter_client 8, jupyter_server 2;
-# eg: Enterprise Gateway 3.3), making it first when it is missing or its
+# eg: Enterprise Gateway 3.3; jupyterai: Jupyter AI's magics, for make bench),
+# making it first when it is missing or its
 # requirements changed. It lives under ${XDG_CACHE_HOME:-~/.cache}/agentkernel/,
 # named by NAME and the requirements' hash.
 #   scripts/modern-venv.sh            → /…/venv-modern-<hash>/bin/python
 #   scripts/modern-venv.sh eg         → /…/venv-eg-<hash>/bin/python
+#   scripts/modern-venv.sh jupyterai  → /…/venv-jupyterai-<hash>/bin/python
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 name="${1:-modern}"

@@ -133,9 +133,9 @@ func (h *Host) logEvent(c *current, e agent.Event) {
 		case tl.aborted:
 			kind = "cancelled"
 		}
-		cost := now.Cost - tl.start.Cost
-		out = eventlog.Entry{Event: eventlog.EventResult, Kind: kind, CostUSD: &cost,
-			TokensIn: now.InputTokens - tl.start.InputTokens, TokensOut: now.OutputTokens - tl.start.OutputTokens}
+		spent := now.Since(tl.start)
+		out = eventlog.Entry{Event: eventlog.EventResult, Kind: kind, CostUSD: &spent.Cost,
+			TokensIn: spent.InputTokens, TokensOut: spent.OutputTokens}
 		if e.Message != nil {
 			out.Text = "waiting: " + kindOf(e.Message)
 		}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/mcp"
+	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/rules"
 	"github.com/agentkernel/agentkernel/store"
 )
@@ -51,6 +53,17 @@ type Config struct {
 	Modes map[string]rules.Mode
 	// WebFetch, when it allows some sites, offers the web_fetch tool.
 	WebFetch *agent.WebFetch
+	// CompletionModel is the model of inline completions (Complete);
+	// "": the session's model.
+	CompletionModel string
+	// Cells, when set, gives where the notebook the agent works in is
+	// changed now (nil when nowhere): the notebook tools are offered
+	// while it gives one.
+	Cells func() Cells
+	// OpenNotebook opens the .ipynb at path as Cells: where a rewind puts
+	// back the cells of a notebook no frontend shows any more. nil: such
+	// cells are left as they are.
+	OpenNotebook func(path string) (FileCells, error)
 	// StoreURL, when a postgres:// URL, is the PostgreSQL store the host
 	// opens instead (see store.Options.URL).
 	StoreURL string
@@ -119,12 +132,16 @@ type Host struct {
 	providers map[string]provider.Provider
 	mcp       *mcp.Manager       // made at the first session
 	clientMCP []mcp.ServerConfig // a client's servers (AddMCPServers)
-	files     agent.Files        // a client's file buffers (SetFiles)
-	effort    provider.Effort    // SetEffort's, when effortSet
-	effortSet bool
-	mode      rules.Mode // SetAgentMode's; zero: code
-	cells     []cell     // code mode's cells run before any session: the first one's context
-	closed    bool
+	// frontends are the notebooks frontends show (SetFrontends);
+	// cellsLater says they will be set (ExpectCells).
+	frontends  Frontends
+	cellsLater bool
+	files      agent.Files     // a client's file buffers (SetFiles)
+	effort     provider.Effort // SetEffort's, when effortSet
+	effortSet  bool
+	mode       rules.Mode // SetAgentMode's; zero: code
+	cells      []cell     // code mode's cells run before any session: the first one's context
+	closed     bool
 }
 
 // current is the session the host drives.
@@ -341,7 +358,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 		return nil, err
 	}
 	h.mu.Lock()
-	model := firstNonEmpty(h.explicit, h.cfg.Model)
+	model := cmp.Or(h.explicit, h.cfg.Model)
 	h.mu.Unlock()
 	var (
 		id                  string
@@ -356,7 +373,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 			return nil, fmt.Errorf("session: %w", err)
 		}
 		if s.Archived() {
-			return nil, fmt.Errorf("session: %s is archived; restore it first (agentkernel sessions restore %s)", s.ID, shortID(s.ID))
+			return nil, fmt.Errorf("session: %s is archived; restore it first (agentkernel sessions restore %s)", s.ID, messages.ShortID(s.ID))
 		}
 		if err := st.CheckWritable(s); err != nil {
 			if !forkOthers {
@@ -376,7 +393,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 			elsewhere = s.Workspace
 		}
 		h.mu.Lock()
-		model = firstNonEmpty(h.explicit, s.Model, h.cfg.Model)
+		model = cmp.Or(h.explicit, s.Model, h.cfg.Model)
 		h.mu.Unlock()
 	} else {
 		providerName, _, _ := strings.Cut(model, ":")
@@ -398,7 +415,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	files := h.files
 	h.mu.Unlock()
 	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource(), Files: files,
-		WebFetch: h.cfg.WebFetch, KernelServers: h.clientServers()})
+		WebFetch: h.cfg.WebFetch, KernelServers: h.clientServers(), Notebook: h.notebookSource(c)})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
@@ -526,20 +543,4 @@ func (h *Host) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }

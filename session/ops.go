@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ func (h *Host) Model() string {
 	if h.cur != nil {
 		return h.cur.model
 	}
-	return firstNonEmpty(h.explicit, h.cfg.Model)
+	return cmp.Or(h.explicit, h.cfg.Model)
 }
 
 // SetModel switches the current session (and those this host opens later)

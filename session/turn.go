@@ -169,12 +169,7 @@ func (h *Host) follow(ctx context.Context, c *current, t Turn, start func() (*ag
 	}
 	after := task.Totals()
 	res.Totals = after
-	res.Usage = agent.Totals{
-		InputTokens: after.InputTokens - before.InputTokens, OutputTokens: after.OutputTokens - before.OutputTokens,
-		CacheReadTokens:  after.CacheReadTokens - before.CacheReadTokens,
-		CacheWriteTokens: after.CacheWriteTokens - before.CacheWriteTokens,
-		Cost:             after.Cost - before.Cost, Requests: after.Requests - before.Requests,
-	}
+	res.Usage = after.Since(before)
 	res.Duration = time.Since(begin)
 	mu.Lock()
 	if completion != nil {

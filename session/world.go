@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -335,7 +336,8 @@ type CodeRun = store.CodeRun
 type RewindOptions struct {
 	// ConversationOnly leaves the files and the kernel as they are.
 	ConversationOnly bool
-	// NoFiles leaves the files; NoKernel the kernel.
+	// NoFiles leaves the files and the notebooks' cells; NoKernel the
+	// kernel.
 	NoFiles, NoKernel bool
 	// Force overwrites files changed outside the agent since (conflicts).
 	Force bool
@@ -357,6 +359,9 @@ type Rewound struct {
 	// asked for.
 	Files     *checkpoint.RestoreReport
 	FilesNote string
+	// Cells says what happened to the cells of each notebook the agent
+	// changed through a frontend (nil when none).
+	Cells []CellsReport
 	// Kernel says what happened to the kernel's state: "" when it was left
 	// alone, else a line per replayed cell and how it ended.
 	Kernel []string
@@ -384,6 +389,15 @@ func (r Rewound) Summary() string {
 	}
 	if r.FilesNote != "" {
 		b.WriteString("\nFiles: " + r.FilesNote)
+	}
+	for _, c := range r.Cells {
+		fmt.Fprintf(&b, "\nNotebook %s (through %s): %d cell changes turned back.", c.Notebook, c.Where, c.Restored)
+		if len(c.Conflicts) > 0 {
+			fmt.Fprintf(&b, "\nConflicts (changed since; kept as they are, --force overwrites): %s", strings.Join(c.Conflicts, ", "))
+		}
+		if len(c.Unrestorable) > 0 {
+			fmt.Fprintf(&b, "\nNot turned back: %s", strings.Join(c.Unrestorable, "; "))
+		}
 	}
 	if len(r.Kernel) > 0 {
 		fmt.Fprintf(&b, "\nKernel: restarted; replayed %d cells:", len(r.Kernel))
@@ -425,6 +439,9 @@ func (h *Host) Rewind(ctx context.Context, ts int64, opts RewindOptions) (Rewoun
 	if out.Files != nil {
 		notes = append(notes, "the workspace's files were restored to that point")
 	}
+	if len(out.Cells) > 0 {
+		notes = append(notes, "the notebook's cells were put back as they were (read the notebook again)")
+	}
 	if len(out.Kernel) > 0 {
 		notes = append(notes, "the kernel was restarted and the code run before that point replayed (variables defined later are gone)")
 	}
@@ -439,6 +456,7 @@ func (h *Host) Rewind(ctx context.Context, ts int64, opts RewindOptions) (Rewoun
 // and the code log.
 type pastWorld struct {
 	changes []store.FileChange
+	cells   []store.CellChange
 	runs    []store.CodeRun
 }
 
@@ -461,6 +479,9 @@ func (h *Host) worldAfter(ctx context.Context, ts int64) (*current, pastWorld, e
 	if p.changes, err = st.FileChanges(ctx, c.id, ts); err != nil {
 		return nil, pastWorld{}, err
 	}
+	if p.cells, err = st.CellChanges(ctx, c.id, ts); err != nil {
+		return nil, pastWorld{}, err
+	}
 	if p.runs, err = st.CodeRuns(ctx, c.id); err != nil {
 		return nil, pastWorld{}, err
 	}
@@ -470,6 +491,13 @@ func (h *Host) worldAfter(ctx context.Context, ts int64) (*current, pastWorld, e
 // turnBack restores the files and the kernel of session c to ts, as opts
 // allow, and says what it did in out.
 func (h *Host) turnBack(ctx context.Context, c *current, ts int64, p pastWorld, opts RewindOptions, out *Rewound) {
+	if !opts.NoFiles && len(p.cells) > 0 {
+		// The cells first, through the frontend: the notebooks' files are
+		// theirs (what the frontend saved meanwhile is not the agent's).
+		var handled map[string]bool
+		out.Cells, handled = h.restoreCells(ctx, p.cells, opts.Force)
+		p.changes = slices.DeleteFunc(slices.Clone(p.changes), func(c store.FileChange) bool { return handled[c.Path] })
+	}
 	if !opts.NoFiles && len(p.changes) > 0 && c.elsewhere != "" {
 		// Its files are in another directory; this one's are not its.
 		out.FilesNote = fmt.Sprintf("left alone: the session was started in %s, and this kernel works in %s "+

@@ -171,12 +171,12 @@ func insertAPI(ctx context.Context, tx *sql.Tx, sr sessionRow, msgs []messages.A
 // any pending version is discarded and msg is committed before UpdateUI
 // returns. Errors of debounced writes are reported by the next Flush.
 func (s *Store) UpdateUI(ctx context.Context, sessionID string, msg messages.UIMessage) error {
-	op := "update ui " + sessionID
+	// A model's chunk comes here: nothing is allocated but on an error.
 	if err := msg.Validate(); err != nil {
-		return s.wrap(op, err)
+		return s.wrap("update ui "+sessionID, err)
 	}
 	if s.isClosed() {
-		return s.wrap(op, net.ErrClosed)
+		return s.wrap("update ui "+sessionID, net.ErrClosed)
 	}
 	if msg.Partial {
 		s.strm.set(sessionID, msg)

@@ -22,12 +22,19 @@ const crashChildEnv = "AGENTKERNEL_STORE_CRASH_CHILD"
 
 const crashSession = "00000000-0000-4000-8000-00000000c4a5"
 
+// streamChunks is how many chunks a streamed message of crashChild has.
+const streamChunks = 200
+
 // crashChild appends messages for ever, printing "ok TS" after each
 // committed append (and "batch TS1 TS2 TS3" after each committed batch), and
-// streams a partial message between appends. It is killed by the parent.
+// streams a partial message between appends: its chunks are held by the
+// store (the debounce never comes due) and written when the stream is half
+// done (Flush, as the debounce would: "flushed TS TEXT") and at its end
+// ("final TS ROWS TEXT", ROWS the rows written for the whole stream). It is
+// killed by the parent.
 func crashChild() int {
 	ctx := context.Background()
-	o := Options{Path: os.Getenv(crashChildEnv), Debounce: time.Millisecond}
+	o := Options{Path: os.Getenv(crashChildEnv), Debounce: time.Hour}
 	if IsPostgresURL(o.Path) {
 		o.URL, o.Path = o.Path, ""
 	}
@@ -67,15 +74,26 @@ func crashChild() int {
 			if err = s.AppendUI(ctx, crashSession, m); err != nil {
 				break
 			}
-			for _, w := range words {
-				m.Text += w + " "
+			rows := s.strm.rows.Load()
+			for c := range streamChunks {
+				m.Text += words[c%len(words)] + " "
 				if err = s.UpdateUI(ctx, crashSession, m); err != nil {
 					break
 				}
+				if c == streamChunks/2 {
+					if err = s.Flush(ctx); err != nil {
+						break
+					}
+					fmt.Fprintf(out, "flushed %d %s\n", ts, strings.TrimSpace(m.Text))
+					out.Flush()
+				}
+			}
+			if err != nil {
+				break
 			}
 			m.Partial = false
 			if err = s.UpdateUI(ctx, crashSession, m); err == nil {
-				fmt.Fprintf(out, "final %d %s\n", ts, strings.TrimSpace(m.Text))
+				fmt.Fprintf(out, "final %d %d %s\n", ts, s.strm.rows.Load()-rows, strings.TrimSpace(m.Text))
 			}
 		default:
 			ts := clock.Next()
@@ -96,9 +114,12 @@ func crashChild() int {
 
 // TestCrashSIGKILL runs a writer child, SIGKILLs it at random points
 // several times, and checks after each kill that every message the child
-// reported as committed is there, batches are whole, the file passes
-// integrity_check and the FTS index agrees with the table. On PostgreSQL
-// the child is killed in the middle of its conversation with the server.
+// reported as committed is there, batches are whole, a message killed
+// while it streamed keeps what was written of it, the file passes
+// integrity_check and the FTS index agrees with the table; and that a
+// stream's chunks were coalesced (two rows written for 200 chunks). On
+// PostgreSQL the child is killed in the middle of its conversation with
+// the server.
 func TestCrashSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
@@ -113,6 +134,8 @@ func TestCrashSIGKILL(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	reported := map[int64]string{} // ts -> final text ("" = any)
 	reportedAPI := map[int64]bool{}
+	flushed := map[int64]string{} // ts -> the text of a streaming message written mid-stream
+	streams := 0
 	var batches [][3]int64
 	for round := 0; round < 6; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -132,9 +155,18 @@ func TestCrashSIGKILL(t *testing.T) {
 				ts, _ := strconv.ParseInt(f[1], 10, 64)
 				reported[ts] = ""
 				reportedAPI[ts] = true
+			case "flushed":
+				ts, _ := strconv.ParseInt(f[1], 10, 64)
+				flushed[ts] = strings.Join(f[2:], " ")
 			case "final":
 				ts, _ := strconv.ParseInt(f[1], 10, 64)
-				reported[ts] = strings.Join(f[2:], " ")
+				rows, _ := strconv.Atoi(f[2])
+				reported[ts] = strings.Join(f[3:], " ")
+				// Coalesced: the mid-stream write and the final one.
+				if rows != 2 {
+					t.Fatalf("a stream of %d chunks wrote %d rows, want 2", streamChunks, rows)
+				}
+				streams++
 			case "batch":
 				var b [3]int64
 				for i := range b {
@@ -175,6 +207,19 @@ func TestCrashSIGKILL(t *testing.T) {
 				t.Fatalf("round %d: completed stream %d stored as %+v", round, ts, m)
 			}
 		}
+		// A message killed while streaming keeps at least what was
+		// written mid-stream, marked partial unless its final version
+		// was committed (the kill came before the child said so).
+		for ts, text := range flushed {
+			m, ok := have[ts]
+			if !ok {
+				t.Fatalf("round %d: streamed message %d is missing", round, ts)
+			}
+			whole := len(strings.Fields(m.Text)) == streamChunks
+			if _, done := reported[ts]; !done && (m.Partial == whole || !strings.HasPrefix(strings.TrimSpace(m.Text), text)) {
+				t.Fatalf("round %d: a message killed while streaming was stored as %+v, written mid-stream as %q", round, m, text)
+			}
+		}
 		for _, b := range batches {
 			for _, ts := range b {
 				if _, ok := have[ts]; !ok {
@@ -201,6 +246,9 @@ func TestCrashSIGKILL(t *testing.T) {
 		}
 		must(t, s.Close())
 		t.Logf("round %d: killed after %d reports; %d UI messages stored", round, killAfter, len(ui))
+	}
+	if streams == 0 {
+		t.Fatal("no stream completed before the kills")
 	}
 }
 

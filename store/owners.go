@@ -190,7 +190,7 @@ func DefaultOwnerName() string {
 	return OSUser()
 }
 
-// ownSessions gives every session an owner (schema 6; PostgreSQL's 5):
+// ownSessions gives every session an owner (schema 7; PostgreSQL's 6):
 // on SQLite the owner and shown name columns of sessions, the existing
 // ones the file's user's (m.owner); on PostgreSQL pgOwnSessions.
 func ownSessions(ctx context.Context, tx *sql.Tx, m migration) error {

@@ -84,7 +84,8 @@ func ids(list []Session) map[string]string {
 }
 
 // bobsSession fills a session of bob's with everything a session holds:
-// both histories, a code run, a file change with its blob, an index entry.
+// both histories, a code run, a file change with its blob, a cell change,
+// an index entry.
 func bobsSession(t *testing.T, s *Store, word string) (id, blob string) {
 	t.Helper()
 	ctx := context.Background()
@@ -95,6 +96,8 @@ func bobsSession(t *testing.T, s *Store, word string) (id, blob string) {
 	blob, err := s.PutBlob(ctx, []byte("bob's file: "+word))
 	must(t, err)
 	must(t, s.AddFileChanges(ctx, id, []FileChange{{Anchor: 16, Path: "plan.txt", After: blob}}))
+	must(t, s.AddCellChange(ctx, id, CellChange{Anchor: 17, Notebook: "plan.ipynb", Op: "insert", CellID: "c-" + word,
+		After: json.RawMessage(`{"cell_type":"code","source":"` + word + `"}`)}))
 	must(t, s.SaveIndex(ctx, "/home/jovyan", []FileStat{{Path: "plan.txt", Size: 10, Hash: blob}}, nil))
 	return id, blob
 }
@@ -147,6 +150,8 @@ func TestOwnershipPostgres(t *testing.T) {
 		wantErr(t, "get", err, ErrNotFound)
 		_, err = alice.Load(ctx, bid)
 		wantErr(t, "load", err, ErrNotFound)
+		_, err = alice.CellChanges(ctx, bid, 0)
+		wantErr(t, "cell changes", err, ErrNotFound)
 		wantErr(t, "export", alice.Export(ctx, bid, io.Discard), ErrNotFound)
 		_, err = alice.ForkSession(ctx, bid, WholeHistory)
 		wantErr(t, "fork", err, ErrNotFound)
@@ -190,6 +195,11 @@ func TestOwnershipPostgres(t *testing.T) {
 			t.Errorf("alice reads %d rows of others in %s", n, tbl)
 		}
 	}
+	for _, tbl := range pgChildren {
+		if n := count(t, raw, "SELECT count(*) FROM "+tbl+" WHERE session_pk = $1", bobPK); n != 0 {
+			t.Errorf("alice reads %d rows of bob's session in %s", n, tbl)
+		}
+	}
 	if n := count(t, raw, "SELECT count(*) FROM ui_messages WHERE tsv @@ plainto_tsquery('ak_search', 'zanzibar')"); n != 0 {
 		t.Errorf("alice's SQL finds %d of bob's search rows", n)
 	}
@@ -207,6 +217,7 @@ func TestOwnershipPostgres(t *testing.T) {
 			"VALUES (%d, '%s', 99, 'say', 'text', 'user', 'x', 0, '{}')", bobPK, roleBob),
 		fmt.Sprintf("INSERT INTO ui_messages (session_pk, ts, type, kind, role, text, partial, payload) "+
 			"VALUES (%d, 99, 'say', 'text', 'user', 'x', 0, '{}')", bobPK),
+		fmt.Sprintf("INSERT INTO cell_changes (session_pk, anchor, notebook, op, cell_id) VALUES (%d, 99, 'x.ipynb', 'delete', 'c')", bobPK),
 		// Bob's session shared with herself, or hers passed off as his.
 		fmt.Sprintf("INSERT INTO session_shares (session_pk, grantee, granted_at) VALUES (%d, '%s', 0)", bobPK, roleAlice),
 		fmt.Sprintf("INSERT INTO session_shares (session_pk, owner, grantee, granted_at) "+
@@ -273,6 +284,23 @@ func TestOwnershipPostgres(t *testing.T) {
 	if n := count(t, raw, "SELECT count(*) FROM blobs WHERE owner = $1", roleBob); n != 0 {
 		t.Fatalf("alice's SQL reads %d of bob's blobs", n)
 	}
+	if cells, err := alice.CellChanges(ctx, bid, 0); err != nil || len(cells) != 1 || cells[0].CellID != "c-zanzibar" {
+		t.Fatalf("alice's cell changes of the shared session: %+v, %v", cells, err)
+	}
+	wantErr(t, "cell change", alice.AddCellChange(ctx, bid, CellChange{Anchor: 40, Notebook: "x.ipynb", Op: "delete", CellID: "c"}), ErrReadOnly)
+	if n := count(t, raw, "SELECT count(*) FROM cell_changes WHERE owner = $1", roleBob); n != 1 {
+		t.Fatalf("alice's SQL reads %d cell changes of the shared session, want 1", n)
+	}
+	for _, q := range []string{
+		"UPDATE cell_changes SET rewound = 1",
+		"DELETE FROM cell_changes",
+		"UPDATE ui_messages SET text = 'x'",
+	} {
+		tag, err := raw.Exec(ctx, q+" WHERE session_pk = $1", bobPK)
+		if err != nil || tag.RowsAffected() != 0 {
+			t.Errorf("alice's %q of the shared session: %d rows, %v", q, tag.RowsAffected(), err)
+		}
+	}
 
 	// A fork is hers: the conversation, not Bob's files or code.
 	fork, err := alice.ForkSession(ctx, bid, WholeHistory)
@@ -286,6 +314,16 @@ func TestOwnershipPostgres(t *testing.T) {
 	if runs, err := alice.CodeRuns(ctx, fork.ID); err != nil || len(runs) != 0 {
 		t.Fatalf("the fork took bob's code: %+v, %v", runs, err)
 	}
+	if cells, err := alice.CellChanges(ctx, fork.ID, 0); err != nil || len(cells) != 0 {
+		t.Fatalf("the fork took bob's notebook cells: %+v, %v", cells, err)
+	}
+	// Bob's own fork takes his cells, his like the rest.
+	bobFork, err := bob.ForkSession(ctx, bid, WholeHistory)
+	must(t, err)
+	if cells, err := bob.CellChanges(ctx, bobFork.ID, 0); err != nil || len(cells) != 1 {
+		t.Fatalf("bob's fork's cell changes: %+v, %v", cells, err)
+	}
+	must(t, bob.Purge(ctx, bobFork.ID))
 	must(t, alice.AppendUI(ctx, fork.ID, say(30, messages.SayUserFeedback, "carry on")))
 
 	// Through a group.
@@ -450,11 +488,13 @@ func oldStore(t *testing.T, v int) (db *sql.DB, upgrade func(owner string) Optio
 	}
 }
 
-// oldRows writes what a session of today's build holds, with SQL: the
-// session, both histories, a code run, a file change with its blob and
-// an index entry. It returns the session's id and the blob's hash.
-func oldRows(t *testing.T, db *sql.DB, n int, word string) (string, string) {
+// oldRows writes what a session of the builds before owners holds, with
+// SQL: the session, both histories, a code run, a file change with its
+// blob and an index entry, and from schema 6 on (cells) a cell change. It
+// returns the session's id and the blob's hash.
+func oldRows(t *testing.T, db *sql.DB, v, n int, word string) (string, string) {
 	t.Helper()
+	cells := v >= 6
 	id := fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
 	exec := func(q string, args ...any) {
 		t.Helper()
@@ -477,20 +517,24 @@ func oldRows(t *testing.T, db *sql.DB, n int, word string) (string, string) {
 	exec("INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?)", hash, len(data), data)
 	exec("INSERT INTO file_changes (session_pk, anchor, path, before, after) VALUES (?, 12, 'f.txt', NULL, ?)", pk, hash)
 	exec("INSERT INTO file_index (workspace, path, size, mtime, ctime, inode, hash) VALUES ('/ws', ?, 1, 1, 1, 1, ?)", "f"+strconv.Itoa(n), hash)
+	if cells {
+		exec(`INSERT INTO cell_changes (session_pk, anchor, notebook, op, cell_id, before, after)
+			VALUES (?, 13, 'nb.ipynb', 'edit', 'c1', '{"source":"a"}', '{"source":"old `+word+`"}')`, pk)
+	}
 	return id, hash
 }
 
 // TestMigrationGivesOwners: a store written by the build before owners
-// (schema 5; PostgreSQL's 4) gets them. On SQLite its sessions are the
-// file's user's. On PostgreSQL every row is the role that wrote it (the
-// tables' owner, or the one init is told) or else the administrators':
-// no row is readable by every user, and the search and the index go with
-// their owner.
+// (schema 6, with the notebook's cell changes; PostgreSQL's 5) gets them.
+// On SQLite its sessions are the file's user's. On PostgreSQL every row,
+// the cell changes' too, is the role that wrote it (the tables' owner, or
+// the one init is told) or else the administrators': no row is readable
+// by every user, and the search and the index go with their owner.
 func TestMigrationGivesOwners(t *testing.T) {
 	ctx := context.Background()
 	if pg == nil {
-		db, upgrade := oldStore(t, 5)
-		id, hash := oldRows(t, db, 1, "walrus")
+		db, upgrade := oldStore(t, 6)
+		id, hash := oldRows(t, db, 6, 1, "walrus")
 		s, err := Open(ctx, upgrade(""))
 		must(t, err)
 		defer s.Close()
@@ -508,12 +552,13 @@ func TestMigrationGivesOwners(t *testing.T) {
 		if list, err := s.ListSessions(ctx, ListOptions{Mine: true}); err != nil || len(list) != 1 || list[0].Owner != OSUser() {
 			t.Fatalf("own listing: %+v, %v", list, err)
 		}
+		oldCells(t, s, id)
 		return
 	}
 	t.Run("to-the-administrators", func(t *testing.T) {
-		db, upgrade := oldStore(t, 5)
-		id, hash := oldRows(t, db, 1, "walrus")
-		oldRows(t, db, 2, "narwhal")
+		db, upgrade := oldStore(t, 6)
+		id, hash := oldRows(t, db, 6, 1, "walrus")
+		oldRows(t, db, 6, 2, "narwhal")
 		o := upgrade("")
 		admin := asSuperuser(o.URL)
 		s, err := Open(ctx, o)
@@ -552,6 +597,9 @@ func TestMigrationGivesOwners(t *testing.T) {
 		if hits, err := carol.Search(ctx, "walrus", SearchOptions{}); err != nil || len(hits) != 1 {
 			t.Fatalf("the administrator's search: %+v, %v", hits, err)
 		}
+		if cells, err := carol.CellChanges(ctx, id, 0); err != nil || len(cells) != 1 {
+			t.Fatalf("the administrator's cell changes: %+v, %v", cells, err)
+		}
 		// The policies are on every table, and none lets everyone read.
 		var open int
 		must(t, carol.r.QueryRow(`SELECT count(*) FROM pg_policies WHERE schemaname = current_schema()
@@ -561,8 +609,8 @@ func TestMigrationGivesOwners(t *testing.T) {
 		}
 	})
 	t.Run("to-their-writer", func(t *testing.T) {
-		db, upgrade := oldStore(t, 5)
-		id, hash := oldRows(t, db, 1, "walrus")
+		db, upgrade := oldStore(t, 6)
+		id, hash := oldRows(t, db, 6, 1, "walrus")
 		s, err := Open(ctx, upgrade(testRole))
 		must(t, err)
 		defer s.Close()
@@ -580,12 +628,48 @@ func TestMigrationGivesOwners(t *testing.T) {
 		if idx, err := s.LoadIndex(ctx, "/ws"); err != nil || len(idx) != 1 {
 			t.Fatalf("index: %+v %v", idx, err)
 		}
+		oldCells(t, s, id)
 		must(t, s.AppendUI(ctx, id, say(20, messages.SayText, "carried on")))
 		other := openAs(t, asSuperuser(s.opts.URL), roleBob)
 		if _, err := other.GetSession(ctx, id); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("another user reads it: %v", err)
 		}
+		if _, err := other.CellChanges(ctx, id, 0); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("another user reads its cell changes: %v", err)
+		}
+		if n := count(t, rawAs(t, asSuperuser(s.opts.URL), roleBob), "SELECT count(*) FROM cell_changes"); n != 0 {
+			t.Fatalf("another user's SQL reads %d cell changes", n)
+		}
 	})
+}
+
+// oldCells: the cell change oldRows wrote is read, forked and rewound
+// after the migration by the session's owner, and a new one is written.
+func oldCells(t *testing.T, s *Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	cells, err := s.CellChanges(ctx, id, 0)
+	must(t, err)
+	if len(cells) != 1 || cells[0].Op != "edit" || string(cells[0].After) != `{"source":"old walrus"}` {
+		t.Fatalf("old cell changes after the migration: %+v", cells)
+	}
+	must(t, s.AddCellChange(ctx, id, CellChange{Anchor: 14, Notebook: "nb.ipynb", Op: "delete", CellID: "c1",
+		Before: json.RawMessage(`{"source":"old walrus"}`)}))
+	fork, err := s.ForkSession(ctx, id, WholeHistory)
+	must(t, err)
+	if cells, err := s.CellChanges(ctx, fork.ID, 0); err != nil || len(cells) != 2 {
+		t.Fatalf("the fork's cell changes: %+v, %v", cells, err)
+	}
+	must(t, s.writeTx(ctx, "rewind cells", func(tx *sql.Tx) error {
+		sr, err := writableSession(ctx, tx, fork.ID)
+		if err != nil {
+			return err
+		}
+		return rewindCells(ctx, tx, sr.pk, 14)
+	}))
+	if cells, err := s.CellChanges(ctx, fork.ID, 0); err != nil || len(cells) != 1 {
+		t.Fatalf("the fork's cell changes after a rewind to 14: %+v, %v", cells, err)
+	}
 }
 
 // TestSQLiteFilePrivate: the SQLite store is its user's alone: the file

@@ -30,8 +30,8 @@ import (
 //
 // Policies (pgSecure), on every table, with FORCE ROW LEVEL SECURITY:
 //   - ak_own (all commands, UserRole): owner = current_user;
-//   - ak_shared (SELECT, UserRole; sessions and their messages, code runs
-//     and file changes): the session is in session_shares, which a role
+//   - ak_shared (SELECT, UserRole; sessions and their messages, code runs,
+//     file and cell changes): the session is in session_shares, which a role
 //     sees for its own sessions and for the grants to it or to a group it
 //     is a member of (ak_granted: pg_has_role(current_user, grantee,
 //     'MEMBER'));
@@ -49,15 +49,15 @@ const (
 
 // pgTables are agentkernel's tables: each has row-level security.
 var pgTables = []string{"sessions", "ui_messages", "api_messages", "code_runs", "file_changes",
-	"blobs", "file_index", "session_shares", "agentkernel_schema"}
+	"cell_changes", "blobs", "file_index", "session_shares", "agentkernel_schema"}
 
 // pgChildren are the tables of a session's rows, which its readers read.
-var pgChildren = []string{"ui_messages", "api_messages", "code_runs", "file_changes"}
+var pgChildren = []string{"ui_messages", "api_messages", "code_runs", "file_changes", "cell_changes"}
 
 // pgQuote quotes s as an SQL string literal.
 func pgQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// pgOwnSessions is PostgreSQL's schema 5: an owner on every row, whose
+// pgOwnSessions is PostgreSQL's schema 6: an owner on every row, whose
 // existing rows get owner (a constant default costs no rewrite) and new
 // ones current_user; a session's rows carry their session's owner (a
 // foreign key on both columns, so that no row can be slipped into another
@@ -254,7 +254,7 @@ func Init(ctx context.Context, o InitOptions) (InitReport, error) {
 	if rep.From, err = migratePG(ctx, tx, len(pgMigrations), m); err != nil {
 		return fail(err)
 	}
-	if rep.From > 0 && rep.From < 5 {
+	if rep.From > 0 && rep.From < 6 {
 		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM sessions) OR EXISTS (SELECT 1 FROM blobs)").Scan(&hadRows); err != nil {
 			return fail(err)
 		}

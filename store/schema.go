@@ -137,7 +137,24 @@ CREATE INDEX ui_session_role_ts ON ui_messages(session_pk, role, ts);
 	// 5: no secret in the store: purgeSecrets (migrationCode) takes out the
 	// contents of .env files, keys and tokens that earlier checkpoints kept.
 	``,
-	// 6: sessions belong to their user: ownSessions (migrationCode) adds
+	// 6: the notebook's cells beside the files: what each step did to a
+	// cell of a notebook a frontend shows (a rewind puts the cells back
+	// through the frontend).
+	`
+CREATE TABLE cell_changes (
+	seq        INTEGER PRIMARY KEY,
+	session_pk INTEGER NOT NULL REFERENCES sessions(pk) ON DELETE CASCADE,
+	anchor     INTEGER NOT NULL,       -- the step that changed it (UI ts order)
+	notebook   TEXT    NOT NULL,       -- the notebook, as its frontend names it
+	op         TEXT    NOT NULL,       -- insert | edit | move | delete
+	cell_id    TEXT    NOT NULL,
+	before     TEXT,                   -- the cell (JSON) before; NULL: an insert
+	after      TEXT,                   -- the cell (JSON) after; NULL: a delete
+	rewound    INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX cell_changes_session ON cell_changes(session_pk, anchor);
+`,
+	// 7: sessions belong to their user: ownSessions (migrationCode) adds
 	// the owner and the name shown in listings.
 	``,
 }
@@ -154,7 +171,7 @@ type migration struct {
 // cannot decide. The versions are SQLite's; pgVersion maps PostgreSQL's.
 var migrationCode = map[int]func(ctx context.Context, tx *sql.Tx, m migration) error{
 	5: purgeSecrets,
-	6: ownSessions,
+	7: ownSessions,
 }
 
 // SchemaVersion is the user_version this build writes.

@@ -18,7 +18,7 @@ func TestMigrationPurgesSecrets(t *testing.T) {
 	ctx := context.Background()
 	// A store of schema 4, as an older build left it.
 	db, upgrade := oldStore(t, 4)
-	id, _ := oldRows(t, db, 1, "x")
+	id, _ := oldRows(t, db, 4, 1, "x")
 	var pk int64
 	must(t, db.QueryRow("SELECT pk FROM sessions WHERE id = ?", id).Scan(&pk))
 	const (

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -327,6 +328,44 @@ func TestStreamingUpdates(t *testing.T) {
 	}
 	if err := s.UpdateUI(ctx, id, say(99, messages.SayText, "x")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("update of a missing message: %v", err)
+	}
+}
+
+// TestStreamedUpdatesCoalesced: the chunks of two messages streaming at
+// once (reasoning, then text) cost no write each: the store holds their
+// newest versions, writes both in one go when due (here: Flush) and each
+// final version once.
+func TestStreamedUpdatesCoalesced(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, func(o *Options) { o.Debounce = time.Hour })
+	id := newSession(t, s)
+	r, m := say(1, messages.SayReasoning, ""), say(2, messages.SayText, "")
+	r.Partial, m.Partial = true, true
+	must(t, s.AppendUI(ctx, id, r, m))
+	const chunks = 1000
+	for i := range chunks {
+		r.Reasoning += "hm "
+		m.Text += fmt.Sprintf("w%d ", i)
+		must(t, s.UpdateUI(ctx, id, r))
+		must(t, s.UpdateUI(ctx, id, m))
+	}
+	if n := s.strm.rows.Load(); n != 0 {
+		t.Fatalf("%d rows written while streaming, before the debounce", n)
+	}
+	must(t, s.Flush(ctx))
+	if n := s.strm.rows.Load(); n != 2 {
+		t.Fatalf("%d rows written by Flush, want 2", n)
+	}
+	r.Partial, m.Partial = false, false
+	must(t, s.UpdateUI(ctx, id, r))
+	must(t, s.UpdateUI(ctx, id, m))
+	if n := s.strm.rows.Load(); n != 4 {
+		t.Fatalf("%d rows written for %d updates, want 4", n, 2*chunks+2)
+	}
+	got, err := s.LoadUI(ctx, id, Page{})
+	must(t, err)
+	if got[0].Reasoning != r.Reasoning || got[1].Text != m.Text || got[0].Partial || got[1].Partial {
+		t.Fatalf("stored %q / %d bytes, partial %v %v", got[0].Reasoning, len(got[1].Text), got[0].Partial, got[1].Partial)
 	}
 }
 

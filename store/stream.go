@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentkernel/agentkernel/messages"
@@ -23,8 +24,11 @@ type pendingUpdate struct {
 // streamer holds the newest version of each streaming UI message and writes
 // it at most Options.Debounce after it first became dirty (a trailing-edge
 // throttle: a long stream is still written every interval, so a crash loses
-// at most one interval of text). sem serialises every write of a streamed
-// row, so a debounced partial version can never land after the final one.
+// at most one interval of text). Every update of a streaming message only
+// replaces the version held here (a model's chunk costs no write); what is
+// due is written in one transaction per session. sem serialises every
+// write of a streamed row, so a debounced partial version can never land
+// after the final one.
 type streamer struct {
 	s    *Store
 	wake chan struct{} // capacity 1: "the earliest due time may have changed"
@@ -33,6 +37,10 @@ type streamer struct {
 	mu      sync.Mutex
 	pending map[streamKey]pendingUpdate
 	err     error // first background write error since the last flush
+
+	// rows counts the versions of streamed messages written (partial
+	// and final), for the tests of the coalescing.
+	rows atomic.Int64
 }
 
 func newStreamer(s *Store) *streamer {
@@ -143,18 +151,39 @@ func (st *streamer) write(ctx context.Context, sel func(streamKey, pendingUpdate
 	defer st.unlock()
 	var errs []error
 	for session, msgs := range st.take(sel) {
-		for _, m := range msgs {
-			err := st.s.writeTx(ctx, "update ui "+session, func(tx *sql.Tx) error {
-				return updateUIRows(ctx, tx, session, []messages.UIMessage{m}, st.s.nowMS())
-			})
-			if errors.Is(err, ErrNotFound) {
-				st.s.log.Debug("streamed message gone before its write", "session", session, "ts", m.TS)
-				continue
-			}
-			errs = append(errs, err)
-		}
+		errs = append(errs, st.writeSession(ctx, session, msgs))
 	}
 	return errors.Join(errs...)
+}
+
+// writeSession writes msgs, versions of streamed rows of session, in one
+// transaction; when a row is gone, the others one by one. The caller holds
+// sem.
+func (st *streamer) writeSession(ctx context.Context, session string, msgs []messages.UIMessage) error {
+	err := st.writeRows(ctx, session, msgs)
+	if !errors.Is(err, ErrNotFound) || len(msgs) == 1 {
+		if errors.Is(err, ErrNotFound) {
+			st.s.log.Debug("streamed message gone before its write", "session", session, "ts", msgs[0].TS)
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, m := range msgs {
+		errs = append(errs, st.writeSession(ctx, session, []messages.UIMessage{m}))
+	}
+	return errors.Join(errs...)
+}
+
+// writeRows writes msgs in one transaction and counts them.
+func (st *streamer) writeRows(ctx context.Context, session string, msgs []messages.UIMessage) error {
+	err := st.s.writeTx(ctx, "update ui "+session, func(tx *sql.Tx) error {
+		return updateUIRows(ctx, tx, session, msgs, st.s.nowMS())
+	})
+	if err == nil {
+		st.rows.Add(int64(len(msgs)))
+	}
+	return err
 }
 
 // flush writes everything pending and returns (and clears) the first
@@ -172,13 +201,8 @@ func (st *streamer) flush(ctx context.Context) error {
 // holds sem (ApplyRewind, Export).
 func (st *streamer) flushSessionLocked(ctx context.Context, session string) error {
 	for _, msgs := range st.take(func(k streamKey, _ pendingUpdate) bool { return k.session == session }) {
-		for _, m := range msgs {
-			err := st.s.writeTx(ctx, "update ui "+session, func(tx *sql.Tx) error {
-				return updateUIRows(ctx, tx, session, []messages.UIMessage{m}, st.s.nowMS())
-			})
-			if err != nil && !errors.Is(err, ErrNotFound) {
-				return err
-			}
+		if err := st.writeSession(ctx, session, msgs); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -192,7 +216,5 @@ func (st *streamer) writeFinal(ctx context.Context, session string, msg messages
 	}
 	defer st.unlock()
 	st.take(func(k streamKey, _ pendingUpdate) bool { return k.session == session && k.ts == msg.TS })
-	return st.s.writeTx(ctx, "update ui "+session, func(tx *sql.Tx) error {
-		return updateUIRows(ctx, tx, session, []messages.UIMessage{msg}, st.s.nowMS())
-	})
+	return st.writeRows(ctx, session, []messages.UIMessage{msg})
 }

@@ -206,7 +206,7 @@ func (s *Store) FileChanges(ctx context.Context, sessionID string, from int64) (
 	return out, err
 }
 
-// rewindWorld marks the code runs and file changes at or after cut as
+// rewindWorld marks the code runs, file and cell changes at or after cut as
 // rewound, inside a rewind's transaction.
 func rewindWorld(ctx context.Context, tx *sql.Tx, pk, cut int64) error {
 	if _, err := tx.ExecContext(ctx, "UPDATE code_runs SET rewound = 1 WHERE session_pk = ? AND anchor >= ?", pk, cut); err != nil {
@@ -215,7 +215,7 @@ func rewindWorld(ctx context.Context, tx *sql.Tx, pk, cut int64) error {
 	if _, err := tx.ExecContext(ctx, "UPDATE file_changes SET rewound = 1 WHERE session_pk = ? AND anchor >= ?", pk, cut); err != nil {
 		return fmt.Errorf("rewind file changes: %w", err)
 	}
-	return nil
+	return rewindCells(ctx, tx, pk, cut)
 }
 
 // SetReplayPending marks (or clears) that the session's kernel state must
@@ -231,12 +231,13 @@ const WholeHistory int64 = math.MaxInt64
 
 // ForkSession makes a new session holding the session's history before
 // the UI message stamped beforeTS (as a rewind to it would leave it; all of
-// it for WholeHistory), its code log and file changes before that point,
-// linked to it as its parent. The original is not changed. All in one
-// transaction. The fork is the store's user's: a session shared with them
-// by another user is forked into one of their own, with the conversation
-// only (the other's files, their contents and their kernel's code are not
-// theirs).
+// it for WholeHistory), its code log, file and cell changes before that
+// point, linked to it as its parent. The original is not changed. All in
+// one transaction. The fork is the store's user's: a session shared with
+// them by another user is forked into one of their own, with the
+// conversation only (the other's files, their contents, their notebooks'
+// cells and their kernel's code are not theirs: a rewind of the fork must
+// not put them back in the reader's).
 func (s *Store) ForkSession(ctx context.Context, sessionID string, beforeTS int64) (Session, error) {
 	op := "fork " + sessionID
 	if err := s.flushSession(ctx, sessionID); err != nil {
@@ -291,6 +292,9 @@ func (s *Store) ForkSession(ctx context.Context, sessionID string, beforeTS int6
 		if _, err := tx.ExecContext(ctx, `INSERT INTO file_changes (session_pk, anchor, path, before, after, rewound)
 			SELECT CAST(? AS BIGINT), anchor, path, before, after, rewound FROM file_changes WHERE session_pk = ? AND anchor < ? ORDER BY seq`,
 			dst.pk, src.pk, beforeTS); err != nil {
+			return err
+		}
+		if err := forkCells(ctx, tx, dst.pk, src.pk, beforeTS); err != nil {
 			return err
 		}
 		return refreshDenorm(ctx, tx, dst.pk)

@@ -54,7 +54,7 @@ func TestBlobsStoredOnce(t *testing.T) {
 	}
 }
 
-// TestWorldRewindAndFork: a rewind marks the code and file changes after
+// TestWorldRewindAndFork: a rewind marks the code, file and cell changes after
 // its cut rewound, in the same transaction as the histories; a fork copies
 // what came before its point and leaves the original alone.
 func TestWorldRewindAndFork(t *testing.T) {
@@ -70,6 +70,9 @@ func TestWorldRewindAndFork(t *testing.T) {
 		must(t, st.AddCodeRun(ctx, id, r))
 	}
 	must(t, st.AddFileChanges(ctx, id, []FileChange{{Anchor: 16, Path: "a.txt", After: "h1"}, {Anchor: 36, Path: "a.txt", Before: "h1", After: "h2"}}))
+	must(t, st.AddCellChange(ctx, id, CellChange{Anchor: 17, Notebook: "nb.ipynb", Op: "insert", CellID: "c1", After: []byte(`{"source":"x"}`)}))
+	must(t, st.AddCellChange(ctx, id, CellChange{Anchor: 37, Notebook: "nb.ipynb", Op: "edit", CellID: "c1",
+		Before: []byte(`{"source":"x"}`), After: []byte(`{"source":"y"}`)}))
 
 	whole, err := st.ForkSession(ctx, id, WholeHistory)
 	must(t, err)
@@ -90,6 +93,10 @@ func TestWorldRewindAndFork(t *testing.T) {
 	if len(runs) != 1 || runs[0].Code != "x = 1" {
 		t.Fatalf("fork's code runs %+v", runs)
 	}
+	if cells, err := st.CellChanges(ctx, fork.ID, 0); err != nil || len(cells) != 1 || cells[0].Op != "insert" ||
+		string(cells[0].After) != `{"source":"x"}` || cells[0].Before != nil {
+		t.Fatalf("fork's cell changes %+v, %v", cells, err)
+	}
 
 	h, err := st.Load(ctx, id)
 	must(t, err)
@@ -105,6 +112,12 @@ func TestWorldRewindAndFork(t *testing.T) {
 	must(t, err)
 	if len(changes) != 1 || changes[0].Anchor != 16 {
 		t.Fatalf("file changes after the rewind %+v", changes)
+	}
+	if cells, err := st.CellChanges(ctx, id, 0); err != nil || len(cells) != 1 || cells[0].Anchor != 17 || cells[0].CellID != "c1" {
+		t.Fatalf("cell changes after the rewind %+v, %v", cells, err)
+	}
+	if cells, err := st.CellChanges(ctx, whole.ID, 30); err != nil || len(cells) != 1 || string(cells[0].Before) != `{"source":"x"}` {
+		t.Fatalf("the whole fork's cell changes from 30: %+v, %v", cells, err)
 	}
 	// The fork kept its own copy.
 	fh, err := st.Load(ctx, fork.ID)

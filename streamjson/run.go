@@ -49,11 +49,11 @@ type Run struct {
 	MaxBudget float64
 }
 
-// Prompts runs one turn per prompt and returns the last failed turn's
-// error and the calls denied along the way. With stream-json input it
+// Prompts runs one turn per prompt and returns the calls denied along the
+// way and the last failed turn's error. With stream-json input it
 // goes on after a failed turn, and an interrupt control_request cancels
 // the running turn.
-func (r *Run) Prompts(ctx context.Context) (failed error, denied []Denial) {
+func (r *Run) Prompts(ctx context.Context) (denied []Denial, failed error) {
 	turn := r.turn()
 	if r.Input != nil {
 		r.Input.OnControl(r.Out, func(subtype string, req json.RawMessage) (map[string]any, error) {
@@ -104,7 +104,7 @@ func (r *Run) Prompts(ctx context.Context) (failed error, denied []Denial) {
 			}
 		}
 	}
-	return failed, denied
+	return denied, failed
 }
 
 // control carries out the client's control_requests: Claude Code's

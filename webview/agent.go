@@ -6,8 +6,8 @@ import (
 	"github.com/agentkernel/agentkernel/messages"
 )
 
-// Agent is what the panel needs from the agent session it mirrors. The
-// bridge implements it over the session host (session.Host). All methods may be
+// Agent is what the panel needs from the agent session it mirrors.
+// webview/hostagent implements it over the session host (session.Host). All methods may be
 // called concurrently; they are called from connection goroutines, never
 // from inside a Subscribe callback.
 type Agent interface {

@@ -3,8 +3,8 @@
 // takes commands back from them.
 //
 // Where to start: [Start] binds the server (127.0.0.1 and an ephemeral port
-// by default) around an [Agent], the small interface the bridge implements
-// over agent.Task and the store. [Server.URL] is the panel's address,
+// by default) around an [Agent], the small interface that
+// webview/hostagent implements over the session host. [Server.URL] is the panel's address,
 // token included; [Server.Close] stops it and removes its runtime file;
 // [ListRunning] lists the panels of running kernels from those files.
 //
@@ -13,6 +13,13 @@
 // every change as a frame (messageCreated, messageUpdated — streaming text
 // as appended pieces —, messagesRewound, kernelStatus, …); it sends commands
 // back (newTask, askResponse, cancelTask, deleteMessage, editMessage, …).
+// How each ask is answered, and which one is pending, the frames say
+// (asks.go, the one table): the page mirrors no rule of the agent's.
+//
+// The page: static/ (embedded) holds index.html, panel.css and panel.js,
+// the bundle of the ES modules in webview/panel/src (build.mjs, esbuild),
+// committed so that go build needs no node; static_test.go checks that
+// the bundle was built from the sources as they are.
 //
 // Ownership: the server keeps a mirror of the session's state, updated from
 // the Agent's events under one lock, and fans every change out to the

@@ -266,7 +266,9 @@ func wsURL(s *Server) string {
 	return "ws" + strings.TrimPrefix(strings.Replace(s.URL(), "/?", "/ws?", 1), "http")
 }
 
-// testClient is a panel client in Go: it applies frames as panel.js does.
+// testClient is a panel client in Go: it applies frames as the panel's
+// page does (webview/panel/src/state.js), taking the pending ask from the
+// frames, and checks that every ask it is sent says how it is answered.
 type testClient struct {
 	t    testing.TB
 	ws   *websocket.Conn
@@ -301,21 +303,27 @@ func (c *testClient) send(v any) {
 
 // next reads and applies one frame, returning its type.
 func (c *testClient) next(ctx context.Context) (string, map[string]any, error) {
+	_, typ, raw, err := c.nextRaw(ctx)
+	return typ, raw, err
+}
+
+// nextRaw is next, with the frame as it was sent.
+func (c *testClient) nextRaw(ctx context.Context) ([]byte, string, map[string]any, error) {
 	if len(c.queued) == 0 {
 		_, data, err := c.ws.Read(ctx)
 		if err != nil {
-			return "", nil, err
+			return nil, "", nil, err
 		}
 		frames, err := splitFrames(data)
 		if err != nil {
-			return "", nil, err
+			return nil, "", nil, err
 		}
 		c.queued = frames
 	}
 	data := c.queued[0]
 	c.queued = c.queued[1:]
 	typ, raw, err := c.apply(data)
-	return typ, raw, err
+	return data, typ, raw, err
 }
 
 // splitFrames returns the frames of one server message: a frame, or a JSON
@@ -340,7 +348,8 @@ func (c *testClient) apply(data []byte) (string, map[string]any, error) {
 		V          int                  `json:"v"`
 		Type       string               `json:"type"`
 		State      *State               `json:"state"`
-		Message    *messages.UIMessage  `json:"message"`
+		Message    *wireMessage         `json:"message"`
+		Pending    bool                 `json:"pending"`
 		TS         int64                `json:"ts"`
 		Append     string               `json:"append"`
 		Reasoning  string               `json:"appendReasoning"`
@@ -365,44 +374,52 @@ func (c *testClient) apply(data []byte) (string, map[string]any, error) {
 			c.pos[m.TS] = i
 		}
 	}
+	// The frame says whether its message is now the pending ask.
 	track := func(m messages.UIMessage) {
-		if IsOpenAsk(m) {
+		if f.Pending {
 			c.st.PendingAsk = &m
 		} else if c.st.PendingAsk != nil && c.st.PendingAsk.TS == m.TS {
 			c.st.PendingAsk = nil
 		}
+	}
+	if m := f.Message; m != nil && m.Type == messages.TypeAsk && m.Ask.Known() && m.Answer == nil {
+		return "", nil, fmt.Errorf("ask %d (%s) without its answer: %s", m.TS, m.Ask, data)
 	}
 	switch f.Type {
 	case "state":
 		c.st = *f.State
 		reindex()
 	case "messageCreated":
-		if i, ok := c.pos[f.Message.TS]; ok {
-			c.st.Messages[i] = *f.Message
+		m := f.Message.UIMessage
+		if i, ok := c.pos[m.TS]; ok {
+			c.st.Messages[i] = m
 		} else {
-			c.st.Messages = append(c.st.Messages, *f.Message)
+			c.st.Messages = append(c.st.Messages, m)
 			slices.SortFunc(c.st.Messages, func(a, b messages.UIMessage) int { return int(a.TS - b.TS) })
 			reindex()
 		}
-		track(*f.Message)
+		track(m)
 	case "messageUpdated":
 		if f.Message != nil {
-			i, ok := c.pos[f.Message.TS]
+			m := f.Message.UIMessage
+			i, ok := c.pos[m.TS]
 			if !ok {
-				return "", nil, fmt.Errorf("update of unknown message %d", f.Message.TS)
+				return "", nil, fmt.Errorf("update of unknown message %d", m.TS)
 			}
-			c.st.Messages[i] = *f.Message
-			track(*f.Message)
+			c.st.Messages[i] = m
+			track(m)
 		} else {
 			i, ok := c.pos[f.TS]
 			if !ok {
 				return "", nil, fmt.Errorf("append to unknown message %d", f.TS)
 			}
 			m := &c.st.Messages[i]
+			if m.Type == messages.TypeAsk {
+				return "", nil, fmt.Errorf("an ask (%d) updated by an append frame", f.TS)
+			}
 			m.Text += f.Append
 			m.Reasoning += f.Reasoning
 			m.Partial = f.Partial
-			track(*m)
 		}
 	case "messagesRewound":
 		c.st.Messages = f.Messages

@@ -112,8 +112,7 @@ func (h *hub) applyLocked(ev Event) []byte {
 		}
 		m := *ev.Message
 		h.upsertLocked(m)
-		h.trackAskLocked(m)
-		return mustJSON(messageFrame{V: ProtocolVersion, Type: "messageCreated", Message: &m})
+		return h.messageFrameLocked("messageCreated", m)
 	case EventMessageUpdated:
 		if ev.Message == nil {
 			return nil
@@ -125,11 +124,10 @@ func (h *hub) applyLocked(ev Event) []byte {
 		}
 		old := h.st.Messages[i]
 		h.st.Messages[i] = m
-		h.trackAskLocked(m)
 		if add, addR, ok := appended(old, m); ok {
 			return mustJSON(appendFrame{V: ProtocolVersion, Type: "messageUpdated", TS: m.TS, Append: add, Reasoning: addR, Partial: m.Partial})
 		}
-		return mustJSON(messageFrame{V: ProtocolVersion, Type: "messageUpdated", Message: &m})
+		return h.messageFrameLocked("messageUpdated", m)
 	case EventStatus:
 		if h.st.KernelStatus == ev.Status {
 			return nil
@@ -188,18 +186,21 @@ func (h *hub) reindexLocked() {
 	}
 }
 
-// trackAskLocked keeps PendingAsk: a complete, unanswered, blocking ask
-// becomes pending; the pending ask stops being so once answered. The
-// panel applies the same rule (panel.js applyAsk).
-func (h *hub) trackAskLocked(m messages.UIMessage) {
-	if IsOpenAsk(m) {
+// messageFrameLocked keeps PendingAsk as m changes it — a complete,
+// unanswered, blocking ask becomes pending; the pending ask stops being so
+// once answered — and returns the frame of m (typ: messageCreated or
+// messageUpdated), which says whether m is now the pending ask. The panel
+// follows that word and applies no rule of its own.
+func (h *hub) messageFrameLocked(typ string, m messages.UIMessage) []byte {
+	open := IsOpenAsk(m)
+	if open {
 		p := m
 		h.st.PendingAsk = &p
-		return
-	}
-	if h.st.PendingAsk != nil && h.st.PendingAsk.TS == m.TS {
+	} else if h.st.PendingAsk != nil && h.st.PendingAsk.TS == m.TS {
 		h.st.PendingAsk = nil
 	}
+	w := toWire(m)
+	return mustJSON(messageFrame{V: ProtocolVersion, Type: typ, Message: &w, Pending: open})
 }
 
 // IsOpenAsk reports whether m is an ask waiting for the user: complete,
@@ -209,8 +210,12 @@ func IsOpenAsk(m messages.UIMessage) bool {
 }
 
 // appended reports whether m differs from old only by text appended to
-// Text and Reasoning (and by Partial), and returns the additions.
+// Text and Reasoning (and by Partial), and returns the additions. An ask
+// is never sent so: its frame says whether it is the pending ask.
 func appended(old, m messages.UIMessage) (text, reasoning string, ok bool) {
+	if m.Type == messages.TypeAsk {
+		return "", "", false
+	}
 	if !strings.HasPrefix(m.Text, old.Text) || !strings.HasPrefix(m.Reasoning, old.Reasoning) {
 		return "", "", false
 	}
@@ -290,7 +295,7 @@ func (h *hub) remove(c *conn) {
 func (h *hub) stateFrameLocked() []byte {
 	st := h.st
 	st.Messages, st.Older = window(h.st.Messages)
-	return mustJSON(stateFrame{V: ProtocolVersion, Type: "state", State: st})
+	return mustJSON(stateFrame{V: ProtocolVersion, Type: "state", State: toWireState(st)})
 }
 
 // window is the newest StateWindow of msgs, and how many come before them.
@@ -316,7 +321,7 @@ func (h *hub) olderFor(c *conn, id string, ts int64, limit int) {
 		page = append(page, h.st.Messages[i])
 	}
 	h.mu.Unlock()
-	h.sendTo(c, mustJSON(olderFrame{V: ProtocolVersion, Type: "olderMessages", ID: id, Messages: page, Older: start}))
+	h.sendTo(c, mustJSON(olderFrame{V: ProtocolVersion, Type: "olderMessages", ID: id, Messages: toWireAll(page), Older: start}))
 }
 
 // sendTo offers a frame to one client (replies, errors); a full buffer
@@ -381,7 +386,7 @@ func (h *hub) resync(ctx context.Context) bool {
 	} else {
 		msgs, older := window(h.st.Messages)
 		h.broadcastLocked(mustJSON(rewoundFrame{V: ProtocolVersion, Type: "messagesRewound",
-			Messages: msgs, PendingAsk: h.st.PendingAsk, Older: older}))
+			Messages: toWireAll(msgs), PendingAsk: toWirePtr(h.st.PendingAsk), Older: older}))
 	}
 	return true
 }

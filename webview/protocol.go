@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/agentkernel/agentkernel/messages"
 )
 
 // ProtocolVersion is the version of the frames in docs/webview-protocol.md.
 // Every frame the server sends carries it as "v"; a client frame may omit
-// it, and is refused when it names another version.
-const ProtocolVersion = 2
+// it, and is refused when it names another version. Version 3: ask
+// messages carry their answer, message frames say whether theirs is the
+// pending ask.
+const ProtocolVersion = 3
 
 // Limits on inbound frames.
 const (
@@ -245,15 +245,19 @@ func clip(s string, n int) string {
 // Outbound frames. Each is marshalled once and shared by every client.
 
 type stateFrame struct {
-	V     int    `json:"v"`
-	Type  string `json:"type"` // "state"
-	State State  `json:"state"`
+	V     int       `json:"v"`
+	Type  string    `json:"type"` // "state"
+	State wireState `json:"state"`
 }
 
+// messageFrame carries a new message, or a new version of one. Pending
+// says that it is now the pending ask; without it, it is not (and stops
+// being so if it was).
 type messageFrame struct {
-	V       int                 `json:"v"`
-	Type    string              `json:"type"` // messageCreated | messageUpdated
-	Message *messages.UIMessage `json:"message"`
+	V       int          `json:"v"`
+	Type    string       `json:"type"` // messageCreated | messageUpdated
+	Message *wireMessage `json:"message"`
+	Pending bool         `json:"pending,omitempty"`
 }
 
 // appendFrame is a messageUpdated that only appends streamed text: the
@@ -269,10 +273,10 @@ type appendFrame struct {
 }
 
 type rewoundFrame struct {
-	V          int                  `json:"v"`
-	Type       string               `json:"type"` // messagesRewound
-	Messages   []messages.UIMessage `json:"messages"`
-	PendingAsk *messages.UIMessage  `json:"pendingAsk"`
+	V          int           `json:"v"`
+	Type       string        `json:"type"` // messagesRewound
+	Messages   []wireMessage `json:"messages"`
+	PendingAsk *wireMessage  `json:"pendingAsk"`
 	// Older is how many messages come before Messages (StateWindow).
 	Older int `json:"older,omitempty"`
 }
@@ -280,11 +284,11 @@ type rewoundFrame struct {
 // olderFrame answers loadOlder: the page of messages before the ts asked
 // for, oldest first, and how many remain before them.
 type olderFrame struct {
-	V        int                  `json:"v"`
-	Type     string               `json:"type"` // olderMessages
-	ID       string               `json:"id,omitempty"`
-	Messages []messages.UIMessage `json:"messages"`
-	Older    int                  `json:"older"`
+	V        int           `json:"v"`
+	Type     string        `json:"type"` // olderMessages
+	ID       string        `json:"id,omitempty"`
+	Messages []wireMessage `json:"messages"`
+	Older    int           `json:"older"`
 }
 
 type statusFrame struct {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -71,17 +70,6 @@ func (t PriceTable) Lookup(id string) (ModelInfo, bool) {
 	m := t[best]
 	m.ID = id
 	return m, true
-}
-
-// List returns a copy of the table, sorted by id.
-func (t PriceTable) List() []ModelInfo {
-	out := make([]ModelInfo, 0, len(t))
-	for k, m := range t {
-		m.ID = k
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }
 
 // keyPattern matches strings that look like API keys.

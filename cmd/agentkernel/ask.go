@@ -28,7 +28,7 @@ import (
 	"github.com/agentkernel/agentkernel/streamjson"
 )
 
-const askSynopsis = `ask [PROMPT | -] [--output-format text|json|stream-json] [--input-format text|stream-json] [--include-partial-messages] [--max-turns N] [--max-budget-usd X] [--session ID | --continue] [--approve none|read-only|all] [--model MODEL]
+const askSynopsis = `ask [PROMPT | -] [--output-format text|json|stream-json] [--input-format text|stream-json] [--include-partial-messages] [--max-turns N] [--max-budget-usd X] [--session ID | --continue] [--approve none|read-only|all] [--model MODEL] [--notebook FILE]
 
 Sends one prompt to the agent and prints its answer. The agent works as in
 the kernel: the same tools, the same store (the session can be continued
@@ -87,6 +87,7 @@ type askRun struct {
 	approveName       string
 	record, store     string
 	rewindTo          string
+	notebook          string
 	backing           *app.BackingFlags
 	prompt            string
 	fromStdin, tty    bool
@@ -122,6 +123,8 @@ func parseAsk(args []string, stdin io.Reader, stdout, stderr io.Writer) (*askRun
 	a.backing = app.AddBackingFlags(fs, "kernelspec of the backing kernel that runs the agent's code")
 	fs.StringVar(&a.record, "record", "", "record the model's answers to the cassette `FILE` (default $"+app.EnvRecord+")")
 	storeArg := app.StoreFlag(fs)
+	fs.StringVar(&a.notebook, "notebook", "", "the .ipynb `FILE` the agent works in: it reads, inserts, edits, moves, deletes and runs "+
+		"its cells (the notebook tools), each change written to the file")
 	fs.StringVar(&a.rewindTo, "rewind", "", "with --session or --continue: first rewind the session to before message `#N` "+
 		"(its files, and its kernel when --approve all lets the code before it replay), as sessions rewind does")
 	pos, err := parseArgs(fs, args)
@@ -220,10 +223,16 @@ func (a *askRun) run() error {
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
+	var cells session.Cells
+	if a.notebook != "" {
+		if cells, err = app.NotebookFile(a.notebook); err != nil {
+			return fmt.Errorf("ask: --notebook: %w", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opened, err := app.Open(ctx, cfg, app.Surface{Kind: "ask", Source: eventlog.SourceAsk, StoreNow: true, Logger: a.log,
-		Backing: bo})
+		Backing: bo, Cells: cells})
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
@@ -263,11 +272,11 @@ func (a *askRun) openSession(ctx context.Context) error {
 	}
 	if a.info.ForkOf != "" {
 		fmt.Fprintf(a.stderr, "agentkernel: session %s is %s's, shared with you to read: this asks in your own fork of it, %s.\n",
-			shortID(a.info.ForkOf), a.info.ForkOfOwner, a.info.ID)
+			messages.ShortID(a.info.ForkOf), a.info.ForkOfOwner, a.info.ID)
 	}
 	if a.info.Elsewhere != "" {
 		fmt.Fprintf(a.stderr, "agentkernel: session %s was started in %s, not here (%s): its rewinds here restore the "+
-			"conversation and the kernel, never files.\n", shortID(a.info.ID), a.info.Elsewhere, a.host.Workspace())
+			"conversation and the kernel, never files.\n", messages.ShortID(a.info.ID), a.info.Elsewhere, a.host.Workspace())
 	}
 	if m := strings.TrimSpace(a.model); m != "" {
 		if err := a.host.SetModel(ctx, m); err != nil {
@@ -341,7 +350,7 @@ func (a *askRun) prompts(ctx context.Context) error {
 
 // finish closes the session and returns the run's error: a write, the
 // input, a failed turn, or denied calls.
-func (a *askRun) finish(failed error, denied []streamjson.Denial) error {
+func (a *askRun) finish(denied []streamjson.Denial, failed error) error {
 	if cerr := a.host.Close(); cerr != nil {
 		a.log.Warn("closing the session", "error", cerr)
 	}
@@ -400,22 +409,13 @@ func ttyApprover(stdin io.Reader, stderr io.Writer) agent.Approver {
 	}
 	return func(ctx context.Context, ask messages.UIMessage) (agent.Response, bool) {
 		if ask.Ask == messages.AskFollowup {
-			q, _ := messages.ParseFollowup(ask)
-			p := q.Question
-			for i, s := range q.Suggest {
-				p += fmt.Sprintf("\n  %d. %s", i+1, s)
-			}
-			in, ok := read(ctx, "\n"+p+"\n> ")
+			in, ok := read(ctx, "\n"+agent.AskPrompt(ask))
 			if !ok {
 				return agent.Response{Kind: agent.ResponseMessage, Text: agent.NoAnswer, By: "stdin"}, true
 			}
 			return agent.Response{Kind: agent.ResponseMessage, Text: in, By: "stdin"}, true
 		}
-		prompt := "\nThe agent wants to run " + streamjson.DescribeAsk(ask)
-		if ask.Ask == messages.AskCommand {
-			prompt = "\nThe agent wants to run this code:\n\n" + ask.Text + "\n"
-		}
-		prompt += "\nAllow? [y]es / [a]lways / [n]o: "
+		prompt := "\n" + agent.AskPrompt(ask)
 		for {
 			in, ok := read(ctx, prompt)
 			if !ok {

@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,9 +48,10 @@ type kernelRun struct {
 	stderr                               io.Writer
 
 	// Set by run.
-	log  hclog.Logger
-	conn *wire.ConnectionInfo
-	egl  *eglaunch.Launch // launched by Enterprise Gateway
+	log   hclog.Logger
+	conn  *wire.ConnectionInfo
+	egl   *eglaunch.Launch // launched by Enterprise Gateway
+	procs *procs           // the process's processors (setKernelProcs)
 }
 
 // parseKernel reads the kernel's flags: ours, Enterprise Gateway's
@@ -110,7 +112,7 @@ func (k *kernelRun) run() error {
 	if k.log, err = newLogger(k.stderr); err != nil {
 		return err
 	}
-	setKernelProcs()
+	k.procs = setKernelProcs()
 	stopProfile, err := startProfile()
 	if err != nil {
 		return err
@@ -153,7 +155,11 @@ func (k *kernelRun) run() error {
 			k.log.Warn("closing the bridge", "error", err)
 		}
 	}()
-	srv, err := kernel.New(kernel.Config{Conn: k.conn, Handler: b, Logger: k.log})
+	cfg := kernel.Config{Conn: k.conn, Handler: b, Logger: k.log}
+	if k.egl != nil {
+		cfg.Listeners = k.egl.TakeListeners() // bound in EG's port range
+	}
+	srv, err := kernel.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -164,6 +170,7 @@ func (k *kernelRun) run() error {
 // the bridge over it; closeApp closes what the bridge does not.
 func (k *kernelRun) open(mode bridge.Mode, nested error) (b *bridge.Bridge, closeApp func(), err error) {
 	cfg := app.Load(app.Flags{Model: k.model, Record: k.record, Store: k.store}, k.log)
+	cfg.Processor = k.procs.lend
 	bo, err := k.backing.Options(k.conn.KernelName)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: %w", err)
@@ -181,7 +188,7 @@ func (k *kernelRun) open(mode bridge.Mode, nested error) (b *bridge.Bridge, clos
 		Approve: agent.ApproveAll, Logger: k.log})
 	a.SetAgentTools(tools)
 	b, err = bridge.New(bridge.Config{Runner: a.Runner, Host: a.Host, Refuse: nested, Mode: mode, Logger: k.log,
-		Version: versionString(), Problems: cfg.Problems, Approve: cfg.Approve})
+		Version: versionString(), Problems: cfg.Problems, Approve: cfg.Approve, Notebook: os.Getenv(app.EnvNotebook)})
 	if err != nil {
 		closeTools()
 		a.Close()
@@ -245,6 +252,9 @@ func (k *kernelRun) serve(srv *kernel.Server, b *bridge.Bridge, sigint, sigterm 
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx) }()
 	egShutdown, failed := k.egStart(sctx, srv, b, done)
+	if failed == nil {
+		failed = k.writeBack(srv, done)
+	}
 	// Going down on a signal or with the parent: the agent's turn stops
 	// first, while the server still answers (what streamed is stored,
 	// marked partial; the cell gets its reply), then the backing kernel
@@ -314,6 +324,25 @@ func (k *kernelRun) egStart(ctx context.Context, srv *kernel.Server, b *bridge.B
 	return egShutdown, nil
 }
 
+// writeBack, when the connection file leaves ports to the kernel (0, as
+// ipykernel allows), writes the file again with the ports the server
+// bound, once it listens: the launcher reads them from it.
+func (k *kernelRun) writeBack(srv *kernel.Server, done chan error) error {
+	if k.connFile == "" || len(k.conn.Unassigned()) == 0 {
+		return nil
+	}
+	select {
+	case <-srv.Listening():
+	case err := <-done:
+		done <- err // the serve loop reports it
+		return nil
+	}
+	if err := wire.WriteConnectionFile(k.connFile, srv.ConnectionInfo()); err != nil {
+		return fmt.Errorf("kernel: write the bound ports to the connection file: %w", err)
+	}
+	return nil
+}
+
 // ended is the kernel's exit: the server's end, read with how it came.
 func (k *kernelRun) ended(err, failed error, orphaned, signalled bool) error {
 	switch {
@@ -343,10 +372,48 @@ func (k *kernelRun) ended(err, failed error, orphaned, signalled bool) error {
 // costs a system call and, on virtual machines, an inter-processor
 // interrupt. Measured with scripts/kernelbench on a 2-core VM: kernel CPU
 // per proxied execute 570 → 390–450 µs, execute overhead over ipykernel
-// direct +19% → +8–11%. Blocking system calls still run beside it.
-func setKernelProcs() {
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
+// direct +19% → +8–11%. Blocking system calls still run beside it. The
+// process's processors are the kernel command's alone: the workspace
+// baseline borrows one through the procs it returns.
+func setKernelProcs() *procs {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return &procs{fixed: true}
+	}
+	runtime.GOMAXPROCS(1)
+	return &procs{base: 1}
+}
+
+// procs lends background work a processor beside the kernel's: GOMAXPROCS
+// is raised by one while any loan is out (two baselines at once, in two
+// sessions, share the one), and set back when the last is returned. Its
+// methods are safe for concurrent use.
+type procs struct {
+	mu    sync.Mutex
+	base  int  // GOMAXPROCS with nothing lent
+	fixed bool // GOMAXPROCS is the user's: lend nothing
+	lent  int
+}
+
+// lend raises GOMAXPROCS for the caller (checkpoint.Options.Processor) and
+// returns the release, which may be called once.
+func (p *procs) lend() (release func()) {
+	if p.fixed || p.base >= runtime.NumCPU() {
+		return func() {}
+	}
+	p.mu.Lock()
+	if p.lent++; p.lent == 1 {
+		runtime.GOMAXPROCS(p.base + 1)
+	}
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			if p.lent--; p.lent == 0 {
+				runtime.GOMAXPROCS(p.base)
+			}
+			p.mu.Unlock()
+		})
 	}
 }
 

@@ -174,7 +174,7 @@ func (p *logPrinter) print(e eventlog.Entry, line []byte, ok bool) error {
 // what it carries.
 func formatEntry(e eventlog.Entry) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %-8s  %-8s  %s", e.Time.Local().Format("2006-01-02 15:04:05"), e.Source, shortID(e.SessionID), e.Event)
+	fmt.Fprintf(&b, "%s  %-8s  %-8s  %s", e.Time.Local().Format("2006-01-02 15:04:05"), e.Source, messages.ShortID(e.SessionID), e.Event)
 	if e.Kind != "" {
 		b.WriteString(" " + e.Kind)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,10 +217,21 @@ func startKilledKernel(t *testing.T, c *cli, ws string, args, env []string) *kil
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The test's own end takes unshare, and with it the namespace.
+	// It is forked from a goroutine locked to its thread until the test
+	// ends: the parent-death signal follows the forking thread, and Go
+	// ends a thread when any goroutine locked to it returns.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	started, release := make(chan error, 1), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the test
+		started <- cmd.Start()
+		<-release
+	}()
+	if err := <-started; err != nil {
+		close(release)
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { close(release) })
 	k := &killedKernel{root: cmd.Process.Pid, pid: cmd.Process.Pid}
 	t.Cleanup(func() {
 		// Without a namespace, what is left of the tree goes first.

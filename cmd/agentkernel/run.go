@@ -129,7 +129,7 @@ func (r *notebookRun) run(stdout io.Writer) error {
 		defer prog.stop()
 	}
 	opts := notebooks.RunOptions{Spec: spec, Timeout: time.Duration(r.timeout * float64(time.Second)),
-		AllowErrors: r.allowErrors, Dir: dir, Logger: log, Client: client.Options{Env: env}}
+		AllowErrors: r.allowErrors, Dir: dir, Logger: log, Client: client.Options{Env: env}, Path: filepath.Base(r.input)}
 	if prog != nil {
 		opts.Progress = prog.event
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/internal/kerneltest"
 	"github.com/agentkernel/agentkernel/notebooks"
 )
 
@@ -105,7 +105,7 @@ func buildCLI(t *testing.T) string {
 			return
 		}
 		buildBin = filepath.Join(dir, "agentkernel")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		gobin := kerneltest.GoTool()
 		out, err := exec.Command(gobin, "build", "-o", buildBin, ".").CombinedOutput()
 		if err != nil {
 			buildErr = &buildError{out: string(out), err: err}
@@ -333,6 +333,14 @@ func TestExamplesRecordReplay(t *testing.T) {
 		if !strings.Contains(strings.Join(rep, "\n"), want) {
 			t.Errorf("replayed tour lacks %q", want)
 		}
+	}
+	// The committed cassette replays too, as the README runs it: a change
+	// of what the model is offered or told must re-record it
+	// (go test ./cmd/agentkernel -run TestExamplesRecordReplay -args -update-examples).
+	committed := filepath.Join(tmp, "committed.ipynb")
+	if _, stderr, err := c.run(t, nil, "run", filepath.Join(ex, "tour.ipynb"), "-o", committed,
+		"--replay", filepath.Join(ex, "tour.cassette.jsonl"), "--approve", "all"); err != nil {
+		t.Fatalf("the committed tour cassette no longer replays: %v\n%s", err, stderr)
 	}
 
 	// The ask example.

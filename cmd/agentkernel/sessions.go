@@ -207,9 +207,9 @@ func addSessionsFlags(fs *flag.FlagSet, sub string) *sessionsFlags {
 		fs.BoolVar(&f.purge, "purge", false, "delete the session and its histories for good instead of archiving it")
 	case "rewind", "fork":
 		fs.BoolVar(&f.rewind.ConversationOnly, "conversation-only", false, "leave the files and the kernel as they are")
-		fs.BoolVar(&f.rewind.NoFiles, "no-files", false, "leave the files as they are")
+		fs.BoolVar(&f.rewind.NoFiles, "no-files", false, "leave the files and the notebooks' cells as they are")
 		fs.BoolVar(&f.rewind.NoKernel, "no-kernel", false, "leave the kernel's state (no replay when the session next runs code)")
-		fs.BoolVar(&f.rewind.Force, "force", false, "overwrite files changed outside the agent since (conflicts)")
+		fs.BoolVar(&f.rewind.Force, "force", false, "overwrite files and cells changed outside the agent since (conflicts)")
 	}
 	return f
 }
@@ -360,9 +360,9 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 			title = "[archived] " + title
 		}
 		if s.ParentID != "" {
-			title = "↳ fork of " + shortID(s.ParentID) + ": " + title
+			title = "↳ fork of " + messages.ShortID(s.ParentID) + ": " + title
 		}
-		line := fmt.Sprintf("%s\t%s\t%d\t$%.4f\t%s\t%s", shortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
+		line := fmt.Sprintf("%s\t%s\t%d\t$%.4f\t%s\t%s", messages.ShortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
 			s.MessageCount, s.Usage.Cost, orDash(s.Model), messages.FirstLine(title, 60))
 		if o.Workspace == "" {
 			line += "\t" + orDash(s.Whose()) + "\t" + orDash(s.Workspace)
@@ -530,7 +530,7 @@ func (c *sessionsCmd) show(ctx context.Context, ref string, p showPage) error {
 		fmt.Fprintf(w, "Owner:\t%s\n", s.Whose())
 	}
 	if err := c.st.CheckWritable(s); err != nil {
-		fmt.Fprintf(w, "Access:\tread-only (fork it to continue: agentkernel sessions fork %s #N)\n", shortID(s.ID))
+		fmt.Fprintf(w, "Access:\tread-only (fork it to continue: agentkernel sessions fork %s #N)\n", messages.ShortID(s.ID))
 	} else if sh, err := c.st.Shares(ctx, s.ID); err != nil {
 		return err
 	} else if len(sh) > 0 {
@@ -667,7 +667,7 @@ func (c *sessionsCmd) search(ctx context.Context, query, session, workspace stri
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "SESSION\tWHEN\tROLE\tTEXT")
 	for _, h := range hits {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", shortID(h.SessionID), time.UnixMilli(h.TS).Local().Format("2006-01-02 15:04"),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", messages.ShortID(h.SessionID), time.UnixMilli(h.TS).Local().Format("2006-01-02 15:04"),
 			h.Role, strings.Join(strings.Fields(h.Snippet), " "))
 	}
 	return w.Flush()
@@ -786,7 +786,7 @@ func (c *sessionsCmd) remove(ctx context.Context, ref string, purge bool) error 
 	if purge {
 		fmt.Fprintf(c.stdout, "Deleted session %s for good.\n", s.ID)
 	} else {
-		fmt.Fprintf(c.stdout, "Archived session %s (agentkernel sessions restore %s brings it back).\n", s.ID, shortID(s.ID))
+		fmt.Fprintf(c.stdout, "Archived session %s (agentkernel sessions restore %s brings it back).\n", s.ID, messages.ShortID(s.ID))
 	}
 	return nil
 }
@@ -826,15 +826,8 @@ func (c *sessionsCmd) rename(ctx context.Context, ref, title string) error {
 	if c.json {
 		return c.printJSON(map[string]any{"id": s.ID, "action": "renamed", "title": s.Title})
 	}
-	fmt.Fprintf(c.stdout, "Session %s is now %q.\n", shortID(s.ID), s.Title)
+	fmt.Fprintf(c.stdout, "Session %s is now %q.\n", messages.ShortID(s.ID), s.Title)
 	return nil
-}
-
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
 
 func orDash(s string) string {
@@ -892,7 +885,7 @@ func (c *sessionsCmd) rewind(ctx context.Context, ref, at string, opts session.R
 		return c.printJSON(out)
 	}
 	if fork {
-		fmt.Fprintf(c.stdout, "Forked %s at %s: new session %s (%d messages).\n", shortID(s.ID), at, info.ID, info.Messages)
+		fmt.Fprintf(c.stdout, "Forked %s at %s: new session %s (%d messages).\n", messages.ShortID(s.ID), at, info.ID, info.Messages)
 		if rw.Files != nil || rw.KernelNote != "" {
 			if _, rest, ok := strings.Cut(rw.Summary(), "\n"); ok {
 				fmt.Fprintln(c.stdout, rest)
@@ -918,7 +911,7 @@ func (c *sessionsCmd) forkOthers(ctx context.Context, s store.Session, at string
 			return err
 		}
 		if len(m) == 0 {
-			return fmt.Errorf("%s: no such message (see sessions show %s)", at, shortID(s.ID))
+			return fmt.Errorf("%s: no such message (see sessions show %s)", at, messages.ShortID(s.ID))
 		}
 		ts = m[0].TS
 	}
@@ -930,7 +923,7 @@ func (c *sessionsCmd) forkOthers(ctx context.Context, s store.Session, at string
 		return c.printJSON(map[string]any{"session_id": s.ID, "fork_id": fork.ID, "ui": fork.MessageCount, "owner": s.Owner})
 	}
 	fmt.Fprintf(c.stdout, "Forked %s's session %s at %s: your own session %s (%d messages). Its files and kernel stay %s's.\n",
-		s.Whose(), shortID(s.ID), at, fork.ID, fork.MessageCount, s.Owner)
+		s.Whose(), messages.ShortID(s.ID), at, fork.ID, fork.MessageCount, s.Owner)
 	return nil
 }
 
@@ -954,9 +947,9 @@ func (c *sessionsCmd) share(ctx context.Context, ref, role string, grant bool) e
 	}
 	if grant {
 		fmt.Fprintf(c.stdout, "Session %s is shared with %s: they may read and fork it, never write it "+
-			"(agentkernel sessions unshare %s %s takes it back).\n", shortID(s.ID), role, shortID(s.ID), role)
+			"(agentkernel sessions unshare %s %s takes it back).\n", messages.ShortID(s.ID), role, messages.ShortID(s.ID), role)
 	} else {
-		fmt.Fprintf(c.stdout, "Session %s is no longer shared with %s.\n", shortID(s.ID), role)
+		fmt.Fprintf(c.stdout, "Session %s is no longer shared with %s.\n", messages.ShortID(s.ID), role)
 	}
 	return nil
 }

@@ -1,11 +1,14 @@
 // Package kerneltest is for the tests of packages that start real
-// kernels: Run keeps the kernels' connection files out of the user's
-// Jupyter runtime directory and quiets ipykernel's debugger.
+// kernels or the binary: Run keeps the kernels' connection files out of
+// the user's Jupyter runtime directory and quiets ipykernel's debugger;
+// GoTool finds the go command to build the binary with.
 package kerneltest
 
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -27,4 +30,13 @@ func Run(m *testing.M, after func(code int) int) int {
 		code = after(code)
 	}
 	return code
+}
+
+// GoTool returns the go command that runs the tests, to build a binary
+// with: the one on PATH, else $GOROOT's.
+func GoTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 }

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,11 +89,27 @@ func Start() (*Server, error) {
 	}
 	defer logf.Close()
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
+	// The server is started, and waited for, from a goroutine locked to
+	// its thread for the server's whole life: its parent-death signal
+	// comes when the thread that forked it ends, and Go ends a thread
+	// whenever a goroutine locked to it returns (procguard's starter
+	// does), so a server forked from any shared thread could be killed in
+	// the middle of a test.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends after the server
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		s.cmd.Wait() //nolint:errcheck // exit is the signal
+		close(s.exit)
+	}()
+	if err := <-started; err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	go func() { s.cmd.Wait(); close(s.exit) }() //nolint:errcheck // exit is the signal
 	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {

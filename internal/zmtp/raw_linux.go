@@ -103,5 +103,9 @@ func (r *rawIO) Write(b []byte) (int, error) {
 
 func (r *rawIO) opError(op string, errno syscall.Errno) error {
 	local, remote := r.addr()
-	return &net.OpError{Op: op, Net: local.Network(), Source: local, Addr: remote, Err: os.NewSyscallError(op, errno)}
+	network := "" // an unnamed Unix socket may have no local address
+	if local != nil {
+		network = local.Network()
+	}
+	return &net.OpError{Op: op, Net: network, Source: local, Addr: remote, Err: os.NewSyscallError(op, errno)}
 }

@@ -57,8 +57,9 @@ func (nullSecurity) Handshake(c *zmq4.Conn, server bool) error {
 func (nullSecurity) Encrypt(w io.Writer, data []byte) (int, error) { return w.Write(data) }
 func (nullSecurity) Decrypt(w io.Writer, data []byte) (int, error) { return w.Write(data) }
 
-// listen opens a listener for a tcp:// or ipc:// endpoint.
-func listen(ep string) (net.Listener, error) {
+// Listen opens a listener for a tcp:// or ipc:// endpoint, for
+// NewRouter or NewPub.
+func Listen(ep string) (net.Listener, error) {
 	network, addr, err := splitEndpoint(ep)
 	if err != nil {
 		return nil, err
@@ -108,15 +109,11 @@ type server struct {
 	wg     sync.WaitGroup
 }
 
-func newServer(ep string, typ zmq4.SocketType, onError func(error)) (*server, error) {
-	ln, err := listen(ep)
-	if err != nil {
-		return nil, err
-	}
+func newServer(ln net.Listener, typ zmq4.SocketType, onError func(error)) *server {
 	if onError == nil {
 		onError = func(error) {}
 	}
-	return &server{typ: typ, ln: ln, onError: onError, peers: make(map[string]*peer)}, nil
+	return &server{typ: typ, ln: ln, onError: onError, peers: make(map[string]*peer)}
 }
 
 // Addr returns the address the socket listens on.
@@ -213,17 +210,15 @@ type Router struct {
 	*server
 }
 
-// ListenRouter binds ep (tcp:// or ipc://). Peers are served once Serve is
-// called: an owner can finish setting up what its handler uses in between.
-// onError (may be nil) hears about peers dropped for a failed handshake or
-// a bad frame.
-func ListenRouter(ep string, onError func(error)) (*Router, error) {
-	s, err := newServer(ep, zmq4.Router, onError)
-	if err != nil {
-		return nil, err
-	}
+// NewRouter returns a Router that serves ln, a TCP or Unix listener, and
+// closes it with the Router. Peers are served once Serve is called: an
+// owner can finish setting up what its handler uses in between. onError
+// (may be nil) hears about peers dropped for a failed handshake or a bad
+// frame.
+func NewRouter(ln net.Listener, onError func(error)) *Router {
+	s := newServer(ln, zmq4.Router, onError)
 	s.byID = true
-	return &Router{s}, nil
+	return &Router{s}
 }
 
 // Serve starts accepting peers and calls handle for every message, on the
@@ -287,12 +282,10 @@ const (
 // dropped because its queue was full. Test with errors.Is.
 var ErrSlowSubscriber = errors.New("zmtp: subscriber cannot keep up")
 
-// ListenPub listens on ep (tcp:// or ipc://). onError may be nil.
-func ListenPub(ep string, onError func(error)) (*Pub, error) {
-	s, err := newServer(ep, zmq4.Pub, onError)
-	if err != nil {
-		return nil, err
-	}
+// NewPub returns a Pub that serves ln, a TCP or Unix listener, at once, and
+// closes it with the Pub. onError may be nil.
+func NewPub(ln net.Listener, onError func(error)) *Pub {
+	s := newServer(ln, zmq4.Pub, onError)
 	s.newPeer = func(p *peer) { p.out = make(chan [][]byte, PubQueueMessages) }
 	pub := &Pub{server: s}
 	s.serve(func(p *peer) {
@@ -328,7 +321,7 @@ func ListenPub(ep string, onError func(error)) (*Pub, error) {
 		s.mu.Unlock()
 		wg.Wait()
 	})
-	return pub, nil
+	return pub
 }
 
 // subscription returns the topic of a subscription: a message whose first
@@ -469,7 +462,7 @@ func (d *Dialer) connect(ctx context.Context) (*peer, error) {
 		c, err := nd.DialContext(ctx, network, addr)
 		if err == nil {
 			var p *peer
-			if p, err = d.handshake(c); err == nil {
+			if p, err = d.handshake(ctx, c); err == nil {
 				return p, nil
 			}
 		}
@@ -483,10 +476,17 @@ func (d *Dialer) connect(ctx context.Context) (*peer, error) {
 	}
 }
 
-func (d *Dialer) handshake(c net.Conn) (*peer, error) {
+// handshake does the ZMTP handshake on c, bounded by HandshakeTimeout and
+// ctx: something that accepts and never answers (not a ZeroMQ peer, or a
+// process that stopped) must not hold a dial past its ctx.
+func (d *Dialer) handshake(ctx context.Context, c net.Conn) (*peer, error) {
 	nc := net.Conn(newConn(c))
 	_ = nc.SetDeadline(time.Now().Add(HandshakeTimeout))
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 	zc, err := zmq4.Open(nc, nullSecurity{}, d.typ, zmq4.SocketIdentity(d.id), false, nil)
+	if !stop() && err == nil {
+		err = context.Cause(ctx) // the deadline may have hit what follows
+	}
 	if err != nil {
 		nc.Close()
 		return nil, err
@@ -573,6 +573,8 @@ func splitEndpoint(ep string) (network, addr string, err error) {
 		return "tcp", strings.TrimPrefix(ep, Scheme+"://"), nil
 	case strings.HasPrefix(ep, "ipc://"):
 		return "unix", strings.TrimPrefix(ep, "ipc://"), nil
+	case strings.HasPrefix(ep, IPCScheme+"://"):
+		return "unix", strings.TrimPrefix(ep, IPCScheme+"://"), nil
 	}
 	return "", "", fmt.Errorf("zmtp: unsupported endpoint %q", ep)
 }

@@ -29,7 +29,7 @@ func (g got) next(t *testing.T) [][]byte {
 func listenRouter(t *testing.T, ep string) (*Router, got) {
 	t.Helper()
 	g := make(got, 16)
-	r, err := ListenRouter(ep, nil)
+	r, err := bindRouter(ep, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestRouterIPC(t *testing.T) {
 func TestRouterDropsHostilePeer(t *testing.T) {
 	errs := make(chan error, 4)
 	g := make(got, 4)
-	r, err := ListenRouter("tcp://127.0.0.1:0", func(err error) { errs <- err })
+	r, err := bindRouter("tcp://127.0.0.1:0", func(err error) { errs <- err })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestRouterDropsHostilePeer(t *testing.T) {
 }
 
 func TestPubReachesEverySubscriber(t *testing.T) {
-	p, err := ListenPub("tcp://127.0.0.1:0", nil)
+	p, err := bindPub("tcp://127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ func TestDialerSubscribes(t *testing.T) {
 // it, and a subscriber that reads gets every message.
 func TestPubDropsStuckSubscriber(t *testing.T) {
 	dropped := make(chan error, 1)
-	p, err := ListenPub("tcp://127.0.0.1:0", func(err error) {
+	p, err := bindPub("tcp://127.0.0.1:0", func(err error) {
 		if errors.Is(err, ErrSlowSubscriber) {
 			select {
 			case dropped <- err:
@@ -467,4 +467,101 @@ func waitPeers(t *testing.T, p *Pub, n int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Over ipc (Unix sockets, the transport of local kernels): a DEALER Dialer
+// talks to a Router served on a Unix listener, and a zmq4 REQ through
+// Endpoint gets its ping echoed, as a kernel's heartbeat does.
+func TestDialerIPC(t *testing.T) {
+	ep := "ipc://" + filepath.Join(t.TempDir(), "kernel-1")
+	ln, err := Listen(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRouter(ln, nil)
+	defer r.Close()
+	g := make(got, 4)
+	r.Serve(func(f [][]byte) {
+		if string(f[len(f)-1]) == "ping" {
+			r.Send(f) // the echo
+			return
+		}
+		g <- f
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := Dial(ctx, ep, zmq4.Dealer, []byte("me"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Send([][]byte{[]byte("over ipc")}); err != nil {
+		t.Fatal(err)
+	}
+	if f := g.next(t); string(f[0]) != "me" || string(f[1]) != "over ipc" {
+		t.Fatalf("router got %q", f)
+	}
+	req := zmq4.NewReq(ctx)
+	defer req.Close()
+	if err := req.Dial(Endpoint(ep)); err != nil {
+		t.Fatal(err)
+	}
+	if err := req.Send(zmq4.NewMsgString("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if m := recvOne(t, req); string(m.Frames[0]) != "ping" {
+		t.Fatalf("heartbeat echo %q", m.Frames)
+	}
+}
+
+// A Dialer whose peer accepts and never does the ZMTP handshake (not a
+// ZeroMQ socket: a port another process holds) gives up when its ctx ends,
+// not HandshakeTimeout later.
+func TestDialerHandshakeStopsWithCtx(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := Dial(ctx, "tcp://"+ln.Addr().String(), zmq4.Sub, nil, nil)
+		errc <- err
+	}()
+	c := <-accepted
+	defer c.Close()
+	stopped := errors.New("the start failed")
+	cancel(stopped)
+	if err := <-errc; !errors.Is(err, stopped) {
+		t.Fatalf("Dial = %v, want the ctx's cause", err)
+	}
+	if waited := time.Since(start); waited >= HandshakeTimeout {
+		t.Fatalf("Dial returned after %v: it waited out the handshake timeout", waited)
+	}
+}
+
+// bindRouter binds ep and returns a Router on it.
+func bindRouter(ep string, onError func(error)) (*Router, error) {
+	ln, err := Listen(ep)
+	if err != nil {
+		return nil, err
+	}
+	return NewRouter(ln, onError), nil
+}
+
+// bindPub binds ep and returns a Pub on it.
+func bindPub(ep string, onError func(error)) (*Pub, error) {
+	ln, err := Listen(ep)
+	if err != nil {
+		return nil, err
+	}
+	return NewPub(ln, onError), nil
 }

@@ -1,14 +1,14 @@
-// Package zmtp holds agentkernel's ZeroMQ sockets and the TCP transport
-// under them.
+// Package zmtp holds agentkernel's ZeroMQ sockets and the transport (TCP
+// and Unix sockets) under them.
 //
-// The sockets (ListenRouter, ListenPub, Dial) use go-zeromq/zmq4's Conn for
+// The sockets (NewRouter and NewPub over a Listen, Dial) use go-zeromq/zmq4's Conn for
 // ZMTP itself — greeting, NULL handshake, framing — and route messages
 // themselves: a connection's reading goroutine calls the handler directly
 // and sends write on the caller's goroutine, with none of the goroutine
 // hand-offs zmq4's own sockets make per message.
 //
 // Their connections, and zmq4 sockets dialled or bound through [Endpoint],
-// go through a transport that does what plain tcp cannot:
+// go through a transport that does what plain tcp and ipc cannot:
 //
 //   - Bound what a peer may announce. zmq4 allocates whatever length a frame
 //     header claims (up to 2^63 bytes), so one hostile header crashes or
@@ -43,8 +43,11 @@ import (
 	"github.com/go-zeromq/zmq4/transport"
 )
 
-// Scheme is the endpoint scheme of this transport.
-const Scheme = "agentkernel-tcp"
+// The endpoint schemes of this transport: tcp and ipc (Unix sockets).
+const (
+	Scheme    = "agentkernel-tcp"
+	IPCScheme = "agentkernel-ipc"
+)
 
 // MaxMessage caps one ZMTP message (all its frames), as read.
 const MaxMessage = 256 << 20
@@ -55,40 +58,47 @@ var ErrTooLarge = fmt.Errorf("zmtp: peer announced a message over %d bytes", Max
 
 var register sync.Once
 
-// Endpoint returns ep with its tcp:// scheme replaced by this transport's
-// (other schemes are returned unchanged), registering the transport with
-// zmq4 on first use.
+// Endpoint returns ep with its tcp:// or ipc:// scheme replaced by this
+// transport's (other schemes are returned unchanged), registering the
+// transport with zmq4 on first use.
 func Endpoint(ep string) string {
 	register.Do(func() {
-		if err := zmq4.RegisterTransport(Scheme, tcpTransport{}); err != nil {
-			panic(err) // only if someone else registered the name
+		for scheme, network := range map[string]string{Scheme: "tcp", IPCScheme: "unix"} {
+			if err := zmq4.RegisterTransport(scheme, netTransport{network}); err != nil {
+				panic(err) // only if someone else registered the name
+			}
 		}
 	})
 	if rest, ok := strings.CutPrefix(ep, "tcp://"); ok {
 		return Scheme + "://" + rest
 	}
+	if rest, ok := strings.CutPrefix(ep, "ipc://"); ok {
+		return IPCScheme + "://" + rest
+	}
 	return ep
 }
 
-type tcpTransport struct{}
+// netTransport is zmq4's transport over network ("tcp" or "unix") with our
+// connections.
+type netTransport struct{ network string }
 
-func (tcpTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
-	c, err := d.DialContext(ctx, "tcp", addr)
+func (t netTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
+	c, err := d.DialContext(ctx, t.network, addr)
 	if err != nil {
 		return nil, err
 	}
 	return newConn(c), nil
 }
 
-func (tcpTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
-	l, err := net.Listen("tcp", addr)
+func (t netTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
+	l, err := net.Listen(t.network, addr)
 	if err != nil {
 		return nil, err
 	}
 	return listener{l}, nil
 }
 
-func (tcpTransport) Addr(ep string) (string, error) { return transport.New("tcp").Addr(ep) }
+func (t netTransport) Addr(ep string) (string, error) { return transport.New(t.network).Addr(ep) }
 
 type listener struct{ net.Listener }
 

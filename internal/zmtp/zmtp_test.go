@@ -7,6 +7,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,13 +116,22 @@ func TestScannerRejectsOversize(t *testing.T) {
 	}
 }
 
-// TestRouterDealer runs real zmq4 sockets over the transport both ways.
+// TestRouterDealer runs real zmq4 sockets over the transport both ways,
+// tcp and ipc.
 func TestRouterDealer(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	tcp := "tcp://" + l.Addr().String()
+	l.Close()
+	t.Run("tcp", func(t *testing.T) { routerDealer(t, tcp) })
+	t.Run("ipc", func(t *testing.T) { routerDealer(t, "ipc://"+filepath.Join(t.TempDir(), "k-1")) })
+}
+
+func routerDealer(t *testing.T, addr string) {
+	if ep := Endpoint(addr); !strings.HasPrefix(ep, "agentkernel-") {
+		t.Fatalf("Endpoint(%q) = %q: not this transport", addr, ep)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := "tcp://" + l.Addr().String()
-	l.Close()
 	router := zmq4.NewRouter(ctx)
 	defer router.Close()
 	if err := router.Listen(Endpoint(addr)); err != nil {

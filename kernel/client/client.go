@@ -38,8 +38,21 @@ type Options struct {
 	// StartTimeout bounds launching (or dialing) until the kernel is
 	// ready. Default 60s.
 	StartTimeout time.Duration
-	// ConnectionDir is where Start writes the connection file. Default:
-	// the Jupyter runtime dir (RuntimeDir).
+	// BindTimeout is how long a starting kernel may take to bind all its
+	// ports once it began (it bound the first, or started ZeroMQ), or
+	// once another process was seen holding one; a kernel that has not is
+	// not coming up (ipykernel hangs when a port is taken), and Start
+	// tries again with fresh ports. A kernel that has not begun, or has
+	// bound everything, is waited for up to StartTimeout. Default 5s.
+	BindTimeout time.Duration
+	// Transport is how Start connects to the kernel: TransportIPC (Unix
+	// sockets in a private directory: no TCP port that another process
+	// can take first) or TransportTCP (five free ports on loopback).
+	// Default: ipc for ipykernel, which honours it, tcp for other kernels.
+	Transport string
+	// ConnectionDir is where Start writes the connection file, and makes
+	// the directory of a kernel's ipc sockets. Default: the Jupyter
+	// runtime dir (RuntimeDir).
 	ConnectionDir string
 	// OnIOPub receives the iopub messages that belong to no pending request
 	// (other clients' requests, "starting" status, …). It runs on the
@@ -65,6 +78,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = 60 * time.Second
+	}
+	if o.BindTimeout <= 0 {
+		o.BindTimeout = 5 * time.Second
 	}
 	if o.ConnectionDir == "" {
 		o.ConnectionDir = RuntimeDir()
@@ -181,6 +197,9 @@ func newClient(conn *wire.ConnectionInfo, opts Options) (*Client, error) {
 func Dial(ctx context.Context, conn *wire.ConnectionInfo, opts Options) (*Client, error) {
 	if err := conn.Validate(); err != nil {
 		return nil, fmt.Errorf("client: dial: %w", err)
+	}
+	if chs := conn.Unassigned(); len(chs) > 0 {
+		return nil, fmt.Errorf("client: dial: connection info has no port for %v", chs)
 	}
 	c, err := newClient(conn, opts)
 	if err != nil {

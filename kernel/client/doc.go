@@ -5,7 +5,10 @@
 //
 // Start with [FindSpec] and [Start]: Start launches the kernel in its own
 // process group and returns a [Kernel] once the kernel has answered
-// kernel_info and its iopub channel is live. [Kernel.Client] returns the
+// kernel_info and its iopub channel is live. An ipykernel is given ipc
+// sockets in a private directory, other kernels free tcp ports on loopback
+// ([Options].Transport); while a kernel starts, Start watches its ports and
+// starts it again, with fresh ones, when it cannot bind them ([ErrBind]). [Kernel.Client] returns the
 // [Client] that talks to it; [Dial] returns a Client for a kernel someone
 // else launched. [Client.Do] sends one request and returns its reply after
 // the kernel has gone idle for it, streaming that request's iopub messages

@@ -33,6 +33,7 @@ type Kernel struct {
 	log      hclog.Logger
 	conn     *wire.ConnectionInfo
 	connFile string
+	ipcDir   string // the private directory of its ipc sockets, or ""
 	client   *Client
 
 	ops chan struct{} // cap 1: held by Interrupt, Restart, Shutdown
@@ -70,44 +71,55 @@ func (p *process) hasExited() bool {
 // kernel is ready: it answered kernel_info and iopub traffic was seen. ctx
 // and opts.StartTimeout bound the start only.
 //
-// Ports are chosen free and released before the kernel binds them, so
-// another process may take one meanwhile (jupyter_client has the same race);
-// a kernel that dies before it is ready is therefore started again, with
-// fresh ports, up to startAttempts times.
+// An ipykernel gets ipc sockets in a private directory (Options.Transport),
+// which nothing else can take. Tcp ports are chosen free and released
+// before the kernel binds them, so another process may take one meanwhile
+// (jupyter_client has the same race): while the kernel starts, Start
+// watches who binds its ports (on Linux), and a kernel that cannot bind
+// them (ErrBind) or dies before it is ready (ErrDead) is started again,
+// with fresh ports, up to startAttempts times.
 func Start(ctx context.Context, spec *Spec, opts Options) (*Kernel, error) {
 	if spec == nil || len(spec.Argv) == 0 {
 		return nil, errors.New("client: start: kernelspec without argv")
+	}
+	switch opts.Transport {
+	case "", TransportTCP, TransportIPC:
+	default:
+		return nil, fmt.Errorf("client: start: unknown transport %q", opts.Transport)
 	}
 	opts = opts.withDefaults()
 	var err error
 	for attempt := 1; ; attempt++ {
 		var k *Kernel
 		k, err = startOnce(ctx, spec, opts)
-		if err == nil || !errors.Is(err, ErrDead) || ctx.Err() != nil || attempt == startAttempts {
+		if err == nil || !(errors.Is(err, ErrDead) || errors.Is(err, ErrBind)) || ctx.Err() != nil || attempt == startAttempts {
 			return k, err
 		}
-		opts.Logger.Warn("kernel died while starting; trying again with fresh ports", "kernel", spec.Name, "attempt", attempt, "error", err)
+		opts.Logger.Warn("kernel failed to start; trying again with fresh ports", "kernel", spec.Name, "attempt", attempt, "error", err)
 	}
 }
 
 // startAttempts bounds how often Start launches a kernel that keeps dying
-// before it is ready.
+// or failing to bind before it is ready.
 const startAttempts = 3
 
 func startOnce(ctx context.Context, spec *Spec, opts Options) (*Kernel, error) {
-	conn, err := wire.NewConnectionInfo("127.0.0.1")
+	conn, ipcDir, err := newConnection(spec, opts)
 	if err != nil {
 		return nil, fmt.Errorf("client: start %s: %w", spec.Name, err)
 	}
 	conn.KernelName = spec.Name
 	connFile := filepath.Join(opts.ConnectionDir, "kernel-"+uuid.NewString()+".json")
-	if err := wire.WriteConnectionFile(connFile, conn); err != nil {
-		return nil, fmt.Errorf("client: start %s: %w", spec.Name, err)
-	}
 	c, err := newClient(conn, opts)
+	if err == nil {
+		err = wire.WriteConnectionFile(connFile, conn)
+	}
 	if err != nil {
-		os.Remove(connFile)
-		return nil, err
+		if c != nil {
+			c.Close()
+		}
+		removeIPCDir(ipcDir)
+		return nil, fmt.Errorf("client: start %s: %w", spec.Name, err)
 	}
 	k := &Kernel{
 		spec:     spec,
@@ -115,6 +127,7 @@ func startOnce(ctx context.Context, spec *Spec, opts Options) (*Kernel, error) {
 		log:      opts.Logger.Named("kernel").With("kernel", spec.Name),
 		conn:     conn,
 		connFile: connFile,
+		ipcDir:   ipcDir,
 		client:   c,
 		ops:      make(chan struct{}, 1),
 		done:     make(chan struct{}),
@@ -151,6 +164,13 @@ func (k *Kernel) launchAndConnect(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
+	if probe := proberFor(k.conn); probe != nil {
+		wg.Add(1)
+		go func() { // fail fast if the kernel cannot bind its ports
+			defer wg.Done()
+			watchBinding(ctx, k.conn, p.pid, probe, k.opts.BindTimeout, func(err error) { cancel(err) })
+		}()
+	}
 	defer func() {
 		cancelT()
 		cancel(nil)
@@ -181,6 +201,9 @@ func (k *Kernel) launch() (*process, error) {
 	}
 	argv = append(argv, k.opts.Args...)
 	argv[0] = resolvePython(argv[0], k.spec.Dir)
+	// A restart reuses the names of the sockets: no file of a killed
+	// process may pass for the new one's.
+	removeSockets(k.conn)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	env := os.Environ()
 	for key, v := range k.spec.Env {
@@ -461,7 +484,8 @@ func (k *Kernel) waitGroupGone(pgid int) {
 // Shutdown stops the kernel: shutdown_request on control, a wait for the
 // process to exit (bounded by ctx and Options.ShutdownTimeout), then
 // SIGKILL to its process group. It closes the Client, removes the
-// connection file and closes Done. A second call returns nil.
+// connection file and the directory of the ipc sockets, and closes Done.
+// A second call returns nil.
 func (k *Kernel) Shutdown(ctx context.Context) error {
 	if err := k.acquire(ctx); err != nil {
 		// A Restart or Interrupt holds the kernel past ctx.
@@ -483,6 +507,9 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 	k.client.Close()
 	k.wg.Wait()
 	if rmErr := os.Remove(k.connFile); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) && err == nil {
+		err = rmErr
+	}
+	if rmErr := removeIPCDir(k.ipcDir); rmErr != nil && err == nil {
 		err = rmErr
 	}
 	k.doneOnce.Do(func() { close(k.done) })

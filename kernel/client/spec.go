@@ -230,41 +230,6 @@ func FindSpecs(name string) ([]*Spec, error) {
 	return nil, fmt.Errorf("%w: %q (searched %s)", ErrNoSpec, name, strings.Join(searched, ", "))
 }
 
-// ListSpecs returns every kernelspec on the search path by name; a name found
-// in several directories is taken from the first. Unreadable or malformed
-// kernel.json files are left out and reported in the error, which joins one
-// error per bad spec: the map is valid even when the error is not nil.
-func ListSpecs() (map[string]*Spec, error) {
-	specs := make(map[string]*Spec)
-	seen := make(map[string]bool)
-	var errs []error
-	for _, d := range DataDirs() {
-		kdir := filepath.Join(d, "kernels")
-		entries, err := os.ReadDir(kdir)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			name := strings.ToLower(e.Name())
-			if seen[name] || !validName.MatchString(name) {
-				continue
-			}
-			dir := filepath.Join(kdir, e.Name())
-			if _, err := os.Stat(filepath.Join(dir, "kernel.json")); err != nil {
-				continue
-			}
-			seen[name] = true
-			s, err := readSpec(name, dir)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			specs[name] = s
-		}
-	}
-	return specs, errors.Join(errs...)
-}
-
 // ReadSpec reads the kernelspec in dir (which holds kernel.json), naming it
 // after the directory.
 func ReadSpec(dir string) (*Spec, error) {

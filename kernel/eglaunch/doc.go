@@ -10,8 +10,10 @@
 // both of EG's spellings, [FromEnv] from the environment EG gives a kernel
 // pod). The kernel then
 //
-//  1. picks its five ports and a communication port inside the port range,
-//     a signing key and the tcp transport itself ([Prepare]);
+//  1. binds its five ports and a communication port inside the port range,
+//     and picks a signing key and the tcp transport itself ([Prepare]); the
+//     five stay bound until the kernel server takes them over
+//     ([Launch.TakeListeners]), so no other process can take one between;
 //  2. once it serves those ports, sends its connection info, with pid,
 //     pgid, comm_port and kernel_id added, to the response address
 //     ([Launch.Reply]): the JSON is AES-encrypted with a random key, the
@@ -22,6 +24,7 @@
 //     poll) and {"shutdown": 1}.
 //
 // Start with [Prepare]; [Launch.ConnectionInfo] is what the kernel server
-// binds. The package knows nothing of what the kernel does with a signal or
-// a shutdown: a [Handler] says.
+// serves, on the listeners of [Launch.TakeListeners]. The package knows
+// nothing of what the kernel does with a signal or a shutdown: a [Handler]
+// says.
 package eglaunch

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -176,6 +178,7 @@ func decrypt(t *testing.T, data []byte, priv *rsa.PrivateKey) map[string]any {
 		t.Fatalf("payload %s: version %v, %v", raw, p.Version, err)
 	}
 	encKey, _ := base64.StdEncoding.DecodeString(p.Key)
+	//lint:ignore SA1019 Enterprise Gateway's launchers encrypt the key with PKCS #1 v1.5: the test decrypts as EG does
 	aesKey, err := rsa.DecryptPKCS1v15(nil, priv, encKey)
 	if err != nil || len(aesKey) != 16 {
 		t.Fatalf("AES key: %d bytes, %v", len(aesKey), err)
@@ -270,6 +273,54 @@ func TestReplyAsEGDecodesIt(t *testing.T) {
 			t.Errorf("port %d outside %s or repeated", p, pr)
 		}
 		seen[p] = true
+	}
+}
+
+// TestPortsHeld: the five kernel ports stay bound from Prepare until the
+// kernel server takes them over, so nothing else can take one between;
+// Close closes them when nobody did.
+func TestPortsHeld(t *testing.T) {
+	_, pub := egKey(t)
+	opts := Options{KernelID: "k", ResponseAddress: "127.0.0.1:9", PublicKey: pub}
+	free := func(port int) bool {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			ln.Close()
+		}
+		return err == nil
+	}
+	l := prepare(t, opts, Config{})
+	c := l.ConnectionInfo()
+	for _, ch := range wire.Channels() {
+		if free(c.Port(ch)) {
+			t.Fatalf("%s port %d is not held", ch, c.Port(ch))
+		}
+	}
+	ls := l.TakeListeners()
+	if len(ls) != 5 {
+		t.Fatalf("TakeListeners gave %d listeners", len(ls))
+	}
+	for ch, ln := range ls {
+		if got := ln.Addr().(*net.TCPAddr).Port; got != c.Port(ch) {
+			t.Errorf("%s listener on %d, connection info says %d", ch, got, c.Port(ch))
+		}
+		defer ln.Close() // taken: ours to close, not Close's
+	}
+	if again := l.TakeListeners(); again != nil {
+		t.Fatalf("second TakeListeners = %v", again)
+	}
+	l.Close()
+	if free(c.ShellPort) {
+		t.Fatal("Close closed a listener that was taken")
+	}
+
+	untaken := prepare(t, opts, Config{})
+	c = untaken.ConnectionInfo()
+	untaken.Close()
+	for _, ch := range wire.Channels() {
+		if !free(c.Port(ch)) {
+			t.Errorf("%s port %d still bound after Close", ch, c.Port(ch))
+		}
 	}
 }
 

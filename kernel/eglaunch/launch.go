@@ -84,17 +84,19 @@ type Launch struct {
 	comm *net.TCPListener
 
 	mu      sync.Mutex
-	current net.Conn // the request being read, closed by Close
+	ports   map[wire.Channel]net.Listener // the kernel's, until taken
+	current net.Conn                      // the request being read, closed by Close
 	closed  bool
 	wg      sync.WaitGroup
 	once    sync.Once
 }
 
 // Prepare checks opts — a kernel id, a response address HOST:PORT, an RSA
-// public key, a port range — and picks the kernel's five ports and its
-// communication port in the port range, a random signing key and the tcp
-// transport. The communication port is bound (Listen serves it); the five
-// kernel ports are free for the kernel server to bind. Nothing is sent yet.
+// public key, a port range — and binds the kernel's five ports and its
+// communication port in the port range, and picks a random signing key and
+// the tcp transport. The communication port is served by Listen; the five
+// kernel ports are bound and held for the kernel server (TakeListeners), so
+// that nothing takes one before it serves them. Nothing is sent yet.
 func Prepare(opts Options, cfg Config) (*Launch, error) {
 	cfg = cfg.withDefaults()
 	if opts.KernelID == "" {
@@ -115,28 +117,25 @@ func Prepare(opts Options, cfg Config) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	port := func(l *net.TCPListener) int { return l.Addr().(*net.TCPAddr).Port }
 	conn := &wire.ConnectionInfo{
 		Transport:       "tcp",
 		IP:              cfg.IP,
-		ShellPort:       port(ls[0]),
-		IOPubPort:       port(ls[1]),
-		StdinPort:       port(ls[2]),
-		ControlPort:     port(ls[3]),
-		HBPort:          port(ls[4]),
 		SignatureScheme: wire.SignatureScheme,
 		Key:             wire.NewKey(),
 	}
-	for _, l := range ls[:5] {
-		l.Close()
+	ports := make(map[wire.Channel]net.Listener, 5)
+	for i, ch := range wire.Channels() {
+		ports[ch] = ls[i]
+		conn.SetPort(ch, ls[i].Addr().(*net.TCPAddr).Port)
 	}
 	return &Launch{
-		cfg:  cfg,
-		log:  cfg.Logger.Named("eg").With("kernel_id", opts.KernelID),
-		opts: opts,
-		pub:  pub,
-		conn: conn,
-		comm: ls[5],
+		cfg:   cfg,
+		log:   cfg.Logger.Named("eg").With("kernel_id", opts.KernelID),
+		opts:  opts,
+		pub:   pub,
+		conn:  conn,
+		comm:  ls[5],
+		ports: ports,
 	}, nil
 }
 
@@ -185,6 +184,18 @@ func listenPorts(ip string, r portRange, n int) ([]*net.TCPListener, error) {
 
 // ConnectionInfo returns the connection info the kernel is to serve.
 func (l *Launch) ConnectionInfo() *wire.ConnectionInfo { return l.conn }
+
+// TakeListeners hands the kernel's five bound ports, by channel, over to
+// the caller (the kernel server, which serves and closes them). The first
+// call gets them; later calls, and calls after Close, get nil. Close
+// closes them if nobody took them.
+func (l *Launch) TakeListeners() map[wire.Channel]net.Listener {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ports := l.ports
+	l.ports = nil
+	return ports
+}
 
 // CommPort returns the communication port.
 func (l *Launch) CommPort() int { return l.comm.Addr().(*net.TCPAddr).Port }
@@ -389,6 +400,10 @@ func (l *Launch) Close() error {
 		if l.current != nil {
 			l.current.Close()
 		}
+		for _, ln := range l.ports {
+			ln.Close()
+		}
+		l.ports = nil
 		l.mu.Unlock()
 		l.comm.Close()
 	})

@@ -28,12 +28,65 @@ type ConnectionInfo struct {
 // ipc://kernel-ipc-1 (Jupyter's ipc naming).
 func (c *ConnectionInfo) Addr(port int) string {
 	if c.Transport == "ipc" {
-		return fmt.Sprintf("ipc://%s-%d", c.IP, port)
+		return "ipc://" + c.IPCPath(port)
 	}
 	return fmt.Sprintf("tcp://%s", net.JoinHostPort(c.IP, fmt.Sprint(port)))
 }
 
-// Validate checks the fields a kernel needs.
+// IPCPath returns the path of port's Unix socket under the ipc transport:
+// IP, a dash and the port, as Jupyter names them.
+func (c *ConnectionInfo) IPCPath(port int) string { return fmt.Sprintf("%s-%d", c.IP, port) }
+
+// Channels returns the five channels of a connection file, in the order of
+// its fields.
+func Channels() []Channel { return []Channel{Shell, IOPub, Stdin, Control, Heartbeat} }
+
+// Port returns ch's port.
+func (c *ConnectionInfo) Port(ch Channel) int {
+	if p := c.port(ch); p != nil {
+		return *p
+	}
+	return 0
+}
+
+// SetPort sets ch's port.
+func (c *ConnectionInfo) SetPort(ch Channel, port int) {
+	if p := c.port(ch); p != nil {
+		*p = port
+	}
+}
+
+func (c *ConnectionInfo) port(ch Channel) *int {
+	switch ch {
+	case Shell:
+		return &c.ShellPort
+	case IOPub:
+		return &c.IOPubPort
+	case Stdin:
+		return &c.StdinPort
+	case Control:
+		return &c.ControlPort
+	case Heartbeat:
+		return &c.HBPort
+	}
+	return nil
+}
+
+// Unassigned returns the channels whose port is 0: the kernel is to pick
+// them (and write them back to the connection file), as ipykernel does.
+// A client can connect only once there are none.
+func (c *ConnectionInfo) Unassigned() []Channel {
+	var chs []Channel
+	for _, ch := range Channels() {
+		if c.Port(ch) == 0 {
+			chs = append(chs, ch)
+		}
+	}
+	return chs
+}
+
+// Validate checks the fields a kernel needs. A port may be 0 (see
+// Unassigned).
 func (c *ConnectionInfo) Validate() error {
 	switch c.Transport {
 	case "tcp", "ipc":
@@ -43,13 +96,9 @@ func (c *ConnectionInfo) Validate() error {
 	if c.IP == "" {
 		return fmt.Errorf("wire: connection info: missing ip")
 	}
-	for _, p := range []struct {
-		name string
-		port int
-	}{{"shell_port", c.ShellPort}, {"iopub_port", c.IOPubPort}, {"stdin_port", c.StdinPort},
-		{"control_port", c.ControlPort}, {"hb_port", c.HBPort}} {
-		if p.port <= 0 || p.port > 65535 {
-			return fmt.Errorf("wire: connection info: bad %s %d", p.name, p.port)
+	for _, ch := range Channels() {
+		if p := c.Port(ch); p < 0 || p > 65535 {
+			return fmt.Errorf("wire: connection info: bad %s_port %d", ch, p)
 		}
 	}
 	if c.SignatureScheme != "" && c.SignatureScheme != SignatureScheme {
@@ -142,8 +191,27 @@ func NewConnectionInfo(ip string) (*ConnectionInfo, error) {
 	}, nil
 }
 
+// NewIPCConnectionInfo returns ipc connection info whose sockets are the
+// files path-1 … path-5, and a random key. The directory of path should be
+// private to the kernel (mode 0700): nobody else can take its names, and
+// nobody else can connect.
+func NewIPCConnectionInfo(path string) *ConnectionInfo {
+	return &ConnectionInfo{
+		Transport:       "ipc",
+		IP:              path,
+		ShellPort:       1,
+		IOPubPort:       2,
+		StdinPort:       3,
+		ControlPort:     4,
+		HBPort:          5,
+		SignatureScheme: SignatureScheme,
+		Key:             NewKey(),
+	}
+}
+
 // freePorts finds n distinct free TCP ports by binding them all at once and
-// releasing them (the same race jupyter_client accepts).
+// releasing them (the same race jupyter_client accepts: another process may
+// take one before the kernel binds it; kernel/client notices that).
 func freePorts(ip string, n int) ([]int, error) {
 	ls := make([]net.Listener, 0, n)
 	defer func() {

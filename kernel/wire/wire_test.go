@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,9 +221,18 @@ func TestConnectionFile(t *testing.T) {
 		t.Fatalf("addr %q", got)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
-	os.WriteFile(bad, []byte(`{"transport":"tcp","ip":"127.0.0.1","shell_port":0}`), 0o600)
+	os.WriteFile(bad, []byte(`{"transport":"tcp","ip":"127.0.0.1","shell_port":70000}`), 0o600)
 	if _, err := ReadConnectionFile(bad); err == nil || !strings.Contains(err.Error(), "shell_port") {
 		t.Fatalf("bad file: err = %v", err)
+	}
+	// Port 0: the kernel picks the port (as ipykernel does).
+	os.WriteFile(bad, []byte(`{"transport":"tcp","ip":"127.0.0.1","shell_port":5555}`), 0o600)
+	picked, err := ReadConnectionFile(bad)
+	if err != nil {
+		t.Fatalf("file with unassigned ports: %v", err)
+	}
+	if got := fmt.Sprint(picked.Unassigned()); got != "[iopub stdin control hb]" {
+		t.Fatalf("Unassigned = %s", got)
 	}
 	os.WriteFile(bad, []byte(`{not json`), 0o600)
 	if _, err := ReadConnectionFile(bad); err == nil || !strings.Contains(err.Error(), bad) {
@@ -230,8 +240,33 @@ func TestConnectionFile(t *testing.T) {
 	}
 }
 
+func TestIPCConnectionInfo(t *testing.T) {
+	ci := NewIPCConnectionInfo("/run/k/kernel")
+	if err := ci.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(ci.Unassigned()) != 0 {
+		t.Fatalf("Unassigned = %v", ci.Unassigned())
+	}
+	seen := map[string]bool{}
+	for _, ch := range Channels() {
+		addr := ci.Addr(ci.Port(ch))
+		if !strings.HasPrefix(addr, "ipc:///run/k/kernel-") || seen[addr] {
+			t.Fatalf("%s: addr %q (seen %v)", ch, addr, seen)
+		}
+		seen[addr] = true
+	}
+	if got := ci.IPCPath(ci.HBPort); got != "/run/k/kernel-5" {
+		t.Fatalf("IPCPath = %q", got)
+	}
+	ci.SetPort(IOPub, 0)
+	if ci.IOPubPort != 0 || fmt.Sprint(ci.Unassigned()) != "[iopub]" {
+		t.Fatalf("SetPort: %+v", ci)
+	}
+}
+
 func TestSessionIDsDiffer(t *testing.T) {
-	if NewSessionID() == NewSessionID() {
+	if a, b := NewSessionID(), NewSessionID(); a == b {
 		t.Fatal("session ids repeat")
 	}
 }

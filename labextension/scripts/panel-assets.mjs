@@ -1,5 +1,6 @@
 // Inlines the web panel's page (webview/static: one copy of the panel for
-// both transports) into src/panelAssets.ts as one HTML document, for the
+// both transports; panel.js is the bundle webview/panel/build.mjs makes of
+// webview/panel/src) into src/panelAssets.ts as one HTML document, for the
 // sidebar's sandboxed iframe, with the postMessage transport selected; and
 // the names of the theme's --jp-* variables that panel.css uses, which the
 // sidebar reads from JupyterLab and sets in the page.
@@ -22,7 +23,6 @@ const css = read("panel.css");
 const themeVars = [...new Set([...css.matchAll(/var\((--jp-[a-z0-9-]+)/g)].map((m) => m[1]))].sort();
 if (themeVars.length === 0) throw new Error("panel-assets: panel.css uses no --jp-* variable");
 swap('<link rel="stylesheet" href="static/panel.css">', `<style>${css.replace(/<\//g, "<\\/")}</style>`);
-swap('<script src="static/markdown.js"></script>', `<script>${inline(read("markdown.js"))}</script>`);
 swap('<script src="static/panel.js"></script>',
   `<script>window.AK_TRANSPORT = "postmessage";</script><script>${inline(read("panel.js"))}</script>`);
 writeFileSync(join(here, "..", "src", "panelAssets.ts"),

@@ -5,16 +5,38 @@
 // notebook does: a remote server, JupyterHub, a gateway. No token: the
 // comm is the notebook's own connection. The page wears JupyterLab's theme:
 // the plugin gives it the theme's --jp-* values, and again at each change.
-import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { IThemeManager } from '@jupyterlab/apputils';
+//
+// As the shell's conventions go: its tab wears a LabIcon (agentIcon, whose
+// paths take the theme's colours through jp-icon3), the command palette
+// has "Open Agent Sidebar" (category Agent) with a shortcut, the layout
+// restorer brings the sidebar back as it was left, and whether it opens by
+// itself for an Agent notebook is the setting autoOpen (schema/plugin.json,
+// in the Settings Editor, where the shortcut can be changed too).
+import { ILabShell, ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette, IThemeManager } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
+import agentSvg from '../style/icons/agent.svg';
 import { panelHTML, panelThemeVars } from './panelAssets';
 
 /** The kernel's comm target of the panel (bridge.PanelTarget). */
 export const PANEL_TARGET = 'agentkernel.panel';
+
+/** The plugin's id; its settings are schema/plugin.json. */
+export const PLUGIN_ID = '@agentkernel/jupyterlab:plugin';
+
+/** The commands of the plugin. */
+export namespace CommandIDs {
+  /** Opens (shows and activates) the Agent sidebar. */
+  export const open = 'agentkernel:open-sidebar';
+}
+
+/** The Agent's icon: a speech bubble with a spark, in the theme's colours. */
+export const agentIcon = new LabIcon({ name: 'agentkernel:agent', svgstr: agentSvg });
 
 /** A theme as the panel wears it: light or dark, and its --jp-* values. */
 export type PanelTheme = { light: boolean; vars: Record<string, string> };
@@ -54,8 +76,10 @@ export class AgentSidebar extends Widget {
     super();
     this.themes = themes;
     this.id = 'agentkernel-sidebar';
-    this.title.label = 'Agent';
-    this.title.caption = 'agentkernel: the agent of this notebook';
+    // The tab shows the icon; the caption is its tooltip, what a screen
+    // reader says, and Notebook 7's View > Right Sidebar > "Show Agent".
+    this.title.icon = agentIcon;
+    this.title.caption = 'Agent';
     this.addClass('ak-sidebar');
     this.frame = document.createElement('iframe');
     // Scripts only: the page gets an opaque origin, so it reaches nothing
@@ -189,25 +213,62 @@ function isAgentKernel(panel: NotebookPanel | null): boolean {
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {
-  id: '@agentkernel/jupyterlab:sidebar',
+  id: PLUGIN_ID,
   description: "agentkernel's agent panel in the right sidebar, following the active notebook",
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ILabShell, IThemeManager],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, _shell: ILabShell | null, themes: IThemeManager | null) => {
+  optional: [ILabShell, IThemeManager, ICommandPalette, ILayoutRestorer, ISettingRegistry],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    _shell: ILabShell | null,
+    themes: IThemeManager | null,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null,
+    settings: ISettingRegistry | null
+  ) => {
     const sidebar = new AgentSidebar(themes);
     // A theme changes (a new one, or a font size): the page follows.
     themes?.themeChanged.connect(() => sidebar.updateTheme(), sidebar);
     app.shell.add(sidebar, 'right', { rank: 900 });
+    // The layout restorer puts the sidebar back as it was (open or not,
+    // its size) when JupyterLab is loaded again.
+    restorer?.add(sidebar, sidebar.id);
+
+    app.commands.addCommand(CommandIDs.open, {
+      label: 'Open Agent Sidebar',
+      caption: "Show the agent of the active notebook's kernel in the right sidebar",
+      icon: agentIcon,
+      execute: () => app.shell.activateById(sidebar.id)
+    });
+    palette?.addItem({ command: CommandIDs.open, category: 'Agent' });
+
+    // Whether the sidebar opens by itself for an Agent notebook: the
+    // setting, as the user last set it (true until it is read).
+    let autoOpen = true;
+    const settingsRead = settings
+      ? settings
+          .load(PLUGIN_ID)
+          .then(s => {
+            const read = () => {
+              autoOpen = s.get('autoOpen').composite !== false;
+            };
+            read();
+            s.changed.connect(read);
+          })
+          .catch(reason => console.warn('agentkernel: the sidebar settings could not be read', reason))
+      : Promise.resolve();
+
     const opened = new WeakSet<NotebookPanel>(); // notebooks it opened for once
     const follow = () => {
       const panel = tracker.currentWidget;
-      if (!isAgentKernel(panel) || (sidebar.isHidden && opened.has(panel!))) {
+      const opens = autoOpen && !!panel && !opened.has(panel);
+      if (!isAgentKernel(panel) || (sidebar.isHidden && !opens)) {
         sidebar.attach(null);
         return;
       }
       sidebar.attach(panel!.sessionContext.session!.kernel!);
-      if (!opened.has(panel!)) {
+      if (opens) {
         opened.add(panel!);
         app.shell.activateById(sidebar.id);
       }
@@ -227,11 +288,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
       });
       ctx.ready.then(() => tracker.currentWidget === panel && follow());
     };
-    tracker.widgetAdded.connect((_, panel) => watch(panel));
-    tracker.forEach(watch);
-    tracker.currentChanged.connect(follow);
-    sidebar.onShown = follow;
-    follow();
+    // The notebooks are followed once the setting is known: an Agent
+    // notebook must not open the sidebar that the setting keeps closed.
+    settingsRead.then(() => {
+      tracker.widgetAdded.connect((_, panel) => watch(panel));
+      tracker.forEach(watch);
+      tracker.currentChanged.connect(follow);
+      sidebar.onShown = follow;
+      follow();
+    });
   }
 };
 

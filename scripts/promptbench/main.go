@@ -1,12 +1,25 @@
-// Command promptbench measures what prompt mode costs while a model streams:
-// the scripted model sends N text tokens as fast as it can into a real
-// agentkernel kernel (prompt mode, started like Jupyter starts it); a Go
-// client runs the prompt cell and counts the display updates. It reports the
-// kernel process's CPU (from /proc), the update rate, the wall time against
-// the same stream read directly through the provider, and checks that the
-// last update holds every token.
+// Command promptbench measures prompt mode against a scripted model that
+// answers at once, in a real agentkernel kernel (started as Jupyter starts
+// it) driven by a Go client:
 //
-//	go run ./scripts/promptbench -agentkernel bin/agentkernel
+//   - a stream of -tokens text tokens as fast as the model can send them:
+//     the kernel process's CPU (from /proc), the display update rate, the
+//     wall time against the same stream read directly through the
+//     provider, and that the last update holds every token;
+//
+//   - -rounds rounds of a short answer and a -words-word answer: the first
+//     output after the model's first content byte, execute_reply, the long
+//     answer fully shown against the model's own stream time (a plain
+//     HTTP client reading the same answer), and the kernel's CPU per
+//     streamed chunk (p50 figures);
+//
+//   - with -jupyter-ai PYTHON (a Python with jupyter-ai-magics and
+//     ipykernel: scripts/modern-venv.sh jupyterai), the same cells side by
+//     side with Jupyter AI's %%ai magic (openai-chat-custom:MODEL pointed at
+//     the same model through OPENAI_API_BASE) in that Python's ipykernel,
+//     taking turns, as a table of p50 figures and ratios.
+//
+//     go run ./scripts/promptbench -agentkernel bin/agentkernel [-jupyter-ai $(scripts/modern-venv.sh jupyterai)]
 package main
 
 import (
@@ -38,34 +51,105 @@ func main() {
 	}
 }
 
+// bench is what the parts share: the model, the environment, our kernel.
+type bench struct {
+	srv   *scripted.Server
+	model string            // ours, e.g. "openai:gpt-4.1"
+	env   map[string]string // the model's URLs and keys
+	tmp   string
+	work  string // the kernels' working directory: empty
+	ours  *client.Kernel
+}
+
 func run() error {
 	bin := flag.String("agentkernel", "bin/agentkernel", "agentkernel binary")
-	tokens := flag.Int("tokens", 10000, "tokens to stream")
+	tokens := flag.Int("tokens", 10000, "tokens of the throughput stream (0: skip it)")
 	api := flag.String("api", "openai", "wire format: openai or anthropic")
+	rounds := flag.Int("rounds", 20, "rounds of the latency cells (0: skip them)")
+	words := flag.Int("words", 2000, "words of the long answer")
+	jai := flag.String("jupyter-ai", "", "a `PYTHON` with jupyter-ai-magics 2.31 and ipykernel: its %%ai cells are measured side by side (OpenAI format only)")
 	flag.Parse()
+	if *jai != "" && *api != "openai" {
+		return errors.New("-jupyter-ai compares the OpenAI format only")
+	}
 
-	srv := scripted.New(nil)
-	defer srv.Close()
-	pieces := make([]string, *tokens)
+	b := &bench{srv: scripted.New(nil), model: "openai:gpt-4.1"}
+	defer b.srv.Close()
+	if *api == "anthropic" {
+		b.model = "anthropic:claude-sonnet-4-5"
+	}
+	b.env = map[string]string{"OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": b.srv.OpenAIURL(),
+		"ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": b.srv.AnthropicURL(),
+		// Jupyter AI's openai-chat-custom provider reads these.
+		"OPENAI_API_BASE": b.srv.OpenAIURL()}
+	var err error
+	if b.tmp, err = os.MkdirTemp("", "promptbench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.tmp)
+	for k, v := range b.env {
+		os.Setenv(k, v)
+	}
+	os.Setenv("AGENTKERNEL_DATA_DIR", filepath.Join(b.tmp, "data"))
+	out, err := exec.Command(*bin, "install", "--prefix", b.tmp, "--name", "promptbench", "--mode", "prompt",
+		"--model", b.model, "--approve", "all", "--probe=false").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("install: %v: %s", err, out)
+	}
+	os.Setenv("JUPYTER_PATH", filepath.Join(b.tmp, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
+	// An empty workspace: what is measured is the stream, not the learning
+	// of whatever directory the benchmark runs in (scripts/ckptbench).
+	b.work = filepath.Join(b.tmp, "work")
+	if err := os.Mkdir(b.work, 0o755); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if b.ours, err = b.start(ctx, "promptbench"); err != nil {
+		return err
+	}
+	defer b.ours.Shutdown(ctx)
+	// Warm up: the session store and the first request path.
+	b.srv.Enqueue(scripted.Reply(scripted.Text("ready")))
+	if _, err := b.ours.Client().Execute(ctx, "warm up", client.ExecuteOptions{}, client.Handlers{}); err != nil {
+		return err
+	}
+	if *tokens > 0 {
+		if err := b.throughput(ctx, *api, *tokens); err != nil {
+			return err
+		}
+	}
+	if *rounds > 0 {
+		return b.latency(ctx, *rounds, *words, *jai)
+	}
+	return nil
+}
+
+// start starts the kernelspec name over TCP, as Jupyter does.
+func (b *bench) start(ctx context.Context, name string) (*client.Kernel, error) {
+	spec, err := client.FindSpec(name)
+	if err != nil {
+		return nil, err
+	}
+	return client.Start(ctx, spec, client.Options{Dir: b.work, Transport: client.TransportTCP})
+}
+
+// throughput streams tokens text tokens through the kernel: its CPU, the
+// display update rate, the wall time against the provider alone.
+func (b *bench) throughput(ctx context.Context, api string, tokens int) error {
+	pieces := make([]string, tokens)
 	for i := range pieces {
 		pieces[i] = "t" + strconv.Itoa(i) + " "
 	}
 	want := strings.Join(pieces, "")
-	model := "openai:gpt-4.1"
-	if *api == "anthropic" {
-		model = "anthropic:claude-sonnet-4-5"
-	}
-	env := map[string]string{"OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": srv.OpenAIURL(),
-		"ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": srv.AnthropicURL()}
 
 	// The stream alone, through the provider, for comparison.
-	p, err := models.Open(model, models.Options{Getenv: func(k string) string { return env[k] }})
+	p, err := models.Open(b.model, models.Options{Getenv: func(k string) string { return b.env[k] }})
 	if err != nil {
 		return err
 	}
-	srv.Enqueue(scripted.Reply(scripted.Text(pieces...)))
+	b.srv.Enqueue(scripted.Reply(scripted.Text(pieces...)))
 	t0 := time.Now()
-	s, err := p.Stream(context.Background(), provider.Request{Messages: []messages.APIMessage{{Role: "user",
+	s, err := p.Stream(ctx, provider.Request{Messages: []messages.APIMessage{{Role: "user",
 		Content: []messages.ContentBlock{{Type: "text", Text: "go"}}}}})
 	if err != nil {
 		return err
@@ -79,51 +163,13 @@ func run() error {
 	}
 	direct := time.Since(t0)
 
-	// The same stream through the kernel.
-	tmp, err := os.MkdirTemp("", "promptbench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	for k, v := range env {
-		os.Setenv(k, v)
-	}
-	os.Setenv("AGENTKERNEL_DATA_DIR", filepath.Join(tmp, "data"))
-	out, err := exec.Command(*bin, "install", "--prefix", tmp, "--name", "promptbench", "--mode", "prompt",
-		"--model", model, "--approve", "all", "--probe=false").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("install: %v: %s", err, out)
-	}
-	os.Setenv("JUPYTER_PATH", filepath.Join(tmp, "share", "jupyter"))
-	spec, err := client.FindSpec("promptbench")
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	// An empty workspace: what is measured is the stream, not the learning
-	// of whatever directory the benchmark runs in (scripts/ckptbench).
-	work := filepath.Join(tmp, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		return err
-	}
-	k, err := client.Start(ctx, spec, client.Options{Dir: work})
-	if err != nil {
-		return err
-	}
-	defer k.Shutdown(ctx)
-	// Warm up: the session store and the first request path.
-	srv.Enqueue(scripted.Reply(scripted.Text("ready")))
-	if _, err := k.Client().Execute(ctx, "warm up", client.ExecuteOptions{}, client.Handlers{}); err != nil {
-		return err
-	}
-
-	srv.Enqueue(scripted.Reply(scripted.Text(pieces...)))
-	cpu0 := cpuTime(k.Pid())
+	b.srv.Enqueue(scripted.Reply(scripted.Text(pieces...)))
+	cpu0 := cpuTime(b.ours.Pid())
 	var creates, updates int
 	var last string
 	var stamps []time.Time
 	t1 := time.Now()
-	rep, err := k.Client().Execute(ctx, "stream please", client.ExecuteOptions{}, client.Handlers{IOPub: func(m *wire.Message) {
+	rep, err := b.ours.Client().Execute(ctx, "stream please", client.ExecuteOptions{}, client.Handlers{IOPub: func(m *wire.Message) {
 		switch m.Header.MsgType {
 		case wire.MsgDisplayData, wire.MsgUpdateDisplayData:
 			var c struct {
@@ -147,7 +193,7 @@ func run() error {
 	}})
 	elapsed := time.Since(t1)
 	replied := time.Now()
-	cpu := cpuTime(k.Pid()) - cpu0
+	cpu := cpuTime(b.ours.Pid()) - cpu0
 	if err != nil {
 		return err
 	}
@@ -156,8 +202,8 @@ func run() error {
 	}
 	rep.DecodeContent(&st)
 	n := creates + updates
-	fmt.Printf("format            %s\n", *api)
-	fmt.Printf("tokens            %d\n", *tokens)
+	fmt.Printf("format            %s\n", api)
+	fmt.Printf("tokens            %d\n", tokens)
 	fmt.Printf("stream alone      %s (provider, in process)\n", direct.Round(time.Millisecond))
 	fmt.Printf("through kernel    %s (cell status %s)\n", elapsed.Round(time.Millisecond), st.Status)
 	minGap, perSecond := time.Hour, 0
@@ -174,7 +220,7 @@ func run() error {
 	fmt.Printf("display messages  %d (1 display_data + %d updates); at most %d in any second; closest throttled pair %s apart\n",
 		n, updates, perSecond, minGap.Round(100*time.Microsecond))
 	fmt.Printf("kernel CPU        %s = %.1f µs per token, %.2f ms per display message\n", cpu.Round(time.Millisecond),
-		float64(cpu.Microseconds())/float64(*tokens), float64(cpu.Microseconds())/1000/float64(max(n, 1)))
+		float64(cpu.Microseconds())/float64(tokens), float64(cpu.Microseconds())/1000/float64(max(n, 1)))
 	fmt.Printf("added wall time   %.2f ms per display message\n", float64((elapsed-direct).Microseconds())/1000/float64(max(n, 1)))
 	if len(stamps) > 0 {
 		// The kernel's clock and ours are the same machine's.
@@ -185,6 +231,7 @@ func run() error {
 		return fmt.Errorf("the last update lost tokens: %d of %d bytes", len(last), len(want))
 	}
 	fmt.Println("nothing lost      the last update holds every token")
+	fmt.Println()
 	return nil
 }
 

@@ -8,7 +8,7 @@
 // (the built labextension directory).
 import { spawn, spawnSync, execFileSync } from "node:child_process";
 import { createInterface } from "node:readline";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -268,6 +268,45 @@ async function assertHeaderFits(page, totals = /\d+ in · \d+ out · \$\d+\.\d{4
   }
 }
 
+// ---- the shell's conventions: icon, command, shortcut, setting, layout ----
+
+// agentTab is the sidebar's tab in JupyterLab's right side bar.
+const agentTab = (page) => page.locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id="agentkernel-sidebar"]');
+
+// collapse closes the sidebar by its tab, as a person does.
+async function collapse(page) {
+  if (await page.locator("#agentkernel-sidebar").isVisible()) await agentTab(page).click();
+  await page.locator("#agentkernel-sidebar").waitFor({ state: "hidden", timeout: TIMEOUT });
+}
+
+// attached waits for the sidebar to be shown and to speak with the kernel.
+async function attached(page) {
+  await page.locator("#agentkernel-sidebar iframe").waitFor({ state: "visible", timeout: TIMEOUT });
+  await sidebar(page).locator("#status").filter({ hasText: /idle/ }).waitFor({ timeout: TIMEOUT });
+}
+
+// setAutoOpen sets the sidebar's "Open by itself" in the Settings Editor
+// (Settings > Settings Editor, the plugin found by its name) and waits
+// until the server holds it.
+async function setAutoOpen(page, lab, on) {
+  await page.locator(".lm-MenuBar-itemLabel", { hasText: /^Settings$/ }).click();
+  await page.locator(".lm-Menu-itemLabel", { hasText: /^Settings Editor$/ }).click();
+  await page.locator(".jp-PluginList .jp-FilterBox input").fill("Agent Sidebar");
+  const entry = page.locator(".jp-PluginList-entry", { hasText: "Agent Sidebar" });
+  await entry.waitFor({ timeout: TIMEOUT });
+  // The schema's setting-icon: the plugin wears its icon there too.
+  assert.equal(await entry.locator('svg[data-icon="agentkernel:agent"]').count(), 1, "the Settings Editor shows no Agent icon");
+  await entry.click();
+  const box = page.locator(".jp-SettingsForm", { hasText: "Open by itself" }).locator('input[type="checkbox"]');
+  await box.waitFor({ timeout: TIMEOUT });
+  if (on) await box.check(); else await box.uncheck();
+  await until("the server to hold autoOpen " + on, async () => {
+    const r = await fetch(`${lab.base}/lab/api/settings/@agentkernel/jupyterlab:plugin?token=${lab.token}`);
+    const j = await r.json();
+    return (j.settings && j.settings.autoOpen !== undefined ? j.settings.autoOpen : true) === on;
+  });
+}
+
 async function main() {
   const tmp = mkdtempSync(join(tmpdir(), "ak-lab-"));
   try {
@@ -292,6 +331,7 @@ async function run(tmp) {
   cpSync(process.env.LAB_EXTENSION, join(prefix, "share", "jupyter", "labextensions", "@agentkernel", "jupyterlab"), { recursive: true });
   notebook(join(tmp, "work", "agent.ipynb"), "agent", "Agent");
   notebook(join(tmp, "work", "nb7.ipynb"), "agent", "Agent");
+  notebook(join(tmp, "work", "second.ipynb"), "agent", "Agent");
 
   // JupyterLab behind a base URL, as a JupyterHub single-user server is.
   const lab = await startJupyter("jupyterlab", tmp, "/user/tester/");
@@ -314,6 +354,15 @@ async function run(tmp) {
       const list = spawnSync(process.env.LAB_PYTHON, ["-m", "jupyter", "labextension", "list"], { env: jupyterEnv(tmp) });
       const ext = list.stdout.toString() + list.stderr.toString();
       assert.match(ext, /@agentkernel\/jupyterlab.*enabled.*OK/, ext);
+      // The shipped bundle carries no test hook: the tests reach the panel
+      // through its DOM.
+      const staticDir = join(process.env.LAB_EXTENSION, "static");
+      const js = readdirSync(staticDir).filter((f) => f.endsWith(".js"));
+      assert.ok(js.length > 0, "no JavaScript in " + staticDir);
+      for (const f of js) {
+        const text = readFileSync(join(staticDir, f), "utf8");
+        assert.ok(!/__akPanel|AKMarkdown/.test(text), f + " holds a test hook");
+      }
       await page.goto(`${lab.base}/lab?token=${lab.token}`);
       const cards = page.locator(".jp-LauncherCard-label");
       await cards.first().waitFor({ timeout: TIMEOUT });
@@ -397,15 +446,17 @@ async function run(tmp) {
 
     await step("switched to JupyterLab Dark, the sidebar follows at once; and back to Light", async () => {
       const before = await themes(page);
-      const frames = () => sidebar(page).locator("body").evaluate(() => window.__akPanel.frames);
-      const frames0 = await frames();
+      // A mark on a message of the sidebar's timeline: a new comm would
+      // bring the state again, which draws every message anew.
+      await sidebar(page).locator("#timeline article.msg").first().evaluate((n) => { n.dataset.probe = "kept"; });
+      const kept = () => sidebar(page).locator('#timeline article.msg[data-probe="kept"]').count();
       await themeMenu(page, "JupyterLab Dark");
       const dark = await assertTheme(page, "JupyterLab Dark", false);
       assert.notEqual(dark.panel.bg, before.panel.bg);
       // JupyterLab hides its shell for a moment to redraw: the panel keeps
       // its comm (a new one would bring the state again, as frames).
       await page.waitForTimeout(500);
-      assert.equal(await frames(), frames0, "the theme change reopened the panel's comm");
+      assert.equal(await kept(), 1, "the theme change reopened the panel's comm");
       await assertHeaderFits(page, /^123456 in · 7890 out · \$\d+\.\d{4} · context /);
       await sidebar(page).locator("#sessionsBtn").click();
       await sidebar(page).locator("#sessionList li.current").waitFor({ timeout: TIMEOUT });
@@ -439,7 +490,7 @@ async function run(tmp) {
     });
 
     await step("with the sidebar closed, an approval is asked on stdin and answered there", async () => {
-      await page.locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[title*="agentkernel"]').click(); // collapse
+      await agentTab(page).click(); // collapse
       await page.locator("#agentkernel-sidebar").waitFor({ state: "hidden", timeout: TIMEOUT });
       await enqueue(
         { steps: [{ toolCall: { id: "c2", name: "execute_code", args: ['{"code": "print(6 * 7)"}'] } }] },
@@ -452,11 +503,78 @@ async function run(tmp) {
       await input.press("Enter");
       await page.locator(".jp-OutputArea-output").filter({ hasText: "Printed it." }).first().waitFor({ timeout: TIMEOUT });
       await page.locator(".jp-OutputArea-output").filter({ hasText: /^\s*42\s*$/ }).first().waitFor({ timeout: TIMEOUT });
-      await page.locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[title*="agentkernel"]').click(); // open again
+      await agentTab(page).click(); // open again
       await sidebar(page).locator("#timeline").filter({ hasText: "Printed it." }).waitFor({ timeout: TIMEOUT });
     });
 
     await step("a rewind from the sidebar shows in the notebook (%agent history)", () => rewindFromSidebar(page, "Say hello", "06-rewound"));
+
+    await step("the sidebar's tab wears the Agent icon (a LabIcon, in the theme's colours), not a bare label", async () => {
+      const tab = agentTab(page);
+      const icon = tab.locator('svg[data-icon="agentkernel:agent"]');
+      await icon.waitFor({ timeout: TIMEOUT });
+      const look = await icon.evaluate((svg) => {
+        const probe = document.createElement("div");
+        probe.style.color = "var(--jp-inverse-layout-color3)"; // what .jp-icon3 fills with
+        document.body.appendChild(probe);
+        const want = getComputedStyle(probe).color;
+        probe.remove();
+        return { fill: getComputedStyle(svg.querySelector(".jp-icon3")).fill, want };
+      });
+      assert.equal(look.fill, look.want, "the icon does not take the theme's colour: " + JSON.stringify(look));
+      assert.equal((await tab.locator(".lm-TabBar-tabLabel").textContent()).trim(), "", "the tab shows a label");
+      assert.equal(await tab.getAttribute("title"), "Agent", "the tab's tooltip");
+      await shot(page, "10-tab-icon");
+    });
+
+    await step("the palette's Open Agent Sidebar (category Agent) opens the sidebar, and so does its shortcut", async () => {
+      await collapse(page);
+      await page.keyboard.press("Control+Shift+C"); // the command palette
+      const search = page.locator(".lm-CommandPalette-input");
+      await search.waitFor({ timeout: TIMEOUT });
+      await search.fill("Open Agent Sidebar");
+      const item = page.locator('.lm-CommandPalette-item[data-command="agentkernel:open-sidebar"]');
+      await item.waitFor({ timeout: TIMEOUT });
+      assert.equal((await page.locator(".lm-CommandPalette-header").first().textContent()).trim().toLowerCase(), "agent");
+      await shot(page, "11-palette");
+      await item.click();
+      await attached(page);
+      await collapse(page);
+      await page.keyboard.press("Control+Shift+Y");
+      await attached(page);
+    });
+
+    await step("auto-open is a setting: off in the Settings Editor, an Agent notebook opened next leaves the sidebar closed", async () => {
+      await setAutoOpen(page, lab, false);
+      await shot(page, "12-setting-off");
+      await collapse(page);
+      // Opened from the file browser, as a person opens a notebook.
+      await page.locator(".jp-DirListing-item", { hasText: "second.ipynb" }).dblclick();
+      await until("second.ipynb's Agent kernel to be up", async () => {
+        const r = await fetch(`${lab.base}/api/sessions?token=${lab.token}`);
+        const ss = await r.json();
+        return ss.some((x) => x.path.endsWith("second.ipynb") && x.kernel && x.kernel.execution_state === "idle");
+      });
+      await page.waitForTimeout(2000); // time it had to open, were it to
+      assert.ok(await page.locator("#agentkernel-sidebar").isHidden(), "the sidebar opened by itself");
+      await shot(page, "13-not-opened");
+    });
+
+    await step("the layout is restored after a reload: the sidebar opened by hand is open again (auto-open is off)", async () => {
+      await page.keyboard.press("Control+Shift+Y");
+      await attached(page);
+      await page.waitForTimeout(1500); // JupyterLab saves the workspace's layout within 750 ms of a change
+      // The layout restorer knows the sidebar by name, current in the right area.
+      const ws = await (await fetch(`${lab.base}/lab/api/workspaces/default?token=${lab.token}`)).json();
+      const right = ws.data["layout-restorer:data"].right;
+      assert.ok(right.widgets.includes("agentkernel-sidebar") && right.current === "agentkernel-sidebar" && !right.collapsed,
+        "the saved layout: " + JSON.stringify(right));
+      await page.reload();
+      await attached(page);
+      await shot(page, "14-restored");
+    });
+
+    await step("auto-open on again in the Settings Editor", () => setAutoOpen(page, lab, true));
   } finally {
     await browser.close();
     rmSync(profile, { recursive: true, force: true });

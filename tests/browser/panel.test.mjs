@@ -81,6 +81,13 @@ async function shot(page, name) {
   await page.screenshot({ path: join(artifacts, name + ".png"), fullPage: false });
 }
 
+// What a person sees of the panel, read from its DOM (the page has no test
+// hook): the session (the title's tooltip), the messages of the timeline,
+// the attached images' tray.
+const sessionId = (p) => p.evaluate(() => (document.getElementById("title").title || "").replace(/^Session /, ""));
+const timeline = (p) => p.$$eval("#timeline article.msg", (a) => a.map((n) => [n.dataset.ts, n.dataset.kind, n.classList.contains("partial"), n.textContent]));
+const tray = (p) => p.$$eval("#attachments .attachment img", (a) => a.map((i) => i.src));
+
 const results = [];
 async function step(name, fn) {
   const t0 = Date.now();
@@ -234,6 +241,34 @@ async function main() {
       await shot(wide, "04b-mcp-approved-wide");
     });
 
+    await step("a text typed at an MCP tool's ask answers that ask: denied, with the words for the model", async () => {
+      await enqueue(
+        [{ tool: { id: "call_mcp2", name: "mcp__everything__echo", args: JSON.stringify({ message: "not wanted" }) } }],
+        [{ text: ["Understood, no echo."] }],
+      );
+      const id = await execute("Echo something else with the MCP server.");
+      await cellWaiting(id);
+      for (const p of [narrow, wide]) await p.waitForSelector("#ask:not([hidden])[data-ask=use_mcp_server]", { timeout: TIMEOUT });
+      assert.equal(await wide.getAttribute("#prompt", "placeholder"), "Or type feedback to deny with a reason…");
+      await wide.fill("#prompt", "No echo now, please");
+      await wide.press("#prompt", "Enter");
+      for (const p of [narrow, wide]) {
+        await p.waitForSelector("#ask", { state: "hidden", timeout: TIMEOUT });
+        await p.waitForSelector("article.msg.user >> text=No echo now, please", { timeout: TIMEOUT });
+        await p.waitForSelector("text=Understood, no echo.", { timeout: TIMEOUT });
+      }
+      const c0 = await cell(id);
+      if (c0.waiting) await stdin(id, "n");
+      const c = await cellDone(id);
+      assert.equal(c.status, "ok", JSON.stringify(c));
+      assert.ok(!outputsText(c).includes("Echo: not wanted"), "the tool ran: " + outputsText(c));
+      // The panel answered the ask itself (askResponse, by "webview"), not
+      // with a new prompt that the agent took as the answer.
+      const reqs = await requests();
+      assert.match(reqs[reqs.length - 1].all, /Permission denied[^"]*\(webview\)\. The user said: No echo now, please/);
+      await shot(wide, "04c-mcp-denied-by-text-wide");
+    });
+
     await step("answer in the notebook; the panel's ask closes", async () => {
       await enqueue(
         [{ tool: { id: "call_2", name: "execute_code", args: JSON.stringify({ code: "print('from stdin approval')" }) } }],
@@ -321,7 +356,8 @@ async function main() {
       await enqueue([{ text: ["First branch answer."] }]);
       const fid = await execute("A question to branch from");
       assert.equal((await cellDone(fid)).status, "ok");
-      const before = await wide.evaluate(() => window.__akPanel.state().sessionId);
+      const before = await sessionId(wide);
+      assert.match(before, /^[0-9a-f-]{8,}$/, "the title's tooltip names the session");
       const fprompt = "article.msg.user >> text=A question to branch from";
       await wide.waitForSelector(fprompt, { timeout: TIMEOUT });
       await wide.hover(fprompt);
@@ -329,7 +365,7 @@ async function main() {
       await (await fbox.$("button.rewind")).click();
       await wide.waitForSelector("#rewindDialog:not([hidden])", { timeout: TIMEOUT });
       await wide.click("#rwFork");
-      await wide.waitForFunction((b) => window.__akPanel.state().sessionId !== b, before, { timeout: TIMEOUT });
+      await until("the forked session in the header", async () => (await sessionId(wide)) !== before);
       await wide.waitForSelector(fprompt, { state: "detached", timeout: TIMEOUT });
       await wide.waitForSelector("#rewindReport:not([hidden])", { timeout: TIMEOUT });
       const hid = await execute("%agent sessions");
@@ -379,7 +415,7 @@ async function main() {
         for (const t of report.tags) assert.ok(allowed.has(t), "unexpected element <" + t + ">");
         for (const h of report.hrefs) assert.match(h, /^(https?:|mailto:)/, "unsafe href " + h);
         assert.ok(report.hrefs.includes("https://example.com/safe?a=1&b=2"), "the safe link is kept");
-        assert.equal(report.scripts, 2, "only the panel's own scripts");
+        assert.equal(report.scripts, 1, "only the panel's own script");
         assert.ok(report.bodyVisible);
         // The payloads are shown as text.
         await p.waitForSelector("article.model >> text=<script>window.__xss='script';alert('xss-script')</script>", { timeout: TIMEOUT });
@@ -391,21 +427,23 @@ async function main() {
     });
 
     await step("the markdown renderer only makes whitelisted nodes", async () => {
-      const out = await wide.evaluate(() => {
-        const cases = ["<img src=x onerror=alert(1)>", "[a](javascript:alert(1))", "[a]( javascript:alert(1))",
-          "[a](&#106;avascript:alert(1))", "<a href=javascript:alert(1)>x</a>", "***nested _em_ `code`***"];
-        const box = document.createElement("div");
-        return cases.map((c) => {
-          box.textContent = "";
-          box.appendChild(window.AKMarkdown.render(c));
-          const els = [...box.querySelectorAll("*")];
-          return { c, tags: els.map((n) => n.tagName.toLowerCase()),
-            attrs: els.flatMap((n) => [...n.attributes].map((a) => a.name + "=" + a.value)) };
-        });
-      });
+      // Each case a paragraph of one model reply, as the panel renders it.
+      const cases = ["<img src=x onerror=alert(1)>", "[a](javascript:alert(1))", "[a]( javascript:alert(1))",
+        "[a](&#106;avascript:alert(1))", "<a href=javascript:alert(1)>x</a>", "***nested _em_ `code`***"];
+      await enqueue([{ text: [cases.join("\n\n") + "\n\nEnd of the cases."] }]);
+      await wide.fill("#prompt", "Show me the markdown cases");
+      await wide.click("#send");
+      const reply = wide.locator("article.model", { hasText: "End of the cases." });
+      await reply.waitFor({ timeout: TIMEOUT });
+      const out = await reply.evaluate((art) => [...art.querySelectorAll(".markdown > p")].slice(0, -1).map((p) => {
+        const els = [...p.querySelectorAll("*")];
+        return { c: p.textContent, tags: els.map((n) => n.tagName.toLowerCase()),
+          attrs: els.flatMap((n) => [...n.attributes].map((a) => a.name + "=" + a.value)) };
+      }));
+      assert.equal(out.length, cases.length, JSON.stringify(out));
       const allowedAttrs = /^(href=(https?:|mailto:)|target=_blank$|rel=|class=language-|start=\d+$)/;
       for (const r of out) {
-        for (const t of r.tags) assert.ok(["p", "strong", "em", "code", "a", "br"].includes(t), r.c + " made <" + t + ">");
+        for (const t of r.tags) assert.ok(["strong", "em", "code", "a", "br"].includes(t), r.c + " made <" + t + ">");
         for (const a of r.attrs) assert.match(a, allowedAttrs, r.c + " made attribute " + a);
       }
       for (const t of ["strong", "em", "code"]) assert.ok(out[5].tags.includes(t), "nested emphasis: " + out[5].tags);
@@ -446,30 +484,30 @@ async function main() {
     });
 
     await step("a reconnecting client gets the full state", async () => {
-      const before = await narrow.evaluate(() => window.__akPanel.state().messages.length);
+      const before = await timeline(narrow);
+      assert.ok(before.length > 10, before.length + " messages shown");
       await narrow.reload();
       await narrow.waitForSelector("#status.status-idle", { timeout: TIMEOUT });
-      const after = await narrow.evaluate(() => window.__akPanel.state().messages.length);
-      assert.equal(after, before);
-      const a = await narrow.evaluate(() => JSON.stringify(window.__akPanel.state().messages));
-      const b = await wide.evaluate(() => JSON.stringify(window.__akPanel.state().messages));
-      assert.equal(a, b, "two panels disagree");
+      await until("the messages after the reload", async () => (await timeline(narrow)).length === before.length);
+      assert.deepEqual(await timeline(narrow), before, "the reloaded panel shows other messages");
+      assert.deepEqual(await timeline(wide), before, "two panels disagree");
       await shot(narrow, "08-final-narrow");
       await shot(wide, "08-final-wide");
     });
 
     await step("the first prompt names the session in the panel header", async () => {
-      const sid0 = await wide.evaluate(() => window.__akPanel.state().sessionId);
+      const sid0 = await sessionId(wide);
       assert.equal((await cellDone(await execute("%agent new"))).status, "ok");
       // The new session reaches the panel as a state frame, maybe after the cell's reply.
-      await wide.waitForFunction((old) => window.__akPanel.state().sessionId !== old, sid0, { timeout: TIMEOUT });
-      const sid = await wide.evaluate(() => window.__akPanel.state().sessionId);
+      await until("the new session in the header", async () => (await sessionId(wide)) !== sid0);
+      const sid = await sessionId(wide);
+      assert.equal((await timeline(wide)).length, 0, "the new session shows messages");
       await enqueue([{ text: ["A plan follows."] }]);
       assert.equal((await cellDone(await execute("Plan the garden layout"))).status, "ok");
       for (const p of [narrow, wide]) {
         await p.waitForFunction(() => document.getElementById("title").textContent === "Plan the garden layout", null, { timeout: TIMEOUT });
       }
-      assert.equal(await wide.evaluate(() => window.__akPanel.state().sessionId), sid, "the same session");
+      assert.equal(await sessionId(wide), sid, "the same session");
       await shot(wide, "09-title-wide");
     });
 
@@ -536,7 +574,7 @@ async function main() {
       assert.ok(outputsText(c2).includes("second run") && outputsText(c2).includes("Ran again without asking."), outputsText(c2));
       for (const p of [narrow, wide]) {
         await p.waitForSelector("text=Ran again without asking.", { timeout: TIMEOUT });
-        assert.equal(await p.evaluate(() => window.__akPanel.state().pendingAsk), null);
+        assert.ok(await p.locator("#ask").isHidden(), "an ask is still shown");
       }
     });
 
@@ -553,8 +591,8 @@ async function main() {
       assert.ok(out.includes("Working on the long answer") && out.includes("a newer prompt took over"), out);
       assert.ok(!out.includes("Switched to the new request.") && !out.includes("never comes"), out);
       for (const p of [narrow, wide]) await p.waitForSelector("text=Switched to the new request.", { timeout: TIMEOUT });
-      const old = await wide.evaluate(() => window.__akPanel.state().messages.find((m) => m.text === "Working on the long answer"));
-      assert.ok(old && old.partial, "the cut message is kept, marked partial: " + JSON.stringify(old));
+      const old = (await timeline(wide)).find(([, kind, , text]) => kind === "say:text" && text.includes("Working on the long answer"));
+      assert.ok(old && old[2], "the cut message is kept, marked partial: " + JSON.stringify(old));
       await shot(wide, "11-superseded-wide");
     });
 
@@ -580,24 +618,22 @@ async function main() {
         dt.items.add(new File([bytes], "pixel.png", { type: "image/png" }));
         document.getElementById("prompt").dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
       });
-      await wide.waitForFunction(() => window.__akPanel.attachments().length === 2, null, { timeout: TIMEOUT });
+      await until("two images in the tray", async () => (await tray(wide)).length === 2);
       await wide.waitForSelector("#attachments .attachment >> nth=1", { timeout: TIMEOUT });
       // Something that is not an image is refused with a message.
       await wide.setInputFiles("#attachFile", { name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("hi") });
       await wide.waitForSelector("#banner:not([hidden]) >> text=Only PNG, JPEG, GIF and WebP", { timeout: TIMEOUT });
-      assert.equal((await wide.evaluate(() => window.__akPanel.attachments())).length, 2);
+      assert.equal((await tray(wide)).length, 2);
       await shot(wide, "12-attachments-wide");
-      const sent = await wide.evaluate(() => window.__akPanel.attachments());
+      const sent = await tray(wide);
       await wide.fill("#prompt", "What is in these images?");
       await wide.press("#prompt", "Enter");
       for (const p of [narrow, wide]) {
         await p.waitForSelector("text=I see noise and a dot.", { timeout: TIMEOUT });
-        await p.waitForFunction(() => {
-          const m = window.__akPanel.state().messages.find((m) => m.text === "What is in these images?");
-          return m && m.images && m.images.length === 2;
-        }, null, { timeout: TIMEOUT });
+        await p.locator("article.msg.user", { hasText: "What is in these images?" }).locator("img.image").nth(1)
+          .waitFor({ timeout: TIMEOUT });
       }
-      assert.equal((await wide.evaluate(() => window.__akPanel.attachments())).length, 0, "the tray empties on send");
+      assert.equal((await tray(wide)).length, 0, "the tray empties on send");
       // Both images are shown in the conversation; the big one was scaled
       // to a long edge of at most 1568 px and 1 MiB.
       const dims = await narrow.evaluate(async () => {

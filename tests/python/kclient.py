@@ -267,6 +267,11 @@ def pids_of(binary):
     return out
 
 
+def _cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read()
+
+
 class ChainGuard:
     """Bounds a test that could start a runaway chain of kernels.
 
@@ -284,7 +289,20 @@ class ChainGuard:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def current(self):
-        return pids_of(self.binary) - self.before
+        """The processes of binary since the guard began, less a child an
+        agentkernel is starting that has not exec'd yet: a fork has its
+        parent's executable and command line for a moment, while a nested
+        agentkernel has a command line of its own (its connection file)."""
+        pids = pids_of(self.binary)
+        forks = set()
+        for p in pids:
+            try:
+                ppid = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+                if ppid in pids and _cmdline(p) == _cmdline(ppid):
+                    forks.add(p)
+            except (OSError, ValueError, IndexError):
+                pass
+        return pids - forks - self.before
 
     def _watch(self):
         while not self._stop.wait(0.05):

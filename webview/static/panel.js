@@ -1,432 +1,344 @@
-// agentkernel web panel: mirrors one agent session and sends commands back,
-// over the panel's WebSocket or, in the JupyterLab sidebar, through its
-// host page (window.AK_TRANSPORT = "postmessage": the page relays frames to
-// and from the kernel's comm). Protocol: docs/webview-protocol.md.
-// No frameworks, no build step. Model text goes through AKMarkdown, which
-// builds DOM nodes and never parses HTML; everything else is set with
-// textContent.
-(function () {
-  "use strict";
-
-  var PROTOCOL = 2;
-  var params = new URLSearchParams(location.search);
-  var token = params.get("token") || "";
-  var $ = function (id) { return document.getElementById(id); };
-
-  // The mirrored state, changed only by frames (apply) — the same rules as
-  // the server's mirror (webview/hub.go).
-  var st = { sessionId: "", messages: [], mode: "", modes: [], model: "", totals: {}, kernelStatus: "starting", pendingAsk: null };
-  var pos = {}; // ts → index
-  var nodes = {}; // ts → element
-  var dirty = {}; // ts → true: re-render at the next frame
-  var ws = null, retry = 0, nextId = 1, editingTS = 0, connected = false;
-  window.__akPanel = { state: function () { return st; }, frames: 0 };
-
-  function isOpenAsk(m) {
-    var blocking = ["followup", "command", "tool", "use_mcp_server", "completion_result", "api_req_failed",
-      "resume_task", "resume_completed_task", "mistake_limit_reached", "auto_approval_max_req_reached"];
-    return m.type === "ask" && !m.partial && !m.isAnswered && blocking.indexOf(m.ask) >= 0;
-  }
-
-  function trackAsk(m) {
-    if (isOpenAsk(m)) st.pendingAsk = m;
-    else if (st.pendingAsk && st.pendingAsk.ts === m.ts) st.pendingAsk = null;
-  }
-
-  function reindex() {
-    pos = {};
-    st.messages.forEach(function (m, i) { pos[m.ts] = i; });
-  }
-
-  function apply(f) {
-    window.__akPanel.frames++;
-    switch (f.type) {
-      case "state":
-        st = f.state;
-        st.messages = st.messages || [];
-        reindex();
-        renderAll();
-        break;
-      case "messageCreated":
-        if (pos[f.message.ts] !== undefined) st.messages[pos[f.message.ts]] = f.message;
-        else {
-          st.messages.push(f.message);
-          if (st.messages.length > 1 && st.messages[st.messages.length - 2].ts > f.message.ts) {
-            st.messages.sort(function (a, b) { return a.ts - b.ts; });
-            reindex();
-            trackAsk(f.message);
-            renderAll();
-            break;
-          }
-          pos[f.message.ts] = st.messages.length - 1;
-        }
-        trackAsk(f.message);
-        markDirty(f.message.ts);
-        break;
-      case "messageUpdated":
-        var ts = f.message ? f.message.ts : f.ts;
-        var i = pos[ts];
-        if (i === undefined) break;
-        if (f.message) st.messages[i] = f.message;
-        else {
-          var m = st.messages[i];
-          if (f.append) m.text = (m.text || "") + f.append;
-          if (f.appendReasoning) m.reasoning = (m.reasoning || "") + f.appendReasoning;
-          if (f.partial) m.partial = true; else delete m.partial;
-        }
-        trackAsk(st.messages[i]);
-        markDirty(ts);
-        break;
-      case "messagesRewound":
-        st.messages = f.messages || [];
-        st.older = f.older || 0;
-        st.pendingAsk = f.pendingAsk || null;
-        reindex();
-        renderAll();
-        break;
-      case "kernelStatus":
-        st.kernelStatus = f.status;
-        break;
-      case "tokenUsage":
-        // The context's fill is known after a request; keep the last one.
-        if (!f.totals.contextUsed && st.totals) { f.totals.contextUsed = st.totals.contextUsed; f.totals.contextWindow = st.totals.contextWindow; }
-        st.totals = f.totals;
-        break;
-      case "settings":
-        st.mode = f.mode; st.model = f.model;
-        if (f.agentMode) st.agentMode = f.agentMode;
-        if (f.title) st.title = f.title;
-        break;
-      case "mcpServers":
-        st.mcpServers = f.servers || [];
-        break;
-      case "sessions":
-        renderSessions(f.sessions);
-        return;
-      case "searchResults":
-        renderHits(f.hits);
-        return;
-      case "olderMessages":
-        // A page of older messages, before those shown: prepended, the
-        // view kept where it was.
-        loadingOlder = false;
-        var tl0 = $("timeline"), h0 = tl0.scrollHeight, top0 = tl0.scrollTop;
-        var have = {};
-        st.messages.forEach(function (m) { have[m.ts] = true; });
-        st.messages = (f.messages || []).filter(function (m) { return !have[m.ts]; }).concat(st.messages);
-        st.older = f.older || 0;
-        reindex();
-        renderAll();
-        tl0.scrollTop = top0 + (tl0.scrollHeight - h0);
-        return;
-      case "error":
-        showBanner(f.text || f.code, "error");
-        return;
-      case "ack":
-        return;
-      case "rewindReport":
-        showRewindReport(f.report || {});
-        return;
-    }
-    renderChrome();
-  }
-
-  // ---- connection ----
-
-  // receive takes one message of the kernel's: a frame, or a batch.
-  function receive(text) {
-    var data;
-    try { data = JSON.parse(text); } catch (e) { return; }
-    var frames = Array.isArray(data) ? data : [data]; // a batch, or one frame
-    for (var i = 0; i < frames.length; i++) {
-      var f = frames[i];
-      if (!f || f.v !== PROTOCOL) { showBanner("The kernel speaks another panel protocol version; reload the page.", "error"); return; }
-      apply(f);
-    }
-  }
-
-  // The sidebar's transport: the host page opens the comm and relays. It
-  // says {akStatus: "open" | "closed", reason}, {akFrames: TEXT} and
-  // {akTheme: THEME}; we send {akReady: true}, then {akFrame: TEXT}. Only
-  // messages from the parent window count.
-  var viaParent = window.AK_TRANSPORT === "postmessage";
-  function connectParent() {
-    window.addEventListener("message", function (ev) {
-      if (ev.source !== window.parent || !ev.data || typeof ev.data !== "object") return;
-      if (ev.data.akTheme && typeof ev.data.akTheme === "object") applyTheme(ev.data.akTheme);
-      if (ev.data.akStatus === "open") { connected = true; hideBanner(); }
-      if (ev.data.akStatus === "closed") {
-        connected = false;
-        st.kernelStatus = "disconnected";
-        renderChrome();
-        showBanner(ev.data.reason || "No agent kernel: open a notebook on an Agent kernel.", "warn");
-      }
-      if (typeof ev.data.akFrames === "string") receive(ev.data.akFrames);
-    });
-    window.parent.postMessage({ akReady: true }, "*");
-  }
-
-  // applyTheme wears JupyterLab's theme, {light, vars: {"--jp-…": value}}:
-  // the values on this page's root, which panel.css uses under
-  // [data-jp-theme]; the previous theme's go first. Only --jp-* names, and
-  // values of colours, sizes and font names: a value with any other CSS
-  // function (url(), image-set(), …) or an escape is dropped, so the theme
-  // loads nothing into the page.
-  var THEME_FUNCTIONS = /^(rgba?|hsla?|hwb|lab|lch|oklab|oklch|color|color-mix|calc|min|max|clamp)$/i;
-  function plainValue(v) {
-    if (typeof v !== "string" || v.length > 500 || v.indexOf("\\") >= 0) return false;
-    var re = /([a-z0-9_-]+)\s*\(/gi, m;
-    while ((m = re.exec(v))) if (!THEME_FUNCTIONS.test(m[1])) return false;
-    return true;
-  }
-  function applyTheme(t) {
-    var root = document.documentElement, vars = t.vars && typeof t.vars === "object" ? t.vars : {};
-    for (var i = root.style.length - 1; i >= 0; i--) {
-      if (root.style[i].indexOf("--jp-") === 0) root.style.removeProperty(root.style[i]);
-    }
-    Object.keys(vars).forEach(function (name) {
-      if (/^--jp-[a-z0-9-]+$/.test(name) && plainValue(vars[name])) root.style.setProperty(name, vars[name]);
-    });
-    root.setAttribute("data-jp-theme", t.light === false ? "dark" : "light");
-  }
-
-  function connect() {
-    var proto = location.protocol === "https:" ? "wss:" : "ws:";
-    ws = new WebSocket(proto + "//" + location.host + "/ws?token=" + encodeURIComponent(token));
-    ws.onopen = function () { retry = 0; connected = true; hideBanner(); };
-    ws.onmessage = function (ev) { receive(ev.data); };
-    ws.onclose = function (ev) {
-      connected = false;
-      st.kernelStatus = "disconnected";
-      renderChrome();
-      var why = ev.reason ? " (" + ev.reason + ")" : "";
-      if (ev.code === 1008 && !ev.reason) why = " (refused: check the URL's token)";
-      var delay = Math.min(10000, 250 * Math.pow(2, retry++));
-      showBanner("Disconnected" + why + "; reconnecting…", "warn");
-      setTimeout(connect, delay);
-    };
-  }
-
-  function send(frame) {
-    frame.v = PROTOCOL;
-    frame.id = "c" + (nextId++);
-    if (viaParent) {
-      if (!connected) { showBanner("Not connected.", "warn"); return; }
-      window.parent.postMessage({ akFrame: JSON.stringify(frame) }, "*");
-      return;
-    }
-    if (!ws || ws.readyState !== WebSocket.OPEN) { showBanner("Not connected.", "warn"); return; }
-    ws.send(JSON.stringify(frame));
-  }
-
-  // ---- rendering ----
-
-  function markDirty(ts) {
-    var first = Object.keys(dirty).length === 0;
-    dirty[ts] = true;
-    if (first) requestAnimationFrame(flush);
-  }
-
-  function flush() {
-    var atBottom = nearBottom();
-    Object.keys(dirty).forEach(function (k) {
-      var ts = Number(k), i = pos[ts];
-      delete dirty[k];
-      if (i === undefined) return;
-      var n = renderMessage(st.messages[i], i);
-      if (nodes[ts]) nodes[ts].replaceWith(n);
-      else insertNode(n, i);
-      nodes[ts] = n;
-    });
-    renderChrome();
-    if (atBottom) scrollDown();
-  }
-
-  function insertNode(n, i) {
-    var tl = $("timeline");
-    var next = null;
-    for (var j = i + 1; j < st.messages.length; j++) {
-      if (nodes[st.messages[j].ts]) { next = nodes[st.messages[j].ts]; break; }
-    }
-    tl.insertBefore(n, next);
-  }
-
-  // loadOlder asks for the page of messages before the oldest shown.
-  var loadingOlder = false;
-  function loadOlder() {
-    if (loadingOlder || !st.older || !st.messages.length) return;
-    loadingOlder = true;
-    send({ type: "loadOlder", ts: st.messages[0].ts, limit: 200 });
-  }
-
-  function renderAll() {
-    var tl = $("timeline");
-    tl.textContent = "";
-    nodes = {}; dirty = {};
-    if (st.older) {
-      var more = el("button", "older", "Load " + Math.min(200, st.older) + " older messages (" + st.older + " in all)");
-      more.id = "olderButton";
-      more.addEventListener("click", loadOlder);
-      tl.appendChild(more);
-    }
-    st.messages.forEach(function (m, i) {
-      var n = renderMessage(m, i);
-      nodes[m.ts] = n;
-      tl.appendChild(n);
-    });
-    renderChrome();
-    scrollDown();
-  }
-
-  function nearBottom() {
-    var tl = $("timeline");
-    return tl.scrollHeight - tl.scrollTop - tl.clientHeight < 80;
-  }
-  function scrollDown() { var tl = $("timeline"); tl.scrollTop = tl.scrollHeight; }
-
+// agentkernel's web panel, bundled from webview/panel/src by webview/panel/build.mjs: do not edit.
+// sources sha256 42453d130e94a21c9811462d296ce1901e3c64464b7891b3be8f7cfbba8a0ae0
+(() => {
+  // src/dom.js
+  var $ = (id) => document.getElementById(id);
   function el(tag, cls, txt) {
-    var e = document.createElement(tag);
+    const e = document.createElement(tag);
     if (cls) e.className = cls;
-    if (txt !== undefined && txt !== null) e.textContent = txt;
+    if (txt !== void 0 && txt !== null) e.textContent = txt;
     return e;
   }
-
-  function parseJSON(s) { try { return JSON.parse(s); } catch (e) { return null; } }
-
-  function isUserPrompt(m, i) {
-    return m.type === "say" && (m.say === "user_feedback" || (m.say === "text" && i === 0));
+  function button(cls, txt, onClick) {
+    const b = el("button", cls, txt);
+    b.type = "button";
+    if (onClick) b.addEventListener("click", onClick);
+    return b;
   }
-
-  var SAFE_IMG = /^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+\/=\s]+$/;
-
-  function renderMessage(m, i) {
-    var box = el("article", "msg");
-    box.dataset.ts = String(m.ts);
-    box.dataset.kind = m.type + ":" + (m.ask || m.say);
-    if (m.partial) box.classList.add("partial");
-    var body = el("div", "body");
-    var kind = m.ask || m.say;
-    if (m.type === "say") {
-      switch (kind) {
-        case "text":
-          if (isUserPrompt(m, i)) { box.classList.add("user"); body.appendChild(el("div", "plain", m.text)); }
-          else { box.classList.add("model"); body.appendChild(md(m.text)); }
-          break;
-        case "user_feedback":
-          box.classList.add("user");
-          body.appendChild(el("div", "plain", m.text));
-          break;
-        case "reasoning":
-          body.appendChild(reasoning(m.text || m.reasoning, m.partial));
-          break;
-        case "completion_result":
-          box.classList.add("model", "result");
-          body.appendChild(el("div", "label", "Result"));
-          body.appendChild(md(m.text));
-          break;
-        case "error": case "diff_error": case "condense_context_error":
-          box.classList.add("error");
-          body.appendChild(el("pre", "errtext", m.text));
-          break;
-        case "command_output":
-          box.classList.add("output");
-          body.appendChild(el("div", "label", "Output"));
-          body.appendChild(el("pre", "out", m.text || "(no output)"));
-          break;
-        case "cell_executed":
-          box.classList.add("output");
-          body.appendChild(el("div", "label", "You ran a cell"));
-          body.appendChild(el("pre", "out", m.text));
-          break;
-        case "mcp_server_request_started":
-          box.classList.add("meta");
-          var r = parseJSON(m.text) || {};
-          body.appendChild(el("span", "", "MCP " + (r.serverName || "") + " · " + (r.toolName || "") +
-            (m.progressStatus && m.progressStatus.text ? " · " + m.progressStatus.text : "")));
-          break;
-        case "mcp_server_response":
-          box.classList.add("output");
-          body.appendChild(el("div", "label", "MCP result"));
-          body.appendChild(el("pre", "out", m.text || "(no output)"));
-          break;
-        case "api_req_started":
-          box.classList.add("meta");
-          body.appendChild(el("span", "", m.partial ? "Asking the model…" : "Model request"));
-          break;
-        case "tool_result":
-          box.classList.add("meta");
-          var tr = parseJSON(m.text) || {};
-          body.appendChild(el("span", "", (tr.ok ? "✓ " : "✗ ") + (tr.tool || "tool") + ": " + (tr.summary || "")));
-          if (tr.diff) body.appendChild(el("pre", "diff", tr.diff));
-          break;
-        case "api_req_finished":
-          box.classList.add("meta");
-          var u = parseJSON(m.text) || {};
-          body.appendChild(el("span", "", "↳ " + (u.model ? u.model + " · " : "") + (u.tokensIn || 0) + " in · " + (u.tokensOut || 0) + " out tokens · $" + Number(u.cost || 0).toFixed(4) +
-            (u.latencyMs != null ? " · first token " + (u.latencyMs / 1000).toFixed(2) + " s" : "") + (u.durationMs != null ? " · " + (u.durationMs / 1000).toFixed(1) + " s" : "")));
-          break;
-        case "api_req_retried": case "api_req_retry_delayed": case "condense_context": case "sliding_window_truncation": case "kernel_status": case "checkpoint_saved":
-          box.classList.add("meta");
-          body.appendChild(el("span", "", kind.replace(/_/g, " ") + (m.text ? ": " + m.text : "")));
-          break;
-        default:
-          body.appendChild(el("div", "plain", m.text));
-      }
-      if (m.reasoning && kind !== "reasoning") body.insertBefore(reasoning(m.reasoning, m.partial), body.firstChild);
-    } else {
-      box.classList.add("askmsg");
-      if (m.isAnswered) box.classList.add("answered");
-      body.appendChild(askBody(m));
+  function parseJSON(s) {
+    try {
+      return JSON.parse(s);
+    } catch (e) {
+      return null;
     }
-    (m.images || []).forEach(function (src) {
-      if (!SAFE_IMG.test(src)) return;
-      var img = el("img", "image");
-      img.alt = kind === "text" || kind === "user_feedback" ? "attached image" : "output image";
-      img.src = src;
-      body.appendChild(img);
-    });
-    box.appendChild(body);
-    box.appendChild(actions(m, i));
-    return box;
   }
 
+  // src/markdown.js
+  var SAFE_PROTOCOLS = { "http:": true, "https:": true, "mailto:": true };
+  function safeHref(raw) {
+    var s = String(raw).trim();
+    if (/[\u0000-\u001f\u007f\s]/.test(s)) return null;
+    var u;
+    try {
+      u = new URL(s);
+    } catch (e) {
+      return null;
+    }
+    if (!SAFE_PROTOCOLS[u.protocol]) return null;
+    return u.href;
+  }
+  function el2(tag, cls) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function text(s) {
+    return document.createTextNode(s);
+  }
+  function link(label, href) {
+    var safe = safeHref(href);
+    if (!safe) return null;
+    var a = el2("a");
+    a.setAttribute("href", safe);
+    a.setAttribute("target", "_blank");
+    a.setAttribute("rel", "noopener noreferrer nofollow");
+    a.appendChild(text(label));
+    return a;
+  }
+  var INLINE = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([\s\S]+?)\*\*|__([\s\S]+?)__|~~([\s\S]+?)~~|\*([^\s*][\s\S]*?)\*|(?:^|(?<=[\s(]))_([^\s_][\s\S]*?)_(?=$|[\s).,:;!?])|\[([^\]\n]{1,500})\]\(([^)\s]{1,2000})(?:\s+"[^"\n]*")?\)|<((?:https?|mailto):[^>\s]{1,2000})>|(https?:\/\/[^\s<>()]{1,2000}[^\s<>().,:;!?'"])|\n/g;
+  function inline(parent, s, depth) {
+    depth = depth || 0;
+    var last = 0, m;
+    INLINE.lastIndex = 0;
+    var re = new RegExp(INLINE.source, "g");
+    while ((m = re.exec(s)) !== null) {
+      if (m[0] === "") {
+        re.lastIndex++;
+        continue;
+      }
+      if (m.index > last) parent.appendChild(text(s.slice(last, m.index)));
+      last = m.index + m[0].length;
+      if (m[1]) {
+        var c = el2("code");
+        c.appendChild(text(m[2].replace(/^ (.*) $/, "$1")));
+        parent.appendChild(c);
+      } else if (m[3] !== void 0 || m[4] !== void 0) {
+        var b = el2("strong");
+        nest(b, m[3] !== void 0 ? m[3] : m[4], depth);
+        parent.appendChild(b);
+      } else if (m[5] !== void 0) {
+        var d = el2("del");
+        nest(d, m[5], depth);
+        parent.appendChild(d);
+      } else if (m[6] !== void 0 || m[7] !== void 0) {
+        var i = el2("em");
+        nest(i, m[6] !== void 0 ? m[6] : m[7], depth);
+        parent.appendChild(i);
+      } else if (m[8] !== void 0) {
+        var a = link(m[8], m[9]);
+        if (a) parent.appendChild(a);
+        else parent.appendChild(text(m[0]));
+      } else if (m[10] !== void 0 || m[11] !== void 0) {
+        var u = m[10] !== void 0 ? m[10] : m[11];
+        var a2 = link(u, u);
+        parent.appendChild(a2 || text(m[0]));
+      } else if (m[0] === "\n") {
+        parent.appendChild(el2("br"));
+      }
+    }
+    if (last < s.length) parent.appendChild(text(s.slice(last)));
+  }
+  function nest(parent, s, depth) {
+    if (depth > 8) {
+      parent.appendChild(text(s));
+      return;
+    }
+    inline(parent, s, depth + 1);
+  }
+  var FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)[^\n]*$/;
+  var HEADING = /^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+  var HR = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
+  var QUOTE = /^ {0,3}> ?(.*)$/;
+  var BULLET = /^( {0,3})([-*+])\s+(.*)$/;
+  var ORDERED = /^( {0,3})(\d{1,9})[.)]\s+(.*)$/;
+  function isBlockStart(line) {
+    return FENCE.test(line) || HEADING.test(line) || HR.test(line) || QUOTE.test(line) || BULLET.test(line) || ORDERED.test(line);
+  }
+  function blocks(parent, lines, depth) {
+    var i = 0;
+    while (i < lines.length) {
+      var line = lines[i], m;
+      if (/^\s*$/.test(line)) {
+        i++;
+        continue;
+      }
+      if (m = FENCE.exec(line)) {
+        var fence = m[1], body = [];
+        i++;
+        while (i < lines.length && !new RegExp("^ {0,3}" + fence[0] + "{" + fence.length + ",}\\s*$").test(lines[i])) {
+          body.push(lines[i]);
+          i++;
+        }
+        i++;
+        var pre = el2("pre"), code = el2("code");
+        if (m[2]) code.className = "language-" + m[2].replace(/[^\w+#.-]/g, "");
+        code.appendChild(text(body.join("\n")));
+        pre.appendChild(code);
+        parent.appendChild(pre);
+        continue;
+      }
+      if (m = HEADING.exec(line)) {
+        var h = el2("h" + m[1].length);
+        inline(h, m[2]);
+        parent.appendChild(h);
+        i++;
+        continue;
+      }
+      if (HR.test(line)) {
+        parent.appendChild(el2("hr"));
+        i++;
+        continue;
+      }
+      if (QUOTE.test(line)) {
+        var q = [];
+        while (i < lines.length && (m = QUOTE.exec(lines[i]))) {
+          q.push(m[1]);
+          i++;
+        }
+        var bq = el2("blockquote");
+        if (depth < 8) blocks(bq, q, depth + 1);
+        else bq.appendChild(text(q.join("\n")));
+        parent.appendChild(bq);
+        continue;
+      }
+      if (BULLET.test(line) || ORDERED.test(line)) {
+        var ordered = !BULLET.test(line);
+        var re = ordered ? ORDERED : BULLET;
+        var list = el2(ordered ? "ol" : "ul");
+        if (ordered) {
+          var start = parseInt(ORDERED.exec(line)[2], 10);
+          if (start !== 1 && isFinite(start)) list.setAttribute("start", String(start));
+        }
+        var item = null;
+        while (i < lines.length) {
+          var l = lines[i];
+          if (m = re.exec(l)) {
+            item = { lines: [m[3]] };
+            list.appendChild(renderItem(item, depth));
+            i++;
+            continue;
+          }
+          if (item && /^\s{2,}\S/.test(l)) {
+            item.lines.push(l.replace(/^\s{2,4}/, ""));
+            list.replaceChild(renderItem(item, depth), list.lastChild);
+            i++;
+            continue;
+          }
+          break;
+        }
+        parent.appendChild(list);
+        continue;
+      }
+      var para = [];
+      while (i < lines.length && !/^\s*$/.test(lines[i]) && !(para.length && isBlockStart(lines[i]))) {
+        para.push(lines[i].replace(/^ {0,3}/, ""));
+        i++;
+      }
+      var p = el2("p");
+      inline(p, para.join("\n"));
+      parent.appendChild(p);
+    }
+  }
+  function renderItem(item, depth) {
+    var li = el2("li");
+    if (item.lines.length === 1 || depth >= 8) inline(li, item.lines.join("\n"));
+    else blocks(li, item.lines, depth + 1);
+    return li;
+  }
+  function render(s) {
+    var frag = document.createDocumentFragment();
+    blocks(frag, String(s == null ? "" : s).replace(/\r\n?/g, "\n").split("\n"), 0);
+    return frag;
+  }
+
+  // src/render.js
+  function isUserPrompt(m, i) {
+    return m.type === "say" && (m.say === "user_feedback" || m.say === "text" && i === 0);
+  }
+  var SAFE_IMG = /^data:image\/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+$/;
   function md(s) {
-    var d = el("div", "markdown");
-    d.appendChild(window.AKMarkdown.render(s || ""));
+    const d = el("div", "markdown");
+    d.appendChild(render(s || ""));
     return d;
   }
-
   function reasoning(s, open) {
-    var d = el("details", "reasoning");
+    const d = el("details", "reasoning");
     if (open) d.open = true;
     d.appendChild(el("summary", "", "Reasoning"));
     d.appendChild(el("div", "plain", s));
     return d;
   }
-
+  function sayBody(m, i, box, body) {
+    const kind = m.say;
+    switch (kind) {
+      case "text":
+        if (isUserPrompt(m, i)) {
+          box.classList.add("user");
+          body.appendChild(el("div", "plain", m.text));
+        } else {
+          box.classList.add("model");
+          body.appendChild(md(m.text));
+        }
+        break;
+      case "user_feedback":
+        box.classList.add("user");
+        body.appendChild(el("div", "plain", m.text));
+        break;
+      case "reasoning":
+        body.appendChild(reasoning(m.text || m.reasoning, m.partial));
+        break;
+      case "completion_result":
+        box.classList.add("model", "result");
+        body.appendChild(el("div", "label", "Result"));
+        body.appendChild(md(m.text));
+        break;
+      case "error":
+      case "diff_error":
+      case "condense_context_error":
+        box.classList.add("error");
+        body.appendChild(el("pre", "errtext", m.text));
+        break;
+      case "command_output":
+        box.classList.add("output");
+        body.appendChild(el("div", "label", "Output"));
+        body.appendChild(el("pre", "out", m.text || "(no output)"));
+        break;
+      case "cell_executed":
+        box.classList.add("output");
+        body.appendChild(el("div", "label", "You ran a cell"));
+        body.appendChild(el("pre", "out", m.text));
+        break;
+      case "mcp_server_request_started": {
+        box.classList.add("meta");
+        const r = parseJSON(m.text) || {};
+        body.appendChild(el("span", "", "MCP " + (r.serverName || "") + " · " + (r.toolName || "") + (m.progressStatus && m.progressStatus.text ? " · " + m.progressStatus.text : "")));
+        break;
+      }
+      case "mcp_server_response":
+        box.classList.add("output");
+        body.appendChild(el("div", "label", "MCP result"));
+        body.appendChild(el("pre", "out", m.text || "(no output)"));
+        break;
+      case "api_req_started":
+        box.classList.add("meta");
+        body.appendChild(el("span", "", m.partial ? "Asking the model…" : "Model request"));
+        break;
+      case "tool_result": {
+        box.classList.add("meta");
+        const tr = parseJSON(m.text) || {};
+        body.appendChild(el("span", "", (tr.ok ? "✓ " : "✗ ") + (tr.tool || "tool") + ": " + (tr.summary || "")));
+        if (tr.diff) body.appendChild(el("pre", "diff", tr.diff));
+        break;
+      }
+      case "api_req_finished": {
+        box.classList.add("meta");
+        const u = parseJSON(m.text) || {};
+        body.appendChild(el("span", "", "↳ " + (u.model ? u.model + " · " : "") + (u.tokensIn || 0) + " in · " + (u.tokensOut || 0) + " out tokens · $" + Number(u.cost || 0).toFixed(4) + (u.latencyMs != null ? " · first token " + (u.latencyMs / 1e3).toFixed(2) + " s" : "") + (u.durationMs != null ? " · " + (u.durationMs / 1e3).toFixed(1) + " s" : "")));
+        break;
+      }
+      case "api_req_retried":
+      case "api_req_retry_delayed":
+      case "condense_context":
+      case "sliding_window_truncation":
+      case "kernel_status":
+      case "checkpoint_saved":
+        box.classList.add("meta");
+        body.appendChild(el("span", "", kind.replace(/_/g, " ") + (m.text ? ": " + m.text : "")));
+        break;
+      default:
+        body.appendChild(el("div", "plain", m.text));
+    }
+    if (m.reasoning && kind !== "reasoning") body.insertBefore(reasoning(m.reasoning, m.partial), body.firstChild);
+  }
   function askBody(m) {
-    var d = el("div", "askbody");
+    const d = el("div", "askbody");
+    const answered = m.isAnswered ? " (answered)" : "";
     switch (m.ask) {
-      case "command":
+      case "command": {
         d.appendChild(el("div", "label", m.isAnswered ? "Code (answered)" : "The agent wants to run code"));
-        var pre = el("pre", "code"); pre.appendChild(el("code", "", m.text)); d.appendChild(pre);
+        const pre = el("pre", "code");
+        pre.appendChild(el("code", "", m.text));
+        d.appendChild(pre);
         break;
-      case "tool":
-        var t = parseJSON(m.text) || {};
-        d.appendChild(el("div", "label", "The agent wants to use " + (t.tool || "a tool") + (m.isAnswered ? " (answered)" : "")));
-        d.appendChild(el("pre", "code", t.input !== undefined ? JSON.stringify(t.input, null, 2) : m.text));
+      }
+      case "tool": {
+        const t = parseJSON(m.text) || {};
+        d.appendChild(el("div", "label", "The agent wants to use " + (t.tool || "a tool") + answered));
+        d.appendChild(el("pre", "code", t.input !== void 0 ? JSON.stringify(t.input, null, 2) : m.text));
         break;
-      case "use_mcp_server":
-        var a = parseJSON(m.text) || {};
-        d.appendChild(el("div", "label", "The agent wants to use the MCP tool " + (a.toolName || "?") + " of " +
-          (a.serverName || "?") + (m.isAnswered ? " (answered)" : "")));
+      }
+      case "use_mcp_server": {
+        const a = parseJSON(m.text) || {};
+        d.appendChild(el("div", "label", "The agent wants to use the MCP tool " + (a.toolName || "?") + " of " + (a.serverName || "?") + answered));
         d.appendChild(el("pre", "code", a.arguments || m.text));
         break;
-      case "followup":
-        var q = parseJSON(m.text) || { question: m.text };
+      }
+      case "followup": {
+        const q = parseJSON(m.text) || { question: m.text };
         d.appendChild(el("div", "label", "Question"));
         d.appendChild(md(q.question || m.text));
         break;
+      }
       case "completion_result":
         d.appendChild(el("div", "label", "Task complete" + (m.text ? "" : ".")));
         if (m.text) d.appendChild(md(m.text));
@@ -437,428 +349,831 @@
         d.appendChild(el("pre", "errtext", m.text));
         break;
       default:
-        d.appendChild(el("div", "label", m.ask.replace(/_/g, " ")));
+        d.appendChild(el("div", "label", String(m.ask).replace(/_/g, " ")));
         if (m.text) d.appendChild(el("div", "plain", m.text));
     }
     return d;
   }
-
-  function actions(m, i) {
-    var a = el("div", "actions");
-    var rw = el("button", "link rewind", "⟲ rewind to here");
-    rw.type = "button";
-    rw.title = "Remove this message and everything after it";
+  function actions(m, i, on2) {
+    const a = el("div", "actions");
+    const rw = button("link rewind", "⟲ rewind to here", () => on2.rewind(m.ts));
     rw.title = "Go back to before this message: the conversation, and what you choose of the files and the kernel";
-    rw.addEventListener("click", function () { openRewind(m.ts); });
     a.appendChild(rw);
-    if (isUserPrompt(m, i)) {
-      var ed = el("button", "link edit", "✎ edit");
-      ed.type = "button";
-      ed.addEventListener("click", function () { startEdit(m); });
-      a.appendChild(ed);
-    }
+    if (isUserPrompt(m, i)) a.appendChild(button("link edit", "✎ edit", () => on2.edit(m)));
     return a;
   }
-
-  // ---- rewind ----
-
-  var rewindTS = 0;
-
-  function openRewind(ts) {
-    rewindTS = ts;
-    $("rwForce").checked = false;
-    $("rewindDialog").hidden = false;
-    $("rwDo").focus();
+  function renderMessage(m, i, on2) {
+    const box = el("article", "msg");
+    const kind = m.ask || m.say;
+    box.dataset.ts = String(m.ts);
+    box.dataset.kind = m.type + ":" + kind;
+    if (m.partial) box.classList.add("partial");
+    const body = el("div", "body");
+    if (m.type === "say") {
+      sayBody(m, i, box, body);
+    } else {
+      box.classList.add("askmsg");
+      if (m.isAnswered) box.classList.add("answered");
+      body.appendChild(askBody(m));
+    }
+    for (const src of m.images || []) {
+      if (!SAFE_IMG.test(src)) continue;
+      const img = el("img", "image");
+      img.alt = kind === "text" || kind === "user_feedback" ? "attached image" : "output image";
+      img.src = src;
+      body.appendChild(img);
+    }
+    box.appendChild(body);
+    box.appendChild(actions(m, i, on2));
+    return box;
   }
+  var Timeline = class {
+    constructor(mirror2, on2) {
+      this.mirror = mirror2;
+      this.on = on2;
+      this.root = $("timeline");
+      this.nodes = /* @__PURE__ */ new Map();
+      this.dirty = /* @__PURE__ */ new Set();
+    }
+    nearBottom() {
+      const tl = this.root;
+      return tl.scrollHeight - tl.scrollTop - tl.clientHeight < 80;
+    }
+    scrollDown() {
+      this.root.scrollTop = this.root.scrollHeight;
+    }
+    /** Redraws every message. */
+    all() {
+      const st = this.mirror.st;
+      const tl = this.root;
+      tl.textContent = "";
+      this.nodes.clear();
+      this.dirty.clear();
+      if (st.older) {
+        const more = button("older", "Load " + Math.min(200, st.older) + " older messages (" + st.older + " in all)", this.on.loadOlder);
+        more.id = "olderButton";
+        tl.appendChild(more);
+      }
+      st.messages.forEach((m, i) => {
+        const n = renderMessage(m, i, this.on);
+        this.nodes.set(m.ts, n);
+        tl.appendChild(n);
+      });
+      this.on.drawn();
+      this.scrollDown();
+    }
+    /** Redraws every message, the view kept on what it showed (older messages came before it). */
+    prepended() {
+      const tl = this.root;
+      const h0 = tl.scrollHeight;
+      const top0 = tl.scrollTop;
+      this.all();
+      tl.scrollTop = top0 + (tl.scrollHeight - h0);
+    }
+    /** Redraws message ts at the next animation frame. */
+    changed(ts) {
+      if (this.dirty.size === 0) requestAnimationFrame(() => this.flush());
+      this.dirty.add(ts);
+    }
+    flush() {
+      const atBottom = this.nearBottom();
+      const st = this.mirror.st;
+      for (const ts of this.dirty) {
+        const i = this.mirror.index(ts);
+        if (i === void 0) continue;
+        const n = renderMessage(st.messages[i], i, this.on);
+        const old = this.nodes.get(ts);
+        if (old) old.replaceWith(n);
+        else this.insert(n, i);
+        this.nodes.set(ts, n);
+      }
+      this.dirty.clear();
+      this.on.drawn();
+      if (atBottom) this.scrollDown();
+    }
+    // insert puts n, the article of message i, before the next one shown.
+    insert(n, i) {
+      const msgs = this.mirror.st.messages;
+      let next = null;
+      for (let j = i + 1; j < msgs.length && !next; j++) next = this.nodes.get(msgs[j].ts) || null;
+      this.root.insertBefore(n, next);
+    }
+  };
 
-  function rewindChoice() {
-    return { noFiles: !$("rwFiles").checked, noKernel: !$("rwKernel").checked, force: $("rwForce").checked };
+  // src/state.js
+  function emptyState() {
+    return {
+      sessionId: "",
+      title: "",
+      messages: [],
+      older: 0,
+      mode: "",
+      modes: [],
+      agentMode: "",
+      agentModes: [],
+      model: "",
+      totals: {},
+      kernelStatus: "starting",
+      pendingAsk: null,
+      mcpServers: []
+    };
   }
-
-  function closeRewind() { $("rewindDialog").hidden = true; rewindTS = 0; }
-
-  function showRewindReport(r) {
-    $("rwSummary").textContent = r.summary || "";
-    var ul = $("rwConflicts");
-    ul.textContent = "";
-    (r.conflicts || []).forEach(function (p) { ul.appendChild(el("li", "conflict", p)); });
-    $("rewindReport").hidden = false;
+  function takes(m, kind) {
+    return !!(m && m.answer && Array.isArray(m.answer.responses) && m.answer.responses.indexOf(kind) >= 0);
   }
+  var Mirror = class {
+    constructor() {
+      this.st = emptyState();
+      this.pos = /* @__PURE__ */ new Map();
+    }
+    /** The message stamped ts, or undefined. */
+    message(ts) {
+      const i = this.pos.get(ts);
+      return i === void 0 ? void 0 : this.st.messages[i];
+    }
+    /** The index of the message stamped ts, or undefined. */
+    index(ts) {
+      return this.pos.get(ts);
+    }
+    /** The transport went away: nothing is known to run. */
+    disconnected() {
+      this.st.kernelStatus = "disconnected";
+    }
+    reindex() {
+      this.pos.clear();
+      this.st.messages.forEach((m, i) => this.pos.set(m.ts, i));
+    }
+    // pending follows a message frame's word on the pending ask.
+    pending(m, isPending) {
+      if (isPending) this.st.pendingAsk = m;
+      else if (this.st.pendingAsk && this.st.pendingAsk.ts === m.ts) this.st.pendingAsk = null;
+    }
+    apply(f) {
+      const st = this.st;
+      switch (f.type) {
+        case "state":
+          this.st = Object.assign(emptyState(), f.state);
+          this.st.messages = this.st.messages || [];
+          this.reindex();
+          return { all: true };
+        case "messageCreated": {
+          const m = f.message;
+          const i = this.pos.get(m.ts);
+          this.pending(m, f.pending);
+          if (i !== void 0) {
+            st.messages[i] = m;
+            return { ts: m.ts };
+          }
+          st.messages.push(m);
+          const n = st.messages.length;
+          if (n > 1 && st.messages[n - 2].ts > m.ts) {
+            st.messages.sort((a, b) => a.ts - b.ts);
+            this.reindex();
+            return { all: true };
+          }
+          this.pos.set(m.ts, n - 1);
+          return { ts: m.ts };
+        }
+        case "messageUpdated": {
+          const ts = f.message ? f.message.ts : f.ts;
+          const i = this.pos.get(ts);
+          if (i === void 0) return {};
+          if (f.message) {
+            st.messages[i] = f.message;
+            this.pending(f.message, f.pending);
+          } else {
+            const m = st.messages[i];
+            if (f.append) m.text = (m.text || "") + f.append;
+            if (f.appendReasoning) m.reasoning = (m.reasoning || "") + f.appendReasoning;
+            if (f.partial) m.partial = true;
+            else delete m.partial;
+          }
+          return { ts };
+        }
+        case "messagesRewound":
+          st.messages = f.messages || [];
+          st.older = f.older || 0;
+          st.pendingAsk = f.pendingAsk || null;
+          this.reindex();
+          return { all: true };
+        case "olderMessages": {
+          const have = new Set(st.messages.map((m) => m.ts));
+          st.messages = (f.messages || []).filter((m) => !have.has(m.ts)).concat(st.messages);
+          st.older = f.older || 0;
+          this.reindex();
+          return { older: true };
+        }
+        case "kernelStatus":
+          st.kernelStatus = f.status;
+          return { chrome: true };
+        case "tokenUsage": {
+          const t = Object.assign({}, f.totals);
+          if (!t.contextUsed && st.totals) {
+            t.contextUsed = st.totals.contextUsed;
+            t.contextWindow = st.totals.contextWindow;
+          }
+          st.totals = t;
+          return { chrome: true };
+        }
+        case "settings":
+          st.mode = f.mode;
+          st.model = f.model;
+          if (f.agentMode) st.agentMode = f.agentMode;
+          if (f.title) st.title = f.title;
+          return { chrome: true };
+        case "mcpServers":
+          st.mcpServers = f.servers || [];
+          return { chrome: true };
+        default:
+          return { reply: f };
+      }
+    }
+  };
 
-  function renderChrome() {
-    var s = $("status");
-    s.textContent = st.kernelStatus || "idle";
-    s.className = "status status-" + (st.kernelStatus || "idle");
-    $("title").textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
-    var t = st.totals || {};
-    var parts = [(t.inputTokens || 0) + " in", (t.outputTokens || 0) + " out", "$" + Number(t.cost || 0).toFixed(4)];
-    if (t.contextUsed) parts.push("context " + (t.contextWindow ? Math.round(100 * t.contextUsed / t.contextWindow) + "% of " + Math.round(t.contextWindow / 1000) + "k" : t.contextUsed + " tokens"));
-    renderTotals(parts);
-    var sel = $("mode");
-    var modes = st.modes && st.modes.length ? st.modes : [st.mode];
-    if (sel.dataset.modes !== modes.join(",")) {
+  // src/chrome.js
+  function showBanner(msg, kind) {
+    const b = $("banner");
+    b.textContent = msg;
+    b.className = "banner " + (kind || "");
+    b.hidden = false;
+    if (kind === "error") setTimeout(() => {
+      if (b.textContent === msg) hideBanner();
+    }, 8e3);
+  }
+  function hideBanner() {
+    $("banner").hidden = true;
+  }
+  function options(sel, values, value) {
+    if (sel.dataset.modes !== values.join(",")) {
       sel.textContent = "";
-      modes.forEach(function (x) { var o = el("option", "", x); o.value = x; sel.appendChild(o); });
-      sel.dataset.modes = modes.join(",");
+      for (const x of values) {
+        const o = el("option", "", x);
+        o.value = x;
+        sel.appendChild(o);
+      }
+      sel.dataset.modes = values.join(",");
     }
-    sel.value = st.mode;
-    var asel = $("agentMode");
-    var amodes = st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"];
-    if (asel.dataset.modes !== amodes.join(",")) {
-      asel.textContent = "";
-      amodes.forEach(function (x) { var o = el("option", "", x); o.value = x; asel.appendChild(o); });
-      asel.dataset.modes = amodes.join(",");
-    }
-    asel.value = st.agentMode || "code";
-    var model = $("model");
-    if (document.activeElement !== model) model.value = st.model || "";
-    $("cancel").disabled = !(st.kernelStatus === "busy" || st.kernelStatus === "waiting");
-    renderMCP();
-    renderAsk();
+    sel.value = value;
   }
-
-  // renderTotals shows "1200 in · 300 out · $0.0123 · context 3% of 200k":
-  // a narrow header wraps it between its parts, never inside one.
-  function renderTotals(parts) {
-    var box = $("totals");
+  function totals(t) {
+    const parts = [(t.inputTokens || 0) + " in", (t.outputTokens || 0) + " out", "$" + Number(t.cost || 0).toFixed(4)];
+    if (t.contextUsed) {
+      parts.push("context " + (t.contextWindow ? Math.round(100 * t.contextUsed / t.contextWindow) + "% of " + Math.round(t.contextWindow / 1e3) + "k" : t.contextUsed + " tokens"));
+    }
+    const box = $("totals");
     if (box.textContent === parts.join(" · ")) return;
     box.textContent = "";
-    parts.forEach(function (p, i) {
+    parts.forEach((p, i) => {
       if (i) box.appendChild(document.createTextNode(" "));
       box.appendChild(el("span", "", i < parts.length - 1 ? p + " ·" : p));
     });
   }
-
-  // renderMCP shows the MCP servers: name, state, transport, error, tools.
-  function renderMCP() {
-    var list = st.mcpServers || [], box = $("mcp"), ul = $("mcpList");
-    box.hidden = list.length === 0;
-    var ready = list.filter(function (s) { return s.state === "ready"; }).length;
+  function mcp(list) {
+    const ul = $("mcpList");
+    $("mcp").hidden = list.length === 0;
+    const ready = list.filter((s) => s.state === "ready").length;
     $("mcpSummary").textContent = "MCP servers: " + ready + " of " + list.length + " ready";
     ul.textContent = "";
-    list.forEach(function (s) {
-      var li = el("li", "mcp-server mcp-" + s.state.replace(/ /g, "-"));
+    for (const s of list) {
+      const li = el("li", "mcp-server mcp-" + s.state.replace(/ /g, "-"));
       li.appendChild(el("strong", "", s.name));
       li.appendChild(el("span", "mcp-state", " " + s.state + (s.transport ? " · " + s.transport : "") + (s.scope ? " · " + s.scope : "")));
       if (s.where) li.appendChild(el("div", "mcp-where", s.where));
       if (s.error) li.appendChild(el("div", "mcp-error", s.error));
       if (s.tools && s.tools.length) li.appendChild(el("div", "mcp-tools", s.tools.join(", ")));
       ul.appendChild(li);
+    }
+  }
+  var AskBox = class {
+    constructor(respond2) {
+      this.respond = respond2;
+      this.shown = 0;
+      this.placeholder = $("prompt").placeholder;
+    }
+    show(p) {
+      const box = $("ask");
+      if (!p) {
+        if (this.shown) $("prompt").placeholder = this.placeholder;
+        box.hidden = true;
+        this.shown = 0;
+        return;
+      }
+      box.hidden = false;
+      if (this.shown === p.ts) return;
+      this.shown = p.ts;
+      const txt = $("askText");
+      const sug = $("askSuggest");
+      txt.textContent = "";
+      sug.textContent = "";
+      const approval = !!p.answer && p.answer.class === "interactive" && takes(p, "yesButtonClicked");
+      $("approve").hidden = !takes(p, "yesButtonClicked");
+      $("approve").textContent = approval ? "Approve" : p.ask === "api_req_failed" ? "Retry" : "Continue";
+      $("alwaysAllow").hidden = !takes(p, "allowAll");
+      $("deny").hidden = !takes(p, "noButtonClicked");
+      $("deny").textContent = approval ? "Deny" : "Stop";
+      box.dataset.ask = p.ask;
+      box.dataset.ts = String(p.ts);
+      if (p.ask === "followup") {
+        const q = parseJSON(p.text) || { question: p.text };
+        txt.appendChild(md(q.question));
+        for (const s of q.suggest || []) sug.appendChild(button("suggestion", s, () => this.respond("messageResponse", s)));
+      } else if (p.ask === "command") {
+        txt.textContent = "Run this code?";
+      } else if (p.ask === "use_mcp_server") {
+        const a = parseJSON(p.text) || {};
+        txt.textContent = "Allow the MCP tool " + a.toolName + " of " + a.serverName + "?";
+      } else if (p.ask === "tool") {
+        txt.textContent = "Allow this tool call?";
+      } else if (p.ask === "completion_result") {
+        txt.textContent = "Done. Send a follow-up to continue.";
+      } else {
+        txt.textContent = String(p.ask).replace(/_/g, " ");
+      }
+      if (takes(p, "messageResponse")) {
+        $("prompt").placeholder = approval ? "Or type feedback to deny with a reason…" : "Type your answer…";
+      } else {
+        $("prompt").placeholder = this.placeholder;
+      }
+    }
+  };
+  function renderChrome(st, askBox2) {
+    const s = $("status");
+    s.textContent = st.kernelStatus || "idle";
+    s.className = "status status-" + (st.kernelStatus || "idle");
+    const title = $("title");
+    title.textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
+    title.title = st.sessionId ? "Session " + st.sessionId : "";
+    totals(st.totals || {});
+    options($("mode"), st.modes && st.modes.length ? st.modes : [st.mode], st.mode);
+    options($("agentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
+    const model = $("model");
+    if (document.activeElement !== model) model.value = st.model || "";
+    $("cancel").disabled = !(st.kernelStatus === "busy" || st.kernelStatus === "waiting");
+    mcp(st.mcpServers || []);
+    askBox2.show(st.pendingAsk);
+  }
+
+  // src/dialogs.js
+  function renderSessions(list, load) {
+    const ul = $("sessionList");
+    ul.textContent = "";
+    $("searchHits").textContent = "";
+    for (const s of list) {
+      const li = el("li", s.current ? "current" : "");
+      li.appendChild(button("link", s.title || s.id.slice(0, 8), () => load(s.id)));
+      li.appendChild(el("div", "sub", new Date(s.updatedAt).toLocaleString() + " · " + s.messageCount + " messages" + (s.model ? " · " + s.model : "")));
+      if (s.preview) li.appendChild(el("div", "sub preview", s.preview));
+      ul.appendChild(li);
+    }
+    if (!list.length) ul.appendChild(el("li", "sub", "No sessions match."));
+  }
+  function renderHits(hits, load) {
+    const ul = $("searchHits");
+    ul.textContent = "";
+    if (!hits.length) {
+      ul.appendChild(el("li", "sub", "No messages match."));
+      return;
+    }
+    for (const h of hits) {
+      const li = el("li");
+      li.appendChild(button("link", "Session " + h.sessionId.slice(0, 8), () => load(h.sessionId)));
+      const snip = el("div", "sub");
+      snip.appendChild(render(h.snippet));
+      li.appendChild(snip);
+      ul.appendChild(li);
+    }
+  }
+  var RewindDialog = class {
+    constructor() {
+      this.ts = 0;
+    }
+    open(ts) {
+      this.ts = ts;
+      $("rwForce").checked = false;
+      $("rewindDialog").hidden = false;
+      $("rwDo").focus();
+    }
+    /** The choice, as a frame's rewind. */
+    choice() {
+      return { noFiles: !$("rwFiles").checked, noKernel: !$("rwKernel").checked, force: $("rwForce").checked };
+    }
+    close() {
+      $("rewindDialog").hidden = true;
+      this.ts = 0;
+    }
+  };
+  function showRewindReport(r) {
+    $("rwSummary").textContent = r.summary || "";
+    const ul = $("rwConflicts");
+    ul.textContent = "";
+    for (const p of r.conflicts || []) ul.appendChild(el("li", "conflict", p));
+    $("rewindReport").hidden = false;
+  }
+
+  // src/images.js
+  var MAX_IMAGES = 4;
+  var MAX_IMAGE_BYTES = 1 << 20;
+  var MAX_EDGE = 1568;
+  var IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+  function urlBytes(u) {
+    return Math.floor((u.length - u.indexOf(",") - 1) * 3 / 4);
+  }
+  function readFile(file) {
+    return new Promise((resolve, reject) => {
+      const r = new FileReader();
+      r.onload = () => resolve(r.result);
+      r.onerror = () => reject(new Error("could not read " + file.name));
+      r.readAsDataURL(file);
     });
   }
-
-  var shownAsk = 0;
-  var DEFAULT_PLACEHOLDER = $("prompt").placeholder;
-  function renderAsk() {
-    var p = st.pendingAsk, box = $("ask");
-    if (!p) {
-      if (shownAsk) $("prompt").placeholder = DEFAULT_PLACEHOLDER;
-      box.hidden = true; shownAsk = 0; return;
+  function loadImage(url) {
+    return new Promise((resolve, reject) => {
+      const img = new Image();
+      img.onload = () => resolve(img);
+      img.onerror = () => reject(new Error("not an image the browser can read"));
+      img.src = url;
+    });
+  }
+  async function fit(url) {
+    const img = await loadImage(url);
+    const w = img.naturalWidth;
+    const h = img.naturalHeight;
+    if (urlBytes(url) <= MAX_IMAGE_BYTES && Math.max(w, h) <= MAX_EDGE && SAFE_IMG.test(url)) return url;
+    let scale = Math.min(1, MAX_EDGE / Math.max(w, h));
+    for (let tries = 0; tries < 6; tries++, scale *= 0.7) {
+      const c = document.createElement("canvas");
+      c.width = Math.max(1, Math.round(w * scale));
+      c.height = Math.max(1, Math.round(h * scale));
+      const g = c.getContext("2d");
+      g.fillStyle = "#fff";
+      g.fillRect(0, 0, c.width, c.height);
+      g.drawImage(img, 0, 0, c.width, c.height);
+      let out = /^data:image\/png/.test(url) ? c.toDataURL("image/png") : "";
+      if (!out || urlBytes(out) > MAX_IMAGE_BYTES) out = c.toDataURL("image/jpeg", 0.85);
+      if (urlBytes(out) <= MAX_IMAGE_BYTES) return out;
     }
-    box.hidden = false;
-    if (shownAsk === p.ts) return;
-    shownAsk = p.ts;
-    var txt = $("askText"), sug = $("askSuggest");
-    txt.textContent = ""; sug.textContent = "";
-    var approval = p.ask === "command" || p.ask === "tool" || p.ask === "use_mcp_server";
-    $("approve").hidden = !approval && p.ask !== "api_req_failed" && p.ask !== "mistake_limit_reached" && p.ask !== "resume_task";
-    $("approve").textContent = approval ? "Approve" : (p.ask === "api_req_failed" ? "Retry" : "Continue");
-    $("alwaysAllow").hidden = !approval;
-    $("deny").hidden = p.ask === "followup" || p.ask === "completion_result";
-    $("deny").textContent = approval ? "Deny" : "Stop";
-    box.dataset.ask = p.ask;
-    box.dataset.ts = String(p.ts);
-    if (p.ask === "followup") {
-      var q = parseJSON(p.text) || { question: p.text };
-      txt.appendChild(md(q.question));
-      (q.suggest || []).forEach(function (s) {
-        var b = el("button", "suggestion", s);
-        b.type = "button";
-        b.addEventListener("click", function () { respond("messageResponse", s); });
-        sug.appendChild(b);
+    throw new Error("too large even when scaled down");
+  }
+  function clipboardImages(dt) {
+    const files = [];
+    for (const it of dt && dt.items || []) {
+      if (it.kind === "file" && IMAGE_TYPES.indexOf(it.type) >= 0) {
+        const f = it.getAsFile();
+        if (f) files.push(f);
+      }
+    }
+    return files;
+  }
+  var Attachments = class {
+    constructor(fail) {
+      this.fail = fail;
+      this.slots = [];
+    }
+    /** The data: URLs of the images ready to send. */
+    ready() {
+      return this.slots.filter((s) => s.url).map((s) => s.url);
+    }
+    /** Whether an image is still being read or scaled. */
+    preparing() {
+      return this.slots.some((s) => !s.url);
+    }
+    add(files) {
+      for (const file of Array.from(files || [])) {
+        if (IMAGE_TYPES.indexOf(file.type) < 0) {
+          this.fail("Only PNG, JPEG, GIF and WebP images can be attached (" + (file.name || file.type || "file") + ").");
+          continue;
+        }
+        if (this.slots.length >= MAX_IMAGES) {
+          this.fail("Image " + (file.name || "") + " not attached: at most " + MAX_IMAGES + " images go with one message.");
+          continue;
+        }
+        const slot = { url: null };
+        this.slots.push(slot);
+        readFile(file).then(fit).then((url) => {
+          slot.url = url;
+          this.render();
+        }).catch((err) => {
+          this.remove(slot);
+          this.fail("Image " + (file.name || "") + " not attached: " + err.message + ".");
+        });
+      }
+    }
+    remove(slot) {
+      const i = this.slots.indexOf(slot);
+      if (i >= 0) this.slots.splice(i, 1);
+      this.render();
+    }
+    clear() {
+      this.slots = [];
+      this.render();
+    }
+    render() {
+      const box = $("attachments");
+      box.textContent = "";
+      this.slots.forEach((slot, i) => {
+        if (!slot.url) return;
+        const a = el("div", "attachment");
+        const img = el("img");
+        img.alt = "attached image " + (i + 1);
+        img.src = slot.url;
+        a.appendChild(img);
+        const x = button("", "×", () => this.remove(slot));
+        x.title = "Remove this image";
+        x.setAttribute("aria-label", "remove attached image " + (i + 1));
+        a.appendChild(x);
+        box.appendChild(a);
       });
-      $("prompt").placeholder = "Type your answer…";
-    } else if (approval) {
-      var mcpAsk = p.ask === "use_mcp_server" ? parseJSON(p.text) : null;
-      txt.textContent = p.ask === "command" ? "Run this code?" :
-        mcpAsk ? "Allow the MCP tool " + mcpAsk.toolName + " of " + mcpAsk.serverName + "?" : "Allow this tool call?";
-      $("prompt").placeholder = "Or type feedback to deny with a reason…";
-    } else if (p.ask === "completion_result") {
-      txt.textContent = "Done. Send a follow-up to continue.";
-    } else {
-      txt.textContent = p.ask.replace(/_/g, " ");
+      box.hidden = this.ready().length === 0;
     }
+  };
+
+  // src/theme.js
+  var THEME_FUNCTIONS = /^(rgba?|hsla?|hwb|lab|lch|oklab|oklch|color|color-mix|calc|min|max|clamp)$/i;
+  function plainValue(v) {
+    if (typeof v !== "string" || v.length > 500 || v.indexOf("\\") >= 0) return false;
+    const re = /([a-z0-9_-]+)\s*\(/gi;
+    let m;
+    while (m = re.exec(v)) if (!THEME_FUNCTIONS.test(m[1])) return false;
+    return true;
+  }
+  function applyTheme(t) {
+    const root = document.documentElement;
+    const vars = t.vars && typeof t.vars === "object" ? t.vars : {};
+    for (let i = root.style.length - 1; i >= 0; i--) {
+      if (root.style[i].indexOf("--jp-") === 0) root.style.removeProperty(root.style[i]);
+    }
+    for (const name of Object.keys(vars)) {
+      if (/^--jp-[a-z0-9-]+$/.test(name) && plainValue(vars[name])) root.style.setProperty(name, vars[name]);
+    }
+    root.setAttribute("data-jp-theme", t.light === false ? "dark" : "light");
   }
 
-  function respond(kind, text, images) {
-    var p = st.pendingAsk;
+  // src/transport.js
+  var PROTOCOL = 3;
+  function decode(text2) {
+    let data;
+    try {
+      data = JSON.parse(text2);
+    } catch (e) {
+      return [];
+    }
+    const frames = Array.isArray(data) ? data : [data];
+    for (const f of frames) if (!f || f.v !== PROTOCOL) return null;
+    return frames;
+  }
+  function socketTransport(token, h) {
+    let ws = null;
+    let retry = 0;
+    const connect = () => {
+      const proto = location.protocol === "https:" ? "wss:" : "ws:";
+      ws = new WebSocket(proto + "//" + location.host + "/ws?token=" + encodeURIComponent(token));
+      ws.onopen = () => {
+        retry = 0;
+        h.open();
+      };
+      ws.onmessage = (ev) => h.message(ev.data);
+      ws.onclose = (ev) => {
+        let why = ev.reason ? " (" + ev.reason + ")" : "";
+        if (ev.code === 1008 && !ev.reason) why = " (refused: check the URL's token)";
+        h.closed("Disconnected" + why + "; reconnecting…");
+        setTimeout(connect, Math.min(1e4, 250 * Math.pow(2, retry++)));
+      };
+    };
+    connect();
+    return {
+      send(text2) {
+        if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+        ws.send(text2);
+        return true;
+      }
+    };
+  }
+  function parentTransport(h) {
+    let open = false;
+    window.addEventListener("message", (ev) => {
+      const d = ev.data;
+      if (ev.source !== window.parent || !d || typeof d !== "object") return;
+      if (d.akTheme && typeof d.akTheme === "object") h.theme(d.akTheme);
+      if (d.akStatus === "open") {
+        open = true;
+        h.open();
+      }
+      if (d.akStatus === "closed") {
+        open = false;
+        h.closed(d.reason || "No agent kernel: open a notebook on an Agent kernel.");
+      }
+      if (typeof d.akFrames === "string") h.message(d.akFrames);
+    });
+    window.parent.postMessage({ akReady: true }, "*");
+    return {
+      send(text2) {
+        if (!open) return false;
+        window.parent.postMessage({ akFrame: text2 }, "*");
+        return true;
+      }
+    };
+  }
+
+  // src/main.js
+  var mirror = new Mirror();
+  var rewind = new RewindDialog();
+  var attachments = new Attachments((text2) => showBanner(text2, "error"));
+  var transport = null;
+  var nextId = 1;
+  var editingTS = 0;
+  var loadingOlder = false;
+  function send(frame) {
+    frame.v = PROTOCOL;
+    frame.id = "c" + nextId++;
+    if (!transport || !transport.send(JSON.stringify(frame))) showBanner("Not connected.", "warn");
+  }
+  function respond(kind, text2, images) {
+    const p = mirror.st.pendingAsk;
     if (!p) return;
-    var f = { type: "askResponse", ts: p.ts, response: kind };
-    if (text) f.text = text;
+    const f = { type: "askResponse", ts: p.ts, response: kind };
+    if (text2) f.text = text2;
     if (images && images.length) f.images = images;
     send(f);
   }
-
+  var askBox = new AskBox(respond);
+  var chrome = () => renderChrome(mirror.st, askBox);
+  function loadOlder() {
+    const st = mirror.st;
+    if (loadingOlder || !st.older || !st.messages.length) return;
+    loadingOlder = true;
+    send({ type: "loadOlder", ts: st.messages[0].ts, limit: 200 });
+  }
   function startEdit(m) {
     editingTS = m.ts;
     $("prompt").value = m.text || "";
     $("editing").hidden = false;
     $("prompt").focus();
   }
-  function stopEdit() { editingTS = 0; $("editing").hidden = true; }
-
-  function showBanner(msg, kind) {
-    var b = $("banner");
-    b.textContent = msg;
-    b.className = "banner " + (kind || "");
-    b.hidden = false;
-    if (kind === "error") setTimeout(function () { if (b.textContent === msg) hideBanner(); }, 8000);
+  function stopEdit() {
+    editingTS = 0;
+    $("editing").hidden = true;
   }
-  function hideBanner() { $("banner").hidden = true; }
-
-  // ---- sessions ----
-
-  function renderSessions(list) {
-    var ul = $("sessionList");
-    ul.textContent = "";
-    $("searchHits").textContent = "";
-    list.forEach(function (s) {
-      var li = el("li", s.current ? "current" : "");
-      var b = el("button", "link", s.title || s.id.slice(0, 8));
-      b.type = "button";
-      b.addEventListener("click", function () { send({ type: "loadSession", sessionId: s.id }); toggleSessions(false); });
-      li.appendChild(b);
-      li.appendChild(el("div", "sub", new Date(s.updatedAt).toLocaleString() + " · " + s.messageCount + " messages" + (s.model ? " · " + s.model : "")));
-      if (s.preview) li.appendChild(el("div", "sub preview", s.preview));
-      ul.appendChild(li);
-    });
-    if (!list.length) ul.appendChild(el("li", "sub", "No sessions match."));
+  var timeline = new Timeline(mirror, { rewind: (ts) => rewind.open(ts), edit: startEdit, loadOlder, drawn: chrome });
+  function loadSession(id) {
+    send({ type: "loadSession", sessionId: id });
+    toggleSessions(false);
   }
-
-  function renderHits(hits) {
-    var ul = $("searchHits");
-    ul.textContent = "";
-    if (!hits.length) { ul.appendChild(el("li", "sub", "No messages match.")); return; }
-    hits.forEach(function (h) {
-      var li = el("li");
-      var b = el("button", "link", "Session " + h.sessionId.slice(0, 8));
-      b.type = "button";
-      b.addEventListener("click", function () { send({ type: "loadSession", sessionId: h.sessionId }); toggleSessions(false); });
-      li.appendChild(b);
-      var snip = el("div", "sub");
-      snip.appendChild(window.AKMarkdown.render(h.snippet));
-      li.appendChild(snip);
-      ul.appendChild(li);
-    });
+  function receive(text2) {
+    const frames = decode(text2);
+    if (!frames) {
+      showBanner("The kernel speaks another panel protocol version; reload the page.", "error");
+      return;
+    }
+    for (const f of frames) {
+      const c = mirror.apply(f);
+      if (c.all) timeline.all();
+      else if (c.older) {
+        loadingOlder = false;
+        timeline.prepended();
+      } else if (c.ts !== void 0) timeline.changed(c.ts);
+      else if (c.chrome) chrome();
+      else if (c.reply) reply(c.reply);
+    }
   }
-
-  function toggleSessions(show) {
-    var a = $("sessions");
-    a.hidden = !show;
-    $("sessionsBtn").setAttribute("aria-expanded", String(show));
-    if (show) send({ type: "listSessions", search: $("sessionQuery").value.trim() });
+  function reply(f) {
+    switch (f.type) {
+      case "sessions":
+        renderSessions(f.sessions || [], loadSession);
+        break;
+      case "searchResults":
+        renderHits(f.hits || [], loadSession);
+        break;
+      case "rewindReport":
+        showRewindReport(f.report || {});
+        break;
+      case "error":
+        showBanner(f.text || f.code, "error");
+        break;
+    }
   }
-
-  // ---- attached images ----
-  // Pasted, dropped or picked images go with the next prompt as data: URLs.
-  // One over the server's limits (1 MiB, and a long edge the models take)
-  // is scaled down here first, so a screenshot just works.
-
-  var MAX_IMAGES = 4, MAX_IMAGE_BYTES = 1 << 20, MAX_EDGE = 1568;
-  var IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
-  // The attached images in the order they were added: a slot's url is
-  // null while its image is read and scaled.
-  var attachments = [];
-  function readyImages() { return attachments.filter(function (a) { return a.url; }).map(function (a) { return a.url; }); }
-  window.__akPanel.attachments = readyImages;
-
-  function urlBytes(u) { return Math.floor((u.length - u.indexOf(",") - 1) * 3 / 4); }
-
-  function readFile(file) {
-    return new Promise(function (resolve, reject) {
-      var r = new FileReader();
-      r.onload = function () { resolve(r.result); };
-      r.onerror = function () { reject(new Error("could not read " + file.name)); };
-      r.readAsDataURL(file);
-    });
-  }
-
-  function loadImage(url) {
-    return new Promise(function (resolve, reject) {
-      var img = new Image();
-      img.onload = function () { resolve(img); };
-      img.onerror = function () { reject(new Error("not an image the browser can read")); };
-      img.src = url;
-    });
-  }
-
-  // fit returns url, or a scaled-down re-encoding within the limits.
-  function fit(url) {
-    return loadImage(url).then(function (img) {
-      var w = img.naturalWidth, h = img.naturalHeight;
-      if (urlBytes(url) <= MAX_IMAGE_BYTES && Math.max(w, h) <= MAX_EDGE && SAFE_IMG.test(url)) return url;
-      var scale = Math.min(1, MAX_EDGE / Math.max(w, h));
-      for (var tries = 0; tries < 6; tries++, scale *= 0.7) {
-        var c = document.createElement("canvas");
-        c.width = Math.max(1, Math.round(w * scale));
-        c.height = Math.max(1, Math.round(h * scale));
-        var g = c.getContext("2d");
-        g.fillStyle = "#fff"; // JPEG has no transparency
-        g.fillRect(0, 0, c.width, c.height);
-        g.drawImage(img, 0, 0, c.width, c.height);
-        var out = /^data:image\/png/.test(url) ? c.toDataURL("image/png") : "";
-        if (!out || urlBytes(out) > MAX_IMAGE_BYTES) out = c.toDataURL("image/jpeg", 0.85);
-        if (urlBytes(out) <= MAX_IMAGE_BYTES) return out;
-      }
-      throw new Error("too large even when scaled down");
-    });
-  }
-
-  function addImages(files) {
-    files = Array.prototype.slice.call(files || []);
-    files.forEach(function (file) {
-      if (IMAGE_TYPES.indexOf(file.type) < 0) {
-        showBanner("Only PNG, JPEG, GIF and WebP images can be attached (" + (file.name || file.type || "file") + ").", "error");
-        return;
-      }
-      if (attachments.length >= MAX_IMAGES) {
-        showBanner("Image " + (file.name || "") + " not attached: at most " + MAX_IMAGES + " images go with one message.", "error");
-        return;
-      }
-      var slot = { url: null };
-      attachments.push(slot);
-      readFile(file).then(fit).then(function (url) {
-        slot.url = url;
-        renderAttachments();
-      }).catch(function (err) {
-        var i = attachments.indexOf(slot);
-        if (i >= 0) attachments.splice(i, 1);
-        showBanner("Image " + (file.name || "") + " not attached: " + err.message + ".", "error");
-      });
-    });
-  }
-
-  function renderAttachments() {
-    var box = $("attachments");
-    box.textContent = "";
-    attachments.forEach(function (slot, i) {
-      var url = slot.url;
-      if (!url) return;
-      var a = el("div", "attachment");
-      var img = el("img");
-      img.alt = "attached image " + (i + 1);
-      img.src = url;
-      a.appendChild(img);
-      var x = el("button", "", "×");
-      x.type = "button";
-      x.title = "Remove this image";
-      x.setAttribute("aria-label", "remove attached image " + (i + 1));
-      x.addEventListener("click", function () { attachments.splice(attachments.indexOf(slot), 1); renderAttachments(); });
-      a.appendChild(x);
-      box.appendChild(a);
-    });
-    box.hidden = readyImages().length === 0;
-  }
-
-  function clipboardImages(dt) {
-    var files = [];
-    if (!dt) return files;
-    Array.prototype.forEach.call(dt.items || [], function (it) {
-      if (it.kind === "file" && IMAGE_TYPES.indexOf(it.type) >= 0) {
-        var f = it.getAsFile();
-        if (f) files.push(f);
-      }
-    });
-    return files;
-  }
-
-  // ---- wiring ----
-
+  var handlers = {
+    open: () => hideBanner(),
+    closed(reason) {
+      mirror.disconnected();
+      chrome();
+      showBanner(reason, "warn");
+    },
+    message: receive,
+    theme: applyTheme
+  };
   function submitPrompt() {
-    var text = $("prompt").value.trim();
-    var images = readyImages();
-    if (images.length < attachments.length) {
+    const text2 = $("prompt").value.trim();
+    const images = attachments.ready();
+    if (attachments.preparing()) {
       showBanner("An image is still being prepared: send again in a moment.", "error");
       return;
     }
-    if (!text) {
+    if (!text2) {
       if (images.length) showBanner("Add a few words to go with the image.", "error");
       return;
     }
     if (editingTS) {
-      if (images.length) { showBanner("An edit cannot carry images: send them with a new message.", "error"); return; }
-      send({ type: "editMessage", ts: editingTS, text: text });
-    } else if (st.pendingAsk && (st.pendingAsk.ask === "command" || st.pendingAsk.ask === "tool" || st.pendingAsk.ask === "followup"))
-      respond("messageResponse", text, images);
-    else {
-      var f = { type: "newTask", text: text };
+      if (images.length) {
+        showBanner("An edit cannot carry images: send them with a new message.", "error");
+        return;
+      }
+      send({ type: "editMessage", ts: editingTS, text: text2 });
+    } else if (takes(mirror.st.pendingAsk, "messageResponse")) {
+      respond("messageResponse", text2, images);
+    } else {
+      const f = { type: "newTask", text: text2 };
       if (images.length) f.images = images;
       send(f);
     }
     $("prompt").value = "";
-    attachments = [];
-    renderAttachments();
+    attachments.clear();
     stopEdit();
   }
-
-  $("attach").addEventListener("click", function () { $("attachFile").click(); });
-  $("attachFile").addEventListener("change", function (e) { addImages(e.target.files); e.target.value = ""; });
-  $("prompt").addEventListener("paste", function (e) {
-    var files = clipboardImages(e.clipboardData);
+  function toggleSessions(show) {
+    $("sessions").hidden = !show;
+    $("sessionsBtn").setAttribute("aria-expanded", String(show));
+    if (show) send({ type: "listSessions", search: $("sessionQuery").value.trim() });
+  }
+  function searchSessions() {
+    const q = $("sessionQuery").value.trim();
+    send({ type: "listSessions", search: q });
+    if (q) send({ type: "searchMessages", query: q });
+  }
+  var on = (id, event, fn) => $(id).addEventListener(event, fn);
+  var enter = (fn) => (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      fn();
+    }
+  };
+  on("attach", "click", () => $("attachFile").click());
+  on("attachFile", "change", (e) => {
+    attachments.add(e.target.files);
+    e.target.value = "";
+  });
+  on("prompt", "paste", (e) => {
+    const files = clipboardImages(e.clipboardData);
     if (!files.length) return;
     if (!e.clipboardData.getData("text/plain")) e.preventDefault();
-    addImages(files);
+    attachments.add(files);
   });
-  $("composer").addEventListener("dragover", function (e) {
-    if (e.dataTransfer && Array.prototype.indexOf.call(e.dataTransfer.types || [], "Files") >= 0) {
+  on("composer", "dragover", (e) => {
+    if (e.dataTransfer && Array.from(e.dataTransfer.types || []).indexOf("Files") >= 0) {
       e.preventDefault();
       $("composer").classList.add("dropping");
     }
   });
-  $("composer").addEventListener("dragleave", function () { $("composer").classList.remove("dropping"); });
-  $("composer").addEventListener("drop", function (e) {
+  on("composer", "dragleave", () => $("composer").classList.remove("dropping"));
+  on("composer", "drop", (e) => {
     $("composer").classList.remove("dropping");
     if (!e.dataTransfer || !e.dataTransfer.files.length) return;
     e.preventDefault();
-    addImages(e.dataTransfer.files);
+    attachments.add(e.dataTransfer.files);
   });
-
-  $("send").addEventListener("click", submitPrompt);
-  $("prompt").addEventListener("keydown", function (e) {
-    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); submitPrompt(); }
+  on("send", "click", submitPrompt);
+  on("prompt", "keydown", enter(submitPrompt));
+  on("cancel", "click", () => send({ type: "cancelTask" }));
+  on("cancelEdit", "click", () => {
+    $("prompt").value = "";
+    stopEdit();
   });
-  $("cancel").addEventListener("click", function () { send({ type: "cancelTask" }); });
-  $("cancelEdit").addEventListener("click", function () { $("prompt").value = ""; stopEdit(); });
-  $("rwDo").addEventListener("click", function () {
-    if (rewindTS) send({ type: "deleteMessage", ts: rewindTS, rewind: rewindChoice() });
-    closeRewind();
+  on("rwDo", "click", () => {
+    if (rewind.ts) send({ type: "deleteMessage", ts: rewind.ts, rewind: rewind.choice() });
+    rewind.close();
   });
-  $("rwFork").addEventListener("click", function () {
-    if (rewindTS) send({ type: "forkSession", ts: rewindTS, rewind: rewindChoice() });
-    closeRewind();
+  on("rwFork", "click", () => {
+    if (rewind.ts) send({ type: "forkSession", ts: rewind.ts, rewind: rewind.choice() });
+    rewind.close();
   });
-  $("rwCancel").addEventListener("click", closeRewind);
-  $("rwClose").addEventListener("click", function () { $("rewindReport").hidden = true; });
-  $("approve").addEventListener("click", function () { respond("yesButtonClicked"); });
-  $("alwaysAllow").addEventListener("click", function () { respond("allowAll"); });
-  $("deny").addEventListener("click", function () { respond("noButtonClicked"); });
-  $("mode").addEventListener("change", function (e) { send({ type: "setMode", mode: e.target.value }); });
-  $("agentMode").addEventListener("change", function (e) { send({ type: "setMode", mode: e.target.value }); });
-  // Scrolled to the top: the older messages come.
-  $("timeline").addEventListener("scroll", function (e) { if (e.target.scrollTop < 40) loadOlder(); });
-  $("model").addEventListener("change", function (e) { var v = e.target.value.trim(); if (v && v !== st.model) send({ type: "setModel", model: v }); });
-  $("sessionsBtn").addEventListener("click", function () { toggleSessions($("sessions").hidden); });
-  function searchSessions() {
-    var q = $("sessionQuery").value.trim();
-    send({ type: "listSessions", search: q });
-    if (q) send({ type: "searchMessages", query: q });
+  on("rwCancel", "click", () => rewind.close());
+  on("rwClose", "click", () => {
+    $("rewindReport").hidden = true;
+  });
+  on("approve", "click", () => respond("yesButtonClicked"));
+  on("alwaysAllow", "click", () => respond("allowAll"));
+  on("deny", "click", () => respond("noButtonClicked"));
+  on("mode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
+  on("agentMode", "change", (e) => send({ type: "setMode", mode: e.target.value }));
+  on("timeline", "scroll", (e) => {
+    if (e.target.scrollTop < 40) loadOlder();
+  });
+  on("model", "change", (e) => {
+    const v = e.target.value.trim();
+    if (v && v !== mirror.st.model) send({ type: "setModel", model: v });
+  });
+  on("sessionsBtn", "click", () => toggleSessions($("sessions").hidden));
+  on("sessionSearchBtn", "click", searchSessions);
+  on("sessionQuery", "keydown", (e) => {
+    if (e.key === "Enter" && !e.isComposing) {
+      e.preventDefault();
+      searchSessions();
+    }
+  });
+  if (window.AK_TRANSPORT === "postmessage") {
+    transport = parentTransport(handlers);
+  } else {
+    const token = new URLSearchParams(location.search).get("token") || "";
+    if (token) transport = socketTransport(token, handlers);
+    else showBanner("This page needs the URL with its token: run %agent webview in the notebook.", "error");
   }
-  $("sessionSearchBtn").addEventListener("click", searchSessions);
-  $("sessionQuery").addEventListener("keydown", function (e) {
-    if (e.key === "Enter" && !e.isComposing) { e.preventDefault(); searchSessions(); }
-  });
-
-  if (viaParent) connectParent();
-  else if (!token) showBanner("This page needs the URL with its token: run %agent webview in the notebook.", "error");
-  else connect();
 })();

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,7 +83,7 @@ func (o *outer) submit(t *testing.T, text string) (session.Result, error) {
 func build(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "agentkernel")
-	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../../../cmd/agentkernel").CombinedOutput(); err != nil {
+	if out, err := exec.Command(kerneltest.GoTool(), "build", "-o", bin, "../../../cmd/agentkernel").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin

@@ -1,6 +1,9 @@
 // Package anthropic is the provider for the Anthropic Messages API, over
 // github.com/anthropics/anthropic-sdk-go (HTTP, SSE decoding, ping and
-// error events, and Message.Accumulate to assemble blocks).
+// error events, decoding, and Message.Accumulate to assemble blocks). The
+// text and thinking deltas, nearly all of a stream, are read by
+// decodeDelta (fast.go) without reflection; every other event, and
+// whatever it does not take, goes to the SDK.
 //
 // Use New with a Config, then Stream. What is sent: the history in the
 // API's own block types (text, image, tool_use, tool_result with text and

@@ -6,7 +6,7 @@ import (
 
 // knownModels is the price table (USD per million tokens; cache writes at
 // the 5-minute rate) and the limits of Anthropic's models, as published by
-// Anthropic. It is read-only: use KnownModel and KnownModels, or
+// Anthropic. It is read-only: use KnownModel, or
 // Config.Info to override.
 var knownModels = provider.PriceTable{
 	"claude-opus-4-5":   {ContextWindow: 200_000, MaxOutput: 64_000, InputPrice: 5, OutputPrice: 25, CacheRead: 0.50, CacheWrite: 6.25, Vision: true},
@@ -24,6 +24,3 @@ var knownModels = provider.PriceTable{
 // KnownModel returns the price table entry for id (see
 // provider.PriceTable.Lookup: a dated snapshot matches its family).
 func KnownModel(id string) (provider.ModelInfo, bool) { return knownModels.Lookup(id) }
-
-// KnownModels returns a copy of the table, sorted by id.
-func KnownModels() []provider.ModelInfo { return knownModels.List() }

@@ -158,12 +158,20 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) (provider.S
 		params.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(b))
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	s := p.client.Messages.NewStreaming(sctx, params)
+	// The SDK makes the request and hands over the response; the stream
+	// reads its events (the SDK's stream over it is never read).
+	var resp *http.Response
+	s := p.client.Messages.NewStreaming(sctx, params, option.WithResponseInto(&resp))
 	if err := s.Err(); err != nil {
 		_ = s.Close()
 		err = p.mapError(ctx, err)
 		cancel()
 		return nil, err
 	}
-	return newStream(p, sctx, cancel, s), nil
+	if resp == nil || resp.Body == nil {
+		_ = s.Close()
+		cancel()
+		return nil, &provider.APIError{Provider: p.name, Type: "invalid_response", Message: "the SDK handed over no response"}
+	}
+	return newStream(p, sctx, cancel, resp), nil
 }

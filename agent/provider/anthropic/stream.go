@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
@@ -11,18 +12,61 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider"
 )
 
-// stream adapts the SDK's event stream to provider events. The SDK's
+// stream adapts the SDK's server-sent events to provider events. The SDK's
 // Message.Accumulate assembles the blocks; text and thinking deltas are
 // passed on as they arrive, a thinking block's signature on an empty
 // reasoning event when the block stops, a tool_use block as one tool call
 // when it stops, usage and done at message_stop.
+//
+// The events come raw from the SDK's SSE decoder. A content_block_delta of
+// text or thinking (nearly all of them) is read by decodeDelta; any other
+// event — ping, error, the other event types, anything unusual — goes
+// through the SDK's own stream and decoding (sdkEvent), as it did before
+// the fast path existed.
 type stream struct {
-	provider.Pump[sdk.MessageStreamEventUnion]
-	p *Provider
+	provider.Pump[ssestream.Event]
+	p    *Provider
+	resp *http.Response // the streaming response, for sdkEvent
+	// sdkOnly sends every event through the SDK: the tests' reference,
+	// which the fast path must agree with.
+	sdkOnly bool
 
 	acc sdk.Message
 }
 
+// raw turns one server-sent event into events.
+func (s *stream) raw(ev ssestream.Event) error {
+	if ev.Type == "content_block_delta" && !s.sdkOnly {
+		if d, ok := decodeDelta(ev.Data); ok {
+			switch {
+			case d.text == "":
+			case d.thinking:
+				s.Push(provider.Event{Type: provider.EventReasoning, Text: d.text})
+			default:
+				s.Push(provider.Event{Type: provider.EventText, Text: d.text})
+			}
+			return nil
+		}
+	}
+	return s.sdkEvent(ev)
+}
+
+// sdkEvent reads ev as the SDK's stream reads it — ping and unnamed events
+// are skipped, an error event is an *sdk.Error, any other event is decoded
+// into an sdk.MessageStreamEventUnion — by giving it alone to a stream of
+// the SDK's, over the SDK's decoder.
+func (s *stream) sdkEvent(ev ssestream.Event) error {
+	one := ssestream.NewStream[sdk.MessageStreamEventUnion](ssestream.NewDecoder(provider.Replay(s.resp, ev.Type, ev.Data)), nil)
+	if one.Next() {
+		return s.event(one.Current())
+	}
+	if err := one.Err(); err != nil {
+		return s.p.mapError(s.Ctx, err)
+	}
+	return nil // skipped
+}
+
+// event turns one event the SDK decoded into events.
 func (s *stream) event(ev sdk.MessageStreamEventUnion) error {
 	// Text and thinking deltas are passed on, not accumulated: nothing
 	// reads the assembled text, and the SDK's string concatenation is
@@ -91,11 +135,13 @@ func stopReason(r sdk.StopReason) provider.StopReason {
 	return provider.StopOther
 }
 
-// newStream adapts sdkStream, whose context is ctx (cancel cancels it).
-func newStream(p *Provider, ctx context.Context, cancel context.CancelFunc, sdkStream *ssestream.Stream[sdk.MessageStreamEventUnion]) *stream {
-	s := &stream{p: p}
-	s.Pump = provider.Pump[sdk.MessageStreamEventUnion]{Name: p.name, Ctx: ctx, Cancel: cancel, SDK: sdkStream,
-		MapError: p.mapError, Decode: s.event, End: s.end}
+// newStream reads resp, the streaming response of a request made with ctx
+// (cancel cancels it), through the SDK's SSE decoder.
+func newStream(p *Provider, ctx context.Context, cancel context.CancelFunc, resp *http.Response) *stream {
+	s := &stream{p: p, resp: resp}
+	s.Pump = provider.Pump[ssestream.Event]{Name: p.name, Ctx: ctx, Cancel: cancel,
+		SDK:      provider.Events[ssestream.Event]{Decoder: ssestream.NewDecoder(resp)},
+		MapError: p.mapError, Decode: s.raw, End: s.end}
 	return s
 }
 

@@ -1,8 +1,11 @@
 // Package openai is the provider for OpenAI-compatible chat completions:
 // OpenAI itself, and through Config.BaseURL Ollama, vLLM, llama.cpp
 // (--jinja) and LM Studio. It uses github.com/openai/openai-go/v3 for the
-// HTTP calls, the SSE decoding and the assembly of tool-call deltas
-// (ChatCompletionAccumulator).
+// HTTP calls, the SSE decoding, the decoding of chunks and the assembly of
+// tool-call deltas (ChatCompletionAccumulator) — except for the chunks that
+// carry only text, reasoning or a finish reason, nearly all of a stream,
+// which decodeText (fast.go) reads without reflection: about 1 µs a chunk
+// instead of 20. Whatever it does not take goes to the SDK.
 //
 // Use New with a Config, then Stream. What is sent: the system prompt as a
 // system message, the history mapped as described at chatMessages (tool_use

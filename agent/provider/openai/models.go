@@ -6,7 +6,7 @@ import (
 
 // knownModels is the price table (USD per million tokens) and the limits of
 // well-known OpenAI models, as published by OpenAI. It is read-only: use
-// KnownModel and KnownModels, or Config.Info to override.
+// KnownModel, or Config.Info to override.
 var knownModels = provider.PriceTable{
 	"gpt-4.1":      {ContextWindow: 1_047_576, MaxOutput: 32_768, InputPrice: 2.00, OutputPrice: 8.00, CacheRead: 0.50, Vision: true},
 	"gpt-4.1-mini": {ContextWindow: 1_047_576, MaxOutput: 32_768, InputPrice: 0.40, OutputPrice: 1.60, CacheRead: 0.10, Vision: true},
@@ -25,6 +25,3 @@ var knownModels = provider.PriceTable{
 // KnownModel returns the price table entry for id (see
 // provider.PriceTable.Lookup: a dated snapshot matches its family).
 func KnownModel(id string) (provider.ModelInfo, bool) { return knownModels.Lookup(id) }
-
-// KnownModels returns a copy of the table, sorted by id.
-func KnownModels() []provider.ModelInfo { return knownModels.List() }

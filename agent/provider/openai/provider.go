@@ -139,12 +139,20 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request) (provider.S
 		params.ReasoningEffort = shared.ReasoningEffort(req.Effort)
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	s := p.client.Chat.Completions.NewStreaming(sctx, params)
+	// The SDK makes the request and hands over the response; the stream
+	// reads its events (the SDK's stream over it is never read).
+	var resp *http.Response
+	s := p.client.Chat.Completions.NewStreaming(sctx, params, option.WithResponseInto(&resp))
 	if err := s.Err(); err != nil {
 		_ = s.Close()
 		err = p.mapError(ctx, err)
 		cancel()
 		return nil, err
 	}
-	return newStream(p, sctx, cancel, s), nil
+	if resp == nil || resp.Body == nil {
+		_ = s.Close()
+		cancel()
+		return nil, &provider.APIError{Provider: p.name, Type: "invalid_response", Message: "the SDK handed over no response"}
+	}
+	return newStream(p, sctx, cancel, resp), nil
 }

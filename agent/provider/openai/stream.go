@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
@@ -12,13 +13,23 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider"
 )
 
-// stream adapts the SDK's chunk stream to provider events. Text and
+// stream adapts the SDK's server-sent events to provider events. Text and
 // reasoning are passed on as they arrive; tool calls are assembled by the
 // SDK's ChatCompletionAccumulator and emitted, complete and in index order,
 // when the stream ends; then usage and done.
+//
+// The events come raw from the SDK's SSE decoder. A chunk that carries only
+// text (nearly all of them) is read by decodeText; any other event — the
+// first with a tool call, usage, an error, [DONE], anything unusual — goes
+// through the SDK's own stream and decoding (sdkEvent), as it did before
+// the fast path existed.
 type stream struct {
-	provider.Pump[sdk.ChatCompletionChunk]
-	p *Provider
+	provider.Pump[ssestream.Event]
+	p    *Provider
+	resp *http.Response // the streaming response, for sdkEvent
+	// sdkOnly sends every event through the SDK: the tests' reference,
+	// which the fast path must agree with.
+	sdkOnly bool
 
 	acc     sdk.ChatCompletionAccumulator
 	callIDs []string // tool call ids by index, for deltas without an index
@@ -27,7 +38,52 @@ type stream struct {
 	usage   *provider.Usage
 }
 
-// chunk turns one chunk into events.
+// event turns one server-sent event into events.
+func (s *stream) event(ev ssestream.Event) error {
+	if c, ok := decodeText(ev.Data); ok && !s.sdkOnly {
+		if s.id == "" {
+			s.id = string(c.id)
+		}
+		s.text(c)
+		return nil
+	}
+	return s.sdkEvent(ev)
+}
+
+// sdkEvent reads ev as the SDK's stream reads it — [DONE] ends the stream,
+// a chunk with an "error" is a *ssestream.StreamError, a chunk is decoded
+// into an sdk.ChatCompletionChunk — by giving it alone to a stream of the
+// SDK's, over the SDK's decoder.
+func (s *stream) sdkEvent(ev ssestream.Event) error {
+	one := ssestream.NewStream[sdk.ChatCompletionChunk](ssestream.NewDecoder(provider.Replay(s.resp, ev.Type, ev.Data)), nil)
+	if one.Next() {
+		return s.chunk(one.Current())
+	}
+	if err := one.Err(); err != nil {
+		return s.p.mapError(s.Ctx, err)
+	}
+	return s.end() // [DONE]
+}
+
+// text passes on what a chunk's choice 0 says.
+func (s *stream) text(c textChunk) {
+	if c.reasoningContent != "" {
+		s.Push(provider.Event{Type: provider.EventReasoning, Text: c.reasoningContent})
+	} else if c.reasoning != "" {
+		s.Push(provider.Event{Type: provider.EventReasoning, Text: c.reasoning})
+	}
+	if c.content != "" {
+		s.Push(provider.Event{Type: provider.EventText, Text: c.content})
+	}
+	if c.refusal != "" {
+		s.Push(provider.Event{Type: provider.EventText, Text: c.refusal})
+	}
+	if c.finish != "" {
+		s.finish = c.finish
+	}
+}
+
+// chunk turns one chunk the SDK decoded into events.
 func (s *stream) chunk(c sdk.ChatCompletionChunk) error {
 	if s.id == "" {
 		s.id = c.ID
@@ -45,20 +101,11 @@ func (s *stream) chunk(c sdk.ChatCompletionChunk) error {
 			continue // we ask for one choice
 		}
 		d := ch.Delta
-		if r := extraString(d.JSON.ExtraFields, "reasoning_content"); r != "" {
-			s.Push(provider.Event{Type: provider.EventReasoning, Text: r})
-		} else if r := extraString(d.JSON.ExtraFields, "reasoning"); r != "" {
-			s.Push(provider.Event{Type: provider.EventReasoning, Text: r})
-		}
-		if d.Content != "" {
-			s.Push(provider.Event{Type: provider.EventText, Text: d.Content})
-		}
-		if d.Refusal != "" {
-			s.Push(provider.Event{Type: provider.EventText, Text: d.Refusal})
-		}
-		if ch.FinishReason != "" {
-			s.finish = ch.FinishReason
-		}
+		s.text(textChunk{
+			reasoningContent: extraString(d.JSON.ExtraFields, "reasoning_content"),
+			reasoning:        extraString(d.JSON.ExtraFields, "reasoning"),
+			content:          d.Content, refusal: d.Refusal, finish: ch.FinishReason,
+		})
 	}
 	// Only chunks with tool calls go to the accumulator: text is passed on
 	// as it comes, and accumulating it too would cost time for nothing.
@@ -184,10 +231,12 @@ func extraString(fields map[string]respjson.Field, name string) string {
 	return s
 }
 
-// newStream adapts sdkStream, whose context is ctx (cancel cancels it).
-func newStream(p *Provider, ctx context.Context, cancel context.CancelFunc, sdkStream *ssestream.Stream[sdk.ChatCompletionChunk]) *stream {
-	s := &stream{p: p}
-	s.Pump = provider.Pump[sdk.ChatCompletionChunk]{Name: p.name, Ctx: ctx, Cancel: cancel, SDK: sdkStream,
-		MapError: p.mapError, Decode: s.chunk, End: s.end}
+// newStream reads resp, the streaming response of a request made with ctx
+// (cancel cancels it), through the SDK's SSE decoder.
+func newStream(p *Provider, ctx context.Context, cancel context.CancelFunc, resp *http.Response) *stream {
+	s := &stream{p: p, resp: resp}
+	s.Pump = provider.Pump[ssestream.Event]{Name: p.name, Ctx: ctx, Cancel: cancel,
+		SDK:      provider.Events[ssestream.Event]{Decoder: ssestream.NewDecoder(resp)},
+		MapError: p.mapError, Decode: s.event, End: s.end}
 	return s
 }

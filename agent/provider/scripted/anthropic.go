@@ -67,6 +67,7 @@ func (anthropicFormat) stream(sw *sseWriter, t Turn, req Request) {
 				openBlock("text", map[string]any{"type": "text", "text": ""})
 			}
 			for _, p := range st.pieces {
+				sw.content()
 				delta(map[string]any{"type": "text_delta", "text": p})
 			}
 		case stepReasoning:
@@ -74,6 +75,7 @@ func (anthropicFormat) stream(sw *sseWriter, t Turn, req Request) {
 				openBlock("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""})
 			}
 			for _, p := range st.pieces {
+				sw.content()
 				delta(map[string]any{"type": "thinking_delta", "thinking": p})
 			}
 		case stepSignature:
@@ -83,6 +85,7 @@ func (anthropicFormat) stream(sw *sseWriter, t Turn, req Request) {
 			delta(map[string]any{"type": "signature_delta", "signature": st.pieces[0]})
 			closeBlock()
 		case stepToolCall:
+			sw.content()
 			openBlock("tool_use", map[string]any{"type": "tool_use", "id": st.id, "name": st.name, "input": map[string]any{}})
 			for _, p := range st.pieces {
 				delta(map[string]any{"type": "input_json_delta", "partial_json": p})

@@ -20,6 +20,11 @@
 // pings, mid-stream error events, a dropped connection, raw lines. The same
 // script plays in either format: the endpoint a request arrives at decides.
 //
+// Requests that do not stream are answered in the OpenAI format only: one
+// chat.completion object (Jupyter AI's magics, langchain's invoke). Each
+// recorded Request says when it was read, when its answer's first content
+// went out and when the answer ended.
+//
 // The server owns its handler goroutines: Close ends stalls and delays and
 // waits for every handler to return.
 package scripted

@@ -2,8 +2,10 @@ package scripted
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -27,11 +29,22 @@ func (openaiFormat) writeError(w http.ResponseWriter, status int, typ, msg, retr
 func (openaiFormat) stream(sw *sseWriter, t Turn, req Request) {
 	id := "chatcmpl-scripted-" + strconv.Itoa(req.N)
 	created := time.Now().Unix()
+	usage := includeUsage(req)
+	n := 0
 	chunk := func(choices any) map[string]any {
-		return map[string]any{
+		// As OpenAI sends them: with a service tier, a usage of null on
+		// every chunk but the last when usage was asked for, and an
+		// obfuscation string of varying length that pads the chunk.
+		n++
+		c := map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created,
-			"model": t.Model, "system_fingerprint": "fp_scripted", "choices": choices,
+			"model": t.Model, "service_tier": "default", "system_fingerprint": "fp_scripted", "choices": choices,
+			"obfuscation": "Zq8xPw3"[:n%7+1],
 		}
+		if usage {
+			c["usage"] = nil
+		}
+		return c
 	}
 	delta := func(d map[string]any) {
 		sw.event("", chunk([]any{map[string]any{
@@ -47,13 +60,16 @@ func (openaiFormat) stream(sw *sseWriter, t Turn, req Request) {
 		switch st.kind {
 		case stepText:
 			for _, p := range st.pieces {
+				sw.content()
 				delta(map[string]any{"content": p})
 			}
 		case stepReasoning:
 			for _, p := range st.pieces {
+				sw.content()
 				delta(map[string]any{"reasoning_content": p})
 			}
 		case stepToolCall:
+			sw.content()
 			delta(map[string]any{"tool_calls": []any{map[string]any{
 				"index": toolIndex, "id": st.id, "type": "function",
 				"function": map[string]any{"name": st.name, "arguments": ""},
@@ -89,7 +105,7 @@ func (openaiFormat) stream(sw *sseWriter, t Turn, req Request) {
 	sw.event("", chunk([]any{map[string]any{
 		"index": 0, "delta": map[string]any{}, "logprobs": nil, "finish_reason": finish,
 	}}))
-	if u, ok := turnUsage(t); ok && includeUsage(req) {
+	if u, ok := turnUsage(t); ok && usage {
 		var choices any = []any{}
 		if u.NullChoices {
 			choices = nil
@@ -111,4 +127,52 @@ func includeUsage(req Request) bool {
 	so, _ := req.Body["stream_options"].(map[string]any)
 	b, _ := so["include_usage"].(bool)
 	return b
+}
+
+// whole answers a request that does not stream (stream false or absent):
+// one chat.completion object with the turn's text, reasoning_content and
+// tool calls, its finish reason and usage, after the turn's delays.
+func (openaiFormat) whole(sw *sseWriter, t Turn, req Request) {
+	var text, reasoning strings.Builder
+	var calls []any
+	for _, st := range t.Steps {
+		switch st.kind {
+		case stepText:
+			text.WriteString(strings.Join(st.pieces, ""))
+		case stepReasoning:
+			reasoning.WriteString(strings.Join(st.pieces, ""))
+		case stepToolCall:
+			calls = append(calls, map[string]any{"id": st.id, "type": "function",
+				"function": map[string]any{"name": st.name, "arguments": strings.Join(st.pieces, "")}})
+		case stepDelay:
+			if !sw.wait(st.delay) {
+				return
+			}
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": text.String(), "refusal": nil}
+	if reasoning.Len() > 0 {
+		msg["reasoning_content"] = reasoning.String()
+	}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	finish, _ := stopWords(turnStop(t))
+	u, _ := turnUsage(t)
+	body, err := json.Marshal(map[string]any{
+		"id": "chatcmpl-scripted-" + strconv.Itoa(req.N), "object": "chat.completion", "created": time.Now().Unix(),
+		"model": t.Model, "system_fingerprint": "fp_scripted",
+		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
+		"usage": map[string]any{"prompt_tokens": u.Input + u.CacheRead, "completion_tokens": u.Output,
+			"total_tokens": u.Input + u.CacheRead + u.Output, "prompt_tokens_details": map[string]any{"cached_tokens": u.CacheRead}},
+	})
+	if err != nil {
+		panic(fmt.Sprintf("scripted: marshal completion: %v", err)) // our own values: a bug
+	}
+	sw.w.Header().Set("Content-Type", "application/json")
+	sw.w.WriteHeader(http.StatusOK)
+	if text.Len()+reasoning.Len()+len(calls) > 0 {
+		sw.content()
+	}
+	sw.write(string(body))
 }

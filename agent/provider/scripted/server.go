@@ -28,6 +28,11 @@ type Request struct {
 	Header http.Header // as received (includes the API key: keep it in tests)
 	Raw    []byte      // the body
 	Body   map[string]any
+	// When the request was read, when its answer's first piece of text,
+	// reasoning or tool call went out, and when the answer ended (the
+	// server's clock: a benchmark in the same process compares them with
+	// its own). FirstContent is zero when the answer had none.
+	Received, FirstContent, Done time.Time
 }
 
 // Messages returns Body["messages"] as a slice of objects (nil if absent).
@@ -171,7 +176,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "scripted: read body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
+	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw, Received: time.Now()}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&req.Body); err != nil {
@@ -211,27 +216,47 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.writeError(w, turn.Status, turn.ErrorType, turn.ErrorMessage, turn.RetryAfter)
 		return
 	}
-	if stream, _ := req.Body["stream"].(bool); !stream {
-		f.writeError(w, http.StatusBadRequest, "invalid_request_error", "scripted: only streaming requests are supported", "")
-		return
-	}
 	if turn.Model == "" {
 		turn.Model = "scripted-model"
 		if m, _ := req.Body["model"].(string); m != "" {
 			turn.Model = m
 		}
 	}
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), srv: s, r: r}
+	defer s.timed(req.N, sw)
+	if stream, _ := req.Body["stream"].(bool); !stream {
+		if whole, ok := f.(wholeFormat); ok {
+			whole.whole(sw, turn, req)
+			return
+		}
+		f.writeError(w, http.StatusBadRequest, "invalid_request_error", "scripted: only streaming requests are supported", "")
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w), srv: s, r: r}
 	f.stream(sw, turn, req)
+}
+
+// timed records when request n's answer began and ended.
+func (s *Server) timed(n int, sw *sseWriter) {
+	done := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n >= 1 && n <= len(s.requests) {
+		s.requests[n-1].FirstContent, s.requests[n-1].Done = sw.first, done
+	}
 }
 
 // format writes one API's wire format.
 type format interface {
 	writeError(w http.ResponseWriter, status int, typ, msg, retryAfter string)
 	stream(sw *sseWriter, t Turn, req Request)
+}
+
+// wholeFormat is a format that also answers requests that do not stream.
+type wholeFormat interface {
+	whole(sw *sseWriter, t Turn, req Request)
 }
 
 // sseWriter writes server-sent events and tells when to stop.
@@ -241,6 +266,15 @@ type sseWriter struct {
 	srv *Server
 	r   *http.Request
 	err error // the first write error: the client went away
+	// first is when the answer's first content went out (content marks it).
+	first time.Time
+}
+
+// content marks the answer's first piece of content, if it is.
+func (sw *sseWriter) content() {
+	if sw.first.IsZero() {
+		sw.first = time.Now()
+	}
 }
 
 func (sw *sseWriter) event(name string, v any) {

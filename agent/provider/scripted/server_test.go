@@ -3,11 +3,13 @@ package scripted
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -219,4 +221,89 @@ func TestListenCloseEndsStalls(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 	_, _ = io.Copy(io.Discard, br)
+}
+
+// TestRecord: Record gives the bytes the server streams for the same turn,
+// and Canned serves them to a client as the server does.
+func TestRecord(t *testing.T) {
+	created := regexp.MustCompile(`"created":\d+`)
+	for _, api := range []string{"openai", "anthropic"} {
+		t.Run(api, func(t *testing.T) {
+			turn := Reply(Reasoning("hm"), Text("a", "b\n"), ToolCall("c1", "f", `{"x"`, `:1}`), UsageStep(Usage{Input: 3, Output: 2}))
+			rec, err := Record(api, turn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := New(t)
+			srv.Enqueue(turn)
+			url := srv.OpenAIURL() + "/chat/completions"
+			if api == "anthropic" {
+				url = srv.AnthropicURL() + "/v1/messages"
+			}
+			body := `{"model":"scripted-model","stream":true,"stream_options":{"include_usage":true},"messages":[]}`
+			_, served := post(t, newClient(t), url, body)
+			if got, want := created.ReplaceAllString(string(rec), ""), created.ReplaceAllString(served, ""); got != want {
+				t.Fatalf("recorded\n%s\nserved\n%s", got, want)
+			}
+			resp, err := (&http.Client{Transport: Canned{Body: rec}}).Post("http://model.invalid/", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			again, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || string(again) != string(rec) {
+				t.Fatalf("canned: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), again)
+			}
+		})
+	}
+	if _, err := Record("gemini", Reply(Text("x"))); err == nil {
+		t.Fatal("Record of an unknown API did not fail")
+	}
+}
+
+// TestWholeAnswer: a request that does not stream gets one chat.completion
+// (OpenAI's format), and every request records when its answer's content
+// began and when the answer ended.
+func TestWholeAnswer(t *testing.T) {
+	srv := New(t)
+	srv.Enqueue(Reply(Reasoning("hm"), Text("Hel", "lo"), ToolCall("c1", "f", `{"a"`, `:1}`), UsageStep(Usage{Input: 5, Output: 2})),
+		Reply(Text("streamed")))
+	c := newClient(t)
+	resp, body := post(t, c, srv.OpenAIURL()+"/chat/completions", `{"model":"m","messages":[]}`)
+	var got struct {
+		Object  string `json:"object"`
+		Choices []struct {
+			Message struct {
+				Content   string `json:"content"`
+				Reasoning string `json:"reasoning_content"`
+				ToolCalls []struct {
+					ID       string `json:"id"`
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("%v: %s", err, body)
+	}
+	m := got.Choices[0].Message
+	if got.Object != "chat.completion" || m.Content != "Hello" || m.Reasoning != "hm" || len(m.ToolCalls) != 1 ||
+		m.ToolCalls[0].Function.Arguments != `{"a":1}` || got.Choices[0].FinishReason != "tool_calls" || got.Usage.CompletionTokens != 2 {
+		t.Fatalf("completion %+v", got)
+	}
+	post(t, c, srv.OpenAIURL()+"/chat/completions", `{"model":"m","stream":true,"messages":[]}`)
+	for _, r := range srv.Requests() {
+		if r.Received.IsZero() || r.FirstContent.Before(r.Received) || r.Done.Before(r.FirstContent) {
+			t.Errorf("request %d: received %v, first content %v, done %v", r.N, r.Received, r.FirstContent, r.Done)
+		}
+	}
+	srv.Enqueue(Reply(Text("x")))
+	if resp, _ := post(t, c, srv.AnthropicURL()+"/v1/messages", `{"model":"m","messages":[]}`); resp.StatusCode != 400 {
+		t.Errorf("an Anthropic request that does not stream: HTTP %d, want 400", resp.StatusCode)
+	}
 }

@@ -124,10 +124,8 @@ func run() error {
 		return err
 	}
 	b.Start()
-	conn, err := wire.NewConnectionInfo("127.0.0.1")
-	if err != nil {
-		return err
-	}
+	// Ports 0: the server picks them as it binds them.
+	conn := &wire.ConnectionInfo{Transport: "tcp", IP: "127.0.0.1", SignatureScheme: wire.SignatureScheme, Key: wire.NewKey()}
 	srv, err := kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: log})
 	if err != nil {
 		return err
@@ -136,7 +134,13 @@ func run() error {
 	defer cancel()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx) }()
-	c, err := client.Dial(sctx, conn, client.Options{Logger: log})
+	select {
+	case <-srv.Listening():
+	case err := <-served:
+		b.Close()
+		return err
+	}
+	c, err := client.Dial(sctx, srv.ConnectionInfo(), client.Options{Logger: log})
 	if err != nil {
 		cancel()
 		<-served

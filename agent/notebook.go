@@ -1,0 +1,540 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+)
+
+// This file: the notebook the agent works in, as the agent sees it. The
+// agent reads every cell and inserts, edits, moves, deletes and runs cells
+// through a Notebook; where the change happens — the frontend's shared
+// model (JupyterLab's undo, saving and collaboration then apply), the
+// headless runner's notebook, the .ipynb file — is the implementation's
+// (the session host gives it), and the agent never learns Jupyter.
+
+// CellKind is a cell's type: code, markdown or raw.
+type CellKind string
+
+// The cell kinds of nbformat.
+const (
+	CodeCell     CellKind = "code"
+	MarkdownCell CellKind = "markdown"
+	RawCell      CellKind = "raw"
+)
+
+// Notebook is the notebook the agent works in: cells addressed by their
+// nbformat ids. Implementations are safe for concurrent use; an error is
+// told to the model as the tool's (ErrNoCell for an id that is not there,
+// ErrConflict for a cell the user is changing).
+type Notebook interface {
+	// Read returns the notebook now, each output's text cut to at most
+	// maxOutput characters and its images named, not inlined.
+	Read(ctx context.Context, maxOutput int) (NotebookView, error)
+	// Insert adds a cell at index (0 is first, the number of cells last)
+	// and returns it, with its new id.
+	Insert(ctx context.Context, index int, kind CellKind, source string) (NotebookCell, error)
+	// SetSource replaces cell id's source and returns the cell as it was.
+	SetSource(ctx context.Context, id, source string) (NotebookCell, error)
+	// Move moves cell id to index, counted among the other cells.
+	Move(ctx context.Context, id string, index int) error
+	// Delete removes cell id and returns it.
+	Delete(ctx context.Context, id string) (NotebookCell, error)
+	// Run runs code cell id in the live kernel as if the user had: its
+	// outputs and execution count land in the cell. The result is what
+	// the model is told.
+	Run(ctx context.Context, id string) (CodeResult, error)
+}
+
+// NotebookView is a notebook as Read returns it.
+type NotebookView struct {
+	// Path names the notebook (relative to the workspace where it is in
+	// it); "" when not known.
+	Path  string
+	Cells []NotebookCell
+	// Active is the id of the cell the user is in, and Selection the text
+	// selected there; "" when not known.
+	Active, Selection string
+}
+
+// NotebookCell is one cell.
+type NotebookCell struct {
+	ID     string
+	Kind   CellKind
+	Source string
+	// ExecutionCount is the code cell's; 0 when it has none.
+	ExecutionCount int
+	Outputs        []CellOutput
+}
+
+// CellOutput is one output of a code cell, as the agent reads it.
+type CellOutput struct {
+	// Type is nbformat's output_type: stream, display_data,
+	// execute_result, error.
+	Type string
+	// Text is its text (a stream's, text/plain, an error's name, value
+	// and traceback), cut; Cut is how many characters were left out.
+	Text string
+	Cut  int
+	// Images are the mime types of its images (image/png), named only.
+	Images []string
+}
+
+// Errors of a Notebook, for the model.
+var (
+	ErrNoCell   = errors.New("no such cell")
+	ErrConflict = errors.New("the user is changing the cell")
+)
+
+// NotebookSource gives the notebook the agent works in now, or nil when
+// there is none (no frontend has the notebook and no file can stand in):
+// the notebook tools are offered only while it gives one.
+type NotebookSource func() Notebook
+
+// The notebook tools.
+const (
+	ToolNotebookRead   = "notebook_read"
+	ToolNotebookInsert = "notebook_insert_cell"
+	ToolNotebookEdit   = "notebook_edit_cell"
+	ToolNotebookMove   = "notebook_move_cell"
+	ToolNotebookDelete = "notebook_delete_cell"
+	ToolNotebookRun    = "notebook_run_cell"
+)
+
+// IsNotebookTool reports whether name is one of the notebook tools.
+func IsNotebookTool(name string) bool { return strings.HasPrefix(name, "notebook_") }
+
+// NotebookToolSpecs are the notebook tools as a model, or an MCP client of
+// agentkernel's server, is offered them.
+func NotebookToolSpecs() []provider.Tool {
+	tb := &Toolbox{}
+	var out []provider.Tool
+	for _, t := range tb.notebookTools() {
+		s, err := t.schema()
+		if err != nil {
+			panic(fmt.Sprintf("agent: the schema of %s: %v", t.name, err)) // our own definitions: a bug
+		}
+		t.inputSchema = s
+		out = append(out, t.Spec())
+	}
+	return out
+}
+
+// notebookTools are the notebook tools of tb.
+func (tb *Toolbox) notebookTools() []*Tool {
+	ref := []param{
+		{name: "id", typ: tString, desc: "The cell's id (from notebook_read)."},
+		{name: "index", typ: tInteger, desc: "The cell's index (0-based), when its id is not known."},
+	}
+	return []*Tool{
+		{
+			name: ToolNotebookRead, class: ClassRead,
+			description: "Read the notebook the user works in: each cell's id, type and source, a code cell's " +
+				"execution count and outputs (text cut, images named), and the cell the user is in. Bounded: " +
+				"give start/end (cell indexes) or max_tokens for a large notebook.",
+			params: []param{
+				{name: "start", typ: tInteger, desc: "First cell (index). Default 0."},
+				{name: "end", typ: tInteger, desc: "Stop before this cell (index). Default: the end."},
+				{name: "max_tokens", typ: tInteger, min: 100, desc: "About how long the answer may be. Default 8000."},
+			},
+			run: tb.notebookRead,
+		},
+		{
+			name: ToolNotebookInsert, class: ClassNotebook,
+			description: "Insert a new code or markdown cell into the notebook. By default it goes below the cell " +
+				"the user is in (else at the end); give index or after_id to place it. Returns its id. It is not run.",
+			params: []param{
+				{name: "source", typ: tString, required: true, blank: true, desc: "The cell's text."},
+				{name: "type", typ: tString, desc: "code (default) or markdown."},
+				{name: "index", typ: tInteger, desc: "Where it goes (0: first)."},
+				{name: "after_id", typ: tString, desc: "Put it after the cell with this id."},
+			},
+			run: tb.notebookInsert,
+		},
+		{
+			name: ToolNotebookEdit, class: ClassNotebook,
+			description: "Change a cell's source: all of it (source), or by replacing text in it (search must " +
+				"match once, unless replace_all). Changing a cell the agent did not write asks the user.",
+			params: append(append([]param(nil), ref...),
+				param{name: "source", typ: tString, blank: true, desc: "The cell's new text, whole."},
+				param{name: "search", typ: tString, desc: "Exact text to find in the cell."},
+				param{name: "replace", typ: tString, blank: true, desc: "Text to put in its place."},
+				param{name: "replace_all", typ: tBoolean, desc: "Replace every occurrence. Default false."},
+			),
+			run: tb.notebookEdit,
+		},
+		{
+			name: ToolNotebookMove, class: ClassNotebook,
+			description: "Move a cell to another place in the notebook: to index, or after the cell after_id.",
+			params: append(append([]param(nil), ref...),
+				param{name: "to", typ: tInteger, desc: "Its new index, among the other cells."},
+				param{name: "after_id", typ: tString, desc: "Put it after the cell with this id."},
+			),
+			run: tb.notebookMove,
+		},
+		{
+			name: ToolNotebookDelete, class: ClassNotebook,
+			description: "Delete a cell. Deleting a cell the agent did not write asks the user.",
+			params:      ref,
+			run:         tb.notebookDelete,
+		},
+		{
+			name: ToolNotebookRun, class: ClassExecute,
+			description: "Run a code cell of the notebook in the live kernel, as if the user had: its outputs and " +
+				"execution count appear in that cell. Returns what it printed, its result and any error.",
+			params: ref,
+			run:    tb.notebookRun,
+		},
+	}
+}
+
+// notebook returns the notebook to work in, or an error for the model.
+func (tb *Toolbox) notebook() (Notebook, error) {
+	if src := tb.opts.Notebook; src != nil {
+		if nb := src(); nb != nil {
+			return nb, nil
+		}
+	}
+	return nil, errors.New("no notebook is open to work in (no frontend has it, and no .ipynb file can stand in)")
+}
+
+// intArg returns an integer argument and whether it was given.
+func intArg(in map[string]any, name string) (int, bool) {
+	v, ok := in[name].(int64)
+	return int(v), ok
+}
+
+// resolveCell turns the id or index of a tool's input into a cell id.
+func resolveCell(ctx context.Context, nb Notebook, in map[string]any) (string, error) {
+	if id, _ := in["id"].(string); id != "" {
+		return id, nil
+	}
+	i, ok := intArg(in, "index")
+	if !ok {
+		return "", errors.New("give the cell's id (or its index)")
+	}
+	v, err := nb.Read(ctx, 0)
+	if err != nil {
+		return "", err
+	}
+	if i < 0 || i >= len(v.Cells) {
+		return "", fmt.Errorf("index %d: the notebook has %d cells (0 to %d)", i, len(v.Cells), len(v.Cells)-1)
+	}
+	return v.Cells[i].ID, nil
+}
+
+// indexOf returns the index of cell id in v, or -1.
+func indexOf(v NotebookView, id string) int {
+	for i, c := range v.Cells {
+		if c.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (tb *Toolbox) notebookRead(ctx context.Context, in map[string]any) (Result, error) {
+	nb, err := tb.notebook()
+	if err != nil {
+		return Result{}, err
+	}
+	budget := 8000
+	if n, ok := intArg(in, "max_tokens"); ok {
+		budget = n
+	}
+	v, err := nb.Read(ctx, min(4000, budget*2))
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_read: %w", err)
+	}
+	start, end := 0, len(v.Cells)
+	if n, ok := intArg(in, "start"); ok {
+		start = max(0, min(n, len(v.Cells)))
+	}
+	if n, ok := intArg(in, "end"); ok {
+		end = max(start, min(n, len(v.Cells)))
+	}
+	return Result{Text: renderNotebook(v, start, end, budget*4)}, nil
+}
+
+// renderNotebook writes cells [start, end) of v for the model, in at most
+// about limit characters; the cells past it are named, with how to read on.
+func renderNotebook(v NotebookView, start, end, limit int) string {
+	var b strings.Builder
+	name := v.Path
+	if name == "" {
+		name = "The notebook"
+	}
+	fmt.Fprintf(&b, "%s: %d cells", name, len(v.Cells))
+	if start > 0 || end < len(v.Cells) {
+		fmt.Fprintf(&b, " (cells %d to %d shown)", start, end-1)
+	}
+	if v.Active != "" {
+		fmt.Fprintf(&b, "; the user is in cell %s", v.Active)
+		if i := indexOf(v, v.Active); i >= 0 {
+			fmt.Fprintf(&b, " (index %d)", i)
+		}
+	}
+	b.WriteString(".\n")
+	if v.Selection != "" {
+		fmt.Fprintf(&b, "Selected there: %q\n", v.Selection)
+	}
+	for i := start; i < end; i++ {
+		var cb strings.Builder
+		c := v.Cells[i]
+		fmt.Fprintf(&cb, "\n[%d] id=%s %s", i, c.ID, c.Kind)
+		if c.ExecutionCount > 0 {
+			fmt.Fprintf(&cb, " [%d]", c.ExecutionCount)
+		}
+		cb.WriteString("\n" + c.Source)
+		if !strings.HasSuffix(c.Source, "\n") {
+			cb.WriteString("\n")
+		}
+		for _, o := range c.Outputs {
+			fmt.Fprintf(&cb, "-- %s", o.Type)
+			for _, im := range o.Images {
+				fmt.Fprintf(&cb, " [%s]", im)
+			}
+			cb.WriteString("\n")
+			if o.Text != "" {
+				cb.WriteString(strings.TrimRight(o.Text, "\n") + "\n")
+			}
+			if o.Cut > 0 {
+				fmt.Fprintf(&cb, "[… %d more characters of this output]\n", o.Cut)
+			}
+		}
+		if b.Len()+cb.Len() > limit && i > start {
+			fmt.Fprintf(&b, "\n[%d more cells not shown: read with start=%d]\n", end-i, i)
+			break
+		}
+		b.WriteString(cb.String())
+	}
+	return b.String()
+}
+
+func (tb *Toolbox) notebookInsert(ctx context.Context, in map[string]any) (Result, error) {
+	nb, err := tb.notebook()
+	if err != nil {
+		return Result{}, err
+	}
+	kind := CodeCell
+	switch t, _ := in["type"].(string); t {
+	case "", "code":
+	case "markdown":
+		kind = MarkdownCell
+	default:
+		return Result{}, fmt.Errorf("notebook_insert_cell: type %q: want code or markdown", t)
+	}
+	v, err := nb.Read(ctx, 0)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_insert_cell: %w", err)
+	}
+	at := len(v.Cells)
+	if after, _ := in["after_id"].(string); after != "" {
+		i := indexOf(v, after)
+		if i < 0 {
+			return Result{}, fmt.Errorf("notebook_insert_cell: after_id %q: %w", after, ErrNoCell)
+		}
+		at = i + 1
+	} else if i, ok := intArg(in, "index"); ok {
+		if i < 0 || i > len(v.Cells) {
+			return Result{}, fmt.Errorf("notebook_insert_cell: index %d: the notebook has %d cells", i, len(v.Cells))
+		}
+		at = i
+	} else if i := indexOf(v, v.Active); i >= 0 {
+		at = i + 1
+	}
+	c, err := nb.Insert(ctx, at, kind, in["source"].(string))
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_insert_cell: %w", err)
+	}
+	tb.wrote(c.ID, c.Source)
+	return Result{Text: fmt.Sprintf("Inserted %s cell %s at index %d.", kind, c.ID, at)}, nil
+}
+
+func (tb *Toolbox) notebookEdit(ctx context.Context, in map[string]any) (Result, error) {
+	nb, err := tb.notebook()
+	if err != nil {
+		return Result{}, err
+	}
+	id, err := resolveCell(ctx, nb, in)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_edit_cell: %w", err)
+	}
+	source, err := tb.editedSource(ctx, nb, id, in)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_edit_cell: %w", err)
+	}
+	before, err := nb.SetSource(ctx, id, source)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_edit_cell %s: %w", id, err)
+	}
+	tb.wrote(id, source)
+	return Result{Text: fmt.Sprintf("Changed cell %s (%d → %d lines).", id, countLines(before.Source), countLines(source)),
+		Diff: linesDiff(before.Source, source)}, nil
+}
+
+// editedSource is the source an edit's input gives cell id: source
+// whole, or search replaced in the cell's current source.
+func (tb *Toolbox) editedSource(ctx context.Context, nb Notebook, id string, in map[string]any) (string, error) {
+	if s, ok := in["source"].(string); ok {
+		return s, nil
+	}
+	search, _ := in["search"].(string)
+	if search == "" {
+		return "", errors.New("give source (the whole new text), or search and replace")
+	}
+	replace, _ := in["replace"].(string)
+	all, _ := in["replace_all"].(bool)
+	c, err := cellOf(ctx, nb, id)
+	if err != nil {
+		return "", err
+	}
+	switch n := strings.Count(c.Source, search); {
+	case n == 0:
+		return "", fmt.Errorf("cell %s: search text not found; read the cell and copy the text exactly", id)
+	case n > 1 && !all:
+		return "", fmt.Errorf("cell %s: search text found %d times; include more of the text around it, or set replace_all", id, n)
+	}
+	if all {
+		return strings.ReplaceAll(c.Source, search, replace), nil
+	}
+	return strings.Replace(c.Source, search, replace, 1), nil
+}
+
+// cellOf returns cell id as the notebook has it now.
+func cellOf(ctx context.Context, nb Notebook, id string) (NotebookCell, error) {
+	v, err := nb.Read(ctx, 0)
+	if err != nil {
+		return NotebookCell{}, err
+	}
+	i := indexOf(v, id)
+	if i < 0 {
+		return NotebookCell{}, fmt.Errorf("cell %s: %w", id, ErrNoCell)
+	}
+	return v.Cells[i], nil
+}
+
+func (tb *Toolbox) notebookMove(ctx context.Context, in map[string]any) (Result, error) {
+	nb, err := tb.notebook()
+	if err != nil {
+		return Result{}, err
+	}
+	id, err := resolveCell(ctx, nb, in)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_move_cell: %w", err)
+	}
+	to, ok := intArg(in, "to")
+	if after, _ := in["after_id"].(string); after != "" {
+		v, err := nb.Read(ctx, 0)
+		if err != nil {
+			return Result{}, fmt.Errorf("notebook_move_cell: %w", err)
+		}
+		i, j := indexOf(v, after), indexOf(v, id)
+		if i < 0 || j < 0 {
+			return Result{}, fmt.Errorf("notebook_move_cell: %w", ErrNoCell)
+		}
+		if j < i {
+			i-- // counted without the moved cell
+		}
+		to, ok = i+1, true
+	}
+	if !ok {
+		return Result{}, errors.New("notebook_move_cell: give to (an index) or after_id")
+	}
+	if err := nb.Move(ctx, id, to); err != nil {
+		return Result{}, fmt.Errorf("notebook_move_cell %s: %w", id, err)
+	}
+	return Result{Text: fmt.Sprintf("Moved cell %s to index %d.", id, to)}, nil
+}
+
+func (tb *Toolbox) notebookDelete(ctx context.Context, in map[string]any) (Result, error) {
+	nb, err := tb.notebook()
+	if err != nil {
+		return Result{}, err
+	}
+	id, err := resolveCell(ctx, nb, in)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_delete_cell: %w", err)
+	}
+	c, err := nb.Delete(ctx, id)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_delete_cell %s: %w", id, err)
+	}
+	tb.forget(id)
+	return Result{Text: fmt.Sprintf("Deleted %s cell %s.", c.Kind, id), Diff: linesDiff(c.Source, "")}, nil
+}
+
+func (tb *Toolbox) notebookRun(ctx context.Context, in map[string]any) (Result, error) {
+	nb, err := tb.notebook()
+	if err != nil {
+		return Result{}, err
+	}
+	id, err := resolveCell(ctx, nb, in)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_run_cell: %w", err)
+	}
+	cr, err := nb.Run(ctx, id)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_run_cell %s: %w", id, err)
+	}
+	return tb.codeResult(cr), nil
+}
+
+// wrote records that the agent left cell id with source: changing it
+// again, while it still holds that, asks nobody.
+func (tb *Toolbox) wrote(id, source string) {
+	tb.cellsMu.Lock()
+	defer tb.cellsMu.Unlock()
+	if tb.cells == nil {
+		tb.cells = map[string]string{}
+	}
+	tb.cells[id] = source
+}
+
+func (tb *Toolbox) forget(id string) {
+	tb.cellsMu.Lock()
+	defer tb.cellsMu.Unlock()
+	delete(tb.cells, id)
+}
+
+// agentCell reports whether cell c is as the agent left it.
+func (tb *Toolbox) agentCell(c NotebookCell) bool {
+	tb.cellsMu.Lock()
+	defer tb.cellsMu.Unlock()
+	s, ok := tb.cells[c.ID]
+	return ok && s == c.Source
+}
+
+// reviewNotebookCall looks at a notebook edit the policy would ask about:
+// own is true when it changes only a cell the agent wrote (and the user
+// has not changed since), which needs no ask; diff shows the change, per
+// cell, for the ask.
+func (tb *Toolbox) reviewNotebookCall(ctx context.Context, name string, in map[string]any) (own bool, diff string) {
+	nb, err := tb.notebook()
+	if err != nil {
+		return false, ""
+	}
+	id, err := resolveCell(ctx, nb, in)
+	if err != nil {
+		return false, ""
+	}
+	c, err := cellOf(ctx, nb, id)
+	if err != nil {
+		return false, ""
+	}
+	own = tb.agentCell(c)
+	switch name {
+	case ToolNotebookEdit:
+		after, err := tb.editedSource(ctx, nb, id, in)
+		if err != nil {
+			return own, ""
+		}
+		return own, fmt.Sprintf("cell %s:\n%s", id, linesDiff(c.Source, after))
+	case ToolNotebookDelete:
+		return own, fmt.Sprintf("cell %s (deleted):\n%s", id, linesDiff(c.Source, ""))
+	}
+	return own, ""
+}

@@ -1,0 +1,282 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentkernel/agentkernel/agent/provider"
+)
+
+// memNotebook is a Notebook in memory, as the headless runner keeps one.
+type memNotebook struct {
+	mu     sync.Mutex
+	cells  []NotebookCell
+	active string
+	n      int
+	ran    []string
+}
+
+func (m *memNotebook) Read(_ context.Context, maxOutput int) (NotebookView, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := NotebookView{Path: "analysis.ipynb", Active: m.active}
+	for _, c := range m.cells {
+		c.Outputs = slices.Clone(c.Outputs)
+		for i, o := range c.Outputs {
+			if r := []rune(o.Text); len(r) > maxOutput {
+				c.Outputs[i].Text, c.Outputs[i].Cut = string(r[:maxOutput]), len(r)-maxOutput
+			}
+		}
+		v.Cells = append(v.Cells, c)
+	}
+	return v, nil
+}
+
+func (m *memNotebook) find(id string) (int, error) {
+	for i, c := range m.cells {
+		if c.ID == id {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("cell %s: %w", id, ErrNoCell)
+}
+
+func (m *memNotebook) Insert(_ context.Context, index int, kind CellKind, source string) (NotebookCell, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n++
+	c := NotebookCell{ID: fmt.Sprintf("new%05d", m.n), Kind: kind, Source: source}
+	m.cells = slices.Insert(m.cells, index, c)
+	return c, nil
+}
+
+func (m *memNotebook) SetSource(_ context.Context, id, source string) (NotebookCell, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, err := m.find(id)
+	if err != nil {
+		return NotebookCell{}, err
+	}
+	before := m.cells[i]
+	m.cells[i].Source = source
+	return before, nil
+}
+
+func (m *memNotebook) Move(_ context.Context, id string, to int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, err := m.find(id)
+	if err != nil {
+		return err
+	}
+	c := m.cells[i]
+	m.cells = slices.Insert(slices.Delete(m.cells, i, i+1), to, c)
+	return nil
+}
+
+func (m *memNotebook) Delete(_ context.Context, id string) (NotebookCell, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, err := m.find(id)
+	if err != nil {
+		return NotebookCell{}, err
+	}
+	c := m.cells[i]
+	m.cells = slices.Delete(m.cells, i, i+1)
+	return c, nil
+}
+
+func (m *memNotebook) Run(_ context.Context, id string) (CodeResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, err := m.find(id)
+	if err != nil {
+		return CodeResult{}, err
+	}
+	m.ran = append(m.ran, m.cells[i].Source)
+	m.cells[i].ExecutionCount = len(m.ran)
+	m.cells[i].Outputs = []CellOutput{{Type: "stream", Text: "ran " + id + "\n"}}
+	return CodeResult{Stdout: "ran " + id + "\n"}, nil
+}
+
+func (m *memNotebook) sources() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, c := range m.cells {
+		out = append(out, c.Source)
+	}
+	return out
+}
+
+func userNotebook() *memNotebook {
+	return &memNotebook{active: "aaaa0002", cells: []NotebookCell{
+		{ID: "aaaa0001", Kind: MarkdownCell, Source: "# Sales\nMonthly totals of the shop."},
+		{ID: "aaaa0002", Kind: CodeCell, Source: "import pandas as pd\ndf = pd.read_csv('sales.csv')", ExecutionCount: 1},
+		{ID: "aaaa0003", Kind: CodeCell, Source: "df.plot()", ExecutionCount: 2,
+			Outputs: []CellOutput{{Type: "display_data", Text: "<Figure>", Images: []string{"image/png"}}}},
+	}}
+}
+
+// TestNotebookTools: the agent reads every cell (ids, types, sources,
+// outputs, where the user is), inserts below the user's cell by default or
+// where it is told, edits whole or by search and replace, moves, deletes
+// and runs cells, addressed by id or by index; errors name what is wrong.
+func TestNotebookTools(t *testing.T) {
+	nb := userNotebook()
+	tb := testToolbox(t, ToolboxOptions{Notebook: func() Notebook { return nb }})
+	read := mustRun(t, tb, ToolNotebookRead, `{}`)
+	for _, want := range []string{"analysis.ipynb: 3 cells", "the user is in cell aaaa0002 (index 1)", "[0] id=aaaa0001 markdown\n# Sales",
+		"[2] id=aaaa0003 code [2]\ndf.plot()", "-- display_data [image/png]"} {
+		if !strings.Contains(read.Text, want) {
+			t.Errorf("notebook_read lacks %q:\n%s", want, read.Text)
+		}
+	}
+	ins := mustRun(t, tb, ToolNotebookInsert, `{"source": "df.describe()"}`)
+	if got := nb.sources(); got[2] != "df.describe()" || !strings.Contains(ins.Text, "at index 2") {
+		t.Fatalf("inserted below the user's cell? %q, %s", got, ins.Text)
+	}
+	mustRun(t, tb, ToolNotebookInsert, `{"source": "## Notes", "type": "markdown", "index": 0}`)
+	mustRun(t, tb, ToolNotebookInsert, `{"source": "print('end')", "after_id": "aaaa0003"}`)
+	if got := nb.sources(); got[0] != "## Notes" || got[len(got)-1] != "print('end')" {
+		t.Fatalf("placed inserts: %q", got)
+	}
+	edit := mustRun(t, tb, ToolNotebookEdit, `{"id": "aaaa0002", "search": "sales.csv", "replace": "sales-2026.csv"}`)
+	if !strings.Contains(nb.sources()[2], "sales-2026.csv") || !strings.Contains(edit.Diff, "+ df = pd.read_csv('sales-2026.csv')") {
+		t.Fatalf("edit by search: %q, diff %q", nb.sources()[2], edit.Diff)
+	}
+	mustRun(t, tb, ToolNotebookEdit, `{"index": 1, "source": "# Sales 2026"}`)
+	if nb.sources()[1] != "# Sales 2026" {
+		t.Fatalf("edit by index: %q", nb.sources())
+	}
+	mustRun(t, tb, ToolNotebookMove, `{"id": "aaaa0001", "to": 0}`)
+	mustRun(t, tb, ToolNotebookMove, `{"id": "aaaa0003", "after_id": "aaaa0001"}`)
+	if got := nb.sources(); got[0] != "# Sales 2026" || got[1] != "df.plot()" {
+		t.Fatalf("moves: %q", got)
+	}
+	ran := mustRun(t, tb, ToolNotebookRun, `{"id": "aaaa0003"}`)
+	if !strings.Contains(ran.Text, "[stdout]\nran aaaa0003") || len(nb.ran) != 1 {
+		t.Fatalf("run: %s, ran %q", ran.Text, nb.ran)
+	}
+	del := mustRun(t, tb, ToolNotebookDelete, `{"id": "aaaa0003"}`)
+	if slices.Contains(nb.sources(), "df.plot()") || !strings.Contains(del.Diff, "- df.plot()") {
+		t.Fatalf("delete: %q, %q", nb.sources(), del.Diff)
+	}
+	for _, tt := range []struct{ tool, input, want string }{
+		{ToolNotebookEdit, `{"id": "nope", "source": "x"}`, "no such cell"},
+		{ToolNotebookDelete, `{"index": 99}`, "the notebook has 5 cells"},
+		{ToolNotebookEdit, `{"id": "aaaa0002", "search": "not there", "replace": "x"}`, "search text not found"},
+		{ToolNotebookEdit, `{"id": "aaaa0002"}`, "give source"},
+		{ToolNotebookInsert, `{"source": "x", "type": "raw"}`, "want code or markdown"},
+		{ToolNotebookMove, `{"id": "aaaa0002"}`, "give to"},
+	} {
+		if _, err := run(t, tb, tt.tool, tt.input); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s %s: %v, want %q", tt.tool, tt.input, err, tt.want)
+		}
+	}
+	// No notebook: the tools are not offered, and a call says why.
+	var none Notebook
+	tb = testToolbox(t, ToolboxOptions{Notebook: func() Notebook { return none }})
+	for _, pt := range tb.Tools(context.Background()) {
+		if IsNotebookTool(pt.Name) {
+			t.Errorf("%s offered with no notebook", pt.Name)
+		}
+	}
+	if _, err := run(t, tb, ToolNotebookRead, `{}`); err == nil || !strings.Contains(err.Error(), "no notebook is open") {
+		t.Errorf("read with no notebook: %v", err)
+	}
+}
+
+// TestNotebookReadIsBounded: a notebook of 2,000 cells, one with 10 MB of
+// output, is read within the token budget, saying how to read on.
+func TestNotebookReadIsBounded(t *testing.T) {
+	nb := &memNotebook{}
+	for i := range 2000 {
+		c := NotebookCell{ID: fmt.Sprintf("c%05d", i), Kind: CodeCell, Source: fmt.Sprintf("x%d = %d", i, i)}
+		if i == 3 {
+			c.Outputs = []CellOutput{{Type: "stream", Text: strings.Repeat("y", 10<<20)}}
+		}
+		nb.cells = append(nb.cells, c)
+	}
+	tb := testToolbox(t, ToolboxOptions{Notebook: func() Notebook { return nb }})
+	res := mustRun(t, tb, ToolNotebookRead, `{"max_tokens": 2000}`)
+	if len(res.Text) > 2000*4+500 || !strings.Contains(res.Text, "more cells not shown: read with start=") ||
+		!strings.Contains(res.Text, "more characters of this output") {
+		t.Fatalf("a 2,000-cell read: %d characters:\n%.600s", len(res.Text), res.Text)
+	}
+	res = mustRun(t, tb, ToolNotebookRead, `{"start": 1990}`)
+	if !strings.Contains(res.Text, "[1999] id=c01999") || strings.Contains(res.Text, "[1989]") {
+		t.Fatalf("read from 1990:\n%s", res.Text)
+	}
+}
+
+// TestNotebookPermissions: in the default mode inserting and moving cells
+// are allowed; changing or deleting a user's cell asks, with the change
+// shown per cell, while the agent's own cell (unchanged since) does not;
+// plan mode offers the reading tool only; running a cell is asked as code.
+func TestNotebookPermissions(t *testing.T) {
+	nb := userNotebook()
+	tb := testToolbox(t, ToolboxOptions{Notebook: func() Notebook { return nb }})
+	p, err := NewPolicy(tb, PolicyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(name, input string) provider.ToolCall {
+		return provider.ToolCall{ID: "c", Name: name, Input: json.RawMessage(input)}
+	}
+	for _, tt := range []struct {
+		name, input string
+		want        Verdict
+	}{
+		{ToolNotebookRead, `{}`, Allow},
+		{ToolNotebookInsert, `{"source": "x"}`, Allow},
+		{ToolNotebookMove, `{"id": "aaaa0002", "to": 0}`, Allow},
+		{ToolNotebookEdit, `{"id": "aaaa0002", "source": "x"}`, Ask},
+		{ToolNotebookDelete, `{"id": "aaaa0002"}`, Ask},
+		{ToolNotebookRun, `{"id": "aaaa0002"}`, Ask},
+	} {
+		if d := p.Decide(call(tt.name, tt.input)); d.Verdict != tt.want {
+			t.Errorf("%s: %v (%s), want %v", tt.name, d.Verdict, d.Reason, tt.want)
+		}
+	}
+	// The review: a user's cell, with its diff; the agent's own, not asked.
+	in := map[string]any{"id": "aaaa0002", "search": "sales.csv", "replace": "sales-2026.csv"}
+	own, diff := tb.reviewNotebookCall(context.Background(), ToolNotebookEdit, in)
+	if own || !strings.Contains(diff, "cell aaaa0002") || !strings.Contains(diff, "- df = pd.read_csv('sales.csv')") ||
+		!strings.Contains(diff, "+ df = pd.read_csv('sales-2026.csv')") {
+		t.Errorf("review of a user's cell: own %v, diff %q", own, diff)
+	}
+	ins := mustRun(t, tb, ToolNotebookInsert, `{"source": "df.head()"}`)
+	id := strings.Fields(strings.TrimPrefix(ins.Text, "Inserted code cell "))[0]
+	if own, _ := tb.reviewNotebookCall(context.Background(), ToolNotebookEdit, map[string]any{"id": id, "source": "df.tail()"}); !own {
+		t.Error("the agent's own cell is reviewed as the user's")
+	}
+	// The user changes it: it is theirs again.
+	if _, err := nb.SetSource(context.Background(), id, "df.head(20)"); err != nil {
+		t.Fatal(err)
+	}
+	if own, _ := tb.reviewNotebookCall(context.Background(), ToolNotebookEdit, map[string]any{"id": id, "source": "df.tail()"}); own {
+		t.Error("a cell the user changed after the agent is still the agent's")
+	}
+	if err := p.SetMode(ModePlan); err != nil {
+		t.Fatal(err)
+	}
+	for name, input := range map[string]string{ToolNotebookInsert: `{"source": "x"}`, ToolNotebookEdit: `{"id": "aaaa0002", "source": "x"}`,
+		ToolNotebookRun: `{"id": "aaaa0002"}`} {
+		if d := p.Decide(call(name, input)); d.Verdict != Deny {
+			t.Errorf("plan mode %s: %v (%s)", name, d.Verdict, d.Reason)
+		}
+	}
+	if d := p.Decide(call(ToolNotebookRead, `{}`)); d.Verdict != Allow {
+		t.Errorf("plan mode read: %v", d.Verdict)
+	}
+	if !errors.Is(fmt.Errorf("x: %w", ErrNoCell), ErrNoCell) {
+		t.Fatal("ErrNoCell does not wrap")
+	}
+}

@@ -1,0 +1,140 @@
+package backing
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+)
+
+// Variable is one name of the user's namespace in a kernel, as a completer
+// or an agent reads it: what it is, and of a table its columns, of a
+// function its signature.
+type Variable struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Repr is a short repr (reprlib's); empty for functions and tables.
+	Repr string `json:"repr,omitempty"`
+	// Shape is an array's or a table's shape: "(100, 3)".
+	Shape string `json:"shape,omitempty"`
+	// Columns are a table's (a pandas or polars DataFrame's) columns with
+	// their types, "name: dtype", at most 50.
+	Columns []string `json:"columns,omitempty"`
+	// Signature is a function's or class's: "f(x, y=1)".
+	Signature string `json:"signature,omitempty"`
+}
+
+// maxNamespace bounds how many names Namespace returns.
+const maxNamespace = 300
+
+// namespaceProgram summarises the user's names (g, their globals) into r:
+// base64-encoded JSON, whatever it meets cut (reprlib, 50 columns, 300
+// names); a name whose summary raises is given by its type alone.
+const namespaceProgram = `import json, base64, inspect, reprlib, itertools
+out = []
+for k, o in list(g.items()):
+    if k.startswith('_') or k in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'open') or inspect.ismodule(o):
+        continue
+    if len(out) >= 300:
+        break
+    d = {'name': k, 'type': type(o).__name__}
+    try:
+        if inspect.isfunction(o) or inspect.isclass(o):
+            try:
+                d['signature'] = k + str(inspect.signature(o))
+            except (TypeError, ValueError):
+                pass
+        elif hasattr(o, 'columns') and hasattr(o, 'dtypes'):
+            d['columns'] = [str(c) + ': ' + str(t) for c, t in itertools.islice(zip(o.columns, o.dtypes), 50)]
+            d['shape'] = str(tuple(o.shape))
+        else:
+            s = getattr(o, 'shape', None)
+            if isinstance(s, tuple):
+                d['shape'] = str(s)
+            d['repr'] = reprlib.repr(o)
+    except Exception:
+        pass
+    out.append(d)
+r = base64.b64encode(json.dumps(out).encode()).decode()
+`
+
+// namespaceExpr runs namespaceProgram as a user expression of a silent
+// request: in a namespace of its own (the user's gains no name), leaving
+// nothing behind (no execution count, no history, no Out entry).
+var namespaceExpr = func() string {
+	src, _ := json.Marshal(namespaceProgram) // a JSON string is a Python string literal
+	return "(lambda ns: (exec(" + string(src) + ", ns), ns['r'])[1])({'g': globals()})"
+}()
+
+// Namespace asks the kernel r runs (a Python kernel) for the user's
+// variables, quietly: a silent execute_request whose user expression
+// computes the summary, so that nothing shows in any cell and the
+// kernel's history and execution count are untouched. At most 300 names.
+func Namespace(ctx context.Context, r Runner) ([]Variable, error) {
+	var li struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(r.LanguageInfo(ctx), &li)
+	if li.Name != "" && li.Name != "python" {
+		return nil, fmt.Errorf("backing: the namespace of a %s kernel is not known (Python kernels only)", li.Name)
+	}
+	no := false
+	reply, err := r.Do(ctx, client.Request{MsgType: wire.MsgExecuteRequest, Content: wire.ExecuteRequest{
+		Silent: true, StoreHistory: &no, UserExpressions: map[string]string{"ns": namespaceExpr}}}, client.Handlers{})
+	if err != nil {
+		return nil, fmt.Errorf("backing: namespace: %w", err)
+	}
+	var rep wire.ExecuteReply
+	if err := json.Unmarshal(reply.Content, &rep); err != nil {
+		return nil, fmt.Errorf("backing: namespace: the kernel's reply: %w", err)
+	}
+	var v struct {
+		Status string            `json:"status"`
+		Data   map[string]string `json:"data"`
+		EName  string            `json:"ename"`
+		EValue string            `json:"evalue"`
+	}
+	raw, _ := json.Marshal(rep.UserExpressions["ns"])
+	if err := json.Unmarshal(raw, &v); err != nil || v.Status != "ok" {
+		if v.EName != "" {
+			return nil, fmt.Errorf("backing: namespace: %s: %s", v.EName, v.EValue)
+		}
+		return nil, errors.New("backing: namespace: the kernel did not evaluate the summary")
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.Trim(v.Data["text/plain"], `'"`))
+	if err != nil {
+		return nil, fmt.Errorf("backing: namespace: the kernel's answer: %w", err)
+	}
+	var vars []Variable
+	if err := json.Unmarshal(b, &vars); err != nil {
+		return nil, fmt.Errorf("backing: namespace: the kernel's answer: %w", err)
+	}
+	if len(vars) > maxNamespace {
+		vars = vars[:maxNamespace]
+	}
+	return vars, nil
+}
+
+// Describe is the variable on one line: "df: DataFrame (100, 3) [a: int64,
+// b: object]", "f: function f(x, y=1)", "n: int = 42".
+func (v Variable) Describe() string {
+	s := v.Name + ": " + v.Type
+	if v.Shape != "" {
+		s += " " + v.Shape
+	}
+	if len(v.Columns) > 0 {
+		s += " [" + strings.Join(v.Columns, ", ") + "]"
+	}
+	if v.Signature != "" {
+		s += " " + v.Signature
+	}
+	if v.Repr != "" {
+		s += " = " + v.Repr
+	}
+	return s
+}

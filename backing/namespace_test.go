@@ -1,0 +1,89 @@
+package backing
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestNamespace: the user's variables come back quietly — a table's
+// columns and shape, a function's signature, a short repr — bounded
+// however many names or columns there are, and a value whose repr raises
+// is still named; the summary leaves no name behind and moves no
+// execution count.
+func TestNamespace(t *testing.T) {
+	needPython(t)
+	r := NewLocal(LocalOptions{})
+	defer r.Close()
+	ctx := context.Background()
+	setup := `class Frame:
+    def __init__(self, n):
+        self.columns = ['col%d' % i for i in range(n)]
+        self.dtypes = ['int64'] * n
+        self.shape = (100, n)
+sales = Frame(3)
+wide = Frame(10000)
+def total(rows, tax=0.2):
+    return rows
+class Broken:
+    def __repr__(self):
+        raise RuntimeError('no repr')
+broken = Broken()
+big = list(range(100000))
+for i in range(2000):
+    globals()['v%d' % i] = i
+count = 42`
+	res, err := r.Execute(ctx, Exec{Code: setup})
+	if err != nil || res.Error != nil {
+		t.Fatalf("setup: %v %+v", err, res.Error)
+	}
+	vars, err := Namespace(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vars) > maxNamespace {
+		t.Fatalf("%d names: not bounded", len(vars))
+	}
+	byName := map[string]Variable{}
+	for _, v := range vars {
+		byName[v.Name] = v
+	}
+	if v := byName["sales"]; v.Shape != "(100, 3)" || !slices.Equal(v.Columns, []string{"col0: int64", "col1: int64", "col2: int64"}) {
+		t.Errorf("sales: %+v", v)
+	}
+	if v := byName["wide"]; len(v.Columns) != 50 {
+		t.Errorf("a table of 10,000 columns gave %d", len(v.Columns))
+	}
+	if v := byName["total"]; v.Signature != "total(rows, tax=0.2)" || v.Describe() != "total: function total(rows, tax=0.2)" {
+		t.Errorf("total: %+v %q", v, v.Describe())
+	}
+	if v := byName["big"]; len(v.Repr) > 60 || !strings.HasPrefix(v.Repr, "[0, 1, 2") {
+		t.Errorf("big: %q", v.Repr)
+	}
+	if v, ok := byName["broken"]; !ok || v.Type != "Broken" {
+		t.Errorf("broken: %+v, %v", v, ok)
+	}
+	if v := byName["count"]; v.Describe() != "count: int = 42" && len(vars) < maxNamespace {
+		t.Errorf("count: %q", v.Describe())
+	}
+	// Nothing left behind: no new name, and the next cell's count is the
+	// one after the setup's.
+	res, err = r.Execute(ctx, Exec{Code: "sorted(k for k in globals() if k in ('ns', 'out', 'r', 'g'))"})
+	if err != nil || strings.TrimSpace(res.Text) != "[]" {
+		t.Errorf("names left behind: %q %v", res.Text, err)
+	}
+	var counts []int
+	res, err = r.Execute(ctx, Exec{Code: "1", Output: func(o Output) {
+		var c struct {
+			N int `json:"execution_count"`
+		}
+		if o.Type == "execute_input" && json.Unmarshal(o.Content, &c) == nil {
+			counts = append(counts, c.N)
+		}
+	}})
+	if err != nil || len(counts) != 1 || counts[0] != 3 {
+		t.Errorf("execution counts %v (want the third cell: 3), %v", counts, err)
+	}
+}

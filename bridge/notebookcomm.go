@@ -1,0 +1,336 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/internal/nbcomm"
+	"github.com/agentkernel/agentkernel/session"
+)
+
+// NotebookTarget is the comm target of the notebook a frontend shows: the
+// JupyterLab and Notebook 7 extension opens a comm to it for each notebook
+// on an agent kernel (sidebar open or not), and the headless runner for the
+// notebook it runs. The kernel then reads and changes the notebook's cells
+// through it: the agent's notebook tools, applied to the frontend's own
+// model, so that they show at once, undo and save as usual, and reach
+// collaborators. The protocol is docs/notebook-protocol.md:
+//
+//	comm_open data {"protocol": 1, "path": "analysis.ipynb"}
+//	kernel → frontend: {"request": {"id", "op", "args"}}
+//	frontend → kernel: {"reply": {"id", "ok", "result" | "error", "code"}}
+const NotebookTarget = nbcomm.Target
+
+// notebookRequestTimeout bounds a request the frontend does not answer.
+const notebookRequestTimeout = 30 * time.Second
+
+// notebookComms are the comms open to NotebookTarget: the notebooks of the
+// frontends on this kernel. A commTarget of the bridge's router.
+type notebookComms struct {
+	b *Bridge
+
+	mu    sync.Mutex
+	comms map[string]*notebookComm // by comm id
+	order []string                 // comm ids, oldest first
+	file  session.FileCells        // %agent notebook's: where the tools work when no comm is open
+}
+
+// notebookComm is one frontend's notebook, as session.Cells.
+type notebookComm struct {
+	t       commTransport
+	session string // the frontend's Jupyter session (its messages' header)
+	path    string
+
+	mu      sync.Mutex
+	pending map[string]chan nbcomm.Reply
+	gone    chan struct{}
+}
+
+func (n *notebookComms) open(_ context.Context, m commMsg) {
+	var d nbcomm.Open
+	_ = json.Unmarshal(m.data, &d)
+	t := commTransport{b: n.b, r: m.r, id: m.id}
+	if d.Protocol != nbcomm.Protocol {
+		t.close(fmt.Sprintf("notebook comm protocol %d; this kernel speaks %d", d.Protocol, nbcomm.Protocol))
+		return
+	}
+	c := &notebookComm{t: t, session: m.r.Msg.Header.Session, path: d.Path, pending: map[string]chan nbcomm.Reply{}, gone: make(chan struct{})}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.comms == nil {
+		n.comms = map[string]*notebookComm{}
+	}
+	if old := n.comms[m.id]; old != nil {
+		old.end()
+	}
+	n.comms[m.id] = c
+	n.order = append(n.order, m.id)
+	n.b.log.Debug("notebook comm opened", "comm_id", m.id, "path", d.Path)
+}
+
+func (n *notebookComms) message(_ context.Context, m commMsg) {
+	n.mu.Lock()
+	c := n.comms[m.id]
+	n.mu.Unlock()
+	if c == nil {
+		return
+	}
+	var d struct {
+		Reply *nbcomm.Reply `json:"reply"`
+	}
+	if err := json.Unmarshal(m.data, &d); err != nil || d.Reply == nil {
+		n.b.log.Warn("notebook comm: a message that is no reply", "comm_id", m.id)
+		return
+	}
+	c.mu.Lock()
+	ch := c.pending[d.Reply.ID]
+	delete(c.pending, d.Reply.ID)
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- *d.Reply // buffered: never blocks the worker
+	}
+}
+
+func (n *notebookComms) closed(id string) {
+	n.mu.Lock()
+	c := n.comms[id]
+	delete(n.comms, id)
+	for i, o := range n.order {
+		if o == id {
+			n.order = append(n.order[:i], n.order[i+1:]...)
+			break
+		}
+	}
+	n.mu.Unlock()
+	if c != nil {
+		c.end()
+	}
+}
+
+func (n *notebookComms) shutdown() {
+	n.mu.Lock()
+	comms := n.comms
+	n.comms, n.order = nil, nil
+	n.mu.Unlock()
+	for _, c := range comms {
+		c.end()
+		c.t.close("the kernel is shutting down")
+	}
+}
+
+// Current implements session.Frontends: the notebook of the frontend that
+// sent the running prompt, else the one opened last; nil when no frontend
+// has opened one.
+func (n *notebookComms) Current() session.Cells {
+	want := n.b.promptSession()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var last *notebookComm
+	for _, id := range n.order {
+		c := n.comms[id]
+		if c == nil {
+			continue
+		}
+		if want != "" && c.session == want {
+			return c
+		}
+		last = c
+	}
+	if last == nil {
+		if n.file != nil {
+			return n.file
+		}
+		return nil
+	}
+	return last
+}
+
+// setFile makes the notebook file f where the agent's notebook tools work
+// while no frontend has opened the comm (nil: nowhere).
+func (n *notebookComms) setFile(f session.FileCells) {
+	n.mu.Lock()
+	n.file = f
+	n.mu.Unlock()
+}
+
+// Find implements session.Frontends: the notebook named path that a
+// frontend shows (the one opened last when several do); nil when none.
+func (n *notebookComms) Find(path string) session.Cells {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := len(n.order) - 1; i >= 0; i-- {
+		if c := n.comms[n.order[i]]; c != nil && c.path == path {
+			return c
+		}
+	}
+	return nil
+}
+
+// end fails the requests still waiting: the frontend went away.
+func (c *notebookComm) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.gone:
+	default:
+		close(c.gone)
+	}
+}
+
+// request sends op with args to the frontend and decodes its result into
+// out (may be nil).
+func (c *notebookComm) request(ctx context.Context, op string, args nbcomm.Args, out any) error {
+	id := uuid.NewString()
+	ch := make(chan nbcomm.Reply, 1)
+	c.mu.Lock()
+	select {
+	case <-c.gone:
+		c.mu.Unlock()
+		return errors.New("the notebook's frontend has gone away")
+	default:
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	if err := c.t.send(map[string]any{"request": nbcomm.Request{ID: id, Op: op, Args: raw}}); err != nil {
+		return fmt.Errorf("notebook %s: send: %w", op, err)
+	}
+	timer := time.NewTimer(notebookRequestTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-ch:
+		if !r.OK {
+			err := errors.New(r.Error)
+			switch r.Code {
+			case nbcomm.CodeNoCell:
+				err = fmt.Errorf("%w: %s", agent.ErrNoCell, r.Error)
+			case nbcomm.CodeConflict:
+				err = fmt.Errorf("%w: %s", agent.ErrConflict, r.Error)
+			}
+			return err
+		}
+		if out != nil && len(r.Result) > 0 {
+			if err := json.Unmarshal(r.Result, out); err != nil {
+				return fmt.Errorf("notebook %s: the frontend's answer: %w", op, err)
+			}
+		}
+		return nil
+	case <-c.gone:
+		return fmt.Errorf("notebook %s: the notebook's frontend has gone away", op)
+	case <-timer.C:
+		return fmt.Errorf("notebook %s: the frontend did not answer in %s", op, notebookRequestTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// agentCell is a cell of the protocol as the agent reads it.
+func agentCell(w nbcomm.Cell, maxOutput int) agent.NotebookCell {
+	c := agent.NotebookCell{ID: w.ID, Kind: agent.CellKind(w.CellType), Source: w.Source}
+	if w.ExecutionCount != nil {
+		c.ExecutionCount = *w.ExecutionCount
+	}
+	for _, o := range w.Outputs {
+		// The frontend cut the text already, saying how much: the mark
+		// is kept.
+		c.Outputs = append(c.Outputs, session.SummarizeOutput(o, maxOutput+64))
+	}
+	return c
+}
+
+// Read implements session.Cells. The frontend cuts outputs' text to
+// max_output and leaves out image data.
+func (c *notebookComm) Read(ctx context.Context, maxOutput int) (agent.NotebookView, error) {
+	var r nbcomm.View
+	if err := c.request(ctx, nbcomm.OpRead, nbcomm.Args{MaxOutput: maxOutput}, &r); err != nil {
+		return agent.NotebookView{}, err
+	}
+	v := agent.NotebookView{Path: r.Path, Active: r.Active, Selection: r.Selection}
+	if v.Path == "" {
+		v.Path = c.path
+	}
+	for _, w := range r.Cells {
+		v.Cells = append(v.Cells, agentCell(w, maxOutput))
+	}
+	return v, nil
+}
+
+// Path implements session.Cells: the notebook's path, as the frontend
+// named it when it opened the comm.
+func (c *notebookComm) Path() string { return c.path }
+
+// Insert implements session.Cells. A cell put back (cell.ID given) keeps
+// its id, outputs and execution count where the frontend can.
+func (c *notebookComm) Insert(ctx context.Context, index int, cell session.Cell) (agent.NotebookCell, error) {
+	var r struct {
+		Cell nbcomm.Cell `json:"cell"`
+	}
+	a := nbcomm.Args{ID: cell.ID, Index: index, CellType: string(cell.Kind), Source: cell.Source, Outputs: cell.Outputs}
+	if cell.ExecutionCount > 0 {
+		a.ExecutionCount = &cell.ExecutionCount
+	}
+	err := c.request(ctx, nbcomm.OpInsert, a, &r)
+	return agentCell(r.Cell, 0), err
+}
+
+// SetSource implements session.Cells.
+func (c *notebookComm) SetSource(ctx context.Context, id, source string) (agent.NotebookCell, error) {
+	var r struct {
+		Before nbcomm.Cell `json:"before"`
+	}
+	err := c.request(ctx, nbcomm.OpSetSource, nbcomm.Args{ID: id, Source: source}, &r)
+	return agentCell(r.Before, 0), err
+}
+
+// Move implements session.Cells.
+func (c *notebookComm) Move(ctx context.Context, id string, index int) (int, error) {
+	var r nbcomm.Moved
+	if err := c.request(ctx, nbcomm.OpMove, nbcomm.Args{ID: id, Index: index}, &r); err != nil {
+		return -1, err
+	}
+	if r.From == nil {
+		return -1, nil
+	}
+	return *r.From, nil
+}
+
+// Delete implements session.Cells.
+func (c *notebookComm) Delete(ctx context.Context, id string) (session.Cell, int, error) {
+	var r nbcomm.Removed
+	if err := c.request(ctx, nbcomm.OpDelete, nbcomm.Args{ID: id}, &r); err != nil {
+		return session.Cell{}, -1, err
+	}
+	at := -1
+	if r.Index != nil {
+		at = *r.Index
+	}
+	cell := session.Cell{ID: r.Cell.ID, Kind: agent.CellKind(r.Cell.CellType), Source: r.Cell.Source, Outputs: r.Cell.Outputs}
+	if r.Cell.ExecutionCount != nil {
+		cell.ExecutionCount = *r.Cell.ExecutionCount
+	}
+	return cell, at, nil
+}
+
+// SetOutputs implements session.Cells.
+func (c *notebookComm) SetOutputs(ctx context.Context, id string, outputs []json.RawMessage, count int) error {
+	var n *int
+	if count > 0 {
+		n = &count
+	}
+	return c.request(ctx, nbcomm.OpSetOutputs, nbcomm.Args{ID: id, Outputs: outputs, ExecutionCount: n}, nil)
+}

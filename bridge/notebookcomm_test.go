@@ -1,0 +1,299 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/internal/nbcomm"
+	"github.com/agentkernel/agentkernel/kernel/client"
+	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/session"
+	"github.com/agentkernel/agentkernel/session/surfacetest"
+)
+
+// fakeFrontend is a frontend's notebook behind the notebook comm: it
+// answers the kernel's requests on its model, as the JupyterLab extension
+// does; hang makes it stop answering.
+type fakeFrontend struct {
+	c  *client.Client
+	id string
+
+	mu    sync.Mutex
+	cells []nbcomm.Cell
+	ops   []string
+	hang  bool
+	n     int
+}
+
+func (f *fakeFrontend) iopub(m *wire.Message) {
+	if m.Header.MsgType != wire.MsgCommMsg {
+		return
+	}
+	var c struct {
+		CommID string `json:"comm_id"`
+		Data   struct {
+			Request *struct {
+				ID   string          `json:"id"`
+				Op   string          `json:"op"`
+				Args json.RawMessage `json:"args"`
+			} `json:"request"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(m.Content, &c) != nil || c.CommID != f.id || c.Data.Request == nil {
+		return
+	}
+	req := c.Data.Request
+	f.mu.Lock()
+	f.ops = append(f.ops, req.Op)
+	hang := f.hang
+	f.mu.Unlock()
+	if hang {
+		return
+	}
+	result, code, err := f.apply(req.Op, req.Args)
+	reply := map[string]any{"id": req.ID, "ok": err == nil, "result": result}
+	if err != nil {
+		reply["error"], reply["code"] = err.Error(), code
+	}
+	go f.c.Send(context.Background(), client.Request{MsgType: wire.MsgCommMsg, Content: map[string]any{
+		"comm_id": f.id, "data": map[string]any{"reply": reply}}})
+}
+
+// connect makes f a frontend of the kernel at conn, showing the notebook
+// path: it dials and opens the notebook comm.
+func (f *fakeFrontend) connect(ctx context.Context, t *testing.T, conn *wire.ConnectionInfo, path string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: f.iopub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	if err := c.Send(ctx, client.Request{MsgType: wire.MsgCommOpen, Content: map[string]any{
+		"comm_id": f.id, "target_name": NotebookTarget, "data": map[string]any{"protocol": 1, "path": path}}}); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (f *fakeFrontend) apply(op string, raw json.RawMessage) (any, string, error) {
+	var a struct {
+		ID       string            `json:"id"`
+		Index    int               `json:"index"`
+		CellType string            `json:"cell_type"`
+		Source   string            `json:"source"`
+		Outputs  []json.RawMessage `json:"outputs"`
+		Count    *int              `json:"execution_count"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	find := func() int {
+		for i, c := range f.cells {
+			if c.ID == a.ID {
+				return i
+			}
+		}
+		return -1
+	}
+	switch op {
+	case "read":
+		return map[string]any{"path": "work.ipynb", "active": f.cells[0].ID, "cells": f.cells}, "", nil
+	case "insert":
+		f.n++
+		c := nbcomm.Cell{ID: a.ID, CellType: a.CellType, Source: a.Source, Outputs: a.Outputs, ExecutionCount: a.Count}
+		if c.ID == "" || find() >= 0 {
+			c.ID = fmt.Sprintf("fe%06d", f.n)
+		}
+		f.cells = slices.Insert(f.cells, a.Index, c)
+		return map[string]any{"cell": c}, "", nil
+	}
+	i := find()
+	if i < 0 {
+		return nil, "no_cell", fmt.Errorf("no cell %s", a.ID)
+	}
+	switch op {
+	case "set_source":
+		before := f.cells[i]
+		f.cells[i].Source = a.Source
+		return map[string]any{"before": before}, "", nil
+	case "move":
+		c := f.cells[i]
+		f.cells = slices.Insert(slices.Delete(f.cells, i, i+1), a.Index, c)
+		return map[string]any{"from": i}, "", nil
+	case "delete":
+		c := f.cells[i]
+		f.cells = slices.Delete(f.cells, i, i+1)
+		return map[string]any{"cell": c, "index": i}, "", nil
+	case "set_outputs":
+		f.cells[i].Outputs, f.cells[i].ExecutionCount = a.Outputs, a.Count
+		return map[string]any{}, "", nil
+	}
+	return nil, "", fmt.Errorf("unknown op %q", op)
+}
+
+func (f *fakeFrontend) sources() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.cells {
+		out = append(out, c.Source)
+	}
+	return out
+}
+
+// TestNotebookComm: a frontend that opens the notebook comm is where the
+// agent's notebook tools work: the prompt cell's agent reads the
+// frontend's cells, inserts, edits its own cell without asking, runs it
+// (the outputs land in the frontend's cell) and deletes one after the
+// user's yes, all while the prompt cell runs; a frontend that stops
+// answering fails the call with a clear error, and the cell still ends.
+func TestNotebookComm(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	conn, stop := serveBridge(t, h, ModePrompt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	fe := &fakeFrontend{id: uuid.NewString(), cells: []nbcomm.Cell{
+		{ID: "user0001", CellType: "markdown", Source: "# Plan\nDouble the answer."},
+		{ID: "user0002", CellType: "code", Source: "old = 1"},
+	}}
+	c := fe.connect(ctx, t, conn, "work.ipynb")
+	defer c.Close()
+	h.Script.Enqueue(
+		scripted.Reply(scripted.ToolCall("r1", agent.ToolNotebookRead, `{}`)),
+		scripted.Reply(scripted.ToolCall("i1", agent.ToolNotebookInsert, `{"source": "answer = 21"}`)),
+		scripted.Reply(scripted.ToolCall("e1", agent.ToolNotebookEdit, `{"index": 1, "search": "21", "replace": "42"}`)),
+		scripted.Reply(scripted.ToolCall("x1", agent.ToolNotebookRun, `{"index": 1}`)),
+		scripted.Reply(scripted.ToolCall("d1", agent.ToolNotebookDelete, `{"id": "user0002"}`)),
+		scripted.Reply(scripted.Text("Done.")),
+	)
+	var asked []string
+	rep, err := c.Execute(ctx, "Double the answer in my notebook", client.ExecuteOptions{AllowStdin: true}, client.Handlers{
+		Input: func(p string, _ bool) (string, error) { asked = append(asked, p); return "y", nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(rep.Content, &st)
+	if st.Status != "ok" {
+		t.Fatalf("the prompt cell: %s", rep.Content)
+	}
+	if got := fe.sources(); !slices.Equal(got, []string{"# Plan\nDouble the answer.", "answer = 42"}) {
+		t.Fatalf("the frontend's cells %q", got)
+	}
+	if !strings.Contains(string(h.Script.Requests()[1].Raw), "Double the answer.") {
+		t.Error("the markdown the agent read did not reach the model")
+	}
+	fe.mu.Lock()
+	ran := fe.cells[1]
+	fe.mu.Unlock()
+	if len(ran.Outputs) != 1 || ran.ExecutionCount == nil {
+		t.Errorf("the run cell in the frontend: outputs %s, count %v", ran.Outputs, ran.ExecutionCount)
+	}
+	if ranCode := h.Runner.Ran(); !slices.Contains(ranCode, "answer = 42") {
+		t.Errorf("the kernel ran %q", ranCode)
+	}
+	// Two asks: the run (code), and the delete of the user's cell, with
+	// its diff; the edit of the agent's own cell was not asked.
+	if len(asked) != 2 || !strings.Contains(asked[0], "notebook_run_cell") || !strings.Contains(asked[1], "notebook_delete_cell") ||
+		!strings.Contains(asked[1], "- old = 1") {
+		t.Errorf("asks %q", asked)
+	}
+
+	// A frontend that stops answering: the call fails clearly, the turn
+	// goes on, the cell ends.
+	fe.mu.Lock()
+	fe.hang = true
+	fe.mu.Unlock()
+	h.Script.Enqueue(
+		scripted.Reply(scripted.ToolCall("r2", agent.ToolNotebookRead, `{}`)),
+		scripted.Reply(scripted.Text("The notebook did not answer.")),
+	)
+	go func() { // the frontend's tab closes while the kernel waits
+		time.Sleep(300 * time.Millisecond)
+		c.Send(context.Background(), client.Request{MsgType: wire.MsgCommClose, Content: map[string]any{"comm_id": fe.id, "data": map[string]any{}}})
+	}()
+	if _, err := c.Execute(ctx, "Read it again", client.ExecuteOptions{}, client.Handlers{}); err != nil {
+		t.Fatal(err)
+	}
+	last, _ := h.Script.Last()
+	if !strings.Contains(string(last.Raw), "frontend has gone away") {
+		t.Errorf("the model was not told the frontend went away: %s", last.Raw)
+	}
+}
+
+// TestNotebookCommRewind: a rewind puts the frontend's cells back through
+// the comm — the deleted cell at its place with its id and outputs, the
+// moved one where it was, the edit undone, the inserted one gone.
+func TestNotebookCommRewind(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	conn, stop := serveBridge(t, h, ModePrompt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	count := 3
+	fe := &fakeFrontend{id: uuid.NewString(), cells: []nbcomm.Cell{
+		{ID: "user0001", CellType: "markdown", Source: "# Plan"},
+		{ID: "user0002", CellType: "code", Source: "old = 1", ExecutionCount: &count, Outputs: []json.RawMessage{
+			json.RawMessage(`{"output_type":"stream","name":"stdout","text":"hi\n"}`)}},
+		{ID: "user0003", CellType: "code", Source: "keep = 2"},
+	}}
+	c := fe.connect(ctx, t, conn, "work.ipynb")
+	defer c.Close()
+	h.Script.Enqueue(
+		scripted.Reply(scripted.ToolCall("i1", agent.ToolNotebookInsert, `{"source": "answer = 21", "index": 0}`)),
+		scripted.Reply(scripted.ToolCall("e1", agent.ToolNotebookEdit, `{"id": "user0003", "source": "keep = 3"}`)),
+		scripted.Reply(scripted.ToolCall("m1", agent.ToolNotebookMove, `{"id": "user0003", "to": 0}`)),
+		scripted.Reply(scripted.ToolCall("d1", agent.ToolNotebookDelete, `{"id": "user0002"}`)),
+		scripted.Reply(scripted.Text("Done.")),
+	)
+	before := fe.sources()
+	if _, err := c.Execute(ctx, "Reshape my notebook", client.ExecuteOptions{AllowStdin: true}, client.Handlers{
+		Input: func(string, bool) (string, error) { return "y", nil },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fe.sources(); slices.Equal(got, before) {
+		t.Fatal("the agent changed nothing")
+	}
+	var ts int64
+	for _, m := range h.History() {
+		if m.Text == "Reshape my notebook" {
+			ts = m.TS
+		}
+	}
+	rw, err := h.Rewind(ctx, ts, session.RewindOptions{NoKernel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe.mu.Lock()
+	cells := slices.Clone(fe.cells)
+	fe.mu.Unlock()
+	var got []string
+	for _, c := range cells {
+		got = append(got, c.ID+":"+c.Source)
+	}
+	if want := []string{"user0001:# Plan", "user0002:old = 1", "user0003:keep = 2"}; !slices.Equal(got, want) {
+		t.Fatalf("after the rewind: %q, want %q\n%s", got, want, rw.Summary())
+	}
+	if back := cells[1]; len(back.Outputs) != 1 || back.ExecutionCount == nil || *back.ExecutionCount != 3 {
+		t.Errorf("the deleted cell came back without its outputs: %+v", back)
+	}
+	if len(rw.Cells) != 1 || rw.Cells[0].Restored != 4 {
+		t.Errorf("report: %s", rw.Summary())
+	}
+}

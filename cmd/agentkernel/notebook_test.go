@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/notebooks"
+)
+
+// TestAskWorksOnANotebook: ask --notebook gives the agent the notebook's
+// cells: it reads them (a markdown cell's words reach the model), inserts
+// a markdown and a code cell, runs cells in a real kernel (their outputs
+// and execution counts land in the file), and edits the user's cell after
+// the approval; the file it leaves validates with nbformat.
+func TestAskWorksOnANotebook(t *testing.T) {
+	srv, ws := askEnv(t)
+	path := filepath.Join(ws, "sales.ipynb")
+	nb := notebooks.New()
+	nb.Cells = append(nb.Cells,
+		&notebooks.Cell{ID: "intro001", CellType: notebooks.Markdown, Source: "# Sales\nThe shop's monthly totals, in euros.", Metadata: notebooks.Metadata{}},
+		&notebooks.Cell{ID: "load0001", CellType: notebooks.Code, Source: "x = 21", Metadata: notebooks.Metadata{}, Outputs: []*notebooks.Output{}})
+	if err := notebooks.WriteFile(path, nb); err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("r1", "notebook_read", `{}`)),
+		scripted.Reply(scripted.ToolCall("i1", "notebook_insert_cell", `{"type": "markdown", "source": "## Doubled"}`)),
+		scripted.Reply(scripted.ToolCall("i2", "notebook_insert_cell", `{"source": "y = x * 2\nprint(y)"}`)),
+		scripted.Reply(scripted.ToolCall("x1", "notebook_run_cell", `{"index": 1}`)),
+		scripted.Reply(scripted.ToolCall("x2", "notebook_run_cell", `{"index": 3}`)),
+		scripted.Reply(scripted.ToolCall("e1", "notebook_edit_cell", `{"id": "load0001", "search": "21", "replace": "42"}`)),
+		scripted.Reply(scripted.Text("The notebook doubles x now.")),
+	)
+	out, err := ask(t, strings.NewReader(""), "Add a cell that doubles x", "--notebook", path, "--approve", "all", "--output-format", "json")
+	if err != nil {
+		t.Fatalf("ask: %v\n%s", err, out)
+	}
+	reqs := srv.Requests()
+	if !strings.Contains(string(reqs[1].Raw), "The shop's monthly totals, in euros.") {
+		t.Error("the markdown cell the agent read did not reach the model")
+	}
+	got, err := notebooks.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, c := range got.Cells {
+		sources = append(sources, string(c.CellType)+": "+c.Source)
+	}
+	want := []string{"markdown: # Sales\nThe shop's monthly totals, in euros.", "code: x = 42", "markdown: ## Doubled", "code: y = x * 2\nprint(y)"}
+	if strings.Join(sources, " | ") != strings.Join(want, " | ") {
+		t.Fatalf("cells %q, want %q", sources, want)
+	}
+	ran := got.Cells[3]
+	if ran.ExecutionCount == nil || len(ran.Outputs) != 1 || ran.Outputs[0].Text != "42\n" {
+		b, _ := json.Marshal(ran.Outputs)
+		t.Fatalf("the run cell: count %v, outputs %s", ran.ExecutionCount, b)
+	}
+	if got.Cells[1].ExecutionCount == nil {
+		t.Error("the user's cell that ran has no execution count")
+	}
+	// The edit of the user's cell was asked (and allowed by the policy),
+	// with its diff; the history keeps the diff.
+	if !strings.Contains(string(reqs[len(reqs)-1].Raw), "Changed cell load0001") {
+		t.Error("the edit's result did not reach the model")
+	}
+	if py, err := exec.LookPath("/usr/bin/python3"); err == nil {
+		check := exec.Command(py, "-c", "import nbformat, sys; nbformat.validate(nbformat.read(sys.argv[1], 4))", path)
+		if b, err := check.CombinedOutput(); err != nil {
+			t.Errorf("nbformat does not validate the notebook: %v\n%s", err, b)
+		}
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), `"id": "load0001"`) {
+		t.Error("the user's cell lost its id")
+	}
+}
+
+// TestRunInsertsCells: agentkernel run opens the notebook comm for the
+// notebook it runs; a prompt cell's agent reads it and inserts a cell,
+// which is in the notebook written out (not run again by the runner); the
+// notebook validates, and the agent's cell runs with plain ipykernel under
+// nbclient.
+func TestRunInsertsCells(t *testing.T) {
+	c := newCLI(t)
+	srv := scripted.New(t)
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "report.ipynb")
+	promptNotebook(t, in, "# Report\nThe numbers are 1, 2 and 3.", "Add a cell that prints the total of the numbers above.")
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("r1", "notebook_read", `{}`)),
+		scripted.Reply(scripted.ToolCall("i1", "notebook_insert_cell", `{"source": "print(sum([1, 2, 3]))", "after_id": "prompt01"}`)),
+		scripted.Reply(scripted.Text("Added a cell that prints the total.")),
+	)
+	out := filepath.Join(tmp, "out.ipynb")
+	if _, stderr, err := c.run(t, scriptedEnv(srv), "run", in, "-o", out, "--model", "openai:scripted", "--approve", "all"); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(string(srv.Requests()[1].Raw), "The numbers are 1, 2 and 3.") {
+		t.Error("the markdown cell did not reach the model")
+	}
+	got, err := notebooks.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Cells) != 3 || got.Cells[2].Source != "print(sum([1, 2, 3]))" || len(got.Cells[2].Outputs) != 0 {
+		t.Fatalf("cells of the written notebook: %+v", got.Cells)
+	}
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3 to validate with")
+	}
+	check := exec.Command(py, "-c", `import nbformat, nbclient, sys
+nb = nbformat.read(sys.argv[1], 4)
+nbformat.validate(nb)
+nbclient.NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=60).execute()
+print(nb.cells[2].outputs[0]["text"], end="")`, out)
+	check.Env = append(os.Environ(), "JUPYTER_PATH=")
+	b, err := check.CombinedOutput()
+	if err != nil || !strings.HasSuffix(string(b), "6\n") {
+		t.Errorf("nbformat and nbclient with ipykernel: %v\n%s", err, b)
+	}
+}
+
+// TestNbclientWorksOnTheFile: a kernel that no frontend with the notebook
+// comm is attached to (nbclient) is told its notebook with %agent
+// notebook; the agent reads it and inserts a cell, which is in the .ipynb
+// on disk (nbclient's copy in memory is its own), and the file validates.
+func TestNbclientWorksOnTheFile(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import nbclient").Run(); err != nil {
+		t.Skip("no nbclient for /usr/bin/python3")
+	}
+	c := newCLI(t)
+	srv := scripted.New(t)
+	tmp := t.TempDir()
+	path := filepath.Join(tmp, "totals.ipynb")
+	promptNotebook(t, path, "# Totals\nThe numbers are 4 and 5.", "%agent notebook totals.ipynb", "Add a cell that prints the sum of the numbers above.")
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("r1", "notebook_read", `{}`)),
+		scripted.Reply(scripted.ToolCall("i1", "notebook_insert_cell", `{"source": "print(4 + 5)", "after_id": "prompt02"}`)),
+		scripted.Reply(scripted.Text("Added a cell that prints the sum.")),
+	)
+	run := exec.Command(py, "-c", `import nbformat, nbclient, sys
+nb = nbformat.read(sys.argv[1], 4)
+nbclient.NotebookClient(nb, timeout=120, resources={"metadata": {"path": sys.argv[2]}}).execute()
+print(nb.cells[1].outputs[0]["text"], end="")`, path, tmp)
+	run.Env = c.env(append(scriptedEnv(srv), "AGENTKERNEL_MODEL=openai:scripted", "AGENTKERNEL_APPROVE=all"))
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nbclient: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Notebook: "+path+" (on disk") {
+		t.Errorf("%%agent notebook said:\n%s", out)
+	}
+	if !strings.Contains(string(srv.Requests()[1].Raw), "The numbers are 4 and 5.") {
+		t.Error("the markdown cell did not reach the model")
+	}
+	got, err := notebooks.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Cells) != 4 || got.Cells[3].Source != "print(4 + 5)" {
+		t.Fatalf("the file's cells: %+v", got.Cells)
+	}
+	check := exec.Command(py, "-c", "import nbformat, sys; nbformat.validate(nbformat.read(sys.argv[1], 4))", path)
+	if b, err := check.CombinedOutput(); err != nil {
+		t.Errorf("nbformat does not validate the notebook: %v\n%s", err, b)
+	}
+}
+
+// promptNotebook writes a prompt-mode notebook at path: a markdown cell
+// title001, then code cells prompt01, prompt02… with sources.
+func promptNotebook(t *testing.T, path, markdown string, sources ...string) {
+	t.Helper()
+	nb := notebooks.New()
+	_ = nb.Metadata.Set("kernelspec", map[string]string{"name": "agent-prompt", "display_name": "Agent", "language": "markdown"})
+	nb.Cells = append(nb.Cells, &notebooks.Cell{ID: "title001", CellType: notebooks.Markdown, Source: markdown, Metadata: notebooks.Metadata{}})
+	for i, src := range sources {
+		nb.Cells = append(nb.Cells, &notebooks.Cell{ID: fmt.Sprintf("prompt%02d", i+1), CellType: notebooks.Code, Source: src,
+			Metadata: notebooks.Metadata{}, Outputs: []*notebooks.Output{}})
+	}
+	if err := notebooks.WriteFile(path, nb); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,93 @@
+// Package nbcomm is the encoding of the notebook comm
+// (docs/notebook-protocol.md): the comm target a frontend opens for the
+// notebook it shows, and the requests the kernel sends through it and the
+// replies. The kernel's side is package bridge's; the headless runner's
+// frontend side is package notebooks'; the JupyterLab extension's is in
+// TypeScript. It imports nothing of ours.
+package nbcomm
+
+import "encoding/json"
+
+// Target is the comm target; Protocol the version spoken.
+const (
+	Target   = "agentkernel.notebook"
+	Protocol = 1
+)
+
+// The operations.
+const (
+	OpRead       = "read"
+	OpInsert     = "insert"
+	OpSetSource  = "set_source"
+	OpMove       = "move"
+	OpDelete     = "delete"
+	OpSetOutputs = "set_outputs"
+)
+
+// Error codes of a Reply.
+const (
+	CodeNoCell   = "no_cell"
+	CodeConflict = "conflict"
+)
+
+// Open is the data of the frontend's comm_open.
+type Open struct {
+	Protocol int    `json:"protocol"`
+	Path     string `json:"path,omitempty"`
+}
+
+// Request is one request of the kernel: comm_msg data {"request": …}.
+type Request struct {
+	ID   string          `json:"id"`
+	Op   string          `json:"op"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Reply is the frontend's answer: comm_msg data {"reply": …}.
+type Reply struct {
+	ID     string          `json:"id"`
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	Code   string          `json:"code,omitempty"`
+}
+
+// Args are the arguments of the requests (each op uses some).
+type Args struct {
+	ID             string            `json:"id,omitempty"`
+	Index          int               `json:"index"`
+	CellType       string            `json:"cell_type,omitempty"`
+	Source         string            `json:"source"`
+	MaxOutput      int               `json:"max_output,omitempty"`
+	Outputs        []json.RawMessage `json:"outputs,omitempty"`
+	ExecutionCount *int              `json:"execution_count"`
+}
+
+// Cell is a cell as the protocol carries it: nbformat's fields, source a
+// string.
+type Cell struct {
+	ID             string            `json:"id"`
+	CellType       string            `json:"cell_type"`
+	Source         string            `json:"source"`
+	ExecutionCount *int              `json:"execution_count"`
+	Outputs        []json.RawMessage `json:"outputs"`
+}
+
+// Moved is the result of move: the index the cell was at.
+type Moved struct {
+	From *int `json:"from"`
+}
+
+// Removed is the result of delete: the cell, and the index it was at.
+type Removed struct {
+	Cell  Cell `json:"cell"`
+	Index *int `json:"index"`
+}
+
+// View is the result of read.
+type View struct {
+	Path      string `json:"path,omitempty"`
+	Active    string `json:"active,omitempty"`
+	Selection string `json:"selection,omitempty"`
+	Cells     []Cell `json:"cells"`
+}

@@ -139,6 +139,13 @@ func TestCompleteComm(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	// While the model holds the completion, the kernel answers the
+	// notebook at once: a cell runs, the kernel is not frozen.
+	if rep, err := cc.c.Execute(ctx, "%%code\nprint(6 * 7)", client.ExecuteOptions{}, client.Handlers{}); err != nil {
+		t.Fatalf("a cell during a stalled completion: %v", err)
+	} else if st := replyStatus(rep); st != "ok" {
+		t.Fatalf("a cell during a stalled completion: %s", st)
+	}
 	send(map[string]any{"request": map[string]any{"id": "r4", "prefix": "%%code\ny = "}})
 	if r := next(); r.ID != "r4" || r.Text != "2" { // the model repeated the line: only what follows the cursor
 		t.Errorf("after typing on: %+v", r)
@@ -263,4 +270,13 @@ func TestCompleteCommHugeCell(t *testing.T) {
 	if n := len(reqs[0].Raw); n > 32<<10 {
 		t.Errorf("the model was sent %d bytes for a cell of a megabyte", n)
 	}
+}
+
+// replyStatus is an execute_reply's status.
+func replyStatus(m *wire.Message) string {
+	var c struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(m.Content, &c)
+	return c.Status
 }

@@ -226,3 +226,33 @@ func TestFakeHeartbeatDeath(t *testing.T) {
 		t.Fatalf("later request: got %v, want ErrDead", err)
 	}
 }
+
+// TestSendAnswersGoToOnIOPub: what the kernel publishes for a message sent
+// with Send (a panel comm's state frame for its comm_open) reaches
+// OnIOPub, however soon it comes: Send registers no request that could
+// take it and then forget it.
+func TestSendAnswersGoToOnIOPub(t *testing.T) {
+	f := newFakeKernel(t, func(f *fakeKernel, m *wire.Message) {
+		if !standard(f, m) && m.Header.MsgType == "comm_open" {
+			f.publish(m, "comm_msg", map[string]string{"comm_id": "x"})
+		}
+	})
+	const n = 500
+	got := make(chan struct{}, n)
+	c := dialFake(t, f, Options{HeartbeatInterval: -1, OnIOPub: func(m *wire.Message) {
+		if m.Header.MsgType == "comm_msg" {
+			got <- struct{}{}
+		}
+	}})
+	ctx := testCtx(t)
+	for i := range n {
+		if err := c.Send(ctx, Request{MsgType: "comm_open", Content: map[string]string{"comm_id": "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-got:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the answer to Send %d never reached OnIOPub", i+1)
+		}
+	}
+}

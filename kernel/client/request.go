@@ -120,8 +120,10 @@ func isIdle(m *wire.Message) bool {
 }
 
 // send registers a pending request and sends it. It waits for a link while
-// the kernel is restarting.
-func (c *Client) send(ctx context.Context, req Request) (*pending, *link, error) {
+// the kernel is restarting. With track false (Send) nothing is registered:
+// what the kernel sends for the request goes to OnIOPub, even when it
+// comes before send returns.
+func (c *Client) send(ctx context.Context, req Request, track bool) (*pending, *link, error) {
 	channel := req.Channel
 	if channel == "" {
 		channel = wire.Shell
@@ -168,7 +170,9 @@ func (c *Client) send(ctx context.Context, req Request) (*pending, *link, error)
 				return nil, nil, fmt.Errorf("client: send %s: msg_id %s already pending", h.MsgType, h.MsgID)
 			}
 			l = c.link
-			c.pending[h.MsgID] = p
+			if track {
+				c.pending[h.MsgID] = p
+			}
 			c.mu.Unlock()
 			continue
 		}
@@ -253,17 +257,13 @@ func (c *Client) Do(ctx context.Context, req Request, h Handlers) (*wire.Message
 // to Options.OnIOPub. A kernel may publish no status for such a message
 // (agentkernel's panel comms), which Do would wait for.
 func (c *Client) Send(ctx context.Context, req Request) error {
-	p, _, err := c.send(ctx, req)
-	if err != nil {
-		return err
-	}
-	c.forget(p)
-	return nil
+	_, _, err := c.send(ctx, req, false)
+	return err
 }
 
 // do is Do; with waitIdle false it returns as soon as the reply arrives.
 func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool) (*wire.Message, error) {
-	p, l, err := c.send(ctx, req)
+	p, l, err := c.send(ctx, req, true)
 	if err != nil {
 		return nil, err
 	}
@@ -445,7 +445,7 @@ func (c *Client) KernelInfo(ctx context.Context) (*wire.Message, error) {
 func (c *Client) waitReady(ctx context.Context, l *link) error {
 	wait := 50 * time.Millisecond
 	for {
-		p, _, err := c.send(ctx, Request{MsgType: wire.MsgKernelInfoRequest})
+		p, _, err := c.send(ctx, Request{MsgType: wire.MsgKernelInfoRequest}, true)
 		if err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)

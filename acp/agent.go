@@ -288,9 +288,11 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 }
 
 // LoadSession implements sdk.AgentLoader: the stored session, its
-// conversation replayed as session/update before the answer.
+// conversation replayed as session/update before the answer. Only the
+// user's own: another user's, shared with them, is forked with
+// session/fork (a load keeps the id it was given).
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
-	s, err := a.openSession(ctx, p.Cwd, p.McpServers, func(h *session.Host) (session.Info, error) { return h.Resume(ctx, string(p.SessionId)) })
+	s, err := a.openSession(ctx, p.Cwd, p.McpServers, func(h *session.Host) (session.Info, error) { return h.ResumeOwn(ctx, string(p.SessionId)) })
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
@@ -299,9 +301,10 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	return sdk.LoadSessionResponse{Modes: modes(s.host)}, nil
 }
 
-// ResumeSession implements sdk.Agent: the stored session, not replayed.
+// ResumeSession implements sdk.Agent: the stored session, not replayed;
+// the user's own, as LoadSession.
 func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	s, err := a.openSession(ctx, p.Cwd, p.McpServers, func(h *session.Host) (session.Info, error) { return h.Resume(ctx, string(p.SessionId)) })
+	s, err := a.openSession(ctx, p.Cwd, p.McpServers, func(h *session.Host) (session.Info, error) { return h.ResumeOwn(ctx, string(p.SessionId)) })
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
@@ -309,12 +312,14 @@ func (a *Agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 	return sdk.ResumeSessionResponse{Modes: modes(s.host)}, nil
 }
 
-// UnstableForkSession is session/fork: a new session with the whole
-// history of the given one (its files and kernel untouched).
+// UnstableForkSession is session/fork: a new session of the user's with
+// the whole history of the given one (its files and kernel untouched),
+// which may be another user's, shared with them.
 func (a *Agent) UnstableForkSession(ctx context.Context, p sdk.UnstableForkSessionRequest) (sdk.UnstableForkSessionResponse, error) {
 	s, err := a.openSession(ctx, p.Cwd, nil, func(h *session.Host) (session.Info, error) {
-		if _, err := h.Resume(ctx, string(p.SessionId)); err != nil {
-			return session.Info{}, err
+		info, err := h.Resume(ctx, string(p.SessionId))
+		if err != nil || info.ForkOf != "" { // another's: Resume forked it
+			return info, err
 		}
 		return h.Copy(ctx)
 	})
@@ -337,8 +342,8 @@ func (a *Agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sd
 	return sdk.CloseSessionResponse{}, nil
 }
 
-// ListSessions implements sdk.Agent: the stored sessions of cwd, or of
-// every directory without one.
+// ListSessions implements sdk.Agent: the user's stored sessions of cwd,
+// or without one every session they may see.
 func (a *Agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
 	dir := "/"
 	if p.Cwd != nil && *p.Cwd != "" {

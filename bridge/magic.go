@@ -23,8 +23,8 @@ import (
 // magicHelp lists the %agent subcommands.
 const magicHelp = `%agent new              start a new session
 %agent sessions [--all] [TEXT]
-                        this directory's sessions (--all: every directory's), matching TEXT
-%agent resume ID        continue a stored session (an id prefix is enough)
+                        your sessions of this directory (--all: all you may see), matching TEXT
+%agent resume ID        continue a stored session (an id prefix is enough; another user's is forked)
 %agent history [--last N] [--role R]  show this session's messages with their #N and ts (R: user, assistant, tool, system)
 %agent rewind TS|#N [--conversation-only|--no-files|--no-kernel] [--force]
                         go back to before that message: the conversation, the files
@@ -124,6 +124,10 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			return "", err
 		}
 		out := fmt.Sprintf("Resumed session %s (%d messages, model %s).", info.ID, info.Messages, orNone(info.Model))
+		if info.ForkOf != "" {
+			out = fmt.Sprintf("Session %s is %s's, shared with you to read: this is your own fork of it, %s (%d messages, model %s).",
+				messages.ShortID(info.ForkOf), info.ForkOfOwner, info.ID, info.Messages, orNone(info.Model))
+		}
 		if info.Interrupted {
 			out += "\n" + agent.ResumeText
 		}
@@ -249,8 +253,9 @@ func orNone(s string) string {
 	return s
 }
 
-// listSessions is %agent sessions [--all] [TEXT]: this workspace's
-// sessions, or with all every one's, with where each was started.
+// listSessions is %agent sessions [--all] [TEXT]: the user's sessions of
+// this workspace, or with all every one they may see, with whose each is
+// and where it was started.
 func (b *Bridge) listSessions(ctx context.Context, search string, all bool) (string, error) {
 	list, err := b.host.Sessions(ctx, search, 50, all)
 	if err != nil {
@@ -260,26 +265,26 @@ func (b *Bridge) listSessions(ctx context.Context, search string, all bool) (str
 		if all {
 			return "No sessions.", nil
 		}
-		return fmt.Sprintf("No sessions in %s (%%agent sessions --all lists every directory's).", b.host.Workspace()), nil
+		return fmt.Sprintf("No sessions of yours in %s (%%agent sessions --all lists all you may see).", b.host.Workspace()), nil
 	}
 	var sb strings.Builder
 	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
 	head := "ID\tUPDATED\tMESSAGES\tMODEL\tTITLE"
 	if all {
-		head += "\tWORKSPACE"
+		head += "\tOWNER\tWORKSPACE"
 	}
 	fmt.Fprintln(w, head)
 	for _, s := range list {
 		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", messages.ShortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.MessageCount, s.Model, s.Title)
 		if all {
-			line += "\t" + orNone(s.Workspace)
+			line += "\t" + orNone(s.Whose()) + "\t" + orNone(s.Workspace)
 		}
 		fmt.Fprintln(w, line)
 	}
 	w.Flush()
 	out := strings.TrimRight(sb.String(), "\n")
 	if !all {
-		out += fmt.Sprintf("\n(sessions of %s; --all for every directory's)", b.host.Workspace())
+		out += fmt.Sprintf("\n(your sessions of %s; --all for all you may see)", b.host.Workspace())
 	}
 	return out, nil
 }

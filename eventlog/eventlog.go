@@ -7,6 +7,12 @@
 // text (package internal/redact), and files older than the retention are
 // removed when a day's file is opened. [Files] and [Read] are for readers
 // (agentkernel logs).
+//
+// The log is its user's: it is written only into a directory of theirs
+// (0700, under their data directory), in files of theirs (0600); a
+// directory another user owns, or a file that is a link or not theirs, is
+// not written (the failure is logged once a day), so that no one's prompts
+// land in a shared place.
 package eventlog
 
 import (
@@ -21,11 +27,13 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/internal/private"
 	"github.com/agentkernel/agentkernel/internal/redact"
 )
 
@@ -81,7 +89,8 @@ type Entry struct {
 // Options configures a Log. The zero value of every field but Dir works.
 type Options struct {
 	// Dir holds the day files (the data directory's "logs"). Required. It
-	// is created (0700) on the first write.
+	// is created (0700) on the first write; an existing one must be the
+	// user's (it is tightened to 0700).
 	Dir string
 	// RetentionDays is how many days of files are kept, today's included.
 	// Default 30.
@@ -234,12 +243,13 @@ func (l *Log) file(day string) *os.File {
 		l.f.Close()
 		l.f = nil
 	}
-	if err := os.MkdirAll(l.o.Dir, 0o700); err != nil {
+	if err := private.Dir(l.o.Dir); err != nil {
 		l.failed = day
-		l.log.Warn("create the event log directory", "dir", l.o.Dir, "error", err)
+		l.log.Warn("the event log's directory is not private: not written (set AGENTKERNEL_DATA_DIR to a directory of yours)",
+			"dir", l.o.Dir, "error", err)
 		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(l.o.Dir, day+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openPrivate(filepath.Join(l.o.Dir, day+".jsonl"))
 	if err != nil {
 		l.failed = day
 		l.log.Warn("open the event log", "error", err)
@@ -248,6 +258,28 @@ func (l *Log) file(day string) *os.File {
 	l.f, l.day = f, day
 	l.prune(day)
 	return f
+}
+
+// openPrivate opens a day file to append, creating it 0600: never through
+// a symbolic link, and only a regular file of the user's (put back to 0600
+// if something widened it).
+func openPrivate(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && (!st.Mode().IsRegular() || !private.Owned(st)) {
+		err = fmt.Errorf("%s is not a file of yours", path)
+	}
+	if err == nil && st.Mode().Perm()&0o077 != 0 {
+		err = f.Chmod(0o600)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // prune removes the day files older than the retention, counted back

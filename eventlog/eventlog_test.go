@@ -144,3 +144,76 @@ func BenchmarkWrite(b *testing.B) {
 		l.Write(e)
 	}
 }
+
+// TestOnlyPrivatePlaces: the log is its user's. A directory widened to
+// others is put back to 0700 (and its files to 0600); a directory of
+// another user, or a day file that is a link to somewhere else, is never
+// written, and the log goes on without failing.
+func TestOnlyPrivatePlaces(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.Local)
+	clock := func() time.Time { return now }
+	entry := eventlog.Entry{SessionID: "s1", Event: eventlog.EventPrompt, Text: "my prompt"}
+
+	dir := filepath.Join(t.TempDir(), "logs")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	day := filepath.Join(dir, "2026-11-23.jsonl")
+	if err := os.WriteFile(day, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := eventlog.New(eventlog.Options{Dir: dir, Now: clock})
+	l.Write(entry)
+	l.Close()
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("directory mode %v, %v; want 0700", fi.Mode().Perm(), err)
+	}
+	if fi, err := os.Stat(day); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	if len(entries(t, day)) != 1 {
+		t.Fatal("the entry is not in the log")
+	}
+
+	// A day file that is a link: not followed.
+	link := filepath.Join(t.TempDir(), "logs")
+	if err := os.MkdirAll(link, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(t.TempDir(), "shared.jsonl")
+	if err := os.WriteFile(elsewhere, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(link, "2026-11-23.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	l = eventlog.New(eventlog.Options{Dir: link, Now: clock})
+	l.Write(entry)
+	l.Close()
+	if b, _ := os.ReadFile(elsewhere); len(b) != 0 {
+		t.Errorf("the log followed a link: %q", b)
+	}
+
+	if os.Geteuid() != 0 {
+		t.Skip("another user's directory needs root to make")
+	}
+	shared := filepath.Join(t.TempDir(), "logs")
+	if err := os.MkdirAll(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(shared, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	l = eventlog.New(eventlog.Options{Dir: shared, Now: clock})
+	l.Write(entry)
+	l.Close()
+	if files, err := eventlog.Files(shared); err != nil || len(files) != 0 {
+		t.Errorf("written into another user's directory: %v %v", files, err)
+	}
+}

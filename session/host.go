@@ -158,6 +158,8 @@ type current struct {
 	model   string
 	resumed bool
 	tools   []string
+	// forkOf and forkOfOwner: see Info.
+	forkOf, forkOfOwner string
 	// elsewhere is the workspace the session was started in, when not the
 	// host's: its file changes were made there, and are not restored here.
 	elsewhere string
@@ -244,10 +246,15 @@ type Info struct {
 	// Interrupted is set by Resume when the session's last turn was cut
 	// short: it is offered to go on (a resume_task ask).
 	Interrupted bool
+	// ForkOf is set by Resume when the session asked for was another
+	// user's, shared with this one read-only: the id of that session, of
+	// which this one is the user's own fork; ForkOfOwner is whose it is.
+	ForkOf, ForkOfOwner string
 }
 
 func (c *current) info() Info {
-	return Info{ID: c.id, Model: c.model, Resumed: c.resumed, Elsewhere: c.elsewhere, Messages: len(c.task.UI()), Tools: c.tools}
+	return Info{ID: c.id, Model: c.model, Resumed: c.resumed, Elsewhere: c.elsewhere, Messages: len(c.task.UI()), Tools: c.tools,
+		ForkOf: c.forkOf, ForkOfOwner: c.forkOfOwner}
 }
 
 // Current returns the current session, creating a new one on first use.
@@ -267,12 +274,12 @@ func (h *Host) session(ctx context.Context) (*current, error) {
 	if c != nil {
 		return c, nil
 	}
-	return h.open(ctx, "", false)
+	return h.open(ctx, "", false, false)
 }
 
 // NewSession makes a new session the current one.
 func (h *Host) NewSession(ctx context.Context) (Info, error) {
-	c, err := h.open(ctx, "", true)
+	c, err := h.open(ctx, "", true, false)
 	if err != nil {
 		return Info{}, err
 	}
@@ -281,18 +288,29 @@ func (h *Host) NewSession(ctx context.Context) (Info, error) {
 }
 
 // Resume makes the stored session ref (an id or a unique id prefix) the
-// current one. Archived sessions are refused: restore them first.
+// current one. Archived sessions are refused: restore them first. Another
+// user's session, shared with this one, is never written: Resume forks it
+// into a session of the user's own and makes that one current (Info.ForkOf
+// says so).
 func (h *Host) Resume(ctx context.Context, ref string) (Info, error) {
-	return h.resume(ctx, ref, true)
+	return h.resume(ctx, ref, true, true)
+}
+
+// ResumeOwn is Resume for the user's own sessions: another user's is an
+// error that matches store.ErrReadOnly, and nothing is forked (for a
+// caller that must keep the id it was given, as ACP's session/load).
+func (h *Host) ResumeOwn(ctx context.Context, ref string) (Info, error) {
+	return h.resume(ctx, ref, true, false)
 }
 
 // resume is Resume; offer says whether an interrupted turn is offered to
-// go on (not for a fork, whose history ends where it was cut on purpose).
-func (h *Host) resume(ctx context.Context, ref string, offer bool) (Info, error) {
+// go on (not for a fork, whose history ends where it was cut on purpose),
+// forkOthers whether another user's session is forked or refused.
+func (h *Host) resume(ctx context.Context, ref string, offer, forkOthers bool) (Info, error) {
 	if strings.TrimSpace(ref) == "" {
 		return Info{}, errors.New("session: resume: no session id given")
 	}
-	c, err := h.open(ctx, ref, true)
+	c, err := h.open(ctx, ref, true, forkOthers)
 	if err != nil {
 		return Info{}, err
 	}
@@ -337,8 +355,10 @@ func (h *Host) Continue(ctx context.Context) (Info, error) {
 }
 
 // open creates (resume == "") or loads a session and makes it current.
-// Without replace, a session that became current meanwhile is kept.
-func (h *Host) open(ctx context.Context, resume string, replace bool) (*current, error) {
+// Without replace, a session that became current meanwhile is kept. A
+// session to resume that is another user's is forked with forkOthers, and
+// refused without.
+func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool) (*current, error) {
 	st, err := h.Store()
 	if err != nil {
 		return nil, err
@@ -347,10 +367,11 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 	model := cmp.Or(h.explicit, h.cfg.Model)
 	h.mu.Unlock()
 	var (
-		id        string
-		hist      store.Histories
-		pending   bool
-		elsewhere string
+		id                  string
+		hist                store.Histories
+		pending             bool
+		elsewhere           string
+		forkOf, forkOfOwner string
 	)
 	if resume != "" {
 		s, err := st.FindSession(ctx, resume)
@@ -359,6 +380,16 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		}
 		if s.Archived() {
 			return nil, fmt.Errorf("session: %s is archived; restore it first (agentkernel sessions restore %s)", s.ID, messages.ShortID(s.ID))
+		}
+		if err := st.CheckWritable(s); err != nil {
+			if !forkOthers {
+				return nil, fmt.Errorf("session: %w", err)
+			}
+			fork, err := st.ForkSession(ctx, s.ID, store.WholeHistory)
+			if err != nil {
+				return nil, fmt.Errorf("session: fork %s's session %s: %w", s.Owner, s.ID, err)
+			}
+			forkOf, forkOfOwner, s = s.ID, s.Whose(), fork
 		}
 		if hist, err = st.Load(ctx, s.ID); err != nil {
 			return nil, fmt.Errorf("session: load %s: %w", s.ID, err)
@@ -379,7 +410,7 @@ func (h *Host) open(ctx context.Context, resume string, replace bool) (*current,
 		}
 		id = s.ID
 	}
-	c := &current{id: id, model: model, resumed: resume != "", elsewhere: elsewhere}
+	c := &current{id: id, model: model, resumed: resume != "", elsewhere: elsewhere, forkOf: forkOf, forkOfOwner: forkOfOwner}
 	c.replayPending.Store(pending)
 	ws, err := agent.NewWorkspace(h.cfg.Workspace)
 	if err != nil {

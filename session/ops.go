@@ -238,31 +238,33 @@ func (h *Host) Export(ctx context.Context, path string) (string, error) {
 	return path, nil
 }
 
-// Sessions lists the stored live sessions of the host's workspace (with
-// all, of every workspace) whose title or id contains search, newest
-// first.
+// Sessions lists the user's own stored live sessions of the host's
+// workspace (with all, every session they may see: of every workspace,
+// and those other users shared with them) whose title or id contains
+// search, newest first.
 func (h *Host) Sessions(ctx context.Context, search string, limit int, all bool) ([]store.Session, error) {
 	st, err := h.Store()
 	if err != nil {
 		return nil, err
 	}
-	o := store.ListOptions{Search: search, Limit: limit, Workspace: h.cfg.Workspace}
+	o := store.ListOptions{Search: search, Limit: limit, Workspace: h.cfg.Workspace, Mine: true}
 	if all {
-		o.Workspace = ""
+		o.Workspace, o.Mine = "", false
 	}
 	return st.ListSessions(ctx, o)
 }
 
-// Search runs a full-text search over the messages of the sessions of the
-// host's workspace (with all, of every session).
+// Search runs a full-text search over the messages of the user's own
+// sessions of the host's workspace (with all, of every session they may
+// see).
 func (h *Host) Search(ctx context.Context, query string, limit int, all bool) ([]store.SearchHit, error) {
 	st, err := h.Store()
 	if err != nil {
 		return nil, err
 	}
-	o := store.SearchOptions{Limit: limit, Workspace: h.cfg.Workspace}
+	o := store.SearchOptions{Limit: limit, Workspace: h.cfg.Workspace, Mine: true}
 	if all {
-		o.Workspace = ""
+		o.Workspace, o.Mine = "", false
 	}
 	return st.Search(ctx, query, o)
 }

@@ -684,7 +684,7 @@ func (h *Host) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Re
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
-	info, err := h.resume(ctx, fork.ID, false)
+	info, err := h.resume(ctx, fork.ID, false, false)
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
@@ -715,7 +715,7 @@ func (h *Host) Copy(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return h.resume(ctx, fork.ID, false)
+	return h.resume(ctx, fork.ID, false, false)
 }
 
 func containsTS(ui []messages.UIMessage, ts int64) bool {

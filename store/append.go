@@ -26,9 +26,14 @@ func lookupSession(ctx context.Context, tx *sql.Tx, id string) (sessionRow, erro
 // session's row until the transaction ends, so that writers of one session
 // from several connections or processes take turns (SQLite has one writer).
 // Every write transaction locks its session first, which also keeps the
-// lock order the same everywhere.
+// lock order the same everywhere. It finds only the caller's own sessions:
+// another's that they may read is ErrReadOnly.
 func lockSession(ctx context.Context, tx *sql.Tx, id string) (sessionRow, error) {
-	return readSession(ctx, tx, id, "SELECT pk, message_count, archived_at FROM sessions WHERE id = ? /*pg FOR UPDATE*/")
+	r, err := readSession(ctx, tx, id, "SELECT pk, message_count, archived_at FROM sessions WHERE id = ? /*pg AND owner = current_user FOR UPDATE*/")
+	if errors.Is(err, ErrNotFound) {
+		err = missingSession(ctx, tx, id)
+	}
+	return r, err
 }
 
 func readSession(ctx context.Context, tx *sql.Tx, id, query string) (sessionRow, error) {

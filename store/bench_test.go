@@ -22,10 +22,11 @@ import (
 //	go test -run '^$' -bench . -benchtime 300x ./store/
 //
 // The 1,000,000-message search fixture is built once and kept in
-// $TMPDIR/agentkernel-bench-search-v1.db (delete it to rebuild). The second,
+// $TMPDIR/agentkernel-bench-search-v2.db (delete it to rebuild). The second,
 // PostgreSQL run of the suite (see TestMain) runs every benchmark again on
-// PostgreSQL; its search fixture is built in the schema bench_search_v1 of
-// the test server (a throwaway cluster unless $AGENTKERNEL_TEST_POSTGRES).
+// PostgreSQL, as a user of the store (row-level security on); its search
+// fixture is built in the schema bench_search_v2 of the test server (a
+// throwaway cluster unless $AGENTKERNEL_TEST_POSTGRES).
 
 // BenchmarkAppend measures one durable AppendUI (committed on return) and
 // reports the median and 99th percentile.
@@ -236,14 +237,17 @@ func rewindBenchHistories(n int) Histories {
 func searchFixture(b *testing.B) (*Store, []string) {
 	b.Helper()
 	const sessions, perSession = 1000, 1000
-	path := filepath.Join(os.TempDir(), "agentkernel-bench-search-v1.db")
+	path := filepath.Join(os.TempDir(), "agentkernel-bench-search-v2.db")
 	ctx := context.Background()
 	o := Options{Path: path}
 	built := func() bool { _, err := os.Stat(path + ".done"); return err == nil }
 	if pg != nil {
-		must(b, pg.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS bench_search_v1"))
-		o = Options{URL: pgtest.WithParam(pg.URL, "search_path", "bench_search_v1")}
-		built = func() bool { return pg.Exec(ctx, "SELECT FROM bench_search_v1.built") == nil }
+		must(b, pg.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS bench_search_v2"))
+		admin := pgtest.WithParam(pg.URL, "search_path", "bench_search_v2")
+		_, err := Init(ctx, InitOptions{AdminURL: admin})
+		must(b, err)
+		o = Options{URL: pgUserURL(b, admin, testRole)}
+		built = func() bool { return pg.Exec(ctx, "SELECT FROM bench_search_v2.built") == nil }
 	}
 	if !built() {
 		if pg == nil {
@@ -268,9 +272,8 @@ func searchFixture(b *testing.B) (*Store, []string) {
 			must(b, s.AppendUI(ctx, id, ms...))
 		}
 		if pg != nil {
-			_, err = s.w.Exec("VACUUM ANALYZE")
-			must(b, err)
-			_, err = s.w.Exec("CREATE TABLE built ()")
+			superExec(b, o.URL, "VACUUM ANALYZE")
+			superExec(b, o.URL, "CREATE TABLE built ()")
 		} else {
 			_, err = s.w.Exec("INSERT INTO ui_fts(ui_fts) VALUES('optimize')")
 		}
@@ -467,6 +470,66 @@ func BenchmarkPage100k(b *testing.B) {
 				}
 			}
 			reportMS(b, durs)
+		})
+	}
+}
+
+// BenchmarkWorld measures what a checkpoint costs the store: storing new
+// file contents (PutBlob of 4 KiB), finding stored ones (HasBlob, what a
+// rescan of an unchanged file asks), and loading a workspace's index of
+// 2,000 files (what a kernel does at its first code run).
+func BenchmarkWorld(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b)
+	data := make([]byte, 4096)
+	rng := rand.New(rand.NewPCG(9, 10))
+	fill := func() {
+		for i := range data {
+			data[i] = byte(rng.IntN(256))
+		}
+	}
+	var stored []string
+	for range 200 {
+		fill()
+		h, err := s.PutBlob(ctx, data)
+		must(b, err)
+		stored = append(stored, h)
+	}
+	idx := make([]FileStat, 2000)
+	for i := range idx {
+		idx[i] = FileStat{Path: fmt.Sprintf("src/pkg%d/file%d.py", i%50, i), Size: 4096, MTime: int64(i), CTime: int64(i), Inode: int64(i), Hash: stored[i%len(stored)]}
+	}
+	must(b, s.SaveIndex(ctx, "/home/jovyan", idx, nil))
+	for _, tc := range []struct {
+		name string
+		op   func(i int) error
+	}{
+		{"put-new-4k", func(int) error { fill(); _, err := s.PutBlob(ctx, data); return err }},
+		{"has-stored", func(i int) error {
+			ok, err := s.HasBlob(ctx, stored[i%len(stored)])
+			if err == nil && !ok {
+				err = fmt.Errorf("blob %s not found", stored[i%len(stored)])
+			}
+			return err
+		}},
+		{"load-index-2000", func(int) error {
+			got, err := s.LoadIndex(ctx, "/home/jovyan")
+			if err == nil && len(got) != len(idx) {
+				err = fmt.Errorf("%d index entries", len(got))
+			}
+			return err
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var durs []time.Duration
+			for i := 0; b.Loop(); i++ {
+				t0 := time.Now()
+				if err := tc.op(i); err != nil {
+					b.Fatal(err)
+				}
+				durs = append(durs, time.Since(t0))
+			}
+			reportPercentiles(b, durs)
 		})
 	}
 }

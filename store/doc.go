@@ -40,5 +40,12 @@
 // (FTS5; tsvector on PostgreSQL), preview.go and summary.go (previews and
 // tool summaries), rewind.go and rewrite.go,
 // export.go (JSONL), world.go (file blobs, code runs, file changes,
-// forks) and fileindex.go (the workspace trackers' index).
+// forks), fileindex.go (the workspace trackers' index), owners.go (who
+// owns a session, sharing) and rls.go (PostgreSQL's roles, row-level
+// security policies and Init, which an administrator runs).
+//
+// Sessions belong to their user (owners.go): a SQLite file is private to
+// its OS user; on PostgreSQL each user connects as a role of their own and
+// row-level security shows them their own sessions and those shared with
+// them, read-only. Open refuses a PostgreSQL role that would see more.
 package store

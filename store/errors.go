@@ -27,6 +27,9 @@ var (
 	ErrArchived = errors.New("session is archived")
 	// ErrAmbiguous: an id prefix (FindSession) starts several sessions.
 	ErrAmbiguous = errors.New("ambiguous session id")
+	// ErrReadOnly: the session is another user's, shared with this one
+	// read-only (or seen by an administrator): fork it to write.
+	ErrReadOnly = errors.New("session is read-only")
 )
 
 // Error is what every Store method returns on failure: the operation, the

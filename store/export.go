@@ -47,6 +47,10 @@ type exportSession struct {
 	Cost          float64 `json:"cost,omitempty"`
 	ArchivedAt    int64   `json:"archivedAt,omitempty"`
 	ArchiveReason string  `json:"archiveReason,omitempty"`
+	// Owner and OwnerName say whose the session was, for readers; an
+	// import is the importer's.
+	Owner     string `json:"owner,omitempty"`
+	OwnerName string `json:"ownerName,omitempty"`
 }
 
 // Export writes a session as JSONL: a session line, then one line per UI
@@ -72,7 +76,7 @@ func (s *Store) Export(ctx context.Context, sessionID string, w io.Writer) error
 			DisplayName: ss.DisplayName, Title: ss.Title, Model: ss.Model, Provider: ss.Provider, Mode: ss.Mode,
 			Workspace: ss.Workspace, TokensIn: ss.Usage.TokensIn, TokensOut: ss.Usage.TokensOut,
 			CacheWrites: ss.Usage.CacheWrites, CacheReads: ss.Usage.CacheReads, Cost: ss.Usage.Cost,
-			ArchiveReason: ss.ArchiveReason,
+			ArchiveReason: ss.ArchiveReason, Owner: ss.Owner, OwnerName: ss.OwnerName,
 		}
 		if ss.Archived() {
 			hdr.ArchivedAt = ss.ArchivedAt.UnixMilli()
@@ -119,7 +123,8 @@ func exportRows(ctx context.Context, tx *sql.Tx, enc *json.Encoder, pk int64, ki
 }
 
 // Import reads a session exported by Export and stores it under the same
-// id, with the same metadata and histories, in one transaction. Every
+// id, with the same metadata and histories, in one transaction, as a
+// session of the store's user (whoever exported it). Every
 // message is validated (messages.DecodeUI/DecodeAPI); an error names the
 // line. A session that already exists gives ErrExists.
 func (s *Store) Import(ctx context.Context, r io.Reader) (Session, error) {
@@ -189,11 +194,12 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (Session, error) {
 		}
 		var pk int64
 		err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, created_at, updated_at, display_name, model,
-			provider, mode, workspace, tokens_in, tokens_out, cache_writes, cache_reads, cost, archived_at, archive_reason)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`,
+			provider, mode, workspace, tokens_in, tokens_out, cache_writes, cache_reads, cost, archived_at, archive_reason,
+			owner, owner_name)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk`,
 			hdr.ID, hdr.CreatedAt, hdr.UpdatedAt, noUS(hdr.DisplayName), noUS(hdr.Model), noUS(hdr.Provider), noUS(hdr.Mode),
 			noUS(hdr.Workspace), hdr.TokensIn, hdr.TokensOut, hdr.CacheWrites, hdr.CacheReads, hdr.Cost, archived,
-			noUS(hdr.ArchiveReason)).Scan(&pk)
+			noUS(hdr.ArchiveReason), s.user, s.ownerName).Scan(&pk)
 		if isConstraint(err) {
 			return fmt.Errorf("session %s: %w", hdr.ID, ErrExists)
 		}

@@ -14,11 +14,14 @@ type FileStat struct {
 	Hash                      string
 }
 
-// LoadIndex returns the index of the workspace at root.
+// LoadIndex returns the index of the workspace at root. The index is the
+// store's user's: on PostgreSQL keyed by owner too, so that users whose
+// workspaces have the same path (every pod's /home/jovyan) never see or
+// share each other's.
 func (s *Store) LoadIndex(ctx context.Context, root string) ([]FileStat, error) {
 	var out []FileStat
 	err := s.readTx(ctx, "load file index", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT path, size, mtime, ctime, inode, hash FROM file_index WHERE workspace = ?", root)
+		rows, err := tx.QueryContext(ctx, "SELECT path, size, mtime, ctime, inode, hash FROM file_index WHERE workspace = ?"+pgOwn, root)
 		if err != nil {
 			return err
 		}
@@ -45,7 +48,7 @@ func (s *Store) SaveIndex(ctx context.Context, root string, put []FileStat, del 
 		if len(put) > 0 {
 			st, err := tx.PrepareContext(ctx, `INSERT INTO file_index (workspace, path, size, mtime, ctime, inode, hash)
 VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (workspace, path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime,
+ON CONFLICT (/*pg owner, */workspace, path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime,
 	ctime = excluded.ctime, inode = excluded.inode, hash = excluded.hash`)
 			if err != nil {
 				return err
@@ -58,7 +61,7 @@ ON CONFLICT (workspace, path) DO UPDATE SET size = excluded.size, mtime = exclud
 			}
 		}
 		if len(del) > 0 {
-			st, err := tx.PrepareContext(ctx, "DELETE FROM file_index WHERE workspace = ? AND path = ?")
+			st, err := tx.PrepareContext(ctx, "DELETE FROM file_index WHERE workspace = ? AND path = ?"+pgOwn)
 			if err != nil {
 				return err
 			}

@@ -65,9 +65,10 @@ func (e lookupError) Error() string {
 func (e lookupError) Unwrap() error { return e.err }
 
 // LatestSession returns the most recently updated live session of the
-// workspace ("" for any). The error wraps ErrNotFound when there is none.
+// workspace ("" for any) that is the store's user's own (what they may
+// continue). The error wraps ErrNotFound when there is none.
 func (s *Store) LatestSession(ctx context.Context, workspace string) (Session, error) {
-	list, err := s.ListSessions(ctx, ListOptions{Limit: 1, Workspace: workspace})
+	list, err := s.ListSessions(ctx, ListOptions{Limit: 1, Workspace: workspace, Mine: true})
 	if err != nil {
 		return Session{}, err
 	}

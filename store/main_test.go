@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(writerChildEnv) != "" {
 		os.Exit(writerChild())
 	}
+	if os.Getenv(otherUserEnv) != "" {
+		os.Exit(otherUserChild())
+	}
 	if os.Getenv(envBackend) == "postgres" {
 		pg = &pgtest.Server{URL: os.Getenv(envPGURL)}
 		fmt.Fprintln(os.Stderr, "store: the contract suite on PostgreSQL")
@@ -85,15 +88,48 @@ func onlyPostgres(t testing.TB) {
 	}
 }
 
-// pgURL returns a fresh empty schema of the PostgreSQL run's server.
+// testRole is the login role the contract suite uses on PostgreSQL: a
+// user of the store (a member of UserRole), as every kernel is.
+const testRole = "ak_tester"
+
+// pgURL returns a fresh schema of the PostgreSQL run's server, set up by
+// Init as the server's superuser, and gives the URL that connects to it
+// as testRole.
 func pgURL(t testing.TB) string {
 	t.Helper()
-	u, err := pg.NewSchema(context.Background(), "t")
+	return pgUserURL(t, pgAdminSchema(t), testRole)
+}
+
+// pgAdminSchema returns a fresh schema set up by Init, as the superuser.
+func pgAdminSchema(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	u, err := pg.NewSchema(ctx, "t")
 	if err != nil {
 		t.Fatalf("new schema: %v", err)
 	}
+	if _, err := Init(ctx, InitOptions{AdminURL: u}); err != nil {
+		t.Fatalf("init: %v", err)
+	}
 	return u
 }
+
+// pgUserURL returns adminURL (its schema) as the login role name, created
+// when missing, a member of groups (UserRole when none are given).
+func pgUserURL(t testing.TB, adminURL, name string, groups ...string) string {
+	t.Helper()
+	if len(groups) == 0 {
+		groups = []string{UserRole}
+	}
+	if _, err := pg.EnsureRole(context.Background(), name, groups...); err != nil {
+		t.Fatal(err)
+	}
+	return pgtest.WithUser(adminURL, name)
+}
+
+// asSuperuser returns a store's URL as the server's superuser (the schema
+// owner), for what a test does behind the store's back.
+func asSuperuser(u string) string { return pgtest.WithUser(u, "postgres") }
 
 func newStore(t testing.TB, opts ...func(*Options)) *Store {
 	t.Helper()

@@ -77,6 +77,9 @@ type Options struct {
 	Logger hclog.Logger
 	// Now is the clock for session timestamps. Default time.Now.
 	Now func() time.Time
+	// OwnerName is the name listings show for the sessions this store
+	// creates (their owner is Store.User). Default: DefaultOwnerName().
+	OwnerName string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -110,6 +113,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.OwnerName == "" {
+		o.OwnerName = DefaultOwnerName()
 	}
 	return o, nil
 }

@@ -334,36 +334,8 @@ func TestPageUIUsesIndex(t *testing.T) {
 // gets it when opened, and pages by role.
 func TestPageIndexMigration(t *testing.T) {
 	ctx := context.Background()
-	var o Options
-	var db *sql.DB
-	if pg == nil {
-		o = Options{Path: t.TempDir() + "/old.db"}
-		var err error
-		db, err = sql.Open("sqlite", o.Path)
-		must(t, err)
-		for v, m := range migrations[:3] {
-			_, err := db.Exec(m)
-			must(t, err)
-			_, err = db.Exec(fmt.Sprintf("PRAGMA user_version = %d", v+1))
-			must(t, err)
-		}
-	} else {
-		// Open the new schema, then take it back to version 2.
-		o = Options{URL: pgURL(t)}
-		s, err := Open(ctx, o)
-		must(t, err)
-		_, err = s.w.Exec("DROP INDEX ui_session_role_ts")
-		must(t, err)
-		_, err = s.w.Exec("DROP TABLE cell_changes")
-		must(t, err)
-		_, err = s.w.Exec("UPDATE agentkernel_schema SET version = 2")
-		must(t, err)
-		must(t, s.Close())
-	}
-	if db != nil {
-		must(t, db.Close())
-	}
-	s, err := Open(ctx, o)
+	_, upgrade := oldStore(t, 3)
+	s, err := Open(ctx, upgrade(""))
 	must(t, err)
 	defer s.Close()
 	id := newSession(t, s)

@@ -42,45 +42,58 @@ func RedactURL(u string) string {
 }
 
 // openPostgres connects s to the PostgreSQL database at s.opts.URL and
-// migrates its schema. The same pool serves reads and writes: PostgreSQL
-// runs writers concurrently, and a session's rows are serialised by a lock
-// on its sessions row (see lockSession).
+// checks that its schema is this build's and that the role it connected as
+// is held to its own rows (pgCheck): a store that would see every user's
+// sessions is refused. It never creates or migrates the schema: an
+// administrator does, with Init. The same pool serves reads and writes:
+// PostgreSQL runs writers concurrently, and a session's rows are
+// serialised by a lock on its sessions row (see lockSession).
 func (s *Store) openPostgres(ctx context.Context) error {
-	cfg, err := pgxpool.ParseConfig(s.opts.URL)
-	if err != nil {
-		// pgx's parse errors can quote the URL, password included.
-		return s.wrap("open", errors.New("bad PostgreSQL URL (want postgres://user:password@host:port/database?options)"))
-	}
-	cfg.MaxConns = int32(max(s.opts.Readers+4, 8))
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = s.opts.BusyTimeout
-	}
-	if cfg.ConnConfig.RuntimeParams["synchronous_commit"] == "" {
-		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = s.opts.Sync.pgSynchronousCommit()
-	}
-	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "agentkernel"
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.BusyTimeout+time.Second)
 	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	db, pool, err := pgConnect(ctx, s.opts)
 	if err != nil {
 		return s.wrap("open", err)
 	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return s.wrap("open", fmt.Errorf("cannot reach the database: %w", err))
-	}
-	db := sql.OpenDB(pgConnector{stdlib.GetPoolConnector(pool)})
-	db.SetMaxOpenConns(int(cfg.MaxConns))
-	db.SetMaxIdleConns(int(cfg.MaxConns))
-	if err := migratePG(ctx, db); err != nil {
+	if err := s.pgCheck(ctx, db); err != nil {
 		db.Close()
 		pool.Close()
 		return s.wrap("open", err)
 	}
 	s.w, s.r, s.pool = db, db, pool
 	return nil
+}
+
+// pgConnect opens a pool on o.URL (o with its defaults) and a database/sql
+// handle over it, and checks that the server answers.
+func pgConnect(ctx context.Context, o Options) (*sql.DB, *pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(o.URL)
+	if err != nil {
+		// pgx's parse errors can quote the URL, password included.
+		return nil, nil, errors.New("bad PostgreSQL URL (want postgres://user:password@host:port/database?options)")
+	}
+	cfg.MaxConns = int32(max(o.Readers+4, 8))
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = o.BusyTimeout
+	}
+	if cfg.ConnConfig.RuntimeParams["synchronous_commit"] == "" {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = o.Sync.pgSynchronousCommit()
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "agentkernel"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("cannot reach the database: %w", err)
+	}
+	db := sql.OpenDB(pgConnector{stdlib.GetPoolConnector(pool)})
+	db.SetMaxOpenConns(int(cfg.MaxConns))
+	db.SetMaxIdleConns(int(cfg.MaxConns))
+	return db, pool, nil
 }
 
 // pgRetryable reports a failure after which the same transaction may be
@@ -284,6 +297,9 @@ CREATE TABLE cell_changes (
 );
 CREATE INDEX cell_changes_session ON cell_changes(session_pk, anchor);
 `,
+	// 6: SQLite schema 7, sessions belong to their user (ownSessions,
+	// pgOwnSessions); row-level security is set up by pgSecure.
+	``,
 }
 
 // pgVersion maps a PostgreSQL schema version to the SQLite one it matches
@@ -294,20 +310,18 @@ func pgVersion(v int) int { return v + 1 }
 // processes opening a fresh database at once.
 const pgLockKey = 0x61676b6e // "agkn"
 
-// migratePG brings the schema to len(pgMigrations), refusing a database
-// written by a newer build. The version lives in agentkernel_schema.
-func migratePG(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin migration: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+// migratePG brings the schema to version upTo (len(pgMigrations) but in
+// tests of migrations) inside tx, refusing a database written by a newer
+// build, and returns the version it found. The version lives in
+// agentkernel_schema; an advisory lock serialises processes that migrate
+// at once. m.owner owns the rows written before sessions had one.
+func migratePG(ctx context.Context, tx *sql.Tx, upTo int, m migration) (from int, err error) {
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", pgLockKey); err != nil {
-		return fmt.Errorf("lock schema: %w", err)
+		return 0, fmt.Errorf("lock schema: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS agentkernel_schema (
 		one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), version INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("create schema table: %w", err)
+		return 0, fmt.Errorf("create schema table: %w", err)
 	}
 	var v int
 	err = tx.QueryRowContext(ctx, "SELECT version FROM agentkernel_schema").Scan(&v)
@@ -316,30 +330,28 @@ func migratePG(ctx context.Context, db *sql.DB) error {
 		_, err = tx.ExecContext(ctx, "INSERT INTO agentkernel_schema (version) VALUES (0)")
 	}
 	if err != nil {
-		return fmt.Errorf("read schema version: %w", err)
+		return 0, fmt.Errorf("read schema version: %w", err)
 	}
 	if v > len(pgMigrations) {
-		return fmt.Errorf("schema version %d is newer than this build supports (%d): upgrade agentkernel", v, len(pgMigrations))
+		return v, fmt.Errorf("schema version %d is newer than this build supports (%d): upgrade agentkernel", v, len(pgMigrations))
 	}
-	for ; v < len(pgMigrations); v++ {
+	m.pg = true
+	for from = v; v < upTo; v++ {
 		if pgMigrations[v] != "" {
 			if _, err := tx.ExecContext(ctx, pgMigrations[v]); err != nil {
-				return fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+				return from, fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
 			}
 		}
 		if fn := migrationCode[pgVersion(v+1)]; fn != nil {
-			if err := fn(ctx, tx, true); err != nil {
-				return fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+			if err := fn(ctx, tx, m); err != nil {
+				return from, fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE agentkernel_schema SET version = ?", v+1); err != nil {
-			return fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
+			return from, fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate schema: commit: %w", err)
-	}
-	return nil
+	return from, nil
 }
 
 // pgIntegrityCheck checks that the search column agrees with the text.

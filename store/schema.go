@@ -154,25 +154,38 @@ CREATE TABLE cell_changes (
 );
 CREATE INDEX cell_changes_session ON cell_changes(session_pk, anchor);
 `,
+	// 7: sessions belong to their user: ownSessions (migrationCode) adds
+	// the owner and the name shown in listings.
+	``,
+}
+
+// migration is what a migration step's code is told: the engine, and the
+// owner given to the rows written before sessions had one.
+type migration struct {
+	pg    bool
+	owner string
 }
 
 // migrationCode[v] runs after the SQL of the migration to version v, in
-// its transaction, on either engine (pg says which): what SQL alone cannot
-// decide. The versions are SQLite's; pgVersion maps PostgreSQL's.
-var migrationCode = map[int]func(ctx context.Context, tx *sql.Tx, pg bool) error{
+// its transaction, on either engine (m.pg says which): what SQL alone
+// cannot decide. The versions are SQLite's; pgVersion maps PostgreSQL's.
+var migrationCode = map[int]func(ctx context.Context, tx *sql.Tx, m migration) error{
 	5: purgeSecrets,
+	7: ownSessions,
 }
 
 // SchemaVersion is the user_version this build writes.
 var SchemaVersion = len(migrations)
 
-// migrate brings the schema to SchemaVersion, one transaction per step. A
-// database written by a newer build is refused rather than guessed at.
-// Each step re-reads user_version under the write lock, so two processes
-// opening a fresh data directory at once migrate it exactly once.
-func migrate(ctx context.Context, db *sql.DB) error {
+// migrate brings the schema to version upTo (SchemaVersion but in tests of
+// migrations), one transaction per step; m.owner owns the rows written
+// before sessions had an owner. A database written by a newer build is
+// refused rather than guessed at. Each step re-reads user_version under the
+// write lock, so two processes opening a fresh data directory at once
+// migrate it exactly once.
+func migrate(ctx context.Context, db *sql.DB, upTo int, m migration) error {
 	for {
-		done, err := migrateStep(ctx, db)
+		done, err := migrateStep(ctx, db, upTo, m)
 		if err != nil {
 			return err
 		}
@@ -182,7 +195,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 }
 
-func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
+func migrateStep(ctx context.Context, db *sql.DB, upTo int, m migration) (done bool, err error) {
 	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE on the writer
 	if err != nil {
 		return false, fmt.Errorf("begin migration: %w", err)
@@ -195,7 +208,7 @@ func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
 	switch {
 	case v > len(migrations):
 		return false, fmt.Errorf("schema version %d is newer than this build supports (%d)", v, len(migrations))
-	case v == len(migrations):
+	case v >= upTo:
 		return true, nil
 	}
 	if migrations[v] != "" {
@@ -204,7 +217,7 @@ func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
 		}
 	}
 	if fn := migrationCode[v+1]; fn != nil {
-		if err := fn(ctx, tx, false); err != nil {
+		if err := fn(ctx, tx, m); err != nil {
 			return false, fmt.Errorf("migrate schema %d→%d: %w", v, v+1, err)
 		}
 	}

@@ -16,7 +16,11 @@ type SearchOptions struct {
 	// Workspace, when set (and SessionID is not), keeps the sessions of
 	// that workspace.
 	Workspace string
-	Limit     int // default 20
+	// Mine, when SessionID is not set, keeps the store's user's own
+	// sessions (see ListOptions.Mine); otherwise every session they may
+	// see is searched.
+	Mine  bool
+	Limit int // default 20
 	// Raw passes the query to FTS5 as is (its own syntax: OR, NEAR, "phrase",
 	// prefix*). By default every word must appear, as a whole token.
 	Raw bool
@@ -157,6 +161,9 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 	if o.SessionID == "" && !o.IncludeArchived {
 		q += " AND s.archived_at IS NULL"
 	}
+	if o.SessionID == "" && o.Mine {
+		q += " AND m.owner = current_user"
+	}
 	newest := q + " AND m.seq > (SELECT coalesce(max(seq), 0) FROM ui_messages) - ?4"
 	var ws []any // the workspace: ?4 in q, ?5 in newest
 	switch {
@@ -169,6 +176,10 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 	}
 	tail := " ORDER BY m.seq DESC LIMIT ?3) h ORDER BY h.seq DESC"
 	q, newest = q+tail, newest+tail
+	viaIndex := `SELECT h.id, h.ts, h.type, h.kind, h.role, h.text, ts_headline('ak_search', h.text, ` + parse + `, ?2)
+		FROM (SELECT s.id, m.seq, m.ts, m.type, m.kind, m.role, m.text
+			FROM ui_messages m JOIN sessions s ON s.pk = m.session_pk
+			WHERE m.seq IN (SELECT ak_search(` + parse + `, ?3, ?4 <> 0, ?5, ?6 <> 0))` + tail
 	var hits []SearchHit
 	err := s.readTx(ctx, "search", func(tx *sql.Tx) error {
 		if o.SessionID != "" {
@@ -201,6 +212,13 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_indexscan = off"); err != nil {
+			return err
+		}
+		if !s.admin {
+			// Under row-level security the index is not used for @@ (see
+			// ak_search in rls.go): the function finds the matches the
+			// caller may see through it. (Booleans travel as 0 and 1.)
+			hits, err = pgHits(ctx, tx, viaIndex, o, query, opts, o.Limit, o.IncludeArchived, o.Workspace, o.Mine)
 			return err
 		}
 		hits, err = pgHits(ctx, tx, q, o, append(args, ws...)...)

@@ -20,7 +20,7 @@ const withheldHash = "!"
 // alone), their index entries go (the tracker learns them again by stat),
 // and their blobs are deleted unless a file that is not a secret has the
 // same content. It runs inside a migration's transaction, on either engine.
-func purgeSecrets(ctx context.Context, tx *sql.Tx, pg bool) error {
+func purgeSecrets(ctx context.Context, tx *sql.Tx, m migration) error {
 	var paths []string
 	rows, err := tx.QueryContext(ctx, "SELECT DISTINCT path FROM file_changes UNION SELECT DISTINCT path FROM file_index")
 	if err != nil {
@@ -72,7 +72,7 @@ func purgeSecrets(ctx context.Context, tx *sql.Tx, pg bool) error {
 	// Private keys under any name: the database finds the candidates, the
 	// same test as the tracker's (protect.Content) decides.
 	find := "SELECT hash, substr(data, 1, 4096) FROM blobs WHERE instr(data, ?) > 0"
-	if pg {
+	if m.pg {
 		find = "SELECT hash, substring(data from 1 for 4096) FROM blobs WHERE position(? in data) > 0"
 	}
 	krows, err := tx.QueryContext(ctx, find, []byte("PRIVATE KEY-----"))

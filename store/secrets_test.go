@@ -3,19 +3,24 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"testing"
 )
 
 // TestMigrationPurgesSecrets: a store written before checkpoints withheld
-// secrets (schema 4) kept the contents of .env files and keys. Opened by
+// secrets (schema 4; PostgreSQL's 3) kept the contents of .env files and keys. Opened by
 // this build, it holds none of them: their blobs are gone, their file
 // changes keep their path with the withheld hash, their index entries go,
 // and everything else is as it was.
 func TestMigrationPurgesSecrets(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	id := newSession(t, s)
+	// A store of schema 4, as an older build left it.
+	db, upgrade := oldStore(t, 4)
+	id, _ := oldRows(t, db, 4, 1, "x")
+	var pk int64
+	must(t, db.QueryRow("SELECT pk FROM sessions WHERE id = ?", id).Scan(&pk))
 	const (
 		envKey  = "OPENAI_API_KEY=sk-migrationtest0123456789"
 		sshKey  = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAmigrationtest\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -24,13 +29,17 @@ func TestMigrationPurgesSecrets(t *testing.T) {
 		shared  = "same bytes as a harmless file\n"
 	)
 	put := func(data string) string {
-		h, err := s.PutBlob(ctx, []byte(data))
+		sum := sha256.Sum256([]byte(data))
+		h := hex.EncodeToString(sum[:])
+		_, err := db.Exec("INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", h, len(data), []byte(data))
 		must(t, err)
 		return h
 	}
 	hEnv, hSSH, hMCP, hPlain, hShared := put(envKey), put(sshKey), put(mcpJSON), put(plain), put(shared)
 	hPlain2 := put(plain + "# more\n")
-	must(t, s.AddFileChanges(ctx, id, []FileChange{
+	_, err := db.Exec("DELETE FROM file_changes")
+	must(t, err)
+	for _, c := range []FileChange{
 		{Anchor: 10, Path: ".env", After: hEnv},
 		{Anchor: 10, Path: "id_ed25519", Before: hShared, After: hSSH},
 		{Anchor: 10, Path: "keys/deploy", After: hSSH}, // a key under a name that says nothing
@@ -38,25 +47,20 @@ func TestMigrationPurgesSecrets(t *testing.T) {
 		{Anchor: 10, Path: "main.py", Before: hPlain, After: hPlain2},
 		{Anchor: 10, Path: "notes.txt", After: hShared},
 		{Anchor: 20, Path: ".env", Before: hEnv},
-	}))
-	must(t, s.SaveIndex(ctx, "/ws", []FileStat{
-		{Path: ".env", Size: 1, Hash: hEnv}, {Path: "id_ed25519", Size: 1, Hash: hSSH},
-		{Path: "main.py", Size: 1, Hash: hPlain2}, {Path: "notes.txt", Size: 1, Hash: hShared},
-	}, nil))
-
-	// Back to the schema before, as an older build left it.
-	_, err := s.w.Exec("DROP TABLE cell_changes") // schema 6
-	must(t, err)
-	if s.pg {
-		_, err := s.w.Exec("UPDATE agentkernel_schema SET version = 3")
-		must(t, err)
-	} else {
-		_, err := s.w.Exec("PRAGMA user_version = 4")
+	} {
+		_, err := db.Exec("INSERT INTO file_changes (session_pk, anchor, path, before, after) VALUES (?, ?, ?, ?, ?)",
+			pk, c.Anchor, c.Path, nullHash(c.Before), nullHash(c.After))
 		must(t, err)
 	}
-	o := reopen(s)
-	must(t, s.Close())
-	s2, err := Open(ctx, o)
+	for _, f := range []FileStat{
+		{Path: ".env", Size: 1, Hash: hEnv}, {Path: "id_ed25519", Size: 1, Hash: hSSH},
+		{Path: "main.py", Size: 1, Hash: hPlain2}, {Path: "notes.txt", Size: 1, Hash: hShared},
+	} {
+		_, err := db.Exec("INSERT INTO file_index (workspace, path, size, mtime, ctime, inode, hash) VALUES ('/ws2', ?, ?, 0, 0, 0, ?)",
+			f.Path, f.Size, f.Hash)
+		must(t, err)
+	}
+	s2, err := Open(ctx, upgrade(testRole))
 	must(t, err)
 	defer s2.Close()
 
@@ -103,7 +107,7 @@ func TestMigrationPurgesSecrets(t *testing.T) {
 		{Anchor: 20, Path: ".env", Before: "!"},
 	}
 	equalJSON(t, "file changes", got, want)
-	idx, err := s2.LoadIndex(ctx, "/ws")
+	idx, err := s2.LoadIndex(ctx, "/ws2")
 	must(t, err)
 	var paths []string
 	for _, e := range idx {

@@ -49,6 +49,21 @@ type Session struct {
 	// ArchivedAt is zero for a live session.
 	ArchivedAt    time.Time
 	ArchiveReason string
+	// Owner is who the session belongs to: the PostgreSQL role that
+	// created it, or the OS user on SQLite (see Store.User). OwnerName is
+	// the name they went by ($KERNEL_USERNAME, $JUPYTERHUB_USER or the OS
+	// user; "" for sessions from before owners), for people to read.
+	Owner     string
+	OwnerName string
+}
+
+// Whose returns who the session belongs to, for people: the owner, with
+// the name they went by when it says more.
+func (s Session) Whose() string {
+	if s.OwnerName == "" || s.OwnerName == s.Owner {
+		return s.Owner
+	}
+	return s.Owner + " (" + s.OwnerName + ")"
 }
 
 // Archived reports whether the session is archived.
@@ -90,7 +105,8 @@ const (
 
 func (s *Store) nowMS() int64 { return s.opts.Now().UnixMilli() }
 
-// CreateSession creates a session. A duplicate id gives ErrExists.
+// CreateSession creates a session, owned by the store's user (User). A
+// duplicate id gives ErrExists.
 func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, error) {
 	if ns.ID == "" {
 		ns.ID = uuid.NewString()
@@ -103,10 +119,10 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 	now := s.nowMS()
 	err := s.writeTx(ctx, "create session "+ns.ID, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions
-			(id, created_at, updated_at, display_name, title, model, provider, mode, workspace)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(id, created_at, updated_at, display_name, title, model, provider, mode, workspace, owner, owner_name)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			ns.ID, now, now, ns.DisplayName, DeriveTitle(ns.ID, ns.DisplayName, "", time.UnixMilli(now)),
-			ns.Model, ns.Provider, ns.Mode, ns.Workspace)
+			ns.Model, ns.Provider, ns.Mode, ns.Workspace, s.user, s.ownerName)
 		if isConstraint(err) {
 			return fmt.Errorf("session %s: %w", ns.ID, ErrExists)
 		}
@@ -120,7 +136,8 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 
 const sessionCols = `id, created_at, updated_at, display_name, title, model, provider, mode, workspace,
 	tokens_in, tokens_out, cache_writes, cache_reads, cost, message_count, api_count,
-	first_user_message, last_message, last_role, archived_at, archive_reason, parent_id, fork_ts, replay_pending`
+	first_user_message, last_message, last_role, archived_at, archive_reason, parent_id, fork_ts, replay_pending,
+	owner, owner_name`
 
 // listCols is sessionCols for listings, packed into one text column:
 // every column costs the driver a few locked calls per row, which dominates
@@ -133,13 +150,13 @@ const listCols = `printf('%s' || char(31) || '%d' || char(31) || '%d' || char(31
 		tokens_in, tokens_out, cache_writes, cache_reads, message_count, api_count, cost) ||
 	display_name || char(31) || title || char(31) || model || char(31) || provider || char(31) ||
 	mode || char(31) || workspace || char(31) || last_role || char(31) || archive_reason || char(31) ||
-	parent_id || char(31) || substr(last_message, 1, ?)`
+	parent_id || char(31) || owner || char(31) || owner_name || char(31) || substr(last_message, 1, ?)`
 
 // pgListCols is listCols in PostgreSQL: the same fields, the same packing.
 const pgListCols = `concat_ws(chr(31), id, created_at, updated_at, coalesce(archived_at, -1),
 		concat_ws(' ', tokens_in, tokens_out, cache_writes, cache_reads, message_count, api_count, cost),
 		display_name, title, model, provider, mode, workspace, last_role, archive_reason, parent_id,
-		substr(last_message, 1, ?))`
+		owner, owner_name, substr(last_message, 1, ?))`
 
 // checkID accepts session ids of 1 to 128 printable characters.
 func checkID(id string) error {
@@ -172,7 +189,7 @@ func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 		&ss.Workspace, &ss.Usage.TokensIn, &ss.Usage.TokensOut, &ss.Usage.CacheWrites,
 		&ss.Usage.CacheReads, &ss.Usage.Cost, &ss.MessageCount, &ss.APICount,
 		&ss.FirstUserMessage, &ss.LastMessage, &ss.LastRole, &archived, &ss.ArchiveReason,
-		&ss.ParentID, &ss.ForkTS, &ss.ReplayPending)
+		&ss.ParentID, &ss.ForkTS, &ss.ReplayPending, &ss.Owner, &ss.OwnerName)
 	if err != nil {
 		return ss, err
 	}
@@ -184,14 +201,17 @@ func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 	return ss, nil
 }
 
+// listFields is the number of fields listCols packs.
+const listFields = 17
+
 func scanListedSession(sc interface{ Scan(...any) error }) (Session, error) {
 	var ss Session
 	var packed string
 	if err := sc.Scan(&packed); err != nil {
 		return ss, err
 	}
-	t := strings.SplitN(packed, "\x1f", 15)
-	if len(t) != 15 {
+	t := strings.SplitN(packed, "\x1f", listFields)
+	if len(t) != listFields {
 		return ss, fmt.Errorf("bad packed listing row %.60q", packed)
 	}
 	ss.ID = t[0]
@@ -227,8 +247,9 @@ func scanListedSession(sc interface{ Scan(...any) error }) (Session, error) {
 	if ss.Usage.Cost, err = strconv.ParseFloat(f[6], 64); err != nil {
 		return ss, bad
 	}
-	ss.DisplayName, ss.Title, ss.Model, ss.Provider, ss.Mode, ss.Workspace, ss.LastRole, ss.ArchiveReason, ss.ParentID, ss.LastMessage =
-		t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14]
+	ss.DisplayName, ss.Title, ss.Model, ss.Provider, ss.Mode, ss.Workspace, ss.LastRole, ss.ArchiveReason, ss.ParentID =
+		t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13]
+	ss.Owner, ss.OwnerName, ss.LastMessage = t[14], t[15], t[16]
 	return ss, nil
 }
 
@@ -274,7 +295,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, u SessionUpdate) e
 			}
 		}
 		args = append(args, id)
-		if err := expectOne(tx.ExecContext(ctx, "UPDATE sessions SET "+strings.Join(set, ", ")+" WHERE id = ?", args...))(id); err != nil {
+		if err := expectOne(tx.ExecContext(ctx, "UPDATE sessions SET "+strings.Join(set, ", ")+" WHERE id = ?"+pgOwn, args...))(ctx, tx, id); err != nil {
 			return err
 		}
 		if u.DisplayName == nil {
@@ -293,14 +314,21 @@ func (s *Store) AddUsage(ctx context.Context, id string, u Usage) error {
 	return s.writeTx(ctx, "add usage "+id, func(tx *sql.Tx) error {
 		return expectOne(tx.ExecContext(ctx, `UPDATE sessions SET tokens_in = tokens_in + ?,
 			tokens_out = tokens_out + ?, cache_writes = cache_writes + ?, cache_reads = cache_reads + ?,
-			cost = cost + ?, updated_at = ? WHERE id = ?`,
-			u.TokensIn, u.TokensOut, u.CacheWrites, u.CacheReads, u.Cost, s.nowMS(), id))(id)
+			cost = cost + ?, updated_at = ? WHERE id = ?`+pgOwn,
+			u.TokensIn, u.TokensOut, u.CacheWrites, u.CacheReads, u.Cost, s.nowMS(), id))(ctx, tx, id)
 	})
 }
 
-// expectOne turns "no row changed" into ErrNotFound for session id.
-func expectOne(res sql.Result, err error) func(id string) error {
-	return func(id string) error {
+// pgOwn ends the WHERE of a write to a session's own fields: on
+// PostgreSQL only its owner writes them, an administrator too being
+// ErrReadOnly (Archive, Restore and Purge are theirs as well; the policies
+// decide). SQLite's file is one user's.
+const pgOwn = " /*pg AND owner = current_user*/"
+
+// expectOne turns "no row changed" into ErrNotFound for session id, or
+// ErrReadOnly when the caller may read it but not write it.
+func expectOne(res sql.Result, err error) func(ctx context.Context, tx *sql.Tx, id string) error {
+	return func(ctx context.Context, tx *sql.Tx, id string) error {
 		if err != nil {
 			return err
 		}
@@ -309,7 +337,7 @@ func expectOne(res sql.Result, err error) func(id string) error {
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("session %s: %w", id, ErrNotFound)
+			return missingSession(ctx, tx, id)
 		}
 		return nil
 	}
@@ -317,6 +345,7 @@ func expectOne(res sql.Result, err error) func(id string) error {
 
 // Archive is delete: the session leaves listings but stays restorable,
 // with the reason and time recorded. Archiving twice keeps the first time.
+// Archive, Restore and Purge are the owner's, and an administrator's.
 func (s *Store) Archive(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "deleted"
@@ -324,7 +353,7 @@ func (s *Store) Archive(ctx context.Context, id, reason string) error {
 	reason = noUS(reason)
 	return s.writeTx(ctx, "archive session "+id, func(tx *sql.Tx) error {
 		return expectOne(tx.ExecContext(ctx, `UPDATE sessions SET archived_at = coalesce(archived_at, ?),
-			archive_reason = ? WHERE id = ?`, s.nowMS(), reason, id))(id)
+			archive_reason = ? WHERE id = ?`, s.nowMS(), reason, id))(ctx, tx, id)
 	})
 }
 
@@ -332,7 +361,7 @@ func (s *Store) Archive(ctx context.Context, id, reason string) error {
 func (s *Store) Restore(ctx context.Context, id string) error {
 	return s.writeTx(ctx, "restore session "+id, func(tx *sql.Tx) error {
 		return expectOne(tx.ExecContext(ctx, `UPDATE sessions SET archived_at = NULL, archive_reason = ''
-			WHERE id = ?`, id))(id)
+			WHERE id = ?`, id))(ctx, tx, id)
 	})
 }
 
@@ -340,7 +369,7 @@ func (s *Store) Restore(ctx context.Context, id string) error {
 func (s *Store) Purge(ctx context.Context, id string) error {
 	s.strm.forget(id)
 	return s.writeTx(ctx, "purge session "+id, func(tx *sql.Tx) error {
-		return expectOne(tx.ExecContext(ctx, "DELETE FROM sessions WHERE id = ?", id))(id)
+		return expectOne(tx.ExecContext(ctx, "DELETE FROM sessions WHERE id = ?", id))(ctx, tx, id)
 	})
 }
 
@@ -369,6 +398,11 @@ type ListOptions struct {
 	Workspace string
 	// PreviewChars cuts each LastMessage (default 120 characters).
 	PreviewChars int
+	// Mine keeps the store's user's own sessions (on PostgreSQL; a SQLite
+	// file holds one user's); otherwise a listing holds every session the
+	// user may see: theirs and those shared with them (an
+	// administrator's, every one).
+	Mine bool
 }
 
 // ListSessions lists sessions, most recently updated first, with derived
@@ -391,6 +425,9 @@ func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, err
 	if o.Workspace != "" {
 		where = append(where, "workspace = ?")
 		args = append(args, o.Workspace)
+	}
+	if o.Mine && s.pg {
+		where = append(where, "owner = current_user")
 	}
 	if q := strings.TrimSpace(o.Search); q != "" {
 		pat := "%" + likeEscape(q) + "%"

@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/agentkernel/agentkernel/internal/private"
 )
 
 // Store is the session database. All methods are safe for concurrent use by
@@ -37,6 +39,11 @@ type Store struct {
 	done  chan struct{}
 	wg    sync.WaitGroup
 
+	// user owns the sessions the store creates (see owners.go); admin is
+	// set for a member of AdminRole. ownerName is Options.OwnerName.
+	user, ownerName string
+	admin           bool
+
 	smallSession int // see search.go
 }
 
@@ -48,7 +55,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: o.Path, opts: o, log: o.Logger.Named("store"), done: make(chan struct{}), smallSession: smallSession}
+	s := &Store{path: o.Path, opts: o, log: o.Logger.Named("store"), done: make(chan struct{}), smallSession: smallSession,
+		ownerName: noUS(o.OwnerName)}
 	if o.URL != "" {
 		s.pg, s.path = true, RedactURL(o.URL)
 		if err := s.openPostgres(ctx); err != nil {
@@ -60,14 +68,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if strings.ContainsAny(o.Path, "?#") {
 		return nil, s.wrap("open", errors.New("the path must not contain '?' or '#'"))
 	}
-	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
-		return nil, s.wrap("open", fmt.Errorf("create data directory: %w", err))
-	}
-	// Conversations are private: create the file 0600 before SQLite does
-	// (an empty file is a valid new database).
-	if f, err := os.OpenFile(o.Path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-		f.Close()
-	} else if !errors.Is(err, os.ErrExist) {
+	if err := keepPrivate(o.Path, opts.Path == ""); err != nil {
 		return nil, s.wrap("open", err)
 	}
 	if err := s.openPools(ctx); err != nil {
@@ -75,6 +76,36 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s.start()
 	return s, nil
+}
+
+// keepPrivate makes the SQLite file at path private to its user: created
+// 0600 before SQLite opens it (an empty file is a valid new database), its
+// mode brought back to 0600 (and its -wal and -shm files') when something
+// widened it, and, when dataDir says the directory is agentkernel's own
+// data directory (not a Path given by the caller), the directory 0700.
+// Another user's file or directory is left as it is: opening it fails with
+// a permission error.
+func keepPrivate(path string, dataDir bool) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	if dataDir {
+		if err := private.Tighten(dir, 0o700); err != nil {
+			return fmt.Errorf("data directory: %w", err)
+		}
+	}
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := private.Tighten(p, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // start runs the background writer of streaming updates.
@@ -129,7 +160,8 @@ func (s *Store) openPools(ctx context.Context) error {
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("journal_mode is %q, want wal", mode))
 	}
-	if err := migrate(ctx, w); err != nil {
+	s.user = OSUser()
+	if err := migrate(ctx, w, SchemaVersion, migration{owner: s.user}); err != nil {
 		return fail(err)
 	}
 	r, err := sql.Open("sqlite", s.dsn(true))

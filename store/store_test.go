@@ -95,16 +95,16 @@ func TestOpenPragmas(t *testing.T) {
 
 func TestNewerSchemaRefused(t *testing.T) {
 	s := newStore(t)
-	bump := "PRAGMA user_version = 99"
-	if pg != nil {
-		bump = "UPDATE agentkernel_schema SET version = 99"
-	}
-	_, err := s.w.Exec(bump)
-	must(t, err)
 	path := s.Path()
 	o := reopen(s)
+	if pg != nil {
+		superExec(t, s.opts.URL, "UPDATE agentkernel_schema SET version = 99")
+	} else {
+		_, err := s.w.Exec("PRAGMA user_version = 99")
+		must(t, err)
+	}
 	must(t, s.Close())
-	_, err = Open(context.Background(), o)
+	_, err := Open(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), "newer") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open = %v, want a 'newer schema' error naming %s", err, path)
 	}

@@ -42,7 +42,9 @@ type FileChange struct {
 }
 
 // PutBlob stores data under its SHA-256 (hex), once: storing the same
-// content again costs nothing. It returns the hash.
+// content again costs nothing. It returns the hash. Blobs are their
+// writer's (Store.User): on PostgreSQL content is kept once per user, and
+// no user reads another's.
 func (s *Store) PutBlob(ctx context.Context, data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:])
@@ -52,7 +54,7 @@ func (s *Store) PutBlob(ctx context.Context, data []byte) (string, error) {
 		return hash, err
 	}
 	err := s.writeTx(ctx, "put blob", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, "INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING",
+		_, err := tx.ExecContext(ctx, "INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
 			hash, len(data), data)
 		return err
 	})
@@ -68,7 +70,7 @@ func (s *Store) PutBlobs(ctx context.Context, data [][]byte) ([]string, error) {
 		hashes[i] = hex.EncodeToString(sum[:])
 	}
 	err := s.writeTx(ctx, "put blobs", func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, "INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT(hash) DO NOTHING")
+		st, err := tx.PrepareContext(ctx, "INSERT INTO blobs (hash, size, data) VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
 		if err != nil {
 			return err
 		}
@@ -83,11 +85,12 @@ func (s *Store) PutBlobs(ctx context.Context, data [][]byte) ([]string, error) {
 	return hashes, err
 }
 
-// HasBlob reports whether the blob is stored.
+// HasBlob reports whether the blob is stored (for the store's user: an
+// administrator sees other users' blobs, which are not theirs to use).
 func (s *Store) HasBlob(ctx context.Context, hash string) (bool, error) {
 	var n int
 	err := s.readTx(ctx, "has blob", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, "SELECT count(*) FROM blobs WHERE hash = ?", hash).Scan(&n)
+		return tx.QueryRowContext(ctx, "SELECT count(*) FROM blobs WHERE hash = ?"+pgOwn, hash).Scan(&n)
 	})
 	return n > 0, err
 }
@@ -96,7 +99,7 @@ func (s *Store) HasBlob(ctx context.Context, hash string) (bool, error) {
 func (s *Store) Blob(ctx context.Context, hash string) ([]byte, error) {
 	var data []byte
 	err := s.readTx(ctx, "blob "+hash, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, "SELECT data FROM blobs WHERE hash = ?", hash).Scan(&data)
+		err := tx.QueryRowContext(ctx, "SELECT data FROM blobs WHERE hash = ?"+pgOwn, hash).Scan(&data)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("blob %s: %w", hash, ErrNotFound)
 		}
@@ -219,7 +222,7 @@ func rewindWorld(ctx context.Context, tx *sql.Tx, pk, cut int64) error {
 // be rebuilt by replaying its code log the next time it runs code.
 func (s *Store) SetReplayPending(ctx context.Context, sessionID string, pending bool) error {
 	return s.writeTx(ctx, "replay pending "+sessionID, func(tx *sql.Tx) error {
-		return expectOne(tx.ExecContext(ctx, "UPDATE sessions SET replay_pending = ? WHERE id = ?", pending, sessionID))(sessionID)
+		return expectOne(tx.ExecContext(ctx, "UPDATE sessions SET replay_pending = ? WHERE id = ?"+pgOwn, pending, sessionID))(ctx, tx, sessionID)
 	})
 }
 
@@ -228,9 +231,13 @@ const WholeHistory int64 = math.MaxInt64
 
 // ForkSession makes a new session holding the session's history before
 // the UI message stamped beforeTS (as a rewind to it would leave it; all of
-// it for WholeHistory), its code log and file changes before that point,
-// linked to it as its parent. The original is not changed. All in one
-// transaction.
+// it for WholeHistory), its code log, file and cell changes before that
+// point, linked to it as its parent. The original is not changed. All in
+// one transaction. The fork is the store's user's: a session shared with
+// them by another user is forked into one of their own, with the
+// conversation only (the other's files, their contents, their notebooks'
+// cells and their kernel's code are not theirs: a rewind of the fork must
+// not put them back in the reader's).
 func (s *Store) ForkSession(ctx context.Context, sessionID string, beforeTS int64) (Session, error) {
 	op := "fork " + sessionID
 	if err := s.flushSession(ctx, sessionID); err != nil {
@@ -258,10 +265,10 @@ func (s *Store) ForkSession(ctx context.Context, sessionID string, beforeTS int6
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions
-			(id, created_at, updated_at, display_name, title, model, provider, mode, workspace, parent_id, fork_ts)
-			VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?)`,
+			(id, created_at, updated_at, display_name, title, model, provider, mode, workspace, parent_id, fork_ts, owner, owner_name)
+			VALUES (?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id, now, now, DeriveTitle(id, "", "", time.UnixMilli(now)), parent.Model, parent.Provider, parent.Mode,
-			parent.Workspace, sessionID, beforeTS); err != nil {
+			parent.Workspace, sessionID, beforeTS, s.user, s.ownerName); err != nil {
 			return err
 		}
 		dst, err := lookupSession(ctx, tx, id)
@@ -273,6 +280,9 @@ func (s *Store) ForkSession(ctx context.Context, sessionID string, beforeTS int6
 		}
 		if err := insertAPI(ctx, tx, dst, res.API, now); err != nil {
 			return err
+		}
+		if s.pg && parent.Owner != s.user {
+			return refreshDenorm(ctx, tx, dst.pk)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO code_runs (session_pk, anchor, origin, code, status, rewound)
 			SELECT CAST(? AS BIGINT), anchor, origin, code, status, rewound FROM code_runs WHERE session_pk = ? AND anchor < ? ORDER BY seq`,

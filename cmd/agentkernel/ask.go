@@ -270,6 +270,10 @@ func (a *askRun) openSession(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ask: %w", err)
 	}
+	if a.info.ForkOf != "" {
+		fmt.Fprintf(a.stderr, "agentkernel: session %s is %s's, shared with you to read: this asks in your own fork of it, %s.\n",
+			messages.ShortID(a.info.ForkOf), a.info.ForkOfOwner, a.info.ID)
+	}
 	if a.info.Elsewhere != "" {
 		fmt.Fprintf(a.stderr, "agentkernel: session %s was started in %s, not here (%s): its rewinds here restore the "+
 			"conversation and the kernel, never files.\n", messages.ShortID(a.info.ID), a.info.Elsewhere, a.host.Workspace())

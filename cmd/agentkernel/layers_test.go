@@ -45,6 +45,9 @@ func TestLayers(t *testing.T) {
 		// The list of secret files: shared by the tools, the tracker and
 		// the store, knowing none of them.
 		"internal/protect": {"messages", "agent", "checkpoint", "store", "session", "kernel", "backing", "bridge", "app"},
+		// Keeping a user's files to them: shared by the store and the event
+		// log, knowing neither.
+		"internal/private": {"messages", "store", "eventlog", "session", "kernel", "backing", "bridge", "app"},
 		"mcpserve":         {"bridge", "webview", "webview/hostagent", "streamjson", "acp", "kernel", "cmd/agentkernel"},
 		// The surface suite drives a host; the surfaces bring themselves.
 		"session/surfacetest": {"app", "bridge", "webview", "webview/hostagent", "streamjson", "cmd/agentkernel"},

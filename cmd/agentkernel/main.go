@@ -6,7 +6,8 @@
 //	agentkernel kernel -f CONNECTION_FILE     (what Jupyter launches)
 //	agentkernel run NOTEBOOK                  (headless, prompt cells through the agent)
 //	agentkernel ask [PROMPT | -]              (one-shot agent: text, json, stream-json)
-//	agentkernel sessions SUBCOMMAND           (list, show, search, export, import, rm, restore, rewind, fork)
+//	agentkernel sessions SUBCOMMAND           (list, show, search, export, import, rm, restore, rewind, fork, share)
+//	agentkernel store SUBCOMMAND              (init, grant, revoke, whoami: a shared PostgreSQL store)
 //	agentkernel webview list
 //	agentkernel logs [--follow]
 //	agentkernel mcp list
@@ -80,8 +81,10 @@ var commands = []app.Command{
 		Run: func(a []string, e app.Env) error { return runRun(a, e.Stdout, e.Stderr) }},
 	{Name: "ask", Synopsis: "ask [PROMPT | -]", Summary: "one-shot agent: text, json or stream-json output",
 		Run: func(a []string, e app.Env) error { return runAsk(a, e.Stdin, e.Stdout, e.Stderr) }},
-	{Name: "sessions", Synopsis: "sessions SUBCOMMAND", Summary: "list, show, search, export, import, rm, restore, rewind, fork sessions",
+	{Name: "sessions", Synopsis: "sessions SUBCOMMAND", Summary: "list, show, search, export, import, rm, restore, rewind, fork, share sessions",
 		Run: func(a []string, e app.Env) error { return runSessions(a, e.Stdin, e.Stdout, e.Stderr) }},
+	{Name: "store", Synopsis: "store SUBCOMMAND", Summary: "set up a shared PostgreSQL store: init, grant, revoke, whoami",
+		Run: func(a []string, e app.Env) error { return runStore(a, e.Stdout, e.Stderr) }},
 	{Name: "webview", Synopsis: "webview list", Summary: "the web panels of running kernels (URLs with their tokens)",
 		Run: func(a []string, e app.Env) error { return runWebview(a, e.Stdout, e.Stderr) }},
 	{Name: "logs", Synopsis: "logs [--follow]", Summary: "the event log: prompts, answers, commands, messages, tool calls, results",

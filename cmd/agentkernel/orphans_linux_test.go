@@ -250,12 +250,21 @@ func startKilledKernel(t *testing.T, c *cli, ws string, args, env []string) *kil
 		}
 	})
 	if ns {
+		// The kernel is the child of the namespace's init (unshare's
+		// child). A child the kernel is starting shows the kernel's
+		// command line too, between its fork and its exec: it is one
+		// level further down.
 		prefix := c.bin + " kernel "
 		deadline := time.Now().Add(10 * time.Second)
 		for k.pid = 0; k.pid == 0; {
 			for _, p := range k.descendants() {
-				if strings.HasPrefix(p.cmd, prefix) {
-					k.pid = p.pid
+				if !strings.HasPrefix(p.cmd, prefix) {
+					continue
+				}
+				if _, ppid, _, ok := stat(p.pid); ok {
+					if _, grand, _, ok := stat(ppid); ok && grand == k.root {
+						k.pid = p.pid
+					}
 				}
 			}
 			if time.Now().After(deadline) {

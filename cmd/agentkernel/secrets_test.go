@@ -44,7 +44,7 @@ func TestNoSecretInTheStore(t *testing.T) {
 			if engine == "postgres" {
 				u := startPostgres(t)
 				t.Setenv(store.EnvStore, u)
-				dump = func(t *testing.T) []byte { return dumpPostgres(t, u) }
+				dump = func(t *testing.T) []byte { return dumpPostgres(t, pgtest.WithUser(u, "postgres")) }
 			}
 			for p, c := range plantedSecrets {
 				if err := os.WriteFile(filepath.Join(ws, p), []byte(c), 0o600); err != nil {
@@ -128,22 +128,12 @@ func sessionIDOf(t *testing.T, out string) string {
 	return id
 }
 
-// startPostgres gives the test a fresh schema on a throwaway PostgreSQL.
+// startPostgres gives the test a fresh schema on a throwaway PostgreSQL,
+// set up by store init, and returns its URL as a user of the store.
 func startPostgres(t *testing.T) string {
 	t.Helper()
-	srv, err := pgtest.Start()
-	if errors.Is(err, pgtest.ErrUnavailable) && os.Getenv(pgtest.EnvRequire) == "" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	u, err := srv.NewSchema(context.Background(), "secrets")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
+	srv, admin := sharedStore(t)
+	return roleURL(t, srv, admin, "ak_secrets")
 }
 
 // dumpSQLite returns every row of every table of the data directory's

@@ -29,13 +29,15 @@ const sessionsUsage = `Usage: agentkernel sessions SUBCOMMAND [flags]
 
 Subcommands:
   list [--all | --archived] [--search TEXT] [--limit N] [--dir DIR]
-                                                          this directory's sessions (--all: every
-                                                          directory's, archived included), newest first
+                                                          your sessions of this directory (--all: all
+                                                          you may see, archived included, and whose
+                                                          each is), newest first
   show ID [--last N] [--before TS|#N] [--role ROLE]       a session's details and history: all of it, or
                                                           the last N messages (before TS or #N; of ROLE:
                                                           user, assistant, tool, system or meta)
   search TEXT [--session ID] [--all] [--limit N] [--dir DIR]
-                                                          full-text search of this directory's histories
+                                                          full-text search of your sessions of this
+                                                          directory (--all: of all you may see)
   export ID [--format jsonl|ipynb] [-o FILE] [--kernel K] a session as JSONL (import format) or a notebook
   import FILE | -                                         a session exported as JSONL
   rm ID [--purge]                                         archive a session (restorable), or delete it for good
@@ -47,10 +49,16 @@ Subcommands:
                                                           histories and the files the agent changed; the
                                                           kernel is rebuilt when the session next runs code
   fork ID #N|TS [same flags]                              a new session holding the history before #N
+                                                          (of another user's session: the conversation)
+  share ID ROLE                                           let ROLE (a PostgreSQL role or group) read
+                                                          your session and fork it, never write it
+  unshare ID ROLE                                         take that back
 
 Every subcommand takes --json for output that scripts read. ID may be a
 unique prefix of the id. The store is $AGENTKERNEL_DATA_DIR/agentkernel.db
-(default ~/.local/share/agentkernel).
+(default ~/.local/share/agentkernel), yours alone; or a shared PostgreSQL
+($AGENTKERNEL_STORE), where you see your own sessions and those shared with
+you, read-only.
 `
 
 // runSessions is `agentkernel sessions`.
@@ -64,7 +72,7 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, sessionsUsage)
 		return nil
-	case "list", "ls", "show", "search", "export", "import", "rm", "restore", "rename", "rewind", "fork":
+	case "list", "ls", "show", "search", "export", "import", "rm", "restore", "rename", "rewind", "fork", "share", "unshare":
 	default:
 		fmt.Fprint(stderr, sessionsUsage)
 		return fmt.Errorf("sessions: unknown subcommand %q", sub)
@@ -86,7 +94,7 @@ func runSessions(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	switch sub {
 	case "list", "ls":
 		want = 0
-	case "rewind", "fork", "rename":
+	case "rewind", "fork", "rename", "share", "unshare":
 		want = 2
 	}
 	if len(pos) != want {
@@ -177,13 +185,13 @@ func addSessionsFlags(fs *flag.FlagSet, sub string) *sessionsFlags {
 	f := &sessionsFlags{}
 	switch sub {
 	case "list", "ls":
-		fs.BoolVar(&f.all, "all", false, "every directory's sessions, archived ones included")
+		fs.BoolVar(&f.all, "all", false, "all the sessions you may see (yours and those shared with you, of every directory, archived ones included)")
 		fs.BoolVar(&f.archived, "archived", false, "only archived sessions")
 		fs.StringVar(&f.search, "search", "", "only sessions whose title, first message or id contains `TEXT`")
 		fs.IntVar(&f.limit, "limit", 50, "at most `N` sessions (0: all)")
 		fs.StringVar(&f.dir, "dir", ".", "the sessions started in `DIR`")
 	case "search":
-		fs.BoolVar(&f.all, "all", false, "search every directory's sessions, archived ones included")
+		fs.BoolVar(&f.all, "all", false, "search all the sessions you may see, archived ones included")
 		fs.StringVar(&f.dir, "dir", ".", "search the sessions started in `DIR`")
 		fs.StringVar(&f.inSession, "session", "", "search only the session `ID`")
 		fs.IntVar(&f.limit, "limit", 20, "at most `N` hits")
@@ -221,7 +229,7 @@ func (c *sessionsCmd) run(ctx context.Context, sub string, pos []string, f *sess
 		if f.archived {
 			filter = store.ArchivedOnly
 		}
-		return c.list(ctx, store.ListOptions{Search: f.search, Limit: limitOrAll(f.limit), Archived: filter, Workspace: workspace})
+		return c.list(ctx, store.ListOptions{Search: f.search, Limit: limitOrAll(f.limit), Archived: filter, Workspace: workspace, Mine: !f.all})
 	case "show":
 		return c.show(ctx, pos[0], f.page)
 	case "search":
@@ -238,6 +246,8 @@ func (c *sessionsCmd) run(ctx context.Context, sub string, pos []string, f *sess
 		return c.rename(ctx, pos[0], pos[1])
 	case "rewind", "fork":
 		return c.rewind(ctx, pos[0], pos[1], f.rewind, sub == "fork", log)
+	case "share", "unshare":
+		return c.share(ctx, pos[0], pos[1], sub == "share")
 	}
 	return nil
 }
@@ -282,6 +292,8 @@ type sessionJSON struct {
 	ArchivedAt       *time.Time `json:"archived_at,omitempty"`
 	ArchiveReason    string     `json:"archive_reason,omitempty"`
 	ParentID         string     `json:"parent_id,omitempty"`
+	Owner            string     `json:"owner"`
+	OwnerName        string     `json:"owner_name,omitempty"`
 }
 
 func toJSON(s store.Session) sessionJSON {
@@ -293,6 +305,7 @@ func toJSON(s store.Session) sessionJSON {
 		CacheReadTokens: s.Usage.CacheReads, CacheWriteTokens: s.Usage.CacheWrites, CostUSD: s.Usage.Cost,
 		FirstUserMessage: s.FirstUserMessage, LastMessage: s.LastMessage,
 		Archived: s.Archived(), ArchiveReason: s.ArchiveReason, ParentID: s.ParentID,
+		Owner: s.Owner, OwnerName: s.OwnerName,
 	}
 	if s.Archived() {
 		t := s.ArchivedAt
@@ -329,7 +342,7 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 	}
 	if len(list) == 0 {
 		if o.Workspace != "" {
-			fmt.Fprintf(c.stdout, "No sessions in %s (--all lists every directory's).\n", o.Workspace)
+			fmt.Fprintf(c.stdout, "No sessions of yours in %s (--all lists all you may see).\n", o.Workspace)
 			return nil
 		}
 		fmt.Fprintln(c.stdout, "No sessions.")
@@ -338,7 +351,7 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	head := "ID\tUPDATED\tMSGS\tCOST\tMODEL\tTITLE"
 	if o.Workspace == "" {
-		head += "\tWORKSPACE"
+		head += "\tOWNER\tWORKSPACE"
 	}
 	fmt.Fprintln(w, head)
 	for _, s := range list {
@@ -352,7 +365,7 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 		line := fmt.Sprintf("%s\t%s\t%d\t$%.4f\t%s\t%s", messages.ShortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
 			s.MessageCount, s.Usage.Cost, orDash(s.Model), messages.FirstLine(title, 60))
 		if o.Workspace == "" {
-			line += "\t" + orDash(s.Workspace)
+			line += "\t" + orDash(s.Whose()) + "\t" + orDash(s.Workspace)
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -513,6 +526,20 @@ func (c *sessionsCmd) show(ctx context.Context, ref string, p showPage) error {
 	fmt.Fprintf(w, "Model:\t%s\n", orDash(s.Model))
 	fmt.Fprintf(w, "Mode:\t%s\n", orDash(s.Mode))
 	fmt.Fprintf(w, "Workspace:\t%s\n", orDash(s.Workspace))
+	if s.Owner != "" {
+		fmt.Fprintf(w, "Owner:\t%s\n", s.Whose())
+	}
+	if err := c.st.CheckWritable(s); err != nil {
+		fmt.Fprintf(w, "Access:\tread-only (fork it to continue: agentkernel sessions fork %s #N)\n", messages.ShortID(s.ID))
+	} else if sh, err := c.st.Shares(ctx, s.ID); err != nil {
+		return err
+	} else if len(sh) > 0 {
+		names := make([]string, len(sh))
+		for i, g := range sh {
+			names[i] = g.Grantee
+		}
+		fmt.Fprintf(w, "Shared with:\t%s (read-only)\n", strings.Join(names, ", "))
+	}
 	fmt.Fprintf(w, "Messages:\t%d shown, %d sent to the model\n", s.MessageCount, s.APICount)
 	fmt.Fprintf(w, "Tokens:\t%d in, %d out, %d cache read, %d cache write\n", s.Usage.TokensIn, s.Usage.TokensOut, s.Usage.CacheReads, s.Usage.CacheWrites)
 	fmt.Fprintf(w, "Cost:\t$%.4f\n", s.Usage.Cost)
@@ -600,7 +627,7 @@ func transcriptLine(m messages.UIMessage) string {
 }
 
 func (c *sessionsCmd) search(ctx context.Context, query, session, workspace string, all bool, limit int) error {
-	o := store.SearchOptions{IncludeArchived: all, Limit: limit, Workspace: workspace}
+	o := store.SearchOptions{IncludeArchived: all, Limit: limit, Workspace: workspace, Mine: !all}
 	if session != "" {
 		s, err := c.find(ctx, session)
 		if err != nil {
@@ -818,13 +845,19 @@ func (c *sessionsCmd) rewind(ctx context.Context, ref, at string, opts session.R
 	if err != nil {
 		return err
 	}
+	if err := c.st.CheckWritable(s); err != nil {
+		if !fork {
+			return err
+		}
+		return c.forkOthers(ctx, s, at)
+	}
 	w, err := c.app.OpenWorkspace(s.Workspace, s.Mode)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
 	h := w.Host
-	if _, err := h.Resume(ctx, s.ID); err != nil {
+	if _, err := h.ResumeOwn(ctx, s.ID); err != nil {
 		return err
 	}
 	ts, err := h.Ref(at)
@@ -861,5 +894,62 @@ func (c *sessionsCmd) rewind(ctx context.Context, ref, at string, opts session.R
 		return nil
 	}
 	fmt.Fprintln(c.stdout, rw.Summary())
+	return nil
+}
+
+// forkOthers is sessions fork of another user's session, shared with the
+// user: a session of their own with its conversation before at (#N or a
+// ts, as show numbers them), never the other's files or kernel.
+func (c *sessionsCmd) forkOthers(ctx context.Context, s store.Session, at string) error {
+	ts, n, err := parseBefore(at)
+	if err != nil {
+		return fmt.Errorf("%q: want #N or a message's ts (see sessions show)", at)
+	}
+	if n >= 0 {
+		m, err := c.st.LoadUI(ctx, s.ID, store.Page{Offset: n, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(m) == 0 {
+			return fmt.Errorf("%s: no such message (see sessions show %s)", at, messages.ShortID(s.ID))
+		}
+		ts = m[0].TS
+	}
+	fork, err := c.st.ForkSession(ctx, s.ID, ts)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(map[string]any{"session_id": s.ID, "fork_id": fork.ID, "ui": fork.MessageCount, "owner": s.Owner})
+	}
+	fmt.Fprintf(c.stdout, "Forked %s's session %s at %s: your own session %s (%d messages). Its files and kernel stay %s's.\n",
+		s.Whose(), messages.ShortID(s.ID), at, fork.ID, fork.MessageCount, s.Owner)
+	return nil
+}
+
+// share is sessions share and unshare: read access to the user's session
+// for a role or a group role (PostgreSQL).
+func (c *sessionsCmd) share(ctx context.Context, ref, role string, grant bool) error {
+	s, err := c.find(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if grant {
+		err = c.st.Share(ctx, s.ID, role)
+	} else {
+		err = c.st.Unshare(ctx, s.ID, role)
+	}
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(map[string]any{"id": s.ID, "role": role, "shared": grant})
+	}
+	if grant {
+		fmt.Fprintf(c.stdout, "Session %s is shared with %s: they may read and fork it, never write it "+
+			"(agentkernel sessions unshare %s %s takes it back).\n", messages.ShortID(s.ID), role, messages.ShortID(s.ID), role)
+	} else {
+		fmt.Fprintf(c.stdout, "Session %s is no longer shared with %s.\n", messages.ShortID(s.ID), role)
+	}
 	return nil
 }

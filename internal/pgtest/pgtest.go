@@ -160,6 +160,41 @@ func (s *Server) Exec(ctx context.Context, sql string, args ...any) error {
 	return err
 }
 
+// WithUser returns u with its user set to name (and no password).
+func WithUser(u, name string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	p.User = url.User(name)
+	return p.String()
+}
+
+// EnsureRole creates the login role name when it is missing (without a
+// password: the throwaway cluster trusts local connections), grants it
+// the roles in groups, and returns the server's URL as name.
+func (s *Server) EnsureRole(ctx context.Context, name string, groups ...string) (string, error) {
+	c, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close(ctx)
+	id := pgx.Identifier{name}.Sanitize()
+	lit := "'" + strings.ReplaceAll(name, "'", "''") + "'"
+	if _, err := c.Exec(ctx, `DO $$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = `+lit+`) THEN CREATE ROLE `+id+` LOGIN; END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+END $$`); err != nil {
+		return "", fmt.Errorf("create role %s: %w", name, err)
+	}
+	for _, g := range groups {
+		if _, err := c.Exec(ctx, "GRANT "+pgx.Identifier{g}.Sanitize()+" TO "+id); err != nil {
+			return "", fmt.Errorf("grant %s to %s: %w", g, name, err)
+		}
+	}
+	return WithUser(s.URL, name), nil
+}
+
 // WithParam returns u with the query parameter k set to v.
 func WithParam(u, k, v string) string {
 	p, err := url.Parse(u)

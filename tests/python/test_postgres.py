@@ -107,12 +107,19 @@ def postgres():
 
 
 @pytest.fixture
-def database(postgres):
-    """A fresh database on the server; its URL."""
+def database(postgres, agentkernel_env):
+    """A fresh database on the server, set up by `agentkernel store init` as the superuser; its URL as
+    a user of the store (a login role of its own, a member of agentkernel_user), as a kernel gets it."""
     name = "ak_" + uuid.uuid4().hex[:12]
     _psql(postgres, f"CREATE DATABASE {name}")
-    yield postgres.replace("/postgres?", f"/{name}?")
+    admin = postgres.replace("/postgres?", f"/{name}?")
+    subprocess.run([str(agentkernel_env["binary"]), "store", "init", "--admin-url", admin],
+                   check=True, capture_output=True, timeout=TIMEOUT)
+    role = "u_" + name
+    _psql(postgres, f"CREATE ROLE {role} LOGIN IN ROLE agentkernel_user")
+    yield admin.replace("postgres@", f"{role}@", 1)
     _psql(postgres, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    _psql(postgres, f"DROP ROLE IF EXISTS {role}")
 
 
 def _env(agentkernel_env, tmp_path, store):

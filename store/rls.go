@@ -1,0 +1,432 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A shared PostgreSQL store keeps each user to their own sessions with the
+// database's row-level security, so that a user who reads the store's URL
+// from their kernel's environment and connects with psql sees exactly what
+// agentkernel shows them.
+//
+// Roles:
+//   - the schema owner: whoever runs Init (agentkernel store init
+//     --admin-url), a superuser or a role with CREATEROLE that owns the
+//     schema. It owns the tables, so it could turn row-level security off:
+//     Open refuses it, as it refuses superusers and BYPASSRLS roles.
+//   - UserRole (agentkernel_user): a group role. Each user connects as a
+//     login role of their own that is a member; it gets SELECT, INSERT,
+//     UPDATE and DELETE on the tables, never CREATE, so it cannot drop or
+//     change a policy.
+//   - AdminRole (agentkernel_admin): a group role whose members see and
+//     may clean up every session (support, audits).
+//
+// Policies (pgSecure), on every table, with FORCE ROW LEVEL SECURITY:
+//   - ak_own (all commands, UserRole): owner = current_user;
+//   - ak_shared (SELECT, UserRole; sessions and their messages, code runs,
+//     file and cell changes): the session is in session_shares, which a role
+//     sees for its own sessions and for the grants to it or to a group it
+//     is a member of (ak_granted: pg_has_role(current_user, grantee,
+//     'MEMBER'));
+//   - ak_admin (all commands, AdminRole): every row.
+//
+// Blobs and the file index have an owner in their keys: content is
+// deduplicated within a user's checkpoints, never across users, and no
+// one else's index entry or file content is ever visible.
+
+// The group roles of a shared PostgreSQL store.
+const (
+	UserRole  = "agentkernel_user"
+	AdminRole = "agentkernel_admin"
+)
+
+// pgTables are agentkernel's tables: each has row-level security.
+var pgTables = []string{"sessions", "ui_messages", "api_messages", "code_runs", "file_changes",
+	"cell_changes", "blobs", "file_index", "session_shares", "agentkernel_schema"}
+
+// pgChildren are the tables of a session's rows, which its readers read.
+var pgChildren = []string{"ui_messages", "api_messages", "code_runs", "file_changes", "cell_changes"}
+
+// pgQuote quotes s as an SQL string literal.
+func pgQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// pgOwnSessions is PostgreSQL's schema 6: an owner on every row, whose
+// existing rows get owner (a constant default costs no rewrite) and new
+// ones current_user; a session's rows carry their session's owner (a
+// foreign key on both columns, so that no row can be slipped into another
+// user's session); blobs and the file index keyed by owner; the grants.
+func pgOwnSessions(ctx context.Context, tx *sql.Tx, owner string) error {
+	lit := pgQuote(owner)
+	var b strings.Builder
+	addOwner := func(t string) {
+		fmt.Fprintf(&b, "ALTER TABLE %s ADD COLUMN owner TEXT NOT NULL DEFAULT %s;\n", t, lit)
+		fmt.Fprintf(&b, "ALTER TABLE %s ALTER COLUMN owner SET DEFAULT current_user;\n", t)
+	}
+	addOwner("sessions")
+	b.WriteString(`ALTER TABLE sessions ADD COLUMN owner_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD CONSTRAINT sessions_pk_owner UNIQUE (pk, owner);
+CREATE INDEX sessions_owner_updated ON sessions(owner, updated_at DESC, pk DESC);
+`)
+	for _, t := range pgChildren {
+		addOwner(t)
+		fmt.Fprintf(&b, `ALTER TABLE %[1]s DROP CONSTRAINT %[1]s_session_pk_fkey;
+ALTER TABLE %[1]s ADD CONSTRAINT %[1]s_session_owner_fkey FOREIGN KEY (session_pk, owner)
+	REFERENCES sessions(pk, owner) ON DELETE CASCADE ON UPDATE CASCADE;
+`, t)
+	}
+	addOwner("blobs")
+	b.WriteString("ALTER TABLE blobs DROP CONSTRAINT blobs_pkey, ADD PRIMARY KEY (owner, hash);\n")
+	addOwner("file_index")
+	b.WriteString("ALTER TABLE file_index DROP CONSTRAINT file_index_pkey, ADD PRIMARY KEY (owner, workspace, path);\n")
+	b.WriteString(`CREATE TABLE session_shares (
+	session_pk BIGINT NOT NULL,
+	owner      TEXT   NOT NULL DEFAULT current_user,
+	grantee    TEXT   NOT NULL,
+	granted_at BIGINT NOT NULL,
+	PRIMARY KEY (session_pk, grantee),
+	FOREIGN KEY (session_pk, owner) REFERENCES sessions(pk, owner) ON DELETE CASCADE ON UPDATE CASCADE
+);
+CREATE INDEX session_shares_grantee ON session_shares(grantee);
+`)
+	if _, err := tx.ExecContext(ctx, b.String()); err != nil {
+		return fmt.Errorf("own sessions: %w", err)
+	}
+	return nil
+}
+
+// pgSecure puts every table under row-level security with the policies
+// described at the top of this file, grants the group roles what they
+// need and nothing more, and (re)creates the search function. Run by Init
+// every time (it repairs what was changed by hand), as the schema owner.
+func pgSecure(ctx context.Context, tx *sql.Tx) error {
+	var schema string
+	if err := tx.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return fmt.Errorf("secure: %w", err)
+	}
+	ident := pgx.Identifier{schema}.Sanitize()
+	var b strings.Builder
+	fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s, %s;\n", ident, UserRole, AdminRole)
+	policy := func(t, name, cmd, role, using string, check bool) {
+		fmt.Fprintf(&b, "CREATE POLICY %s ON %s FOR %s TO %s USING (%s)", name, t, cmd, role, using)
+		if check {
+			fmt.Fprintf(&b, " WITH CHECK (%s)", using)
+		}
+		b.WriteString(";\n")
+	}
+	for _, t := range pgTables {
+		fmt.Fprintf(&b, "ALTER TABLE %[1]s ENABLE ROW LEVEL SECURITY;\nALTER TABLE %[1]s FORCE ROW LEVEL SECURITY;\n", t)
+		fmt.Fprintf(&b, "REVOKE ALL ON %s FROM PUBLIC, %s, %s;\n", t, UserRole, AdminRole)
+		for _, p := range []string{"ak_own", "ak_shared", "ak_granted", "ak_admin", "ak_read"} {
+			fmt.Fprintf(&b, "DROP POLICY IF EXISTS %s ON %s;\n", p, t)
+		}
+		if t == "agentkernel_schema" {
+			// Everyone reads the version; only the owner (Init) writes it.
+			fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s, %s;\n", t, UserRole, AdminRole)
+			policy(t, "ak_read", "SELECT", "PUBLIC", "true", false)
+			continue
+		}
+		fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s, %s;\n", t, UserRole, AdminRole)
+		policy(t, "ak_own", "ALL", UserRole, "owner = current_user", true)
+		policy(t, "ak_admin", "ALL", AdminRole, "true", true)
+		switch {
+		case t == "sessions":
+			policy(t, "ak_shared", "SELECT", UserRole, "pk IN (SELECT session_pk FROM session_shares)", false)
+		case t == "session_shares":
+			policy(t, "ak_granted", "SELECT", UserRole,
+				"grantee IN (SELECT rolname FROM pg_roles WHERE pg_has_role(current_user, oid, 'MEMBER'))", false)
+		case slices.Contains(pgChildren, t):
+			policy(t, "ak_shared", "SELECT", UserRole, "session_pk IN (SELECT session_pk FROM session_shares)", false)
+		}
+	}
+	// Search through the GIN index. PostgreSQL does not use an index for a
+	// condition that is not leakproof (tsvector @@ tsquery is not) on a
+	// table under row-level security, so a search of every session would
+	// read every message. This function, run as AdminRole, finds the
+	// matches in the index and keeps those of the sessions the caller
+	// (session_user: inside, current_user is AdminRole) owns or is granted,
+	// by the same rule as the policies; the caller then reads the rows
+	// through its own policies.
+	fmt.Fprintf(&b, `CREATE OR REPLACE FUNCTION ak_search(q tsquery, lim bigint, archived boolean, ws text, mine boolean)
+RETURNS SETOF bigint LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = %[1]s, pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan AS $f$
+BEGIN
+	RETURN QUERY SELECT m.seq FROM ui_messages m JOIN sessions s ON s.pk = m.session_pk
+		WHERE m.tsv @@ q AND (archived OR s.archived_at IS NULL) AND (ws = '' OR s.workspace = ws)
+		AND (m.owner = session_user OR (NOT mine AND m.session_pk IN (SELECT sh.session_pk FROM session_shares sh
+			WHERE sh.grantee IN (SELECT r.rolname FROM pg_roles r WHERE pg_has_role(session_user, r.oid, 'MEMBER')))))
+		ORDER BY m.seq DESC LIMIT lim;
+END $f$;
+GRANT CREATE ON SCHEMA %[1]s TO %[2]s; -- a new owner needs it, for this statement only
+ALTER FUNCTION ak_search(tsquery, bigint, boolean, text, boolean) OWNER TO %[2]s;
+REVOKE CREATE ON SCHEMA %[1]s FROM %[2]s;
+REVOKE ALL ON FUNCTION ak_search(tsquery, bigint, boolean, text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ak_search(tsquery, bigint, boolean, text, boolean) TO %[3]s;
+`, ident, AdminRole, UserRole)
+	if _, err := tx.ExecContext(ctx, b.String()); err != nil {
+		return fmt.Errorf("secure: %w", err)
+	}
+	return nil
+}
+
+// InitOptions configure Init.
+type InitOptions struct {
+	// AdminURL is the database as the role that owns (or creates) the
+	// schema: a superuser, or a role with CREATEROLE that owns the tables.
+	// Required. Its search_path, if given, names the schema.
+	AdminURL string
+	// ExistingOwner owns the rows written before sessions had an owner.
+	// Default: the role that wrote them — the tables' owner, which created
+	// the schema on first use and wrote every row when every kernel shared
+	// one role — unless that is a superuser; then AdminRole.
+	ExistingOwner string
+}
+
+// InitReport says what Init did.
+type InitReport struct {
+	From, To int    // the schema versions before and after
+	Owner    string // who owns the tables
+	// ExistingOwner owns the rows that had no owner ("" when there were
+	// none to give one).
+	ExistingOwner string
+}
+
+// Init creates or upgrades the schema of a shared PostgreSQL store and
+// puts it under row-level security (pgSecure), in one transaction: the
+// group roles UserRole and AdminRole are created when missing, the tables
+// and the migrations are applied, the policies and grants (re)made. It is
+// safe to run again: it repairs policies and grants. A login role then
+// needs membership in UserRole (Grant) to use the store.
+func Init(ctx context.Context, o InitOptions) (InitReport, error) {
+	var rep InitReport
+	if !IsPostgresURL(o.AdminURL) {
+		return rep, errors.New("store: init: want the postgres:// URL of a role that may create the schema")
+	}
+	opts, err := Options{URL: o.AdminURL}.withDefaults()
+	if err != nil {
+		return rep, err
+	}
+	db, pool, err := pgConnect(ctx, opts)
+	if err != nil {
+		return rep, fmt.Errorf("store: init %s: %w", RedactURL(o.AdminURL), err)
+	}
+	defer pool.Close()
+	defer db.Close()
+	fail := func(err error) (InitReport, error) {
+		return rep, fmt.Errorf("store: init %s: %w", RedactURL(o.AdminURL), err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	// One init at a time (migratePG takes the same lock again).
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", pgLockKey); err != nil {
+		return fail(fmt.Errorf("lock schema: %w", err))
+	}
+	if err := pgGroupRoles(ctx, tx); err != nil {
+		return fail(err)
+	}
+	// While it migrates, the owner must see every row (FORCE would hold it
+	// to the policies too); pgSecure forces the policies again before the
+	// transaction commits, so no one ever sees the tables without them.
+	for _, t := range pgTables {
+		if _, err := tx.ExecContext(ctx, "DO $$ BEGIN IF to_regclass("+pgQuote(t)+") IS NOT NULL THEN "+
+			"ALTER TABLE "+t+" NO FORCE ROW LEVEL SECURITY; END IF; END $$"); err != nil {
+			return fail(fmt.Errorf("the tables must be owned by the role of --admin-url (or it must be a superuser): %w", err))
+		}
+	}
+	m := migration{owner: o.ExistingOwner}
+	if m.owner == "" {
+		if m.owner, err = pgWriter(ctx, tx); err != nil {
+			return fail(err)
+		}
+	} else if err := pgRoleExists(ctx, tx, m.owner); err != nil {
+		return fail(err)
+	}
+	var hadRows bool
+	if rep.From, err = migratePG(ctx, tx, len(pgMigrations), m); err != nil {
+		return fail(err)
+	}
+	if rep.From > 0 && rep.From < 6 {
+		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM sessions) OR EXISTS (SELECT 1 FROM blobs)").Scan(&hadRows); err != nil {
+			return fail(err)
+		}
+	}
+	if hadRows {
+		rep.ExistingOwner = m.owner
+	}
+	if err := pgSecure(ctx, tx); err != nil {
+		return fail(err)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = to_regclass('sessions')").Scan(&rep.Owner); err != nil {
+		return fail(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(err)
+	}
+	rep.To = len(pgMigrations)
+	return rep, nil
+}
+
+// pgGroupRoles creates UserRole and AdminRole when missing (that needs
+// CREATEROLE), and makes a schema owner that is not a superuser a member
+// of AdminRole, which owns the search function.
+func pgGroupRoles(ctx context.Context, tx *sql.Tx) error {
+	for _, r := range []string{UserRole, AdminRole} {
+		q := fmt.Sprintf(`DO $$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %[1]s) THEN
+		CREATE ROLE %[2]s NOLOGIN;
+	END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+END $$`, pgQuote(r), r)
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create the group role %s (the role of --admin-url needs CREATEROLE, or create it first): %w", r, err)
+		}
+	}
+	var super bool
+	if err := tx.QueryRowContext(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
+		return err
+	}
+	if !super {
+		if _, err := tx.ExecContext(ctx, "DO $$ BEGIN IF NOT pg_has_role(current_user, "+pgQuote(AdminRole)+
+			", 'MEMBER') THEN EXECUTE 'GRANT "+AdminRole+" TO ' || quote_ident(current_user); END IF; END $$"); err != nil {
+			return fmt.Errorf("make the schema owner a member of %s: %w", AdminRole, err)
+		}
+	}
+	return nil
+}
+
+// pgWriter is who owns the rows written before sessions had an owner (see
+// InitOptions.ExistingOwner).
+func pgWriter(ctx context.Context, tx *sql.Tx) (string, error) {
+	var owner sql.NullString
+	var super sql.NullBool
+	err := tx.QueryRowContext(ctx, `SELECT r.rolname, r.rolsuper FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
+		WHERE c.oid = to_regclass('sessions')`).Scan(&owner, &super)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!owner.Valid || super.Bool)) {
+		return AdminRole, nil
+	}
+	return owner.String, err
+}
+
+func pgRoleExists(ctx context.Context, tx *sql.Tx, role string) error {
+	var ok bool
+	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ?)", role).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no role %q in the database", role)
+	}
+	return nil
+}
+
+// Grant makes the login role a user of the shared store at adminURL (a
+// member of UserRole), or with admin an administrator (of AdminRole).
+func Grant(ctx context.Context, adminURL, role string, admin bool) error {
+	group := UserRole
+	if admin {
+		group = AdminRole
+	}
+	return pgAdminExec(ctx, adminURL, "grant "+role, role, "GRANT "+group+" TO ")
+}
+
+// Revoke takes both memberships (UserRole, AdminRole) from the role: it
+// can no longer use the shared store at adminURL. Its sessions stay.
+func Revoke(ctx context.Context, adminURL, role string) error {
+	return pgAdminExec(ctx, adminURL, "revoke "+role, role, "REVOKE "+UserRole+", "+AdminRole+" FROM ")
+}
+
+func pgAdminExec(ctx context.Context, adminURL, op, role, stmt string) error {
+	opts, err := Options{URL: adminURL}.withDefaults()
+	if err != nil {
+		return err
+	}
+	if !IsPostgresURL(adminURL) {
+		return fmt.Errorf("store: %s: want the postgres:// URL of an administrator", op)
+	}
+	db, pool, err := pgConnect(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("store: %s %s: %w", op, RedactURL(adminURL), err)
+	}
+	defer pool.Close()
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	if err := pgRoleExists(ctx, tx, role); err != nil {
+		return fmt.Errorf("store: %s: %w (create it first: CREATE ROLE %s LOGIN PASSWORD '…')", op, err, role)
+	}
+	if _, err := tx.ExecContext(ctx, stmt+pgx.Identifier{role}.Sanitize()); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	return nil
+}
+
+// pgCheck is Open's check of a PostgreSQL store: the schema is this
+// build's, every table is under row-level security, and the role is held
+// to it. A role that would see every user's sessions without the policies
+// (a superuser, BYPASSRLS, the tables' owner) or that has none (no member
+// of UserRole or AdminRole) is refused with what to do. It sets s.user
+// and s.admin.
+func (s *Store) pgCheck(ctx context.Context, db *sql.DB) error {
+	const initHint = "an administrator sets it up with agentkernel store init --admin-url URL (docs/scale-out.md)"
+	var (
+		super, bypass, user, admin, owner bool
+		secured                           int
+	)
+	regs := make([]string, len(pgTables))
+	for i, t := range pgTables {
+		regs[i] = "to_regclass(" + pgQuote(t) + ")"
+	}
+	tables := "(" + strings.Join(regs, ", ") + ")"
+	err := db.QueryRowContext(ctx, `SELECT current_user, r.rolsuper, r.rolbypassrls,
+		coalesce((SELECT pg_has_role(current_user, oid, 'USAGE') FROM pg_roles WHERE rolname = ?), false),
+		coalesce((SELECT pg_has_role(current_user, oid, 'USAGE') FROM pg_roles WHERE rolname = ?), false),
+		(SELECT count(*) FROM pg_class c WHERE c.oid IN `+tables+` AND c.relrowsecurity AND c.relforcerowsecurity),
+		coalesce((SELECT bool_or(pg_has_role(current_user, c.relowner, 'MEMBER')) FROM pg_class c WHERE c.oid IN `+tables+`), false)
+		FROM pg_roles r WHERE r.rolname = current_user`, UserRole, AdminRole).
+		Scan(&s.user, &super, &bypass, &user, &admin, &secured, &owner)
+	if err != nil {
+		return fmt.Errorf("check the role: %w", err)
+	}
+	switch {
+	case super || bypass:
+		return fmt.Errorf("role %s bypasses row-level security (a superuser or BYPASSRLS role would see every user's sessions): "+
+			"connect as a login role of your own, a member of %s (docs/scale-out.md)", s.user, UserRole)
+	case owner:
+		return fmt.Errorf("role %s owns agentkernel's tables and could turn row-level security off: use it only for "+
+			"agentkernel store init, and connect as a login role of your own, a member of %s", s.user, UserRole)
+	case !user && !admin:
+		return fmt.Errorf("role %s has no agentkernel policy: an administrator grants it with agentkernel store grant %s "+
+			"(GRANT %s TO %s)", s.user, s.user, UserRole, s.user)
+	}
+	var v int
+	err = db.QueryRowContext(ctx, "SELECT version FROM agentkernel_schema").Scan(&v)
+	var pe interface{ SQLState() string }
+	switch {
+	case errors.As(err, &pe) && pe.SQLState() == "42P01", errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("no agentkernel schema in this database: %s", initHint)
+	case err != nil:
+		return fmt.Errorf("read schema version: %w", err)
+	case v > len(pgMigrations):
+		return fmt.Errorf("schema version %d is newer than this build supports (%d): upgrade agentkernel", v, len(pgMigrations))
+	case v < len(pgMigrations):
+		return fmt.Errorf("schema version %d is older than this build's (%d): %s", v, len(pgMigrations), initHint)
+	case secured != len(pgTables):
+		return fmt.Errorf("row-level security is not on for every table (%d of %d): %s", secured, len(pgTables), initHint)
+	}
+	s.admin = admin
+	return nil
+}

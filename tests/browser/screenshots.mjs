@@ -12,12 +12,12 @@
 // the keys are fake and shown masked, and the key file's path is the
 // temporary home's.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import {
-  CHROMIUM_ARGS, Steps, TIMEOUT, attached, jupyterEnv, repo, runTest, sidebar, startJupyter, startModel, themeMenu, until,
-  writeNotebook,
+  CHROMIUM_ARGS, Steps, TIMEOUT, attached, commOpen, jupyterEnv, repo, runTest, setting, sidebar, startJupyter, startModel,
+  themeMenu, until, writeNotebook,
 } from "./jupyterkit.mjs";
 
 const steps = new Steps("screenshots");
@@ -43,23 +43,6 @@ function salesCells() {
       '    "quarter": ["Q1", "Q1", "Q1", "Q1", "Q2", "Q2"],\n    "revenue": [120.5, 80.0, 95.25, 60.0, 130.0, 88.5],\n})\ndf.head()'),
     code("scratch", ""),
   ];
-}
-
-/** Writes a user setting of a plugin. */
-function setting(tmp, plugin, values) {
-  const [pkg, name] = plugin.split(":");
-  const dir = join(tmp, "config", "lab", "user-settings", pkg);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, name + ".jupyterlab-settings"), JSON.stringify(values));
-}
-
-/** Waits until the notebook's comm with the kernel is open (the app exposed). */
-async function commOpen(page) {
-  await until("the notebook comm to be open", () => page.evaluate(() => {
-    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-    const k = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
-    return !!k && [...k._comms.values()].some((c) => c.targetName === "agentkernel.notebook" && !c.isDisposed);
-  }));
 }
 
 /** Waits for the model's queue to be empty and the sidebar idle. */

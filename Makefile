@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build wheel wheels install panel test check test-go test-norace test-fuzz test-python test-python-modern test-browser mcp-server acp-client bench clean
+.PHONY: build wheel wheels install panel test check test-go test-norace test-fuzz test-python test-python-modern test-browser screenshots mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -87,6 +87,21 @@ test-python-modern: build mcp-server acp-client wheels
 
 test-browser:
 	bash tests/browser/run.sh
+
+# The README's screenshots (docs/images/*.png), taken in JupyterLab 4 with the
+# extension built from labextension/ and the scripted model answering
+# (tests/browser/screenshots.mjs; Debian's chromium). Not part of make test.
+SHOTS := $(abspath bin/screenshots)
+screenshots:
+	mkdir -p $(SHOTS)
+	$(GO) build -o $(SHOTS)/agentkernel ./cmd/agentkernel
+	$(GO) build -o $(SHOTS)/scriptedmodel ./scripts/scriptedmodel
+	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
+	lab_python=$$(scripts/modern-venv.sh) && \
+	  (cd labextension && npm ci --no-audit --no-fund --loglevel=error && \
+	    PATH="$$(dirname $$lab_python):$$PATH" npm run --silent build >/dev/null) && \
+	  cd tests/browser && LAB_PYTHON=$$lab_python AGENTKERNEL_BIN=$(SHOTS)/agentkernel \
+	    SCRIPTED_BIN=$(SHOTS)/scriptedmodel LAB_EXTENSION=$(abspath python/labextension) node screenshots.mjs
 
 # The reference MCP server (npm's @modelcontextprotocol/server-everything)
 # that the MCP tests run over stdio, pinned by tests/mcp/package-lock.json.

@@ -1,7 +1,8 @@
 // What the JupyterLab / Notebook 7 browser tests share (lab.test.mjs,
-// notebook.test.mjs): the processes they start and stop, the scripted
-// model, a Jupyter server of LAB_PYTHON's, the steps and their
-// screenshots, and the page's Agent sidebar. Every process started with
+// notebook.test.mjs, complete.test.mjs; screenshots.mjs too): the
+// processes they start and stop, the scripted model, a Jupyter server of
+// LAB_PYTHON's, its user settings, the steps and their screenshots, and the
+// page's Agent sidebar and notebook comm. Every process started with
 // start() is stopped by stopAll(), which a test calls however it ends.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -140,6 +141,14 @@ export async function startJupyter({ python, app, tmp, env, baseURL = "/", args 
   return { child, base, token, stderr: () => stderr };
 }
 
+/** Writes a user setting of a plugin under tmp/config (JupyterLab and Notebook 7 read the same files). */
+export function setting(tmp, plugin, values) {
+  const [pkg, name] = plugin.split(":");
+  const dir = join(tmp, "config", "lab", "user-settings", pkg);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, name + ".jupyterlab-settings"), JSON.stringify(values));
+}
+
 /** Writes a notebook on kernelspec kernel: cells (nbformat 4.5, with ids), else one empty code cell. */
 export function writeNotebook(path, kernel, display, cells) {
   writeFileSync(path, JSON.stringify({
@@ -206,6 +215,19 @@ export async function collapse(page) {
 export async function attached(page) {
   await page.locator("#agentkernel-sidebar iframe").waitFor({ state: "visible", timeout: TIMEOUT });
   await sidebar(page).locator("#status").filter({ hasText: /idle/ }).waitFor({ timeout: TIMEOUT });
+}
+
+/**
+ * Waits until the notebook shown in page has its notebook comm open (the
+ * app exposed: expose_app_in_browser). A prompt sent before the comm is
+ * open finds no notebook to work in.
+ */
+export async function commOpen(page) {
+  await until("the notebook comm to be open", () => page.evaluate(() => {
+    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const k = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return !!k && [...k._comms.values()].some((c) => c.targetName === "agentkernel.notebook" && !c.isDisposed);
+  }));
 }
 
 /** Types text into the notebook's last cell and runs it. */

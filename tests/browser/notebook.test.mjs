@@ -11,13 +11,13 @@
 // Environment: LAB_PYTHON (a python with jupyterlab and notebook 7),
 // AGENTKERNEL_BIN, SCRIPTED_BIN, LAB_EXTENSION.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import {
-  CHROMIUM_ARGS, Steps, TIMEOUT, attached, collapse, jupyterEnv, runTest, sidebar, startJupyter, startModel, themeMenu,
-  until, writeNotebook,
+  CHROMIUM_ARGS, Steps, TIMEOUT, attached, collapse, commOpen, jupyterEnv, runTest, setting, sidebar, startJupyter, startModel,
+  themeMenu, until, writeNotebook,
 } from "./jupyterkit.mjs";
 
 const steps = new Steps("notebook");
@@ -77,19 +77,6 @@ async function kernelIdle(server, name) {
     const ss = await r.json();
     return ss.some((x) => x.path.endsWith(name) && x.kernel && x.kernel.execution_state === "idle");
   });
-}
-
-/**
- * Waits until the notebook shown in page has its notebook comm open (the
- * app exposed: expose_app_in_browser). A prompt sent before the comm is
- * open finds no notebook to work in.
- */
-async function commOpen(page) {
-  await until("the notebook comm to be open", () => page.evaluate(() => {
-    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-    const k = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
-    return !!k && [...k._comms.values()].some((c) => c.targetName === "agentkernel.notebook" && !c.isDisposed);
-  }));
 }
 
 /** Sends text from the sidebar's prompt box, by clicking Send. */
@@ -352,14 +339,6 @@ async function scenario(page, server, name, tag) {
 }
 
 // ---- the run ----
-
-/** Writes a user setting of a plugin (JupyterLab and Notebook 7 read the same files). */
-function setting(tmp, plugin, values) {
-  const [pkg, name] = plugin.split(":");
-  const dir = join(tmp, "config", "lab", "user-settings", pkg);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, name + ".jupyterlab-settings"), JSON.stringify(values));
-}
 
 async function browse(tmp) {
   const profile = mkdtempSync(join(tmp, "chromium-"));

@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/agentkernel/agentkernel/internal/home"
+	"github.com/agentkernel/agentkernel/internal/private"
 )
 
 // Provider is a model provider that takes an API key.
@@ -226,7 +227,9 @@ func (f *File) Set(provider, key string) error {
 // renamed over it.
 func (f *File) write(keys map[string]string) error {
 	dir := filepath.Dir(f.Path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// The directory is made 0700, or tightened to it, and refused when it
+	// is another user's: a key file is only as private as its directory.
+	if err := private.Dir(dir); err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}
 	b, err := json.MarshalIndent(doc{Keys: keys}, "", "  ")

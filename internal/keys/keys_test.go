@@ -168,3 +168,27 @@ func TestDefaultPath(t *testing.T) {
 		t.Errorf("HOME: %s", p)
 	}
 }
+
+// TestWidenedDirTightened: a config directory that already exists open to
+// others (made 0755 by something else) is tightened to 0700 when a key is
+// saved in it: the key file is only as private as its directory.
+func TestWidenedDirTightened(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "agentkernel")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := &File{Path: filepath.Join(dir, FileName)}
+	if err := f.Set("openai", openaiKey); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := st.Mode().Perm(); perm != 0o700 {
+		t.Fatalf("the key's directory is %04o, want 0700", perm)
+	}
+}

@@ -23,22 +23,16 @@ func decodeDelta(data []byte) (d textDelta, ok bool) {
 	if !s.Enter('{') {
 		return d, false
 	}
-	var seen uint8
-	once := func(bit uint8) {
-		if seen&bit != 0 {
-			s.Fail() // a repeated key: the last one wins in the SDK
-		}
-		seen |= bit
-	}
+	var seen jsonscan.Keys // a repeated key fails (Once)
 	for i := 0; s.More('}', i); i++ {
 		switch string(s.Key()) {
 		case "type":
-			once(1)
+			s.Once(&seen, 1)
 			if string(s.StringBytes()) != "content_block_delta" {
 				s.Fail()
 			}
 		case "delta":
-			once(2)
+			s.Once(&seen, 2)
 			deltaText(&s, &d)
 		default:
 			s.Skip()
@@ -49,18 +43,12 @@ func decodeDelta(data []byte) (d textDelta, ok bool) {
 
 func deltaText(s *jsonscan.Scanner, d *textDelta) {
 	s.Enter('{')
-	var seen uint8
-	once := func(bit uint8) {
-		if seen&bit != 0 {
-			s.Fail()
-		}
-		seen |= bit
-	}
+	var seen jsonscan.Keys // a repeated key fails (Once)
 	var text, thinking string
 	for i := 0; s.More('}', i); i++ {
 		switch string(s.Key()) {
 		case "type":
-			once(1)
+			s.Once(&seen, 1)
 			switch string(s.StringBytes()) {
 			case "text_delta":
 			case "thinking_delta":
@@ -69,12 +57,12 @@ func deltaText(s *jsonscan.Scanner, d *textDelta) {
 				s.Fail()
 			}
 		case "text":
-			once(2)
+			s.Once(&seen, 2)
 			if !s.IsNull() {
 				text = s.String()
 			}
 		case "thinking":
-			once(4)
+			s.Once(&seen, 4)
 			if !s.IsNull() {
 				thinking = s.String()
 			}

@@ -25,20 +25,14 @@ func decodeText(data []byte) (c textChunk, ok bool) {
 	if !s.Enter('{') {
 		return c, false
 	}
-	var seen uint8
-	once := func(bit uint8) {
-		if seen&bit != 0 {
-			s.Fail() // a repeated key: the last one wins in the SDK
-		}
-		seen |= bit
-	}
+	var seen jsonscan.Keys // a repeated key fails (Once)
 	for i := 0; s.More('}', i); i++ {
 		switch string(s.Key()) {
 		case "id":
-			once(1)
+			s.Once(&seen, 1)
 			c.id = s.StringBytes()
 		case "choices":
-			once(2)
+			s.Once(&seen, 2)
 			s.Enter('[')
 			for j := 0; s.More(']', j); j++ {
 				if j > 0 {
@@ -47,7 +41,7 @@ func decodeText(data []byte) (c textChunk, ok bool) {
 				textChoice(&s, &c)
 			}
 		case "usage":
-			once(4)
+			s.Once(&seen, 4)
 			if !s.IsNull() {
 				s.Fail()
 			}
@@ -62,27 +56,21 @@ func decodeText(data []byte) (c textChunk, ok bool) {
 
 func textChoice(s *jsonscan.Scanner, c *textChunk) {
 	s.Enter('{')
-	var seen uint8
-	once := func(bit uint8) {
-		if seen&bit != 0 {
-			s.Fail()
-		}
-		seen |= bit
-	}
+	var seen jsonscan.Keys // a repeated key fails (Once)
 	for i := 0; s.More('}', i); i++ {
 		switch string(s.Key()) {
 		case "index":
-			once(1)
+			s.Once(&seen, 1)
 			if s.Int() != 0 {
 				s.Fail()
 			}
 		case "delta":
-			once(2)
+			s.Once(&seen, 2)
 			if !s.IsNull() {
 				textDelta(s, c)
 			}
 		case "finish_reason":
-			once(4)
+			s.Once(&seen, 4)
 			if !s.IsNull() {
 				c.finish = s.String()
 			}
@@ -94,13 +82,7 @@ func textChoice(s *jsonscan.Scanner, c *textChunk) {
 
 func textDelta(s *jsonscan.Scanner, c *textChunk) {
 	s.Enter('{')
-	var seen uint8
-	once := func(bit uint8) {
-		if seen&bit != 0 {
-			s.Fail()
-		}
-		seen |= bit
-	}
+	var seen jsonscan.Keys // a repeated key fails (Once)
 	str := func(dst *string) {
 		if !s.IsNull() {
 			*dst = s.String()
@@ -109,19 +91,19 @@ func textDelta(s *jsonscan.Scanner, c *textChunk) {
 	for i := 0; s.More('}', i); i++ {
 		switch string(s.Key()) {
 		case "content":
-			once(1)
+			s.Once(&seen, 1)
 			str(&c.content)
 		case "refusal":
-			once(2)
+			s.Once(&seen, 2)
 			str(&c.refusal)
 		case "reasoning_content":
-			once(4)
+			s.Once(&seen, 4)
 			str(&c.reasoningContent)
 		case "reasoning":
-			once(8)
+			s.Once(&seen, 8)
 			str(&c.reasoning)
 		case "tool_calls":
-			once(16)
+			s.Once(&seen, 16)
 			// Only an empty list: a tool call delta is the SDK's to
 			// decode and accumulate.
 			if !s.IsNull() && s.Enter('[') && s.More(']', 0) {

@@ -41,6 +41,18 @@ type Scanner struct {
 // New returns a scanner over b.
 func New(b []byte) Scanner { return Scanner{b: b} }
 
+// Keys are the keys of an object a reader has seen, a bit each (Once).
+type Keys uint8
+
+// Once records that the key of bit was read, and fails the scan when it
+// was read before: decoders differ on which of two equal keys wins.
+func (s *Scanner) Once(seen *Keys, bit Keys) {
+	if *seen&bit != 0 {
+		s.failed = true
+	}
+	*seen |= bit
+}
+
 // Fail marks the text as one the caller does not take (a repeated key, a
 // value it does not expect): every later reader does nothing, and End
 // reports false.
@@ -380,6 +392,15 @@ func (s *Scanner) literal(lit string) bool {
 }
 
 // number reads a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+// digits returns the index of the first byte from i on that is not a
+// decimal digit.
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
 func (s *Scanner) number() {
 	if s.failed {
 		return
@@ -392,9 +413,7 @@ func (s *Scanner) number() {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = digits(b, i)
 	default:
 		s.failed = true
 		return
@@ -405,9 +424,7 @@ func (s *Scanner) number() {
 			s.failed = true
 			return
 		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = digits(b, i)
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
@@ -418,9 +435,7 @@ func (s *Scanner) number() {
 			s.failed = true
 			return
 		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = digits(b, i)
 	}
 	s.i = i
 }

@@ -131,17 +131,19 @@ func (h *Host) follow(ctx context.Context, c *current, f Follow, start func() (*
 	turn, err := start()
 	var completion *string
 	if err == nil {
-		var mu sync.Mutex
+		var (
+			mu         sync.Mutex
+			done, next *string // the listener's: attempt_completion's result, propose_cell's code
+		)
 		remove := turn.Listen(func(e agent.Event) {
-			switch e.Kind {
-			case agent.EventTaskCompleted:
+			if e.Kind == agent.EventTaskCompleted || e.Kind == agent.EventSetNextInput {
 				text := e.Text
 				mu.Lock()
-				completion = &text
-				mu.Unlock()
-			case agent.EventSetNextInput:
-				mu.Lock()
-				res.NextInput = e.Text
+				if e.Kind == agent.EventTaskCompleted {
+					done = &text
+				} else {
+					next = &text
+				}
 				mu.Unlock()
 			}
 			if f.Events != nil {
@@ -151,7 +153,11 @@ func (h *Host) follow(ctx context.Context, c *current, f Follow, start func() (*
 		err = h.answer(ctx, c, turn, f, &res)
 		remove()
 		mu.Lock()
-		defer mu.Unlock()
+		completion = done
+		if next != nil {
+			res.NextInput = *next
+		}
+		mu.Unlock()
 	}
 	if ctx.Err() != nil {
 		if turn != nil && turn.Err() == nil {

@@ -95,6 +95,24 @@ def _renumber(value, ids):
     return json.loads(text)
 
 
+def _streams_by_name(outputs):
+    """stdout and stderr are flushed from separate buffers, so a run of stream outputs may come in either
+    order, with ipykernel alone too: within each run, one output per stream name, in name order."""
+    result, run = [], {}
+    for o in outputs + [None]:
+        if o is not None and o.get("output_type") == "stream":
+            if o["name"] in run:
+                run[o["name"]]["text"] += o["text"]
+            else:
+                run[o["name"]] = o
+            continue
+        result += [run[k] for k in sorted(run)]
+        run = {}
+        if o is not None:
+            result.append(o)
+    return result
+
+
 def normalised_cells(nb):
     """[{cell id, first source line, execution_count, outputs}] for every code cell."""
     out = []
@@ -114,6 +132,7 @@ def normalised_cells(nb):
                     last["text"] += o["text"]
                     continue
             outputs.append(o)
+        outputs = _streams_by_name(outputs)
         out.append({"cell": cell.get("id"), "source": cell.source.splitlines()[0],
                     "execution_count": cell.execution_count, "outputs": outputs})
     return _renumber(out, model_ids(nb))

@@ -161,7 +161,7 @@ func (a *Agent) openSession(ctx context.Context, cwd string, servers []sdk.McpSe
 	if err != nil {
 		return nil, err
 	}
-	if err := h.AddMCPServers(mcpServers(servers)); err != nil {
+	if err := h.Tools().AddMCPServers(mcpServers(servers)); err != nil {
 		closeWS()
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (a *Agent) openSession(ctx context.Context, cwd string, servers []sdk.McpSe
 	var files *clientFiles
 	if fsCaps.ReadTextFile || fsCaps.WriteTextFile {
 		files = &clientFiles{a: a, read: fsCaps.ReadTextFile, write: fsCaps.WriteTextFile}
-		h.SetFiles(files)
+		h.Tools().SetFiles(files)
 	}
 	info, err := start(h)
 	if err != nil {
@@ -321,7 +321,7 @@ func (a *Agent) UnstableForkSession(ctx context.Context, p sdk.UnstableForkSessi
 		if err != nil || info.ForkOf != "" { // another's: Resume forked it
 			return info, err
 		}
-		return h.Copy(ctx)
+		return h.World().Copy(ctx)
 	})
 	if err != nil {
 		return sdk.UnstableForkSessionResponse{}, err
@@ -376,7 +376,7 @@ func (a *Agent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest)
 	if err != nil {
 		return sdk.SetSessionModeResponse{}, sdk.NewInvalidParams(map[string]any{"modeId": err.Error()})
 	}
-	return sdk.SetSessionModeResponse{}, s.host.SetPermissionMode(ctx, m)
+	return sdk.SetSessionModeResponse{}, s.host.Modes().SetPermission(ctx, m)
 }
 
 // SetSessionConfigOption implements sdk.Agent: "mode" is the permission
@@ -392,7 +392,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConf
 	}
 	switch v.ConfigId {
 	case configAgentMode:
-		if _, err := s.host.SetAgentMode(ctx, string(v.Value)); err != nil {
+		if _, err := s.host.Modes().SetAgent(ctx, string(v.Value)); err != nil {
 			return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"value": err.Error()})
 		}
 		return sdk.SetSessionConfigOptionResponse{ConfigOptions: configOptions(s.host)}, nil
@@ -404,7 +404,7 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConf
 	if err != nil {
 		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"value": err.Error()})
 	}
-	if err := s.host.SetPermissionMode(ctx, m); err != nil {
+	if err := s.host.Modes().SetPermission(ctx, m); err != nil {
 		return sdk.SetSessionConfigOptionResponse{}, err
 	}
 	return sdk.SetSessionConfigOptionResponse{ConfigOptions: configOptions(s.host)}, nil
@@ -423,17 +423,17 @@ func configOptions(h *session.Host) []sdk.SessionConfigOption {
 		opts = append(opts, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m), Name: modeNames[m], Description: sdk.Ptr(modeHelp[m])})
 	}
 	var agentModes sdk.SessionConfigSelectOptionsUngrouped
-	ms, _ := h.AgentModes()
+	ms, _ := h.Modes().AgentModes()
 	for _, m := range ms {
 		agentModes = append(agentModes, sdk.SessionConfigSelectOption{Value: sdk.SessionConfigValueId(m.Name), Name: m.Name, Description: sdk.Ptr(m.Description)})
 	}
 	return []sdk.SessionConfigOption{
 		{Select: &sdk.SessionConfigOptionSelect{Type: "select", Id: configMode, Name: "Permission mode",
-			Category: sdk.Ptr(sdk.SessionConfigOptionCategoryMode), CurrentValue: sdk.SessionConfigValueId(h.PermissionMode()),
+			Category: sdk.Ptr(sdk.SessionConfigOptionCategoryMode), CurrentValue: sdk.SessionConfigValueId(h.Modes().Permission()),
 			Options: sdk.SessionConfigSelectOptions{Ungrouped: &opts}}},
 		{Select: &sdk.SessionConfigOptionSelect{Type: "select", Id: configAgentMode, Name: "Mode",
 			Description:  sdk.Ptr("code, ask, architect, debug, or the user's: instructions and the tools offered"),
-			CurrentValue: sdk.SessionConfigValueId(h.AgentMode().Name), Options: sdk.SessionConfigSelectOptions{Ungrouped: &agentModes}}},
+			CurrentValue: sdk.SessionConfigValueId(h.Modes().Agent().Name), Options: sdk.SessionConfigSelectOptions{Ungrouped: &agentModes}}},
 	}
 }
 
@@ -455,7 +455,7 @@ func (a *Agent) Cancel(ctx context.Context, p sdk.CancelNotification) error {
 
 // modes is the session's permission modes as ACP's session modes.
 func modes(h *session.Host) *sdk.SessionModeState {
-	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(h.PermissionMode())}
+	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(h.Modes().Permission())}
 	for _, m := range agent.Modes {
 		st.AvailableModes = append(st.AvailableModes, sdk.SessionMode{Id: sdk.SessionModeId(m), Name: modeNames[m],
 			Description: sdk.Ptr(modeHelp[m])})
@@ -493,7 +493,7 @@ func (a *Agent) update(ctx context.Context, s *acpSession, u sdk.SessionUpdate) 
 // each marked _meta.agentkernel.replay.
 func (a *Agent) replay(ctx context.Context, s *acpSession) {
 	first := true
-	for _, m := range s.host.History() {
+	for _, m := range s.host.Conversation().UI() {
 		var u sdk.SessionUpdate
 		switch {
 		case isPrompt(m, &first):

@@ -115,12 +115,12 @@ func TestBadInput(t *testing.T) {
 
 	// session/set_config_option: the mode is the one option.
 	w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":10,"method":"session/set_config_option","params":{"sessionId":%q,"configId":"mode","value":"plan"}}`, sid))
-	if m := w.reply(t, 10); !strings.Contains(fmt.Sprint(m["result"]), "currentValue:plan") || h.PermissionMode() != "plan" {
-		t.Errorf("set_config_option mode plan: %v (mode %s)", m, h.PermissionMode())
+	if m := w.reply(t, 10); !strings.Contains(fmt.Sprint(m["result"]), "currentValue:plan") || h.Modes().Permission() != "plan" {
+		t.Errorf("set_config_option mode plan: %v (mode %s)", m, h.Modes().Permission())
 	}
 	w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":12,"method":"session/set_config_option","params":{"sessionId":%q,"configId":"agentMode","value":"architect"}}`, sid))
-	if m := w.reply(t, 12); !strings.Contains(fmt.Sprint(m["result"]), "currentValue:architect") || h.AgentMode().Name != "architect" {
-		t.Errorf("set_config_option agentMode architect: %v (mode %s)", m, h.AgentMode().Name)
+	if m := w.reply(t, 12); !strings.Contains(fmt.Sprint(m["result"]), "currentValue:architect") || h.Modes().Agent().Name != "architect" {
+		t.Errorf("set_config_option agentMode architect: %v (mode %s)", m, h.Modes().Agent().Name)
 	}
 	w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":11,"method":"session/set_config_option","params":{"sessionId":%q,"configId":"colour","value":"red"}}`, sid))
 	if m := w.reply(t, 11); errCode(m) != -32602 {
@@ -133,7 +133,7 @@ func TestBadInput(t *testing.T) {
 		scripted.Reply(scripted.Text("The second answer.")))
 	w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"first"}]}}`, sid))
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(texts(h.History()), "Thinking") {
+	for !strings.Contains(texts(h.Conversation().UI()), "Thinking") {
 		if time.Now().After(deadline) {
 			t.Fatal("the first turn never streamed")
 		}
@@ -146,7 +146,7 @@ func TestBadInput(t *testing.T) {
 	if m := w.reply(t, 7); !strings.Contains(fmt.Sprint(m["result"]), "stopReason:end_turn") {
 		t.Errorf("the second prompt answered %v", m)
 	}
-	all := texts(h.History())
+	all := texts(h.Conversation().UI())
 	if !strings.Contains(all, "first") || !strings.Contains(all, "The second answer.") {
 		t.Errorf("the history: %s", all)
 	}

@@ -52,7 +52,7 @@ func BenchmarkFirstChunk(b *testing.B) {
 	for b.Loop() {
 		// The model directly, sent the history the session's next request
 		// will send: the requests weigh the same.
-		req := provider.Request{Messages: append(messages.Effective(h.API()), messages.APIMessage{Role: messages.RoleUser, TS: 1,
+		req := provider.Request{Messages: append(messages.Effective(h.Conversation().API()), messages.APIMessage{Role: messages.RoleUser, TS: 1,
 			Content: []messages.ContentBlock{{Type: messages.BlockText, Text: "Say hi"}}})}
 		h.Script.Enqueue(scripted.Reply(scripted.Text("Hi", " there.")))
 		t0 := time.Now()

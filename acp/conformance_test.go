@@ -301,7 +301,7 @@ func TestEditorFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if err := h.SetPermissionMode(ctx, agent.PermissionAcceptEdits); err != nil {
+	if err := h.Modes().SetPermission(ctx, agent.PermissionAcceptEdits); err != nil {
 		t.Fatal(err)
 	}
 	h.Script.Enqueue(

@@ -123,7 +123,7 @@ func (a *Agent) rewindCommand(ctx context.Context, s *acpSession, arg string) (s
 	}
 	var prompts []int64
 	first := true
-	for _, m := range s.host.History() {
+	for _, m := range s.host.Conversation().UI() {
 		if isPrompt(m, &first) {
 			prompts = append(prompts, m.TS)
 		}
@@ -142,7 +142,7 @@ func (a *Agent) rewindCommand(ctx context.Context, s *acpSession, arg string) (s
 
 // rewind takes s back to before the message stamped ts.
 func (a *Agent) rewind(ctx context.Context, s *acpSession, ts int64, conversationOnly bool) (string, error) {
-	rw, err := s.host.Rewind(ctx, ts, session.RewindOptions{ConversationOnly: conversationOnly,
+	rw, err := s.host.World().Rewind(ctx, ts, session.RewindOptions{ConversationOnly: conversationOnly,
 		ConfirmReplay: func(context.Context, []session.CodeRun) bool { return false }})
 	if err != nil {
 		return "", err
@@ -253,7 +253,7 @@ func (t *turn) event(e agent.Event) {
 		}
 	case session.EventSettingsChanged:
 		t.a.update(t.ctx, t.s, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{
-			CurrentModeId: sdk.SessionModeId(t.s.host.PermissionMode())}})
+			CurrentModeId: sdk.SessionModeId(t.s.host.Modes().Permission())}})
 	}
 }
 

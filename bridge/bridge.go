@@ -154,10 +154,10 @@ func New(cfg Config) (*Bridge, error) {
 	b.notebooks = &notebookComms{b: b}
 	b.comms = newCommRouter(map[string]commTarget{PanelTarget: b.panels, NotebookTarget: b.notebooks,
 		CompleteTarget: &completeComms{b: b}}, b.log.Warn)
-	cfg.Host.SetFrontends(b.notebooks)
-	cfg.Host.ExpectCells()
+	cfg.Host.Tools().SetFrontends(b.notebooks)
+	cfg.Host.Tools().ExpectCells()
 	if cfg.Notebook != "" {
-		f, err := cfg.Host.OpenNotebookFile(cfg.Notebook)
+		f, err := cfg.Host.Tools().OpenNotebookFile(cfg.Notebook)
 		if err != nil {
 			b.cfg.Problems = append(b.cfg.Problems, "the notebook "+cfg.Notebook+": "+err.Error())
 		} else {
@@ -173,7 +173,7 @@ func New(cfg Config) (*Bridge, error) {
 func (b *Bridge) Start() {
 	b.runner.Start()
 	if b.cfg.Cells == PromptCells {
-		b.host.StartTracking(b.runner.Ready)
+		b.host.World().StartTracking(b.runner.Ready)
 	}
 }
 

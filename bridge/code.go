@@ -94,7 +94,7 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 	agentBody, isAgent := cutCellMagic(c.Code, "%%agent")
 	magic := isMagic(c.Code)
 	if b.cfg.Cells == CodeCells && !isAgent && !magic {
-		if b.host.ReplayPending() {
+		if b.host.World().ReplayPending() {
 			b.replayFirst(ctx, r)
 		}
 		var col collector
@@ -102,7 +102,7 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 		if !c.Silent {
 			res := col.result()
 			res.Status = r.ReplyStatus()
-			b.host.UserCode(ctx, c.Code, res)
+			b.host.CodeLog().UserCode(ctx, c.Code, res)
 		}
 		return
 	}
@@ -141,7 +141,7 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 // when a rewind done outside this kernel left that to do.
 func (b *Bridge) replayFirst(ctx context.Context, r *kernel.Request) {
 	r.Busy()
-	lines, err := b.host.ReplayIfPending(ctx)
+	lines, err := b.host.World().ReplayIfPending(ctx)
 	text := "[agentkernel] the session was rewound: the kernel was restarted and its code replayed\n"
 	for _, l := range lines {
 		text += "  " + l + "\n"

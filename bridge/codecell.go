@@ -24,7 +24,7 @@ func (b *Bridge) codeCell(ctx context.Context, r *kernel.Request, code string, c
 		defer cancelInput()
 		input = func(prompt string, password bool) (string, error) { return r.Input(inputCtx, prompt, password) }
 	}
-	res, err := b.host.RunCell(ctx, backing.Exec{Code: code, Input: input, Output: func(o backing.Output) {
+	res, err := b.host.CodeLog().RunCell(ctx, backing.Exec{Code: code, Input: input, Output: func(o backing.Output) {
 		switch o.Type {
 		case wire.MsgStatus, wire.MsgExecuteInput:
 			return

@@ -194,7 +194,7 @@ func (cc *completeComms) complete(ctx context.Context, r completeRequest) (strin
 			req.After = append(req.After, s)
 		}
 	}
-	return cc.b.host.Complete(ctx, req)
+	return cc.b.host.Models().Complete(ctx, req)
 }
 
 func (cc *completeComms) closed(id string) {

@@ -221,7 +221,7 @@ func TestCompleteCommOff(t *testing.T) {
 	if r := cc.next(); r.OK || r.Code != "off" || r.Error == "" {
 		t.Errorf("reply %+v", r)
 	}
-	if err := h.SetModel(ctx, "openai:m"); err != nil {
+	if err := h.Models().Set(ctx, "openai:m"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -234,7 +234,7 @@ func TestCompleteCommOff(t *testing.T) {
 	if r := cc.next(); !r.OK || r.Text != "42" {
 		t.Errorf("after on: %+v", r)
 	}
-	if err := h.SetPermissionMode(ctx, agent.PermissionPlan); err != nil { // a comm not told off is not told on
+	if err := h.Modes().SetPermission(ctx, agent.PermissionPlan); err != nil { // a comm not told off is not told on
 		t.Fatal(err)
 	}
 	select {

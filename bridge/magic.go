@@ -152,27 +152,27 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 	}
 	switch sub {
 	case "history":
-		return historyMagic(h.History(), args)
+		return historyMagic(h.Conversation().UI(), args)
 	case "model":
 		if len(args) == 0 {
-			if m := h.Model(); m != "" {
+			if m := h.Models().Model(); m != "" {
 				return "Model: " + m, nil
 			}
 			return "No model configured. " + agent.NoModelHelp, nil
 		}
-		if err := h.SetModel(ctx, args[0]); err != nil {
+		if err := h.Models().Set(ctx, args[0]); err != nil {
 			return "", err
 		}
-		return "Model: " + h.Model(), nil
+		return "Model: " + h.Models().Model(), nil
 	case "rules":
-		return formatRules(h.Rules(ctx)), nil
+		return formatRules(h.Modes().Rules(ctx)), nil
 	case "title":
 		if len(args) > 0 {
-			if err := h.SetTitle(ctx, strings.Join(args, " ")); err != nil {
+			if err := h.Conversation().SetTitle(ctx, strings.Join(args, " ")); err != nil {
 				return "", err
 			}
 		}
-		t, err := h.Title(ctx)
+		t, err := h.Conversation().Title(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -183,11 +183,11 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			if err != nil {
 				return "", err
 			}
-			if err := h.SetEffort(ctx, e); err != nil {
+			if err := h.Models().SetEffort(ctx, e); err != nil {
 				return "", err
 			}
 		}
-		if e := h.Effort(); e != "" {
+		if e := h.Models().Effort(); e != "" {
 			return fmt.Sprintf("Effort: %s (Anthropic: a %d-token thinking budget; OpenAI: reasoning_effort %s)", e, provider.EffortBudget(e), e), nil
 		}
 		return "Effort: the model's default (no extended thinking, no reasoning_effort sent)", nil
@@ -196,7 +196,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			return "Usage: %agent use claude|codex|gemini|COMMAND [ARGS...] — an external ACP agent answers the prompts " +
 				"(%agent model MODEL goes back to a model).", nil
 		}
-		if err := h.SetModel(ctx, acpagent.Model(strings.Join(args, " "))); err != nil {
+		if err := h.Models().Set(ctx, acpagent.Model(strings.Join(args, " "))); err != nil {
 			return "", err
 		}
 		return "Agent: " + strings.Join(args, " ") + " (ACP). Its turns are stored in this session; it runs code in this " +
@@ -205,7 +205,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		if len(args) == 0 {
 			return formatModes(h), nil
 		}
-		m, err := h.SetAgentMode(ctx, args[0])
+		m, err := h.Modes().SetAgent(ctx, args[0])
 		if err != nil {
 			// Notebooks written when %agent mode also took permission
 			// modes go on working; an agent mode of that name wins.
@@ -214,10 +214,10 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 			}
 			return "", err
 		}
-		return fmt.Sprintf("Mode: %s — %s (permission mode %s)", m.Name, m.Description, h.PermissionMode()), nil
+		return fmt.Sprintf("Mode: %s — %s (permission mode %s)", m.Name, m.Description, h.Modes().Permission()), nil
 	case "permissions":
 		if len(args) == 0 {
-			return fmt.Sprintf("Permission mode: %s (of %s)", h.PermissionMode(), strings.Join(permissionModes, ", ")), nil
+			return fmt.Sprintf("Permission mode: %s (of %s)", h.Modes().Permission(), strings.Join(permissionModes, ", ")), nil
 		}
 		pm, err := agent.ParsePermissionMode(args[0])
 		if err != nil {
@@ -225,7 +225,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		}
 		return setPermissions(ctx, h, pm, "")
 	case "cost":
-		sess, err := h.Cost(ctx)
+		sess, err := h.Conversation().Cost(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -236,7 +236,7 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		if len(args) != 1 {
 			return "", fmt.Errorf("usage: %%agent export FILE")
 		}
-		path, err := h.Export(ctx, args[0])
+		path, err := h.Conversation().Export(ctx, args[0])
 		if err != nil {
 			return "", err
 		}
@@ -371,12 +371,12 @@ func (b *Bridge) magicEdit(ctx context.Context, r *kernel.Request, line string, 
 		b.replyError(r, count, "AgentMagicError", err.Error())
 		return
 	}
-	ts, err := b.host.Ref(ref)
+	ts, err := b.host.Conversation().Ref(ref)
 	if err != nil {
 		b.replyError(r, count, "AgentMagicError", err.Error())
 		return
 	}
-	rw, err := b.host.Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: b.confirmReplay(r)})
+	rw, err := b.host.World().Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: b.confirmReplay(r)})
 	if err != nil {
 		b.replyError(r, count, "AgentMagicError", err.Error())
 		return
@@ -416,12 +416,12 @@ func (b *Bridge) magicRewind(ctx context.Context, r *kernel.Request, sub string,
 	if _, err := b.host.Current(ctx); err != nil {
 		return "", err
 	}
-	ts, err := b.host.Ref(ref)
+	ts, err := b.host.Conversation().Ref(ref)
 	if err != nil {
 		return "", err
 	}
 	if sub == "fork" {
-		info, rw, err := b.host.Fork(ctx, ts, opts)
+		info, rw, err := b.host.World().Fork(ctx, ts, opts)
 		if err != nil {
 			return "", err
 		}
@@ -434,7 +434,7 @@ func (b *Bridge) magicRewind(ctx context.Context, r *kernel.Request, sub string,
 		}
 		return out, nil
 	}
-	rw, err := b.host.Rewind(ctx, ts, opts)
+	rw, err := b.host.World().Rewind(ctx, ts, opts)
 	if err != nil {
 		return "", err
 	}
@@ -541,7 +541,7 @@ var permissionModes = []string{string(agent.PermissionDefault), string(agent.Per
 
 // setPermissions is %agent permissions MODE.
 func setPermissions(ctx context.Context, h *session.Host, m agent.PermissionMode, note string) (string, error) {
-	if err := h.SetPermissionMode(ctx, m); err != nil {
+	if err := h.Modes().SetPermission(ctx, m); err != nil {
 		return "", err
 	}
 	return "Permission mode: " + string(m) + note, nil
@@ -551,9 +551,9 @@ func setPermissions(ctx context.Context, h *session.Host, m agent.PermissionMode
 // the modes there are.
 func formatModes(h *session.Host) string {
 	var b strings.Builder
-	cur := h.AgentMode()
-	fmt.Fprintf(&b, "Mode: %s; permission mode: %s\n\nModes (%%agent mode NAME):\n", cur.Name, h.PermissionMode())
-	modes, problems := h.AgentModes()
+	cur := h.Modes().Agent()
+	fmt.Fprintf(&b, "Mode: %s; permission mode: %s\n\nModes (%%agent mode NAME):\n", cur.Name, h.Modes().Permission())
+	modes, problems := h.Modes().AgentModes()
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, m := range modes {
 		mark := " "
@@ -609,7 +609,7 @@ func (b *Bridge) notebookMagic(args []string) (string, error) {
 	case len(args) == 1 && args[0] == "off":
 		n.setFile(nil)
 	case len(args) == 1:
-		f, err := b.host.OpenNotebookFile(args[0])
+		f, err := b.host.Tools().OpenNotebookFile(args[0])
 		if err != nil {
 			return "", err
 		}

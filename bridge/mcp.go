@@ -18,13 +18,13 @@ func (b *Bridge) mcpMagic(ctx context.Context, args []string) (string, error) {
 		if len(args) == 2 {
 			name = args[1]
 		}
-		if err := b.host.MCPRestart(ctx, name); err != nil {
+		if err := b.host.Tools().MCPRestart(ctx, name); err != nil {
 			return "", err
 		}
 	default:
 		return "", fmt.Errorf("usage: %%agent mcp [restart [NAME]]")
 	}
 	var sb strings.Builder
-	mcp.FormatStatus(&sb, b.host.MCPStatus(ctx, true))
+	mcp.FormatStatus(&sb, b.host.Tools().MCPStatus(ctx, true))
 	return strings.TrimRight(sb.String(), "\n"), nil
 }

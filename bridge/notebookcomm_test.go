@@ -271,12 +271,12 @@ func TestNotebookCommRewind(t *testing.T) {
 		t.Fatal("the agent changed nothing")
 	}
 	var ts int64
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if m.Text == "Reshape my notebook" {
 			ts = m.TS
 		}
 	}
-	rw, err := h.Rewind(ctx, ts, session.RewindOptions{NoKernel: true})
+	rw, err := h.World().Rewind(ctx, ts, session.RewindOptions{NoKernel: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestNotebookCommRewindFromPanel(t *testing.T) {
 		t.Fatalf("the agent inserted nothing: %q", got)
 	}
 	var ts int64
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if m.Text == "Add a cell" {
 			ts = m.TS
 		}

@@ -105,7 +105,7 @@ func TestPanelFollowsMagics(t *testing.T) {
 		}
 		return true
 	})
-	if ui := h.b.host.History(); len(ui) != 0 {
+	if ui := h.b.host.Conversation().UI(); len(ui) != 0 {
 		t.Fatalf("a refused prompt reached the history: %+v", ui)
 	}
 

@@ -120,7 +120,7 @@ func TestPromptMode(t *testing.T) {
 			if !strings.Contains(string(last.Raw), "from the agent") {
 				t.Fatalf("tool result not sent to the model: %s", last.Raw)
 			}
-			ui := h.b.host.History()
+			ui := h.b.host.Conversation().UI()
 			var recorded bool
 			for _, m := range ui {
 				recorded = recorded || (strings.Contains(m.Text, "Allowed execute_code") && strings.Contains(m.Text, "policy:all"))
@@ -255,7 +255,7 @@ func TestPromptErrorsAndInterrupt(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("interrupt did not end the cell")
 	}
-	api := h.b.host.API()
+	api := h.b.host.Conversation().API()
 	if last := api[len(api)-1]; last.Role != "assistant" || !strings.Contains(last.PlainText(), "Thinking") {
 		t.Fatalf("api history after interrupt ends with %+v", last)
 	}

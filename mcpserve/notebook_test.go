@@ -92,7 +92,7 @@ func TestNotebookTools(t *testing.T) {
 		t.Error("an edit of a cell that is not there did not fail")
 	}
 	hist := ""
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		hist += m.Text + "\n"
 	}
 	if !strings.Contains(hist, "notebook_insert_cell") || !strings.Contains(hist, "notebook_run_cell") {

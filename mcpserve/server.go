@@ -353,7 +353,7 @@ var decisionSchema = map[string]any{
 
 // refuseInPlan refuses what changes the world in plan (read-only) mode.
 func (s *Server) refuseInPlan(what string) *sdk.CallToolResult {
-	if s.o.Host.PermissionMode() == agent.PermissionPlan {
+	if s.o.Host.Modes().Permission() == agent.PermissionPlan {
 		return failed("%s: refused in plan mode (read-only); switch the session's mode first", what)
 	}
 	return nil
@@ -398,13 +398,13 @@ func (s *Server) info(ctx context.Context, _ *sdk.CallToolRequest, _ noIn) (*sdk
 	if err != nil {
 		return failed("session: %v", err), nil, nil
 	}
-	title, _ := s.o.Host.Title(ctx)
+	title, _ := s.o.Host.Conversation().Title(ctx)
 	kernel := ""
 	if s.o.Runner != nil {
 		kernel = s.o.Runner.Describe()
 	}
 	b, _ := json.MarshalIndent(map[string]any{
-		"id": cur.ID, "title": title, "model": s.o.Host.Model(), "mode": s.o.Host.PermissionMode(),
+		"id": cur.ID, "title": title, "model": s.o.Host.Models().Model(), "mode": s.o.Host.Modes().Permission(),
 		"workspace": s.o.Host.Workspace(), "kernel": kernel, "messages": cur.Messages,
 	}, "", "  ")
 	return text(string(b)), nil, nil

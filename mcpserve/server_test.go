@@ -173,7 +173,7 @@ func TestTools(t *testing.T) {
 		done <- out
 	}()
 	waitFor(t, "the sleep to run", func() bool {
-		return strings.Contains(texts(f.host.History()), "import time")
+		return strings.Contains(texts(f.host.Conversation().UI()), "import time")
 	})
 	time.Sleep(500 * time.Millisecond)
 	var interrupted string
@@ -214,10 +214,10 @@ func TestTools(t *testing.T) {
 
 	// A rewind to the first message empties the conversation, and a fork
 	// makes a new session current.
-	before := len(f.host.History())
+	before := len(f.host.Conversation().UI())
 	out, res = call(t, cs, "rewind", map[string]any{"to": "#2", "conversation_only": true})
-	if res.IsError || len(f.host.History()) != 2 {
-		t.Errorf("rewind to #2: %q; %d of %d messages left", out, len(f.host.History()), before)
+	if res.IsError || len(f.host.Conversation().UI()) != 2 {
+		t.Errorf("rewind to #2: %q; %d of %d messages left", out, len(f.host.Conversation().UI()), before)
 	}
 	out, res = call(t, cs, "fork_session", nil)
 	now, _ := f.host.Current(context.Background())
@@ -240,7 +240,7 @@ func TestPolicyWithoutElicitation(t *testing.T) {
 		t.Errorf("the denied code ran: %q", vars)
 	}
 	var ask *messages.UIMessage
-	for _, m := range f.host.History() {
+	for _, m := range f.host.Conversation().UI() {
 		if m.Type == messages.TypeAsk {
 			ask = &m
 		}
@@ -249,7 +249,7 @@ func TestPolicyWithoutElicitation(t *testing.T) {
 		t.Errorf("the ask in the history: %+v", ask)
 	}
 	// In plan mode the kernel is not restarted.
-	if err := f.host.SetPermissionMode(context.Background(), agent.PermissionPlan); err != nil {
+	if err := f.host.Modes().SetPermission(context.Background(), agent.PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 	if out, res := call(t, cs, "restart_kernel", nil); !res.IsError || !strings.Contains(out, "plan mode") {

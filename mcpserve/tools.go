@@ -53,7 +53,7 @@ func (s *Server) history(ctx context.Context, _ *sdk.CallToolRequest, in history
 	if _, err := s.o.Host.Current(ctx); err != nil {
 		return failed("session: %v", err), nil, nil
 	}
-	ui := s.o.Host.History()
+	ui := s.o.Host.Conversation().UI()
 	var out []histMessage
 	for i, m := range ui {
 		role := messages.RoleOf(m, i == 0)
@@ -113,11 +113,11 @@ func (s *Server) rewind(ctx context.Context, _ *sdk.CallToolRequest, in rewindIn
 	if _, err := s.o.Host.Current(ctx); err != nil {
 		return failed("session: %v", err), nil, nil
 	}
-	ts, err := s.o.Host.Ref(strings.TrimSpace(in.To))
+	ts, err := s.o.Host.Conversation().Ref(strings.TrimSpace(in.To))
 	if err != nil {
 		return failed("rewind: %v", err), nil, nil
 	}
-	rw, err := s.o.Host.Rewind(ctxOf(ctx), ts, session.RewindOptions{ConversationOnly: in.ConversationOnly})
+	rw, err := s.o.Host.World().Rewind(ctxOf(ctx), ts, session.RewindOptions{ConversationOnly: in.ConversationOnly})
 	if err != nil {
 		return failed("rewind: %v", err), nil, nil
 	}
@@ -131,17 +131,17 @@ func (s *Server) fork(ctx context.Context, _ *sdk.CallToolRequest, in forkIn) (*
 	var info session.Info
 	summary := ""
 	if strings.TrimSpace(in.At) == "" {
-		i, err := s.o.Host.Copy(ctxOf(ctx))
+		i, err := s.o.Host.World().Copy(ctxOf(ctx))
 		if err != nil {
 			return failed("fork_session: %v", err), nil, nil
 		}
 		info = i
 	} else {
-		ts, err := s.o.Host.Ref(strings.TrimSpace(in.At))
+		ts, err := s.o.Host.Conversation().Ref(strings.TrimSpace(in.At))
 		if err != nil {
 			return failed("fork_session: %v", err), nil, nil
 		}
-		i, rw, err := s.o.Host.Fork(ctxOf(ctx), ts, session.RewindOptions{ConversationOnly: in.ConversationOnly})
+		i, rw, err := s.o.Host.World().Fork(ctxOf(ctx), ts, session.RewindOptions{ConversationOnly: in.ConversationOnly})
 		if err != nil {
 			return failed("fork_session: %v", err), nil, nil
 		}

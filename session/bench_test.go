@@ -81,10 +81,10 @@ func BenchmarkRewindWorld10k(b *testing.B) {
 	b.ResetTimer()
 	var durs []time.Duration
 	for i := 0; i < b.N && i < turns-1; i++ {
-		hist := h.History()
+		hist := h.Conversation().UI()
 		target := hist[len(hist)-2].TS // the last prompt
 		t0 := time.Now()
-		rw, err := h.Rewind(ctx, target, RewindOptions{})
+		rw, err := h.World().Rewind(ctx, target, RewindOptions{})
 		durs = append(durs, time.Since(t0))
 		if err != nil {
 			b.Fatal(err)
@@ -142,7 +142,7 @@ func BenchmarkKernelRestore(b *testing.B) {
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		lines, err := h.replay(ctx, c, code)
+		lines, err := h.world.replay(ctx, c, code)
 		total += time.Since(t0)
 		if err != nil || len(lines) != len(code) {
 			b.Fatalf("replay: %v %v", lines, err)

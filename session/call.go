@@ -39,9 +39,7 @@ func (h *Host) Call(ctx context.Context, call provider.ToolCall, approve agent.A
 // client's interrupt or restart of the kernel) to the event log, as a
 // command of the current session.
 func (h *Host) Note(ctx context.Context, name, arg string) {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
+	c := h.active()
 	h.logCommand(ctx, c, name, arg)
 }
 

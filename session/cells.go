@@ -95,7 +95,8 @@ type CellsReport struct {
 // through the frontend that shows it, else in its file (when no frontend
 // shows it). It returns a report per notebook and the workspace paths of
 // the notebooks' files it handled, which the files' restore leaves alone.
-func (h *Host) restoreCells(ctx context.Context, changes []store.CellChange, force bool) ([]CellsReport, map[string]bool) {
+func (w *World) restoreCells(ctx context.Context, changes []store.CellChange, force bool) ([]CellsReport, map[string]bool) {
+	h := w.h
 	var order []string
 	byNB := map[string][]store.CellChange{}
 	for _, c := range changes {
@@ -108,13 +109,13 @@ func (h *Host) restoreCells(ctx context.Context, changes []store.CellChange, for
 	var out []CellsReport
 	for _, nb := range order {
 		rep := CellsReport{Notebook: nb, Where: "the frontend"}
-		file := h.notebookFile(nb)
+		file := w.notebookFile(nb)
 		if file != "" {
 			if rel, err := filepath.Rel(h.cfg.Workspace, file); err == nil && !strings.HasPrefix(rel, "..") {
 				handled[filepath.ToSlash(rel)] = true
 			}
 		}
-		cells, err := h.cellsFor(nb, file)
+		cells, err := w.cellsFor(nb, file)
 		if err != nil {
 			rep.Unrestorable = append(rep.Unrestorable, err.Error())
 			out = append(out, rep)
@@ -123,7 +124,7 @@ func (h *Host) restoreCells(ctx context.Context, changes []store.CellChange, for
 		if fc, ok := cells.(FileCells); ok {
 			rep.Where = fc.File()
 		}
-		h.undoCells(ctx, cells, byNB[nb], force, &rep)
+		w.undoCells(ctx, cells, byNB[nb], force, &rep)
 		out = append(out, rep)
 	}
 	return out, handled
@@ -131,11 +132,9 @@ func (h *Host) restoreCells(ctx context.Context, changes []store.CellChange, for
 
 // cellsFor is where notebook nb's cells are put back: the frontend that
 // shows it, else its file.
-func (h *Host) cellsFor(nb, file string) (Cells, error) {
-	h.mu.Lock()
-	fe := h.frontends
-	h.mu.Unlock()
-	if fe != nil {
+func (w *World) cellsFor(nb, file string) (Cells, error) {
+	h := w.h
+	if fe := h.tools.frontendsNow(); fe != nil {
 		if cells := fe.Find(nb); cells != nil {
 			return cells, nil
 		}
@@ -153,7 +152,8 @@ func (h *Host) cellsFor(nb, file string) (Cells, error) {
 // notebookFile is the file of notebook nb (named relative to the Jupyter
 // server's root, while the workspace is the kernel's directory: the
 // notebook's own), or "" when it is not found.
-func (h *Host) notebookFile(nb string) string {
+func (w *World) notebookFile(nb string) string {
+	h := w.h
 	if nb == "" || h.cfg.Workspace == "" {
 		return ""
 	}
@@ -174,7 +174,7 @@ func (h *Host) notebookFile(nb string) string {
 // undoCells turns back one notebook's changes, latest first. A cell whose
 // source is not what the agent left is someone else's since: a conflict,
 // kept (and the cell's earlier changes with it) unless force.
-func (h *Host) undoCells(ctx context.Context, cells Cells, changes []store.CellChange, force bool, rep *CellsReport) {
+func (w *World) undoCells(ctx context.Context, cells Cells, changes []store.CellChange, force bool, rep *CellsReport) {
 	v, err := cells.Read(ctx, 1)
 	if err != nil {
 		rep.Unrestorable = append(rep.Unrestorable, "the notebook could not be read: "+err.Error())

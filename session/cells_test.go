@@ -151,7 +151,7 @@ func (f *fakeFrontends) Find(path string) Cells {
 // promptTS is the stamp of the user's prompt text.
 func promptTS(t *testing.T, h *Host, text string) int64 {
 	t.Helper()
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if m.Say == messages.SayUserFeedback && m.Text == text {
 			return m.TS
 		}
@@ -182,7 +182,7 @@ func TestRewindPutsCellsBack(t *testing.T) {
 			opened = append(opened, path)
 			return memFile{nb, path}, nil
 		}})
-	h.SetFrontends(fe)
+	h.Tools().SetFrontends(fe)
 	ctx := context.Background()
 	yes := Follow{Approve: agent.ApproveAll.Approver()}
 	original := nb.state()
@@ -209,7 +209,7 @@ func TestRewindPutsCellsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.Fork(ctx, promptTS(t, h, "reshape it"), RewindOptions{NoKernel: true}); err != nil {
+	if _, _, err := h.World().Fork(ctx, promptTS(t, h, "reshape it"), RewindOptions{NoKernel: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := nb.state(); !slices.Equal(got, original) {
@@ -226,7 +226,7 @@ func TestRewindPutsCellsBack(t *testing.T) {
 		nb.cells = append(nb.cells, Cell{ID: id, Kind: agent.CodeCell, Source: src})
 	}
 	nb.mu.Unlock()
-	rw, err := h.Rewind(ctx, promptTS(t, h, "reshape it"), RewindOptions{NoKernel: true})
+	rw, err := h.World().Rewind(ctx, promptTS(t, h, "reshape it"), RewindOptions{NoKernel: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestRewindPutsCellsBack(t *testing.T) {
 	nb.mu.Lock()
 	nb.cells[3].Source = "x = 99" // the user's
 	nb.mu.Unlock()
-	rw, err = h.Rewind(ctx, promptTS(t, h, "again"), RewindOptions{NoKernel: true})
+	rw, err = h.World().Rewind(ctx, promptTS(t, h, "again"), RewindOptions{NoKernel: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestRewindPutsCellsBack(t *testing.T) {
 	fe.mu.Lock()
 	fe.open = false
 	fe.mu.Unlock()
-	rw, err = h.Rewind(ctx, promptTS(t, h, "once more"), RewindOptions{NoKernel: true})
+	rw, err = h.World().Rewind(ctx, promptTS(t, h, "once more"), RewindOptions{NoKernel: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,9 +28,10 @@ const namespaceWait = 300 * time.Millisecond
 // namespace, asked quietly. Nothing reaches the history; the cost is
 // counted in the current session's totals when there is one. ctx ends it
 // (the user typed on).
-func (h *Host) Complete(ctx context.Context, r agent.CompletionRequest) (string, error) {
-	model := cmp.Or(strings.TrimSpace(h.cfg.CompletionModel), h.Model())
-	prov, err := h.provider(model)
+func (m *Models) Complete(ctx context.Context, r agent.CompletionRequest) (string, error) {
+	h := m.h
+	model := cmp.Or(strings.TrimSpace(h.cfg.CompletionModel), m.Model())
+	prov, err := m.provider(model)
 	if err != nil {
 		return "", err
 	}
@@ -55,9 +56,7 @@ func (h *Host) Complete(ctx context.Context, r agent.CompletionRequest) (string,
 	}
 	text, u, err := agent.Complete(ctx, prov, r)
 	if u != (provider.Usage{}) {
-		h.mu.Lock()
-		c := h.cur
-		h.mu.Unlock()
+		c := h.active()
 		if c != nil {
 			c.task.Charge(context.WithoutCancel(ctx), u, prov.Model().Cost(u))
 		}

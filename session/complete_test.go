@@ -37,10 +37,10 @@ func TestCompleteKnowsTheKernel(t *testing.T) {
 	if _, err := h.Submit(ctx, "hello", Follow{}); err != nil {
 		t.Fatal(err)
 	}
-	before := len(h.History())
+	before := len(h.Conversation().UI())
 	srv.Enqueue(scripted.Reply(scripted.Text("```python\n", "df.groupby('region')", "\n```"), usage(300, 8)))
 	totals := snapshotTotals(t, h)
-	text, err := h.Complete(ctx, agent.CompletionRequest{Prefix: "summary = ", Before: []string{"import math"}})
+	text, err := h.Models().Complete(ctx, agent.CompletionRequest{Prefix: "summary = ", Before: []string{"import math"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestCompleteKnowsTheKernel(t *testing.T) {
 			t.Errorf("the completion request lacks %q:\n%s", want, sent)
 		}
 	}
-	if len(h.History()) != before {
+	if len(h.Conversation().UI()) != before {
 		t.Error("the completion reached the history")
 	}
 	if after := snapshotTotals(t, h); after.InputTokens != totals.InputTokens+300 || after.Cost <= totals.Cost {
@@ -63,14 +63,14 @@ func TestCompleteKnowsTheKernel(t *testing.T) {
 	}
 	// No model: completions are off.
 	off := newHost(t, Config{Store: openStore(t), Runner: r})
-	if _, err := off.Complete(ctx, agent.CompletionRequest{Prefix: "x"}); err != ErrNoCompletions {
+	if _, err := off.Models().Complete(ctx, agent.CompletionRequest{Prefix: "x"}); err != ErrNoCompletions {
 		t.Errorf("no model: %v", err)
 	}
 }
 
 func snapshotTotals(t *testing.T, h *Host) agent.Totals {
 	t.Helper()
-	s, err := h.Snapshot(context.Background())
+	s, err := h.Conversation().Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

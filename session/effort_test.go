@@ -38,13 +38,13 @@ func TestEffortReachesBothWireFormats(t *testing.T) {
 	if b := say("configured"); b["reasoning_effort"] != "low" {
 		t.Errorf("the configured effort: reasoning_effort %v", b["reasoning_effort"])
 	}
-	if err := h.SetEffort(ctx, provider.EffortHigh); err != nil {
+	if err := h.Models().SetEffort(ctx, provider.EffortHigh); err != nil {
 		t.Fatal(err)
 	}
 	if b := say("high"); b["reasoning_effort"] != "high" {
 		t.Errorf("effort high: reasoning_effort %v", b["reasoning_effort"])
 	}
-	if err := h.SetModel(ctx, "anthropic:claude-sonnet-4-5"); err != nil {
+	if err := h.Models().Set(ctx, "anthropic:claude-sonnet-4-5"); err != nil {
 		t.Fatal(err)
 	}
 	b := say("on claude")
@@ -57,13 +57,13 @@ func TestEffortReachesBothWireFormats(t *testing.T) {
 	if thinking["type"] != "enabled" || budget != int64(provider.EffortBudget(provider.EffortHigh)) || maxTokens <= budget {
 		t.Errorf("effort high on Anthropic: thinking %v, max_tokens %v", thinking, maxTokens)
 	}
-	if err := h.SetEffort(ctx, ""); err != nil {
+	if err := h.Models().SetEffort(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	if b := say("off"); b["thinking"] != nil {
 		t.Errorf("effort off still thinks: %v", b["thinking"])
 	}
-	if h.Effort() != "" {
-		t.Errorf("Effort() = %q after off", h.Effort())
+	if h.Models().Effort() != "" {
+		t.Errorf("Effort() = %q after off", h.Models().Effort())
 	}
 }

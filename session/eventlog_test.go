@@ -112,7 +112,7 @@ func TestHooksAndEventLogThroughTheHost(t *testing.T) {
 	}
 	waitIdle(t, h)
 	h.Cancel(pctx)
-	if err := h.SetPermissionMode(pctx, agent.PermissionPlan); err != nil {
+	if err := h.Modes().SetPermission(pctx, agent.PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 

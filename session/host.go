@@ -1,12 +1,10 @@
 package session
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -73,7 +71,7 @@ type Config struct {
 	// StoreURL, when a postgres:// URL, is the PostgreSQL store the host
 	// opens instead (see store.Options.URL).
 	StoreURL string
-	// Model is the model of a session when neither SetModel nor the
+	// Model is the model of a session when neither Models.Set nor the
 	// resumed session names one: the kernelspec's or environment's model,
 	// else the config file's. "" is none.
 	Model string
@@ -116,38 +114,44 @@ type Config struct {
 }
 
 // Host owns the lifecycle of the current agent session of one surface
-// (a kernel, or one ask): opening, switching (new, resume), the model and
-// its provider, the cell context, and the typed operations every surface
-// calls. All methods are safe for concurrent use. Close ends it.
+// (a kernel, or one ask): opening, switching (new, resume), its turns, and
+// the parts it composes, each with its own state and lock:
+//
+//   - Conversation: the current session's record (its histories, title,
+//     cost, export);
+//   - Models: the model, the effort, the providers opened for them, keys
+//     and completions;
+//   - Modes: the permission mode, the agent mode and the rules;
+//   - World: the workspace's checkpoints and rewinds of the world;
+//   - CodeLog: the code the backing kernel ran, and the user's cells;
+//   - Tools: what clients add to the toolbox (MCP servers, file buffers,
+//     the frontends' notebooks).
+//
+// All methods are safe for concurrent use. Close ends it.
 type Host struct {
 	cfg   Config
 	log   hclog.Logger
 	lis   agent.Listeners
 	hooks *hooks.Runner
 
-	mu        sync.Mutex // never held across a turn, a store write or a call out
-	st        *store.Store
-	ownStore  bool
-	cur       *current
-	explicit  string // the model set with SetModel: wins over a resumed session's
-	track     *checkpoint.Tracker
-	baseline  *baseline        // the tracker's, in the background
-	kernelLog []logged         // what the backing kernel has run since it started
-	logSeq    int64            // the last entry's seq
-	logMark   map[string]int64 // per session: the last entry it has seen
-	providers map[string]provider.Provider
-	mcp       *mcp.Manager       // made at the first session
-	clientMCP []mcp.ServerConfig // a client's servers (AddMCPServers)
-	// frontends are the notebooks frontends show (SetFrontends);
-	// cellsLater says they will be set (ExpectCells).
-	frontends  Frontends
-	cellsLater bool
-	files      agent.Files     // a client's file buffers (SetFiles)
-	effort     provider.Effort // SetEffort's, when effortSet
-	effortSet  bool
-	mode       rules.AgentMode // SetAgentMode's; zero: code
-	cells      []cell          // code mode's cells run before any session: the first one's context
-	closed     bool
+	models Models
+	modes  Modes
+	world  World
+	code   CodeLog
+	tools  Tools
+
+	mu       sync.Mutex // guards what follows; never held across a turn, a store write or a call out
+	st       *store.Store
+	ownStore bool
+	cur      *current
+	closed   bool
+}
+
+// active returns the current session (nil before the first).
+func (h *Host) active() *current {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur
 }
 
 // current is the session the host drives.
@@ -199,9 +203,31 @@ func New(cfg Config) *Host {
 	if cfg.Source == "" {
 		cfg.Source = eventlog.SourceNotebook
 	}
-	return &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
+	h := &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
 		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
+	h.models.h, h.modes.h, h.world.h, h.code.h, h.tools.h = h, h, h, h, h
+	return h
 }
+
+// Conversation is the current session's record.
+func (h *Host) Conversation() *Conversation { return &Conversation{h: h} }
+
+// Models are the model and effort of the sessions, and the providers
+// opened for them.
+func (h *Host) Models() *Models { return &h.models }
+
+// Modes are the permission and agent modes, and the rules.
+func (h *Host) Modes() *Modes { return &h.modes }
+
+// World is what a rewind turns back beside the conversation: the
+// workspace's files and the backing kernel.
+func (h *Host) World() *World { return &h.world }
+
+// CodeLog is the code the backing kernel ran.
+func (h *Host) CodeLog() *CodeLog { return &h.code }
+
+// Tools are what clients and frontends add to the sessions' tools.
+func (h *Host) Tools() *Tools { return &h.tools }
 
 // ErrClosed is returned by a Host's methods after Close.
 var ErrClosed = errors.New("session: host closed")
@@ -213,10 +239,6 @@ func (h *Host) Workspace() string { return h.cfg.Workspace }
 func (h *Host) Store() (*store.Store, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.storeLocked()
-}
-
-func (h *Host) storeLocked() (*store.Store, error) {
 	if h.closed {
 		return nil, ErrClosed
 	}
@@ -268,9 +290,7 @@ func (h *Host) Current(ctx context.Context) (Info, error) {
 
 // session returns the current session, creating one on first use.
 func (h *Host) session(ctx context.Context) (*current, error) {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
+	c := h.active()
 	if c != nil {
 		return c, nil
 	}
@@ -363,9 +383,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	if err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	model := cmp.Or(h.explicit, h.cfg.Model)
-	h.mu.Unlock()
+	model := h.models.next("")
 	var (
 		id                  string
 		hist                store.Histories
@@ -398,9 +416,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 		if s.Workspace != "" && s.Workspace != h.cfg.Workspace {
 			elsewhere = s.Workspace
 		}
-		h.mu.Lock()
-		model = cmp.Or(h.explicit, s.Model, h.cfg.Model)
-		h.mu.Unlock()
+		model = h.models.next(s.Model)
 	} else {
 		providerName, _, _ := strings.Cut(model, ":")
 		s, err := st.CreateSession(ctx, store.NewSession{Model: model, Provider: providerName,
@@ -417,11 +433,8 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 		return nil, fmt.Errorf("session: workspace: %w", err)
 	}
 	c.ws = ws
-	h.mu.Lock()
-	files := h.files
-	h.mu.Unlock()
-	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.mcpSource(), Files: files,
-		WebFetch: h.cfg.WebFetch, KernelServers: h.clientServers(), Notebook: h.notebookSource(c)})
+	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.tools.mcpSource(),
+		Files: h.tools.filesNow(), WebFetch: h.cfg.WebFetch, KernelServers: h.tools.clientServers(), Notebook: h.tools.notebookSource(c)})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
@@ -435,19 +448,19 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	if c.policy, err = agent.NewPolicy(tb, agent.PolicyOptions{Mode: h.cfg.PermissionMode, Allow: h.cfg.Allow, Deny: h.cfg.Deny}); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	prov, err := h.provider(model)
+	prov, err := h.models.provider(model)
 	if err != nil {
 		h.log.Warn("model not available", "model", model, "error", err)
 	}
 	if c.task, err = agent.New(agent.Config{
 		SessionID: id, Store: agentstore.New(st), Toolbox: tb, Provider: prov, Policy: c.policy,
-		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: c.takeCells, World: world{h: h, c: c},
-		Hooks: h.hooks, Rules: h.turnRules(c),
+		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: c.takeCells, World: steps{h: h, c: c},
+		Hooks: h.hooks, Rules: h.modes.turnRules(c),
 	}); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	c.task.SetEffort(h.Effort())
-	c.task.SetToolFilter(toolFilter(h.agentMode()))
+	c.task.SetEffort(h.models.Effort())
+	c.task.SetToolFilter(toolFilter(h.modes.Agent()))
 	c.unlisten = c.task.Listen(func(e agent.Event) {
 		h.logEvent(c, e)
 		h.lis.Emit(e)
@@ -466,13 +479,13 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 		return prev, nil
 	}
 	h.cur = c
-	c.cells, h.cells = h.cells, nil
+	c.cells = h.code.takeEarly()
 	h.mu.Unlock()
 	if prev != nil {
-		h.leave(prev)
+		h.code.leave(prev)
 		prev.close()
 	}
-	h.inherit(ctx, c)
+	h.code.inherit(ctx, c)
 	h.log.Info("agent session", "id", id, "model", model, "resumed", resume != "")
 	h.lis.Emit(agent.Event{Kind: EventSessionChanged})
 	return c, nil
@@ -481,38 +494,6 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 func (c *current) close() {
 	c.unlisten()
 	c.task.Close()
-}
-
-// provider returns the provider for a model string, opening it once per
-// host (a recording provider must not be re-created: it would start its
-// cassette again). "" is no model.
-func (h *Host) provider(model string) (provider.Provider, error) {
-	if model == "" || h.cfg.OpenModel == nil {
-		return nil, nil
-	}
-	h.mu.Lock()
-	p, ok := h.providers[model]
-	h.mu.Unlock()
-	if ok {
-		return p, nil
-	}
-	p, err := h.cfg.OpenModel(model)
-	if err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if prev, ok := h.providers[model]; ok {
-		if c, ok := p.(io.Closer); ok {
-			c.Close()
-		}
-		return prev, nil
-	}
-	if h.providers == nil {
-		h.providers = map[string]provider.Provider{}
-	}
-	h.providers[model] = p
-	return p, nil
 }
 
 // Close closes the current session (a running turn is cancelled; what it
@@ -525,17 +506,15 @@ func (h *Host) Close() error {
 		return net.ErrClosed
 	}
 	h.closed = true
-	c, st, own, provs, servers := h.cur, h.st, h.ownStore, h.providers, h.mcp
-	h.cur, h.providers = nil, nil
+	c, st, own := h.cur, h.st, h.ownStore
+	h.cur = nil
 	h.mu.Unlock()
 	var errs []error
 	if c != nil {
 		c.close()
 	}
-	h.stopTracking()
-	if servers != nil {
-		errs = append(errs, servers.Close())
-	}
+	h.world.stop()
+	errs = append(errs, h.tools.close())
 	if st != nil {
 		if own {
 			errs = append(errs, st.Close())
@@ -543,10 +522,6 @@ func (h *Host) Close() error {
 			errs = append(errs, st.Flush(context.Background()))
 		}
 	}
-	for _, p := range provs {
-		if c, ok := p.(io.Closer); ok {
-			errs = append(errs, c.Close())
-		}
-	}
+	errs = append(errs, h.models.close())
 	return errors.Join(errs...)
 }

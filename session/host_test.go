@@ -235,7 +235,7 @@ func TestResume(t *testing.T) {
 	if _, err := h1.Current(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := h1.SetModel(context.Background(), "openai:chosen"); err != nil {
+	if err := h1.Models().Set(context.Background(), "openai:chosen"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h1.Submit(context.Background(), "one", Follow{}); err != nil {
@@ -251,7 +251,7 @@ func TestResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.ID != first.ID || !info.Resumed || info.Model != "openai:chosen" || h2.Model() != "openai:chosen" {
+	if info.ID != first.ID || !info.Resumed || info.Model != "openai:chosen" || h2.Models().Model() != "openai:chosen" {
 		t.Fatalf("resumed %+v, want %s with model openai:chosen", info, first.ID)
 	}
 	res, err := h2.Submit(context.Background(), "two", Follow{})
@@ -310,7 +310,7 @@ func TestSubscribeFollowsSessions(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	remove := h.Subscribe(func(e agent.Event) {
-		n := len(h.History()) // reading back from a listener must not deadlock
+		n := len(h.Conversation().UI()) // reading back from a listener must not deadlock
 		mu.Lock()
 		defer mu.Unlock()
 		if e.Kind == EventSessionChanged || e.Kind == EventSettingsChanged || e.Kind == agent.EventTaskCompleted {
@@ -329,7 +329,7 @@ func TestSubscribeFollowsSessions(t *testing.T) {
 	if _, err := h.NewSession(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.SetPermissionMode(ctx, agent.PermissionPlan); err != nil {
+	if err := h.Modes().SetPermission(ctx, agent.PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.Submit(ctx, "second", Follow{}); err != nil {
@@ -351,7 +351,7 @@ func TestRecordCell(t *testing.T) {
 	srv.Enqueue(scripted.Reply(scripted.Text("I see.")))
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m"})
 	ctx := context.Background()
-	h.RecordCell(ctx, "x = 41 + 1\nprint(x)", backing.Result{Stdout: "42\n", Status: "ok"})
+	h.CodeLog().RecordCell(ctx, "x = 41 + 1\nprint(x)", backing.Result{Stdout: "42\n", Status: "ok"})
 	if _, err := h.Submit(ctx, "What did I compute?", Follow{}); err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestRecordCell(t *testing.T) {
 		t.Fatalf("the cell did not reach the model: %s", last.Raw)
 	}
 	var recorded bool
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		recorded = recorded || m.Say == messages.SayCellExecuted
 	}
 	if !recorded {
@@ -376,21 +376,21 @@ func TestRef(t *testing.T) {
 	if _, err := h.Submit(context.Background(), "hello", Follow{}); err != nil {
 		t.Fatal(err)
 	}
-	ui := h.History()
-	if ts, err := h.Ref("#0"); err != nil || ts != ui[0].TS {
+	ui := h.Conversation().UI()
+	if ts, err := h.Conversation().Ref("#0"); err != nil || ts != ui[0].TS {
 		t.Fatalf("Ref(#0) = %d, %v", ts, err)
 	}
 	for _, bad := range []string{"#99", "#-1", "12345", "x"} {
-		if _, err := h.Ref(bad); err == nil {
+		if _, err := h.Conversation().Ref(bad); err == nil {
 			t.Errorf("Ref(%q) succeeded", bad)
 		}
 	}
-	before := len(h.History())
-	if _, err := h.Rewind(context.Background(), ui[len(ui)-1].TS, RewindOptions{}); err != nil {
+	before := len(h.Conversation().UI())
+	if _, err := h.World().Rewind(context.Background(), ui[len(ui)-1].TS, RewindOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if len(h.History()) != before-1 {
-		t.Fatalf("rewind left %d of %d messages", len(h.History()), before)
+	if len(h.Conversation().UI()) != before-1 {
+		t.Fatalf("rewind left %d of %d messages", len(h.Conversation().UI()), before)
 	}
 }
 
@@ -420,16 +420,16 @@ func TestRewindWhenTheKernelCannotRestart(t *testing.T) {
 		}
 	}
 	var target int64
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if m.Text == "two" {
 			target = m.TS
 		}
 	}
-	rw, err := h.Rewind(ctx, target, RewindOptions{})
+	rw, err := h.World().Rewind(ctx, target, RewindOptions{})
 	if err != nil {
 		t.Fatalf("Rewind: %v", err)
 	}
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if m.Text == "two" {
 			t.Fatal("the conversation was not rewound")
 		}
@@ -448,7 +448,7 @@ func TestUserCodeContext(t *testing.T) {
 		scripted.Reply(scripted.Text("Nothing new.")))
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m", Kind: "code"})
 	ctx := context.Background()
-	h.UserCode(ctx, "x = 41 + 1\nprint(x)", backing.Result{Stdout: "42\n", Status: "ok"})
+	h.CodeLog().UserCode(ctx, "x = 41 + 1\nprint(x)", backing.Result{Stdout: "42\n", Status: "ok"})
 	if _, err := h.Submit(ctx, "What did I compute?", Follow{}); err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestUserCodeContext(t *testing.T) {
 	if !strings.Contains(string(last.Raw), "x = 41 + 1") || !strings.Contains(string(last.Raw), `42\n`) {
 		t.Fatalf("the cell run before the session did not reach the model: %s", last.Raw)
 	}
-	h.UserCode(ctx, "1/0", backing.Result{Error: &backing.Error{Name: "ZeroDivisionError", Value: "division by zero"}, Status: "error"})
+	h.CodeLog().UserCode(ctx, "1/0", backing.Result{Error: &backing.Error{Name: "ZeroDivisionError", Value: "division by zero"}, Status: "error"})
 	if _, err := h.Submit(ctx, "And now?", Follow{}); err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestUserCodeContext(t *testing.T) {
 	if strings.Contains(string(lastUser), "1/0") {
 		t.Fatalf("a cell was given twice: %s", lastUser)
 	}
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if m.Say == messages.SayCellExecuted {
 			t.Fatalf("a code-mode cell was stored as a message: %+v", m)
 		}
@@ -496,7 +496,7 @@ func TestUserCodeImages(t *testing.T) {
 			h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: model, Kind: "code"})
 			ctx := context.Background()
 			for i := 0; i < 3; i++ {
-				h.UserCode(ctx, fmt.Sprintf("plot(%d)", i), plot)
+				h.CodeLog().UserCode(ctx, fmt.Sprintf("plot(%d)", i), plot)
 			}
 			if _, err := h.Submit(ctx, "Why is my plot one dot?", Follow{}); err != nil {
 				t.Fatal(err)
@@ -527,7 +527,7 @@ func TestTrackerIgnoresTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := New(Config{Store: st, Workspace: ws})
-		tr, err := h.tracker()
+		tr, err := h.world.tracker()
 		if err != nil {
 			t.Fatal(err)
 		}

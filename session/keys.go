@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"strings"
 
@@ -35,9 +34,10 @@ type ModelSettings struct {
 	KeysProblem string
 }
 
-// ModelSettings returns what a settings view shows.
-func (h *Host) ModelSettings() ModelSettings {
-	s := ModelSettings{Model: h.Model(), CompletionModel: h.cfg.CompletionModel, Models: h.cfg.Models, Effort: h.Effort()}
+// Settings returns what a settings view shows.
+func (m *Models) Settings() ModelSettings {
+	h := m.h
+	s := ModelSettings{Model: m.Model(), CompletionModel: h.cfg.CompletionModel, Models: h.cfg.Models, Effort: m.Effort()}
 	if f := h.cfg.Keys; f != nil {
 		s.KeysFile = f.Path
 		var err error
@@ -55,7 +55,8 @@ func (h *Host) ModelSettings() ModelSettings {
 // recorded; the settings event tells the surfaces (and the completers that
 // were told completions are off) to look again. An environment variable
 // of the provider still wins, as it does at start.
-func (h *Host) SetKey(ctx context.Context, providerName, key string) error {
+func (m *Models) SetKey(ctx context.Context, providerName, key string) error {
+	h := m.h
 	f := h.cfg.Keys
 	if f == nil {
 		return errors.New("session: keys cannot be saved here")
@@ -64,26 +65,18 @@ func (h *Host) SetKey(ctx context.Context, providerName, key string) error {
 		return err
 	}
 	h.log.Info("API key saved", "provider", providerName, "removed", key == "")
-	h.reopen(providerName)
+	m.reopen(providerName)
 	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return nil
 }
 
-// reopen drops the cached providers of models of providerName and gives
-// the current session its model's provider anew. A provider that must be
-// closed (a recording one: opening it again would start its cassette
-// again; an external agent) is kept as it is, with its old key.
-func (h *Host) reopen(providerName string) {
-	h.mu.Lock()
-	for model, p := range h.providers {
-		if name, _, err := models.Parse(model); err == nil && name == providerName {
-			if _, closer := p.(io.Closer); !closer {
-				delete(h.providers, model)
-			}
-		}
-	}
-	c := h.cur
-	h.mu.Unlock()
+// reopen drops the cached providers of models of providerName (forget)
+// and gives the current session its model's provider anew. A provider
+// that must be closed is kept as it is, with its old key.
+func (m *Models) reopen(providerName string) {
+	h := m.h
+	m.forget(providerName)
+	c := h.active()
 	if c == nil {
 		return
 	}
@@ -93,7 +86,7 @@ func (h *Host) reopen(providerName string) {
 	if name, _, err := models.Parse(model); err != nil || name != providerName {
 		return
 	}
-	p, err := h.provider(model)
+	p, err := m.provider(model)
 	if err != nil {
 		// The key was removed, say: the session keeps the provider it
 		// has until a model is set; the next open says what is missing.

@@ -48,12 +48,12 @@ func TestSetKeyTakesEffect(t *testing.T) {
 	if _, err := h.Submit(ctx, "hello", Follow{}); err == nil {
 		t.Fatal("a prompt without a key worked")
 	}
-	if _, err := h.Complete(ctx, agent.CompletionRequest{Prefix: "x = "}); err == nil {
+	if _, err := h.Models().Complete(ctx, agent.CompletionRequest{Prefix: "x = "}); err == nil {
 		t.Fatal("a completion without a key worked")
 	}
 
 	const first, second = "sk-first-key-0123456789abcd", "sk-second-key-0123456789wxyz"
-	if err := h.SetKey(ctx, "openai", first); err != nil {
+	if err := h.Models().SetKey(ctx, "openai", first); err != nil {
 		t.Fatal(err)
 	}
 	srv.Enqueue(scripted.Reply(scripted.Text("Hello with a key.")))
@@ -65,11 +65,11 @@ func TestSetKeyTakesEffect(t *testing.T) {
 		t.Errorf("the request carried %q", got)
 	}
 	srv.Enqueue(scripted.Reply(scripted.Text("1")))
-	if text, err := h.Complete(ctx, agent.CompletionRequest{Prefix: "x = "}); err != nil || text != "1" {
+	if text, err := h.Models().Complete(ctx, agent.CompletionRequest{Prefix: "x = "}); err != nil || text != "1" {
 		t.Errorf("completion after SetKey: %q %v", text, err)
 	}
 
-	if err := h.SetKey(ctx, "openai", " "+second+"\n"); err != nil { // pasted with blanks around it
+	if err := h.Models().SetKey(ctx, "openai", " "+second+"\n"); err != nil { // pasted with blanks around it
 		t.Fatal(err)
 	}
 	srv.Enqueue(scripted.Reply(scripted.Text("Rotated.")))
@@ -84,7 +84,7 @@ func TestSetKeyTakesEffect(t *testing.T) {
 		t.Errorf("%d settings events for two saved keys", settings)
 	}
 
-	ms := h.ModelSettings()
+	ms := h.Models().Settings()
 	b, _ := json.Marshal(ms)
 	if strings.Contains(string(b), "second-key") || strings.Contains(string(b), "first-key") {
 		t.Fatalf("the settings hold a key: %s", b)
@@ -92,16 +92,16 @@ func TestSetKeyTakesEffect(t *testing.T) {
 	if len(ms.Keys) == 0 || ms.Keys[0].Source != keys.SourceFile || ms.Keys[0].Mask != "set, ends in wxyz" || ms.KeysFile != kf.Path {
 		t.Errorf("settings %+v", ms)
 	}
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if strings.Contains(m.Text, "-key-") {
 			t.Errorf("a key in the history: %q", m.Text)
 		}
 	}
 
-	if err := h.SetKey(ctx, "openai", "two words"); err == nil || strings.Contains(err.Error(), "two words") {
+	if err := h.Models().SetKey(ctx, "openai", "two words"); err == nil || strings.Contains(err.Error(), "two words") {
 		t.Errorf("a broken key: %v", err)
 	}
-	if err := newHost(t, Config{Store: openStore(t)}).SetKey(ctx, "openai", first); err == nil {
+	if err := newHost(t, Config{Store: openStore(t)}).Models().SetKey(ctx, "openai", first); err == nil {
 		t.Error("a host without a keys file saved a key")
 	}
 }

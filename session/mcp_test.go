@@ -64,7 +64,7 @@ func TestMCPImageToModel(t *testing.T) {
 	)
 	servers, _ := json.Marshal(map[string]any{"t": map[string]any{"type": "http", "url": mcpEcho(t), "alwaysAllow": []string{"pixel"}}})
 	h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:vision-m", MCPServers: servers})
-	h.MCPStatus(context.Background(), true)
+	h.Tools().MCPStatus(context.Background(), true)
 	if _, err := h.Submit(context.Background(), "Show the pixel.", Follow{}); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestMCPImageToModel(t *testing.T) {
 		t.Errorf("the image did not reach the model: %.1500s", body)
 	}
 	var shown []string
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if m.Say == messages.SayMCPServerResponse {
 			shown = m.Images
 		}
@@ -113,7 +113,7 @@ func TestMCPToolCall(t *testing.T) {
 			servers, _ := json.Marshal(map[string]any{"t": map[string]any{"type": "http", "url": url, "alwaysAllow": tt.alwaysAllow}})
 			h := newHost(t, Config{Store: openStore(t), OpenModel: open, Model: "openai:m",
 				Allow: tt.allow, Deny: tt.deny, MCPServers: servers})
-			if st := h.MCPStatus(context.Background(), true); len(st) != 1 || st[0].State != mcp.StateReady {
+			if st := h.Tools().MCPStatus(context.Background(), true); len(st) != 1 || st[0].State != mcp.StateReady {
 				t.Fatalf("status %+v", st)
 			}
 			var asks []messages.Ask
@@ -137,7 +137,7 @@ func TestMCPToolCall(t *testing.T) {
 				t.Errorf("asks %v, want a use_mcp_server ask: %v", asks, tt.asked)
 			}
 			var says []messages.Say
-			for _, m := range h.History() {
+			for _, m := range h.Conversation().UI() {
 				if m.Decision != nil && m.Decision.Tool == "mcp__t__echo" && !strings.Contains(m.Text, "`mcp__t__echo`") {
 					t.Errorf("decision %q: the tool's name must be code (its __ is emphasis in markdown)", m.Text)
 				}

@@ -33,7 +33,7 @@ func TestUserModeToolList(t *testing.T) {
 		PermissionMode: agent.PermissionBypass,
 		Modes:          map[string]rules.AgentMode{"cautious": {Description: "asks first", PermissionMode: "default"}}})
 	ctx := context.Background()
-	if _, err := h.SetAgentMode(ctx, "reviewer"); err != nil {
+	if _, err := h.Modes().SetAgent(ctx, "reviewer"); err != nil {
 		t.Fatal(err)
 	}
 	srv.Enqueue(
@@ -60,17 +60,17 @@ func TestUserModeToolList(t *testing.T) {
 	if len(r.code) != 0 {
 		t.Errorf("code ran in reviewer mode: %q", r.code)
 	}
-	if hist := texts(h.History()); !strings.Contains(hist, "execute_code is not available in reviewer mode") {
+	if hist := texts(h.Conversation().UI()); !strings.Contains(hist, "execute_code is not available in reviewer mode") {
 		t.Errorf("the refusal is not in the history:\n%s", hist)
 	}
 
-	if _, err := h.SetAgentMode(ctx, "cautious"); err != nil {
+	if _, err := h.Modes().SetAgent(ctx, "cautious"); err != nil {
 		t.Fatal(err)
 	}
-	if h.PermissionMode() != agent.PermissionDefault || h.AgentMode().Name != "cautious" {
-		t.Errorf("after the cautious mode: permission mode %s, mode %s", h.PermissionMode(), h.AgentMode().Name)
+	if h.Modes().Permission() != agent.PermissionDefault || h.Modes().Agent().Name != "cautious" {
+		t.Errorf("after the cautious mode: permission mode %s, mode %s", h.Modes().Permission(), h.Modes().Agent().Name)
 	}
-	if _, err := h.SetAgentMode(ctx, "code"); err != nil {
+	if _, err := h.Modes().SetAgent(ctx, "code"); err != nil {
 		t.Fatal(err)
 	}
 	srv.Enqueue(scripted.Reply(scripted.Text("ok")))
@@ -81,7 +81,7 @@ func TestUserModeToolList(t *testing.T) {
 	if n := len(reqs[len(reqs)-1].Body["tools"].([]any)); n < 8 {
 		t.Errorf("code mode offered %d tools", n)
 	}
-	if _, err := h.SetAgentMode(ctx, "nonsense"); err == nil || !strings.Contains(err.Error(), "architect") {
+	if _, err := h.Modes().SetAgent(ctx, "nonsense"); err == nil || !strings.Contains(err.Error(), "architect") {
 		t.Errorf("an unknown mode: %v", err)
 	}
 }
@@ -123,7 +123,7 @@ func TestRestrictedModesPrompt(t *testing.T) {
 	}
 	forbidden := []string{"execute_code", "write_file", "edit_file", "change them"}
 	for _, mode := range []string{"ask", "architect"} {
-		if _, err := h.SetAgentMode(ctx, mode); err != nil {
+		if _, err := h.Modes().SetAgent(ctx, mode); err != nil {
 			t.Fatal(err)
 		}
 		s := ask("explain " + mode)
@@ -136,10 +136,10 @@ func TestRestrictedModesPrompt(t *testing.T) {
 			t.Errorf("%s mode: the prompt does not say what it can and cannot do:\n%s", mode, s.system)
 		}
 	}
-	if _, err := h.SetAgentMode(ctx, "code"); err != nil {
+	if _, err := h.Modes().SetAgent(ctx, "code"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.SetPermissionMode(ctx, agent.PermissionPlan); err != nil {
+	if err := h.Modes().SetPermission(ctx, agent.PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 	s := ask("plan it")
@@ -151,7 +151,7 @@ func TestRestrictedModesPrompt(t *testing.T) {
 	if !strings.Contains(s.system, "permission mode is plan") || strings.Contains(s.system, "execute_code") {
 		t.Errorf("plan mode's prompt:\n%s", s.system)
 	}
-	if err := h.SetPermissionMode(ctx, agent.PermissionDefault); err != nil {
+	if err := h.Modes().SetPermission(ctx, agent.PermissionDefault); err != nil {
 		t.Fatal(err)
 	}
 	s = ask("now do it")

@@ -86,23 +86,31 @@ type notebook struct {
 // session of the host (the kernel's bridge sets it: the notebook comms).
 // Its Current, when it gives one, is where the notebook tools work,
 // before Config.Cells.
-func (h *Host) SetFrontends(f Frontends) {
-	h.mu.Lock()
-	h.frontends = f
-	h.mu.Unlock()
+func (t *Tools) SetFrontends(f Frontends) {
+	t.mu.Lock()
+	t.frontends = f
+	t.mu.Unlock()
+}
+
+// frontendsNow are the frontends SetFrontends gave (nil: none).
+func (t *Tools) frontendsNow() Frontends {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.frontends
 }
 
 // notebookSource is session c's agent.NotebookSource: the frontends'
 // current notebook, else Config.Cells, as the agent's notebook.
-func (h *Host) notebookSource(c *current) agent.NotebookSource {
-	h.mu.Lock()
-	none := h.cfg.Cells == nil && h.frontends == nil && !h.cellsLater
-	h.mu.Unlock()
+func (t *Tools) notebookSource(c *current) agent.NotebookSource {
+	h := t.h
+	t.mu.Lock()
+	none := h.cfg.Cells == nil && t.frontends == nil && !t.cellsLater
+	t.mu.Unlock()
 	if none {
 		return nil
 	}
 	return func() agent.Notebook {
-		cells := h.currentCells()
+		cells := t.currentCells()
 		if cells == nil {
 			return nil
 		}
@@ -112,17 +120,14 @@ func (h *Host) notebookSource(c *current) agent.NotebookSource {
 
 // currentCells is where the notebook the agent works in is changed now
 // (nil: nowhere).
-func (h *Host) currentCells() Cells {
-	h.mu.Lock()
-	fe := h.frontends
-	h.mu.Unlock()
-	if fe != nil {
+func (t *Tools) currentCells() Cells {
+	if fe := t.frontendsNow(); fe != nil {
 		if cells := fe.Current(); cells != nil {
 			return cells
 		}
 	}
-	if h.cfg.Cells != nil {
-		return h.cfg.Cells()
+	if cells := t.h.cfg.Cells; cells != nil {
+		return cells()
 	}
 	return nil
 }
@@ -132,7 +137,8 @@ func (h *Host) currentCells() Cells {
 // that no frontend with the notebook comm is attached to (nbclient,
 // papermill, a console), told which notebook is its by %agent notebook or
 // AGENTKERNEL_NOTEBOOK.
-func (h *Host) OpenNotebookFile(path string) (FileCells, error) {
+func (t *Tools) OpenNotebookFile(path string) (FileCells, error) {
+	h := t.h
 	if h.cfg.OpenNotebook == nil {
 		return nil, errors.New("this kernel cannot open notebook files")
 	}
@@ -148,10 +154,10 @@ func (h *Host) OpenNotebookFile(path string) (FileCells, error) {
 // ExpectCells says that SetFrontends will be called (a kernel's bridge, whose
 // frontend opens the notebook comm after the session may exist): sessions
 // opened before get the notebook tools too.
-func (h *Host) ExpectCells() {
-	h.mu.Lock()
-	h.cellsLater = true
-	h.mu.Unlock()
+func (t *Tools) ExpectCells() {
+	t.mu.Lock()
+	t.cellsLater = true
+	t.mu.Unlock()
 }
 
 // Read implements agent.Notebook.
@@ -234,7 +240,7 @@ func (n notebook) Run(ctx context.Context, id string, sink func(agent.CodeOutput
 	if r == nil {
 		return agent.CodeResult{}, errors.New("no backing kernel to run code in")
 	}
-	if _, err := n.h.ReplayIfPending(ctx); err != nil {
+	if _, err := n.h.world.ReplayIfPending(ctx); err != nil {
 		n.h.log.Warn("replay before the cell", "error", err)
 	}
 	var out backing.CellOutputs
@@ -245,7 +251,7 @@ func (n notebook) Run(ctx context.Context, id string, sink func(agent.CodeOutput
 			sink(agent.CodeOutput(o))
 		}
 	}})
-	n.h.recordCode(ctx, n.c, anchor, "agent", cell.Source, res.Status)
+	n.h.code.record(ctx, n.c, anchor, "agent", cell.Source, res.Status)
 	outs, count := out.Result()
 	if serr := n.SetOutputs(context.WithoutCancel(ctx), id, outs, count); serr != nil {
 		err = errors.Join(err, fmt.Errorf("the outputs could not be put in the cell: %w", serr))

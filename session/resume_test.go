@@ -28,7 +28,7 @@ func TestInterruptedSessionOffersToResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(texts(h.History()), "Half an ans") {
+	for !strings.Contains(texts(h.Conversation().UI()), "Half an ans") {
 		if time.Now().After(deadline) {
 			t.Fatal("the turn never streamed")
 		}
@@ -42,7 +42,7 @@ func TestInterruptedSessionOffersToResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ui := h2.History()
+	ui := h2.Conversation().UI()
 	last := ui[len(ui)-1]
 	if !got.Interrupted || last.Ask != messages.AskResumeTask || last.IsAnswered {
 		t.Fatalf("resumed: interrupted %v, last message %+v", got.Interrupted, last)
@@ -81,7 +81,7 @@ func TestRequestMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	var meta map[string]any
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if m.Say == messages.SayAPIReqFinished {
 			if err := json.Unmarshal([]byte(m.Text), &meta); err != nil {
 				t.Fatal(err)

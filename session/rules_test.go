@@ -56,7 +56,7 @@ func TestRulesReachTheModel(t *testing.T) {
 		t.Errorf("rules of another kernel or mode reached it:\n%s", sys)
 	}
 	var started []string
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if m.Say == messages.SayAPIReqStarted {
 			started = append(started, m.Text)
 		}
@@ -69,7 +69,7 @@ func TestRulesReachTheModel(t *testing.T) {
 
 	// In plan mode, with AGENTS.md edited, the next turn has the new set.
 	write(filepath.Join(ws, "AGENTS.md"), "Always answer in German.")
-	if err := h.SetPermissionMode(ctx, agent.PermissionPlan); err != nil {
+	if err := h.Modes().SetPermission(ctx, agent.PermissionPlan); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.Submit(ctx, "again", Follow{}); err != nil {
@@ -79,7 +79,7 @@ func TestRulesReachTheModel(t *testing.T) {
 	if !strings.Contains(sys, "German") || strings.Contains(sys, "French") || !strings.Contains(sys, "Only plan.") {
 		t.Errorf("the second turn's system prompt:\n%s", sys)
 	}
-	applying, all, rc, problems := h.Rules(ctx)
+	applying, all, rc, problems := h.Modes().Rules(ctx)
 	if len(applying) != 3 || len(all) != 4 || rc.Language != "python" || rc.Mode != "plan" || len(problems) != 0 {
 		t.Errorf("Rules: %d applying of %d, context %+v, problems %v", len(applying), len(all), rc, problems)
 	}

@@ -2,14 +2,12 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
-	"github.com/agentkernel/agentkernel/messages"
 )
 
 // codeRunner runs the agent's execute_code in the host's backing kernel;
@@ -26,7 +24,7 @@ func (cr *codeRunner) Run(ctx context.Context, code string, out func(agent.CodeO
 	if r == nil {
 		return agent.CodeResult{}, errors.New("no backing kernel to run code in")
 	}
-	if _, err := cr.h.ReplayIfPending(ctx); err != nil {
+	if _, err := cr.h.world.ReplayIfPending(ctx); err != nil {
 		cr.h.log.Warn("replay before the code", "error", err)
 	}
 	e := backing.Exec{Code: code}
@@ -35,7 +33,7 @@ func (cr *codeRunner) Run(ctx context.Context, code string, out func(agent.CodeO
 	}
 	anchor := cr.c.task.Stamp()
 	res, err := r.Execute(ctx, e)
-	cr.h.recordCode(ctx, cr.c, anchor, "agent", code, res.Status)
+	cr.h.code.record(ctx, cr.c, anchor, "agent", code, res.Status)
 	return codeResult(res), err
 }
 
@@ -60,68 +58,6 @@ func codeResult(r backing.Result) agent.CodeResult {
 		cr.Error = &agent.CodeError{EName: e.Name, EValue: e.Value, Traceback: e.Traceback}
 	}
 	return cr
-}
-
-// RunCell runs a cell the user gave the host (a %%code cell of prompt
-// mode) in the backing kernel, replaying first if a rewind left that
-// pending, and records it (RecordCell).
-func (h *Host) RunCell(ctx context.Context, e backing.Exec) (backing.Result, error) {
-	r := h.cfg.Runner
-	if r == nil {
-		return backing.Result{}, errors.New("no backing kernel to run code in")
-	}
-	if _, err := h.ReplayIfPending(ctx); err != nil {
-		h.log.Warn("replay before the cell", "error", err)
-	}
-	res, err := r.Execute(ctx, e)
-	if err == nil || res.Status != "" {
-		h.RecordCell(ctx, e.Code, res)
-	}
-	return res, err
-}
-
-// maxCells is how many %%code cells the model is given at the next prompt.
-const maxCells = 20
-
-// RecordCell records a cell the user ran in the backing kernel (a %%code
-// cell) with what it printed: it is stored as cell_executed and given to
-// the model with the next prompt. A failure is logged, not returned: the
-// cell itself ran.
-func (h *Host) RecordCell(ctx context.Context, code string, res backing.Result) {
-	c, err := h.session(ctx)
-	if err != nil {
-		h.log.Warn("record cell", "error", err)
-		return
-	}
-	ims := codeResult(res).Images
-	output := cellOutput(res, ims)
-	c.addCell(newCell(code, output, ims))
-	h.recordCode(ctx, c, 0, "cell", code, res.Status)
-	rec, _ := json.Marshal(map[string]string{"code": code, "output": capText(output, 20000), "status": res.Status})
-	if _, err := c.task.Record(ctx, messages.SayCellExecuted, string(rec)); err != nil && !errors.Is(err, agent.ErrBusy) {
-		h.log.Warn("record cell", "error", err)
-	}
-}
-
-// UserCode records a cell the user ran in the backing kernel in code mode:
-// it joins the code a rewind replays, and the cell with what it printed is
-// given to the model with the next prompt (%%agent), as a %%code cell is
-// in prompt mode. The notebook shows the cell itself, so it is not stored
-// as a message, and no session is opened for it: cells run before the
-// first prompt wait on the host for the session that prompt opens.
-func (h *Host) UserCode(ctx context.Context, code string, res backing.Result) {
-	ims := codeResult(res).Images
-	entry := newCell(code, cellOutput(res, ims), ims)
-	h.mu.Lock()
-	c := h.cur
-	if c == nil {
-		h.cells = appendCell(h.cells, entry)
-	}
-	h.mu.Unlock()
-	if c != nil {
-		c.addCell(entry)
-	}
-	h.recordCode(ctx, c, 0, "user", code, res.Status)
 }
 
 // cellOutput is what a cell printed, for the model: streams, results,

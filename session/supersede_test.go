@@ -71,13 +71,13 @@ func TestNewerPromptSupersedes(t *testing.T) {
 	}
 	mu.Unlock()
 	var partial, newer bool
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if m.Say == messages.SayText && m.Text == "Thinking slowly" {
 			partial = m.Partial
 		}
 		newer = newer || m.Text == "The newer answer."
 	}
 	if !partial || !newer {
-		t.Fatalf("partial kept and marked: %v; newer answer: %v\n%+v", partial, newer, h.History())
+		t.Fatalf("partial kept and marked: %v; newer answer: %v\n%+v", partial, newer, h.Conversation().UI())
 	}
 }

@@ -24,7 +24,7 @@ func TestFileToolResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []messages.ToolResult
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		if r, ok := messages.ParseToolResult(m); ok {
 			got = append(got, r)
 		}

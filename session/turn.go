@@ -110,7 +110,7 @@ func (h *Host) StartPrompt(ctx context.Context, p agent.Prompt) (*agent.Turn, er
 // StartEdit is Edit without following the turn: its asks wait for
 // Respond (the web panel answers them).
 func (h *Host) StartEdit(ctx context.Context, ts int64, text string, opts RewindOptions) (Rewound, error) {
-	rw, err := h.Rewind(ctx, ts, opts)
+	rw, err := h.world.Rewind(ctx, ts, opts)
 	if err != nil {
 		return rw, err
 	}
@@ -273,9 +273,7 @@ func (h *Host) Respond(ctx context.Context, ts int64, r agent.Response) error {
 // Cancel stops the current session's running turn, if any, and returns
 // when it has ended. ctx only says where the command came from.
 func (h *Host) Cancel(ctx context.Context) {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
+	c := h.active()
 	if c != nil {
 		h.logCommand(ctx, c, "cancel", "")
 		c.task.Cancel()
@@ -284,8 +282,6 @@ func (h *Host) Cancel(ctx context.Context) {
 
 // Busy reports whether the current session runs a turn.
 func (h *Host) Busy() bool {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
+	c := h.active()
 	return c != nil && c.task.State() != agent.StateIdle
 }

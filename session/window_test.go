@@ -46,7 +46,7 @@ func TestOllamaWindowCondenses(t *testing.T) {
 		}
 	}
 	condensed := false
-	for _, m := range h.History() {
+	for _, m := range h.Conversation().UI() {
 		condensed = condensed || m.Say == messages.SayCondenseContext
 	}
 	if !condensed {
@@ -86,8 +86,8 @@ func TestUnknownWindowCondensesAtTheDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !strings.Contains(kindsOf(h.History()), string(messages.SayCondenseContext)) {
-		t.Fatalf("no condense: %s", kindsOf(h.History()))
+	if !strings.Contains(kindsOf(h.Conversation().UI()), string(messages.SayCondenseContext)) {
+		t.Fatalf("no condense: %s", kindsOf(h.Conversation().UI()))
 	}
 	reqs := srv.Requests()
 	if last := string(reqs[len(reqs)-1].Raw); !strings.Contains(last, "the summary") || strings.Contains(last, "long answer long answer") {
@@ -127,11 +127,11 @@ func TestContextExceededCondensesAndRetries(t *testing.T) {
 				t.Errorf("the retried request (%d bytes) is not the condensed history (the refused one: %d bytes)", len(retried.Raw), len(refused.Raw))
 			}
 			told := false
-			for _, m := range h.History() {
+			for _, m := range h.Conversation().UI() {
 				told = told || m.Say == messages.SayAPIReqRetryDelayed && strings.Contains(m.Text, "longer than the model's context window")
 			}
 			if !told {
-				t.Errorf("the user was not told: %s", kindsOf(h.History()))
+				t.Errorf("the user was not told: %s", kindsOf(h.Conversation().UI()))
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
@@ -23,23 +24,37 @@ import (
 // backing kernel's state. The host records what each step did to them
 // (world implements agent.World) and turns it back in a rewind.
 
-// world records the steps of one session.
-type world struct {
+// World is what a rewind turns back beside the conversation: the
+// workspace's files (through a checkpoint.Tracker, made on first use and
+// learning the workspace in the background), the notebooks' cells, and
+// the backing kernel's state (the code log replayed).
+type World struct {
+	h *Host
+
+	mu       sync.Mutex // guards what follows; held while the tracker is made
+	track    *checkpoint.Tracker
+	baseline *baseline // the tracker's, in the background
+	closed   bool
+}
+
+// steps records the steps of one session (agent.World).
+type steps struct {
 	h *Host
 	c *current
 }
 
 // tracker returns the host's workspace tracker, made on first use.
-func (h *Host) tracker() (*checkpoint.Tracker, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.track != nil {
-		return h.track, nil
+func (w *World) tracker() (*checkpoint.Tracker, error) {
+	h := w.h
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.track != nil {
+		return w.track, nil
 	}
-	if h.closed {
+	if w.closed {
 		return nil, ErrClosed
 	}
-	st, err := h.storeLocked()
+	st, err := h.Store()
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +64,7 @@ func (h *Host) tracker() (*checkpoint.Tracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.track = t
+	w.track = t
 	return t, nil
 }
 
@@ -101,16 +116,17 @@ func (s trackerStore) SaveIndex(ctx context.Context, root string, put []checkpoi
 // Without it (a one-shot ask), the first code run learns the workspace
 // while its kernel starts, and a run that changes no file never does.
 // Close stops it.
-func (h *Host) StartTracking(wait func(context.Context) error) {
-	h.mu.Lock()
-	if h.closed || h.baseline != nil {
-		h.mu.Unlock()
+func (w *World) StartTracking(wait func(context.Context) error) {
+	h := w.h
+	w.mu.Lock()
+	if w.closed || w.baseline != nil {
+		w.mu.Unlock()
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &baseline{cancel: cancel, done: make(chan struct{})}
-	h.baseline = b
-	h.mu.Unlock()
+	w.baseline = b
+	w.mu.Unlock()
 	go func() { // owned by the host: Close cancels it and waits
 		defer close(b.done)
 		if wait != nil {
@@ -119,7 +135,7 @@ func (h *Host) StartTracking(wait func(context.Context) error) {
 				return
 			}
 		}
-		t, err := h.tracker()
+		t, err := w.tracker()
 		if err != nil {
 			if !errors.Is(err, ErrClosed) {
 				h.log.Warn("workspace tracking", "error", err)
@@ -144,11 +160,13 @@ type baseline struct {
 	done   chan struct{}
 }
 
-// stopTracking stops the baseline and the tracker (Close).
-func (h *Host) stopTracking() {
-	h.mu.Lock()
-	b, t := h.baseline, h.track
-	h.mu.Unlock()
+// stop stops the baseline and the tracker (the host's Close); none is
+// made after.
+func (w *World) stop() {
+	w.mu.Lock()
+	b, t := w.baseline, w.track
+	w.closed = true
+	w.mu.Unlock()
 	if b != nil {
 		b.cancel()
 		<-b.done
@@ -160,8 +178,9 @@ func (h *Host) stopTracking() {
 
 // scan brings the tracker up to date and returns what changed since its
 // last scan (the first waits for the baseline).
-func (h *Host) scan(ctx context.Context) ([]checkpoint.Change, error) {
-	t, err := h.tracker()
+func (w *World) scan(ctx context.Context) ([]checkpoint.Change, error) {
+	h := w.h
+	t, err := w.tracker()
 	if err != nil {
 		return nil, err
 	}
@@ -176,13 +195,13 @@ func (h *Host) scan(ctx context.Context) ([]checkpoint.Change, error) {
 // and after the call (the write is recorded without waiting for the
 // baseline); around any other call (code, an MCP tool) the scans find what
 // it changed. Changes are recorded at anchor.
-func (w world) BeforeTool(ctx context.Context, anchor int64, call provider.ToolCall) func() {
-	t, err := w.h.tracker()
+func (w steps) BeforeTool(ctx context.Context, anchor int64, call provider.ToolCall) func() {
+	t, err := w.h.world.tracker()
 	if err != nil {
 		w.h.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
 		return func() {}
 	}
-	check := func(ctx context.Context) ([]checkpoint.Change, error) { return w.h.scan(ctx) }
+	check := func(ctx context.Context) ([]checkpoint.Change, error) { return w.h.world.scan(ctx) }
 	if rel, ok := w.toolFile(t, call); ok {
 		check = func(ctx context.Context) ([]checkpoint.Change, error) { return t.Track(ctx, rel) }
 	} else if r := w.h.cfg.Runner; call.Name == agent.ToolExecuteCode && r != nil {
@@ -208,7 +227,7 @@ func (w world) BeforeTool(ctx context.Context, anchor int64, call provider.ToolC
 }
 
 // toolFile is the workspace path a file tool writes, if call is one.
-func (w world) toolFile(t *checkpoint.Tracker, call provider.ToolCall) (string, bool) {
+func (w steps) toolFile(t *checkpoint.Tracker, call provider.ToolCall) (string, bool) {
 	if call.Name != agent.ToolWriteFile && call.Name != agent.ToolEditFile {
 		return "", false
 	}
@@ -230,7 +249,7 @@ func (w world) toolFile(t *checkpoint.Tracker, call provider.ToolCall) (string, 
 }
 
 // record stores what a step changed and tells the listeners.
-func (w world) record(ctx context.Context, anchor int64, tool string, changes []checkpoint.Change, took time.Duration) {
+func (w steps) record(ctx context.Context, anchor int64, tool string, changes []checkpoint.Change, took time.Duration) {
 	cp := &agent.Checkpoint{Anchor: anchor, Tool: tool, Files: []agent.FileChange{}, Took: took}
 	for _, c := range changes {
 		cp.Files = append(cp.Files, agent.FileChange{Path: c.Path, Change: c.Kind()})
@@ -250,82 +269,6 @@ func (w world) record(ctx context.Context, anchor int64, tool string, changes []
 	if err != nil {
 		w.h.log.Warn("record file changes", "tool", tool, "error", err)
 	}
-}
-
-// maxKernelLog bounds the code the host remembers of its kernel.
-const maxKernelLog = 10000
-
-// recordCode notes code run in the backing kernel: in the host's log of
-// what its kernel holds, and in the session's code log (c may be nil: no
-// session yet), at anchor (0: now).
-func (h *Host) recordCode(ctx context.Context, c *current, anchor int64, origin, code, status string) {
-	h.logKernel(store.CodeRun{Origin: origin, Code: code, Status: status})
-	if c == nil {
-		return
-	}
-	if anchor == 0 {
-		anchor = c.task.Stamp()
-	}
-	h.storeCode(ctx, c, store.CodeRun{Anchor: anchor, Origin: origin, Code: code, Status: status})
-}
-
-func (h *Host) storeCode(ctx context.Context, c *current, r store.CodeRun) {
-	st, err := h.Store()
-	if err == nil {
-		err = st.AddCodeRun(context.WithoutCancel(ctx), c.id, r)
-	}
-	if err != nil {
-		h.log.Warn("record code run", "origin", r.Origin, "error", err)
-	}
-}
-
-// logged is one entry of the host's log of its kernel.
-type logged struct {
-	seq int64
-	run store.CodeRun
-}
-
-// logKernel appends to the host's log of what its kernel ran.
-func (h *Host) logKernel(runs ...store.CodeRun) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, r := range runs {
-		h.logSeq++
-		h.kernelLog = append(h.kernelLog, logged{seq: h.logSeq, run: r})
-	}
-	if n := len(h.kernelLog); n > maxKernelLog {
-		h.kernelLog = h.kernelLog[n-maxKernelLog:]
-	}
-}
-
-// inherit gives a session that becomes current the code its kernel ran
-// that the session has not seen (before it existed, or while another
-// session was current): a rewind in it replays that too.
-func (h *Host) inherit(ctx context.Context, c *current) {
-	h.mu.Lock()
-	from := h.logMark[c.id]
-	var prior []store.CodeRun
-	for _, l := range h.kernelLog {
-		if l.seq > from {
-			prior = append(prior, l.run)
-		}
-	}
-	h.mu.Unlock()
-	for _, r := range prior {
-		r.Anchor = c.task.Stamp()
-		h.storeCode(ctx, c, r)
-	}
-}
-
-// leave notes how much of the kernel's log a session that stops being
-// current has seen.
-func (h *Host) leave(c *current) {
-	h.mu.Lock()
-	if h.logMark == nil {
-		h.logMark = map[string]int64{}
-	}
-	h.logMark[c.id] = h.logSeq
-	h.mu.Unlock()
 }
 
 // CodeRun is one piece of code of a session's code log.
@@ -419,8 +362,9 @@ func (r Rewound) Summary() string {
 // kernel is restarted and the code run before that point replayed (asking
 // first). The model is told at the next prompt. A running turn is
 // cancelled first.
-func (h *Host) Rewind(ctx context.Context, ts int64, opts RewindOptions) (Rewound, error) {
-	c, past, err := h.worldAfter(ctx, ts)
+func (w *World) Rewind(ctx context.Context, ts int64, opts RewindOptions) (Rewound, error) {
+	h := w.h
+	c, past, err := w.worldAfter(ctx, ts)
 	if err != nil {
 		return Rewound{}, err
 	}
@@ -434,7 +378,7 @@ func (h *Host) Rewind(ctx context.Context, ts int64, opts RewindOptions) (Rewoun
 	if opts.ConversationOnly {
 		return out, nil
 	}
-	h.turnBack(ctx, c, ts, past, opts, &out)
+	w.turnBack(ctx, c, ts, past, opts, &out)
 	var notes []string
 	if out.Files != nil {
 		notes = append(notes, "the workspace's files were restored to that point")
@@ -463,7 +407,8 @@ type pastWorld struct {
 // worldAfter checks that ts is a message of the current session and reads
 // what its world did from there on. It is read before the conversation's
 // rewind, which marks it rewound.
-func (h *Host) worldAfter(ctx context.Context, ts int64) (*current, pastWorld, error) {
+func (w *World) worldAfter(ctx context.Context, ts int64) (*current, pastWorld, error) {
+	h := w.h
 	c, err := h.session(ctx)
 	if err != nil {
 		return nil, pastWorld{}, err
@@ -490,12 +435,13 @@ func (h *Host) worldAfter(ctx context.Context, ts int64) (*current, pastWorld, e
 
 // turnBack restores the files and the kernel of session c to ts, as opts
 // allow, and says what it did in out.
-func (h *Host) turnBack(ctx context.Context, c *current, ts int64, p pastWorld, opts RewindOptions, out *Rewound) {
+func (w *World) turnBack(ctx context.Context, c *current, ts int64, p pastWorld, opts RewindOptions, out *Rewound) {
+	h := w.h
 	if !opts.NoFiles && len(p.cells) > 0 {
 		// The cells first, through the frontend: the notebooks' files are
 		// theirs (what the frontend saved meanwhile is not the agent's).
 		var handled map[string]bool
-		out.Cells, handled = h.restoreCells(ctx, p.cells, opts.Force)
+		out.Cells, handled = w.restoreCells(ctx, p.cells, opts.Force)
 		p.changes = slices.DeleteFunc(slices.Clone(p.changes), func(c store.FileChange) bool { return handled[c.Path] })
 	}
 	if !opts.NoFiles && len(p.changes) > 0 && c.elsewhere != "" {
@@ -506,18 +452,18 @@ func (h *Host) turnBack(ctx context.Context, c *current, ts int64, p pastWorld, 
 	}
 	if !opts.NoFiles && len(p.changes) > 0 {
 		var err error
-		if out.Files, err = h.restoreFiles(ctx, p.changes, opts.Force); err != nil {
+		if out.Files, err = w.restoreFiles(ctx, p.changes, opts.Force); err != nil {
 			out.Files = &checkpoint.RestoreReport{Unrestorable: []string{err.Error()}}
 		}
 	}
 	if !opts.NoKernel {
-		h.restoreKernel(ctx, c, ts, p.runs, opts, out)
+		w.restoreKernel(ctx, c, ts, p.runs, opts, out)
 	}
 }
 
 // restoreFiles turns changes back.
-func (h *Host) restoreFiles(ctx context.Context, changes []store.FileChange, force bool) (*checkpoint.RestoreReport, error) {
-	t, err := h.tracker()
+func (w *World) restoreFiles(ctx context.Context, changes []store.FileChange, force bool) (*checkpoint.RestoreReport, error) {
+	t, err := w.tracker()
 	if err != nil {
 		return nil, err
 	}
@@ -531,7 +477,8 @@ func (h *Host) restoreFiles(ctx context.Context, changes []store.FileChange, for
 
 // restoreKernel restarts the backing kernel and replays the code run
 // before ts, when code ran after it (otherwise the kernel is as it was).
-func (h *Host) restoreKernel(ctx context.Context, c *current, ts int64, runs []store.CodeRun, opts RewindOptions, out *Rewound) {
+func (w *World) restoreKernel(ctx context.Context, c *current, ts int64, runs []store.CodeRun, opts RewindOptions, out *Rewound) {
+	h := w.h
 	var replay []store.CodeRun
 	later := false
 	for _, r := range runs {
@@ -565,7 +512,7 @@ func (h *Host) restoreKernel(ctx context.Context, c *current, ts int64, runs []s
 		out.KernelNote = "left as it is (the replay was declined): it still holds what the rewound code did."
 		return
 	}
-	lines, err := h.replay(ctx, c, replay)
+	lines, err := w.replay(ctx, c, replay)
 	out.Kernel = lines
 	if err != nil {
 		out.KernelNote = err.Error()
@@ -575,7 +522,8 @@ func (h *Host) restoreKernel(ctx context.Context, c *current, ts int64, runs []s
 // replay restarts the kernel and runs code again, in order, stopping at
 // the first cell that fails. The session is marked so that a kernel killed
 // in the middle is replayed again next time.
-func (h *Host) replay(ctx context.Context, c *current, code []store.CodeRun) ([]string, error) {
+func (w *World) replay(ctx context.Context, c *current, code []store.CodeRun) ([]string, error) {
+	h := w.h
 	st, err := h.Store()
 	if err != nil {
 		return nil, err
@@ -587,10 +535,8 @@ func (h *Host) replay(ctx context.Context, c *current, code []store.CodeRun) ([]
 	if err := r.Restart(ctx); err != nil {
 		return nil, fmt.Errorf("could not restart the backing kernel: %w", err)
 	}
-	h.mu.Lock()
-	h.kernelLog = nil // a fresh kernel: it holds what is replayed below
-	h.mu.Unlock()
-	defer h.logKernel(code...)
+	h.code.reset() // a fresh kernel: it holds what is replayed below
+	defer h.code.add(code...)
 	var lines []string
 	for i, run := range code {
 		res, err := r.Execute(ctx, backing.Exec{Code: run.Code})
@@ -606,20 +552,18 @@ func (h *Host) replay(ctx context.Context, c *current, code []store.CodeRun) ([]
 
 // ReplayPending reports whether the current session's kernel state must be
 // rebuilt (a rewind done outside a kernel, or a replay cut short).
-func (h *Host) ReplayPending() bool {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
+func (w *World) ReplayPending() bool {
+	h := w.h
+	c := h.active()
 	return c != nil && c.replayPending.Load()
 }
 
 // ReplayIfPending replays the current session's code log in a fresh
 // kernel if a rewind left that for the next code run. It returns a line
 // per replayed cell.
-func (h *Host) ReplayIfPending(ctx context.Context) ([]string, error) {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
+func (w *World) ReplayIfPending(ctx context.Context) ([]string, error) {
+	h := w.h
+	c := h.active()
 	if c == nil || !c.replayPending.Swap(false) || h.cfg.Runner == nil {
 		return nil, nil
 	}
@@ -637,7 +581,7 @@ func (h *Host) ReplayIfPending(ctx context.Context) ([]string, error) {
 			replay = append(replay, r)
 		}
 	}
-	return h.replay(ctx, c, replay)
+	return w.replay(ctx, c, replay)
 }
 
 func outcome(res backing.Result, err error) string {
@@ -669,8 +613,9 @@ func firstLine(s string, n int) string {
 // the message stamped ts, linked to it, and makes it current; the world is
 // turned back to that point as Rewind does (the original's history and
 // records are not changed). It returns the new session.
-func (h *Host) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Rewound, error) {
-	c, past, err := h.worldAfter(ctx, ts)
+func (w *World) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Rewound, error) {
+	h := w.h
+	c, past, err := w.worldAfter(ctx, ts)
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
@@ -690,10 +635,8 @@ func (h *Host) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Re
 	}
 	out := Rewound{UI: info.Messages}
 	if !opts.ConversationOnly {
-		h.mu.Lock()
-		nc := h.cur
-		h.mu.Unlock()
-		h.turnBack(ctx, nc, ts, past, opts, &out)
+		nc := h.active()
+		w.turnBack(ctx, nc, ts, past, opts, &out)
 	}
 	return info, out, nil
 }
@@ -701,7 +644,8 @@ func (h *Host) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Re
 // Copy makes a new session holding the whole history of the current one,
 // linked to it as a fork at its end, and makes it current. The files and
 // the kernel are not touched (ACP's session/fork).
-func (h *Host) Copy(ctx context.Context) (Info, error) {
+func (w *World) Copy(ctx context.Context) (Info, error) {
+	h := w.h
 	c, err := h.session(ctx)
 	if err != nil {
 		return Info{}, err
@@ -727,4 +671,4 @@ func containsTS(ui []messages.UIMessage, ts int64) bool {
 	return false
 }
 
-var _ agent.World = world{}
+var _ agent.World = steps{}

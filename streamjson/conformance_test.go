@@ -34,7 +34,7 @@ func newStreamSurface(t *testing.T, h *surfacetest.Host) surfacetest.Surface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := streamjson.NewTranscript(out, info.ID, h.Model(), false)
+	tr := streamjson.NewTranscript(out, info.ID, h.Models().Model(), false)
 	unsubscribe := h.Subscribe(tr.Event)
 	r := streamjson.Run{Host: h.Host, Format: streamjson.FormatStreamJSON, Input: in, Out: out, Tr: tr,
 		Approve: in.Approver(out, tr)}
@@ -225,11 +225,11 @@ func TestSetMode(t *testing.T) {
 			}
 		}
 	}
-	if r := ask("m1", "acceptEdits"); r["subtype"] != "success" || h.PermissionMode() != "acceptEdits" {
-		t.Errorf("acceptEdits: %v (mode %s)", r, h.PermissionMode())
+	if r := ask("m1", "acceptEdits"); r["subtype"] != "success" || h.Modes().Permission() != "acceptEdits" {
+		t.Errorf("acceptEdits: %v (mode %s)", r, h.Modes().Permission())
 	}
-	if r := ask("m2", "architect"); r["subtype"] != "success" || h.AgentMode().Name != "architect" {
-		t.Errorf("architect: %v (agent mode %s)", r, h.AgentMode().Name)
+	if r := ask("m2", "architect"); r["subtype"] != "success" || h.Modes().Agent().Name != "architect" {
+		t.Errorf("architect: %v (agent mode %s)", r, h.Modes().Agent().Name)
 	}
 	if r := ask("m3", "turbo"); r["subtype"] != "error" || !strings.Contains(fmt.Sprint(r["error"]), "no mode") {
 		t.Errorf("an unknown mode: %v", r)

@@ -87,7 +87,7 @@ func (r *Run) Prompts(ctx context.Context) (denied []Denial, failed error) {
 			err = r.Tr.PromptBlocked()
 		}
 		total += res.Usage.Cost
-		result, d := r.Tr.Result(res, r.Host.Model(), total, err)
+		result, d := r.Tr.Result(res, r.Host.Models().Model(), total, err)
 		denied = append(denied, d...)
 		switch r.Format {
 		case FormatText:
@@ -126,7 +126,7 @@ func (r *Run) control(ctx context.Context, subtype string, req json.RawMessage) 
 		if err := json.Unmarshal(req, &q); err != nil || q.TS <= 0 {
 			return nil, errors.New(`rewind needs "ts": the stamp of the first message to remove`)
 		}
-		rw, err := r.Host.Rewind(ctx, q.TS, session.RewindOptions{ConversationOnly: q.ConversationOnly,
+		rw, err := r.Host.World().Rewind(ctx, q.TS, session.RewindOptions{ConversationOnly: q.ConversationOnly,
 			ConfirmReplay: func(context.Context, []session.CodeRun) bool { return false }})
 		if err != nil {
 			return nil, err
@@ -144,13 +144,13 @@ func (r *Run) control(ctx context.Context, subtype string, req json.RawMessage) 
 			return nil, fmt.Errorf(`%s needs "mode"`, subtype)
 		}
 		if m, err := agent.ParsePermissionMode(q.Mode); err == nil {
-			return map[string]any{"mode": string(m)}, r.Host.SetPermissionMode(ctx, m)
+			return map[string]any{"mode": string(m)}, r.Host.Modes().SetPermission(ctx, m)
 		}
-		m, err := r.Host.SetAgentMode(ctx, q.Mode)
+		m, err := r.Host.Modes().SetAgent(ctx, q.Mode)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"agent_mode": m.Name, "mode": string(r.Host.PermissionMode())}, nil
+		return map[string]any{"agent_mode": m.Name, "mode": string(r.Host.Modes().Permission())}, nil
 	}
 	return nil, fmt.Errorf("unsupported control_request %q (want interrupt, rewind or set_permission_mode)", subtype)
 }

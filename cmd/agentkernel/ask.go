@@ -245,7 +245,7 @@ func (a *askRun) run() error {
 	tools, servers := initMCP(ctx, a.host, a.info.Tools, a.tr.Enabled())
 	cwd, _ := os.Getwd()
 	a.tr.Emit("system", map[string]any{"subtype": "init", "cwd": cwd, "tools": tools, "mcp_servers": servers,
-		"model": a.host.Model(), "permissionMode": a.host.PermissionMode(), "slash_commands": []any{},
+		"model": a.host.Models().Model(), "permissionMode": a.host.Modes().Permission(), "slash_commands": []any{},
 		"agentkernel_version": versionString(), "backing": a.backing.Kernel, "approve": a.policy, "resumed": a.info.Resumed,
 		"session_workspace": cmp.Or(a.info.Elsewhere, a.host.Workspace())})
 	defer a.host.Subscribe(a.tr.Event)()
@@ -279,11 +279,11 @@ func (a *askRun) openSession(ctx context.Context) error {
 			"conversation and the kernel, never files.\n", messages.ShortID(a.info.ID), a.info.Elsewhere, a.host.Workspace())
 	}
 	if m := strings.TrimSpace(a.model); m != "" {
-		if err := a.host.SetModel(ctx, m); err != nil {
+		if err := a.host.Models().Set(ctx, m); err != nil {
 			return fmt.Errorf("ask: model %s: %w", m, err)
 		}
 	}
-	if a.host.Model() == "" {
+	if a.host.Models().Model() == "" {
 		return errors.New("ask: no model configured: pass --model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, " +
 			"ollama:qwen2.5-coder, replay:FILE) or set AGENTKERNEL_MODEL")
 	}
@@ -298,7 +298,7 @@ func (a *askRun) streams() {
 	if a.format == formatStreamJSON {
 		emitter = a.out
 	}
-	a.tr = streamjson.NewTranscript(emitter, a.info.ID, a.host.Model(), a.partial)
+	a.tr = streamjson.NewTranscript(emitter, a.info.ID, a.host.Models().Model(), a.partial)
 	if a.streamIn {
 		a.input = streamjson.NewInput(a.stdin, func(s string) { fmt.Fprintln(a.stderr, s) })
 	}
@@ -321,11 +321,11 @@ func (a *askRun) rewind(ctx context.Context) error {
 	if a.rewindTo == "" {
 		return nil
 	}
-	ts, err := a.host.Ref(a.rewindTo)
+	ts, err := a.host.Conversation().Ref(a.rewindTo)
 	if err != nil {
 		return fmt.Errorf("ask: --rewind: %w", err)
 	}
-	rw, err := a.host.Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: func(context.Context, []session.CodeRun) bool {
+	rw, err := a.host.World().Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: func(context.Context, []session.CodeRun) bool {
 		return a.ap == agent.ApproveAll && a.policy != "interactive" && a.policy != "stdin"
 	}})
 	if err != nil {
@@ -446,7 +446,7 @@ func initMCP(ctx context.Context, host *session.Host, builtin []string, wait boo
 		ctx, cancel = context.WithTimeout(ctx, mcpStartWait)
 		defer cancel()
 	}
-	for _, s := range host.MCPStatus(ctx, wait) {
+	for _, s := range host.Tools().MCPStatus(ctx, wait) {
 		status := "pending"
 		switch s.State {
 		case mcp.StateReady:

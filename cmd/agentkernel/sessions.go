@@ -860,7 +860,7 @@ func (c *sessionsCmd) rewind(ctx context.Context, ref, at string, opts session.R
 	if _, err := h.ResumeOwn(ctx, s.ID); err != nil {
 		return err
 	}
-	ts, err := h.Ref(at)
+	ts, err := h.Conversation().Ref(at)
 	if err != nil {
 		return err
 	}
@@ -869,9 +869,9 @@ func (c *sessionsCmd) rewind(ctx context.Context, ref, at string, opts session.R
 		info session.Info
 	)
 	if fork {
-		info, rw, err = h.Fork(ctx, ts, opts)
+		info, rw, err = h.World().Fork(ctx, ts, opts)
 	} else {
-		rw, err = h.Rewind(ctx, ts, opts)
+		rw, err = h.World().Rewind(ctx, ts, opts)
 	}
 	if err != nil {
 		return err

@@ -194,7 +194,7 @@ func (c *conformance) submit(t *testing.T) {
 	if len(turn.Asked) != 0 {
 		t.Errorf("asks %q in a turn that asked nothing", turn.Asked)
 	}
-	ui := c.h.History()
+	ui := c.h.Conversation().UI()
 	if find(ui, "Say hello") < 0 || find(ui, "Hello from the model.") < 0 {
 		t.Errorf("the history lacks the prompt or its answer: %s", texts(ui))
 	}
@@ -235,8 +235,8 @@ func (c *conformance) cancel(t *testing.T) {
 		t.Fatalf("Cancel: %v", err)
 	}
 	waitFor(t, "the turn to end", func() bool { return !c.h.Busy() })
-	if find(c.h.History(), "Take your time") < 0 {
-		t.Errorf("the cancelled turn's prompt is not in the history: %s", texts(c.h.History()))
+	if find(c.h.Conversation().UI(), "Take your time") < 0 {
+		t.Errorf("the cancelled turn's prompt is not in the history: %s", texts(c.h.Conversation().UI()))
 	}
 	c.h.Script.Enqueue(scripted.Reply(scripted.Text("Back again."), usage()))
 	turn, err := c.s.Prompt(c.ctx, "Still there?")
@@ -249,7 +249,7 @@ func (c *conformance) cancel(t *testing.T) {
 }
 
 func (c *conformance) rewind(t *testing.T) {
-	ui := c.h.History()
+	ui := c.h.Conversation().UI()
 	i := find(ui, "What is 6 times 7?")
 	if i < 0 {
 		t.Fatalf("no prompt to rewind to in %s", texts(ui))
@@ -262,11 +262,11 @@ func (c *conformance) rewind(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Rewind: %v", err)
 	}
-	ui = c.h.History()
+	ui = c.h.Conversation().UI()
 	if len(ui) == 0 || ui[len(ui)-1].TS >= ts || find(ui, "Hello from the model.") < 0 {
 		t.Errorf("after rewinding to before %d the history is %s", ts, texts(ui))
 	}
-	for _, m := range c.h.API() {
+	for _, m := range c.h.Conversation().API() {
 		if b, _ := json.Marshal(m); strings.Contains(string(b), "6 times 7") {
 			t.Errorf("the model's history still holds the rewound prompt: %s", b)
 		}
@@ -281,7 +281,7 @@ func (c *conformance) reconnect(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reconnect: %v", err)
 	}
-	want := Prompts(c.h.History())
+	want := Prompts(c.h.Conversation().UI())
 	if !slices.Equal(got, want) || !slices.Equal(want, []string{"Say hello"}) {
 		t.Errorf("after reconnecting the surface shows the prompts %q; the host has %q", got, want)
 	}

@@ -77,7 +77,7 @@ func TestRenameReachesThePanel(t *testing.T) {
 	if _, _, err := ws.Read(ctx); err != nil { // the state
 		t.Fatal(err)
 	}
-	if err := h.SetTitle(ctx, "Quarterly review"); err != nil {
+	if err := h.Conversation().SetTitle(ctx, "Quarterly review"); err != nil {
 		t.Fatal(err)
 	}
 	for {

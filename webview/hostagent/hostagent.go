@@ -40,8 +40,8 @@ func (p agentOf) Subscribe(f func(webview.Event)) func() {
 			if m := e.Message; m != nil && m.Type == messages.TypeSay && !m.Partial &&
 				(m.Say == messages.SayText || m.Say == messages.SayUserFeedback) {
 				// The first prompt names the session: the header follows.
-				if title, err := h.Title(context.Background()); err == nil && title != "" {
-					f(webview.Event{Kind: webview.EventSettings, PermissionMode: string(h.PermissionMode()), Model: h.Model(), Title: title, AgentMode: h.AgentMode().Name})
+				if title, err := h.Conversation().Title(context.Background()); err == nil && title != "" {
+					f(webview.Event{Kind: webview.EventSettings, PermissionMode: string(h.Modes().Permission()), Model: h.Models().Model(), Title: title, AgentMode: h.Modes().Agent().Name})
 				}
 			}
 		case agent.EventMessageUpdated:
@@ -52,10 +52,10 @@ func (p agentOf) Subscribe(f func(webview.Event)) func() {
 			f(webview.Event{Kind: webview.EventReset})
 		case session.EventSettingsChanged:
 			// The mode, the model or the title (a rename) changed.
-			title, _ := h.Title(context.Background())
-			f(webview.Event{Kind: webview.EventSettings, PermissionMode: string(h.PermissionMode()), Model: h.Model(), Title: title, AgentMode: h.AgentMode().Name})
+			title, _ := h.Conversation().Title(context.Background())
+			f(webview.Event{Kind: webview.EventSettings, PermissionMode: string(h.Modes().Permission()), Model: h.Models().Model(), Title: title, AgentMode: h.Modes().Agent().Name})
 		case session.EventMCPChanged:
-			f(webview.Event{Kind: webview.EventMCP, MCP: mcpServers(h.MCPStatus(context.Background(), false))})
+			f(webview.Event{Kind: webview.EventMCP, MCP: mcpServers(h.Tools().MCPStatus(context.Background(), false))})
 		case agent.EventTaskStarted, agent.EventTaskActive:
 			f(webview.Event{Kind: webview.EventStatus, Status: "busy"})
 		case agent.EventTaskInteractive, agent.EventTaskResumable:
@@ -92,17 +92,17 @@ func totals(u agent.Totals) webview.Totals {
 
 // Snapshot implements webview.Agent.
 func (p agentOf) Snapshot(ctx context.Context) (webview.State, error) {
-	s, err := p.h.Snapshot(ctx)
+	s, err := p.h.Conversation().Snapshot(ctx)
 	if err != nil {
 		return webview.State{}, err
 	}
 	st := webview.State{SessionID: s.ID, Title: s.Title, Messages: s.Messages, PermissionMode: string(s.Mode), Model: s.Model,
-		Totals: totals(s.Totals), PendingAsk: s.PendingAsk, MCPServers: mcpServers(p.h.MCPStatus(ctx, false))}
+		Totals: totals(s.Totals), PendingAsk: s.PendingAsk, MCPServers: mcpServers(p.h.Tools().MCPStatus(ctx, false))}
 	for _, m := range agent.Modes {
 		st.PermissionModes = append(st.PermissionModes, string(m))
 	}
-	st.AgentMode = p.h.AgentMode().Name
-	ms, _ := p.h.AgentModes()
+	st.AgentMode = p.h.Modes().Agent().Name
+	ms, _ := p.h.Modes().AgentModes()
 	for _, m := range ms {
 		st.AgentModes = append(st.AgentModes, m.Name)
 	}
@@ -167,13 +167,13 @@ func (p agentOf) Cancel(ctx context.Context) error {
 // Rewind implements webview.Agent: the panel's user chose what goes back
 // (the dialog of "rewind to here"), so a kernel replay needs no second ask.
 func (p agentOf) Rewind(ctx context.Context, ts int64, choice webview.RewindChoice) (webview.RewindReport, error) {
-	rw, err := p.h.Rewind(panelCtx(ctx), ts, rewindOptions(choice))
+	rw, err := p.h.World().Rewind(panelCtx(ctx), ts, rewindOptions(choice))
 	return report(rw, ""), err
 }
 
 // Fork implements webview.Agent.
 func (p agentOf) Fork(ctx context.Context, ts int64, choice webview.RewindChoice) (webview.RewindReport, error) {
-	info, rw, err := p.h.Fork(panelCtx(ctx), ts, rewindOptions(choice))
+	info, rw, err := p.h.World().Fork(panelCtx(ctx), ts, rewindOptions(choice))
 	return report(rw, info.ID), err
 }
 
@@ -203,18 +203,18 @@ func (p agentOf) SetPermissionMode(ctx context.Context, mode string) error {
 	if err != nil {
 		return err
 	}
-	return p.h.SetPermissionMode(panelCtx(ctx), m)
+	return p.h.Modes().SetPermission(panelCtx(ctx), m)
 }
 
 // SetAgentMode implements webview.Agent.
 func (p agentOf) SetAgentMode(ctx context.Context, mode string) error {
-	_, err := p.h.SetAgentMode(panelCtx(ctx), mode)
+	_, err := p.h.Modes().SetAgent(panelCtx(ctx), mode)
 	return err
 }
 
 // SetModel implements webview.Agent.
 func (p agentOf) SetModel(ctx context.Context, model string) error {
-	return p.h.SetModel(panelCtx(ctx), model)
+	return p.h.Models().Set(panelCtx(ctx), model)
 }
 
 // ListSessions implements webview.Agent.

@@ -13,7 +13,7 @@ var efforts = []string{"default", string(provider.EffortLow), string(provider.Ef
 
 // ModelSettings implements webview.Settings: the host's, keys masked.
 func (p agentOf) ModelSettings(context.Context) (webview.ModelSettings, error) {
-	s := p.h.ModelSettings()
+	s := p.h.Models().Settings()
 	out := webview.ModelSettings{Model: s.Model, CompletionModel: s.CompletionModel, Models: s.Models,
 		Effort: string(s.Effort), Efforts: efforts, KeysFile: s.KeysFile, KeysProblem: s.KeysProblem}
 	if out.Effort == "" {
@@ -28,7 +28,7 @@ func (p agentOf) ModelSettings(context.Context) (webview.ModelSettings, error) {
 
 // SetKey implements webview.Settings.
 func (p agentOf) SetKey(ctx context.Context, providerName, key string) error {
-	return p.h.SetKey(panelCtx(ctx), providerName, key)
+	return p.h.Models().SetKey(panelCtx(ctx), providerName, key)
 }
 
 // SetEffort implements webview.Settings, as %agent effort does.
@@ -37,7 +37,7 @@ func (p agentOf) SetEffort(ctx context.Context, effort string) error {
 	if err != nil {
 		return err
 	}
-	return p.h.SetEffort(panelCtx(ctx), e)
+	return p.h.Models().SetEffort(panelCtx(ctx), e)
 }
 
 var _ webview.Settings = agentOf{}

@@ -150,7 +150,7 @@ func TestAgentDrivesLiveKernel(t *testing.T) {
 	}
 	// The session holds the agent's words and its tool call, and the call
 	// our MCP server ran (its decision and output).
-	all := texts(o.host.History())
+	all := texts(o.host.Conversation().UI())
 	for _, want := range []string{"I will set df.", "df is 42 in your kernel.", `"serverName":"agentkernel"`, "execute_code", "[stdout]\n42"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the history lacks %q:\n%s", want, all)
@@ -162,14 +162,14 @@ func TestAgentDrivesLiveKernel(t *testing.T) {
 	}
 	// Rewind to before the second prompt: the agent's next session is
 	// told the first exchange, not the second.
-	ui := o.host.History()
+	ui := o.host.Conversation().UI()
 	var second int64
 	for _, m := range ui {
 		if m.Say == messages.SayUserFeedback && m.Text == "And again" {
 			second = m.TS
 		}
 	}
-	if _, err := o.host.Rewind(context.Background(), second, session.RewindOptions{ConversationOnly: true}); err != nil {
+	if _, err := o.host.World().Rewind(context.Background(), second, session.RewindOptions{ConversationOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := o.submit(t, "After"); err != nil || !strings.Contains(res.Text, "After the rewind.") {
@@ -228,7 +228,7 @@ func TestClaudeCode(t *testing.T) {
 	}
 	out, err := o.runner.Execute(context.Background(), backing.Exec{Code: "print(sum(df))"})
 	if err != nil || !strings.Contains(out.Stdout, "6") {
-		t.Fatalf("df in the live kernel: %q %v; the history:\n%s", out.Stdout, err, texts(o.host.History()))
+		t.Fatalf("df in the live kernel: %q %v; the history:\n%s", out.Stdout, err, texts(o.host.Conversation().UI()))
 	}
 	// Claude Code was sent the tool's result from our kernel.
 	reqs := srv.Requests()
@@ -239,7 +239,7 @@ func TestClaudeCode(t *testing.T) {
 	if !strings.Contains(string(b), `[stdout]\n3`) {
 		t.Errorf("the tool result Claude Code sent back lacks the kernel's output: %s", b)
 	}
-	all := texts(o.host.History())
+	all := texts(o.host.Conversation().UI())
 	for _, want := range []string{"Setting df in your kernel.", "df has 3 rows.", `"serverName":"claude-agent-acp"`, "mcp__agentkernel__execute_code"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the history lacks %q:\n%s", want, all)
@@ -266,7 +266,7 @@ func TestAgentDiesMidTurn(t *testing.T) {
 		done <- err
 	}()
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(texts(o.host.History()), "Working on it") {
+	for !strings.Contains(texts(o.host.Conversation().UI()), "Working on it") {
 		if time.Now().After(deadline) {
 			t.Fatal("the agent never streamed")
 		}
@@ -281,7 +281,7 @@ func TestAgentDiesMidTurn(t *testing.T) {
 	if !errors.Is(err, agent.ErrAPIFailed) || !strings.Contains(err.Error(), "exited during the turn") {
 		t.Fatalf("the turn of a killed agent: %v", err)
 	}
-	if !strings.Contains(texts(o.host.History()), "Working on it") {
+	if !strings.Contains(texts(o.host.Conversation().UI()), "Working on it") {
 		t.Error("what the agent said before it died is gone")
 	}
 	res, err := o.submit(t, "Try again")
@@ -308,14 +308,14 @@ func TestAgentThatFails(t *testing.T) {
 	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho the agent broke >&2\nexit 3\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.host.SetModel(context.Background(), "acp:"+broken); err != nil {
+	if err := o.host.Models().Set(context.Background(), "acp:"+broken); err != nil {
 		t.Fatal(err)
 	}
 	_, err = o.submit(t, "hello again")
 	if !errors.Is(err, agent.ErrAPIFailed) || !strings.Contains(err.Error(), "the agent broke") {
 		t.Errorf("an agent that dies: %v", err)
 	}
-	if n := len(o.host.History()); n == 0 {
+	if n := len(o.host.Conversation().UI()); n == 0 {
 		t.Error("the failed turns left no history")
 	}
 }

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,116 +11,18 @@ import (
 	"strings"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/store"
 )
 
-// Model returns the current session's model ("" for none). Without a
-// session yet it is what a new one would get.
-func (h *Host) Model() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cur != nil {
-		return h.cur.model
-	}
-	return cmp.Or(h.explicit, h.cfg.Model)
-}
+// Conversation is the current session's record: its two histories, its
+// title and cost, and its export. It holds no state of its own.
+type Conversation struct{ h *Host }
 
-// SetModel switches the current session (and those this host opens later)
-// to model: it wins over a resumed session's model and the default. It is
-// recorded on the session; the next model request uses it.
-func (h *Host) SetModel(ctx context.Context, model string) error {
-	model = strings.TrimSpace(model)
-	if model == "" {
-		return errors.New("session: no model given")
-	}
-	if h.cfg.OpenModel == nil {
-		return errors.New("session: models cannot be changed here")
-	}
-	p, err := h.provider(model)
-	if err != nil {
-		return err
-	}
-	c, err := h.session(ctx)
-	if err != nil {
-		return err
-	}
-	h.logCommand(ctx, c, "model", model)
-	c.task.SetProvider(p)
-	h.mu.Lock()
-	h.explicit, c.model = model, model
-	st := h.st
-	h.mu.Unlock()
-	providerName, _, _ := strings.Cut(model, ":")
-	if err := st.UpdateSession(ctx, c.id, store.SessionUpdate{Model: &model, Provider: &providerName}); err != nil {
-		return fmt.Errorf("session: record the model: %w", err)
-	}
-	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
-	return nil
-}
-
-// PermissionMode returns the current session's permission mode.
-func (h *Host) PermissionMode() agent.PermissionMode {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
-	if c == nil {
-		if h.cfg.PermissionMode != "" {
-			return h.cfg.PermissionMode
-		}
-		return agent.PermissionDefault
-	}
-	return c.policy.PermissionMode()
-}
-
-// SetPermissionMode switches the current session's permission mode.
-func (h *Host) SetPermissionMode(ctx context.Context, mode agent.PermissionMode) error {
-	c, err := h.session(ctx)
-	if err != nil {
-		return err
-	}
-	h.logCommand(ctx, c, "permission_mode", string(mode))
-	if err := c.policy.SetPermissionMode(mode); err != nil {
-		return err
-	}
-	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
-	return nil
-}
-
-// SetEffort sets how hard the model thinks, from the next request on, in
-// the current session and those the host opens later: low, medium, high
-// ("" is the provider's default). Anthropic's extended thinking budget,
-// OpenAI's reasoning_effort.
-func (h *Host) SetEffort(ctx context.Context, e provider.Effort) error {
-	c, err := h.session(ctx)
-	if err != nil {
-		return err
-	}
-	h.logCommand(ctx, c, "effort", string(e))
-	h.mu.Lock()
-	h.effort, h.effortSet = e, true
-	h.mu.Unlock()
-	c.task.SetEffort(e)
-	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
-	return nil
-}
-
-// Effort returns the reasoning effort of the next request.
-func (h *Host) Effort() provider.Effort {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.effortSet {
-		return h.effort
-	}
-	return h.cfg.Effort
-}
-
-// History returns the current session's UI history (empty without one).
-func (h *Host) History() []messages.UIMessage {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
+// UI returns the current session's UI history (empty without one).
+func (cv *Conversation) UI() []messages.UIMessage {
+	h := cv.h
+	c := h.active()
 	if c == nil {
 		return nil
 	}
@@ -129,10 +30,9 @@ func (h *Host) History() []messages.UIMessage {
 }
 
 // API returns the current session's API history (empty without one).
-func (h *Host) API() []messages.APIMessage {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
+func (cv *Conversation) API() []messages.APIMessage {
+	h := cv.h
+	c := h.active()
 	if c == nil {
 		return nil
 	}
@@ -141,8 +41,8 @@ func (h *Host) API() []messages.APIMessage {
 
 // Ref turns "#N" (a position in History) or a ts into the ts of a message
 // of the current session.
-func (h *Host) Ref(ref string) (int64, error) {
-	ui := h.History()
+func (cv *Conversation) Ref(ref string) (int64, error) {
+	ui := cv.UI()
 	if n, ok := strings.CutPrefix(ref, "#"); ok {
 		i, err := strconv.Atoi(n)
 		if err != nil || i < 0 || i >= len(ui) {
@@ -163,7 +63,8 @@ func (h *Host) Ref(ref string) (int64, error) {
 }
 
 // Cost returns the current session's stored usage.
-func (h *Host) Cost(ctx context.Context) (store.Session, error) {
+func (cv *Conversation) Cost(ctx context.Context) (store.Session, error) {
+	h := cv.h
 	c, err := h.session(ctx)
 	if err != nil {
 		return store.Session{}, err
@@ -184,7 +85,8 @@ type NotebookWriter func(w io.Writer, s store.Session, h store.Histories) error
 // replacing it atomically: a path ending in .ipynb gets a notebook of the
 // session (Config.Notebook), any other both histories as JSONL (what
 // import reads). It returns the path written.
-func (h *Host) Export(ctx context.Context, path string) (string, error) {
+func (cv *Conversation) Export(ctx context.Context, path string) (string, error) {
+	h := cv.h
 	c, err := h.session(ctx)
 	if err != nil {
 		return "", err
@@ -270,10 +172,9 @@ func (h *Host) Search(ctx context.Context, query string, limit int, all bool) ([
 }
 
 // Title returns the current session's title ("" without a session).
-func (h *Host) Title(ctx context.Context) (string, error) {
-	h.mu.Lock()
-	c := h.cur
-	h.mu.Unlock()
+func (cv *Conversation) Title(ctx context.Context) (string, error) {
+	h := cv.h
+	c := h.active()
 	if c == nil {
 		return "", nil
 	}
@@ -291,7 +192,8 @@ func (h *Host) Title(ctx context.Context) (string, error) {
 // SetTitle names the current session (%agent title, the panel, sessions
 // rename); "" drops the name, and the title is derived again from the
 // first prompt. Every display of the session is told.
-func (h *Host) SetTitle(ctx context.Context, title string) error {
+func (cv *Conversation) SetTitle(ctx context.Context, title string) error {
+	h := cv.h
 	c, err := h.session(ctx)
 	if err != nil {
 		return err
@@ -322,7 +224,8 @@ type Snapshot struct {
 
 // Snapshot returns the current session's state, creating a session on
 // first use.
-func (h *Host) Snapshot(ctx context.Context) (Snapshot, error) {
+func (cv *Conversation) Snapshot(ctx context.Context) (Snapshot, error) {
+	h := cv.h
 	c, err := h.session(ctx)
 	if err != nil {
 		return Snapshot{}, err

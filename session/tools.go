@@ -4,51 +4,71 @@ import (
 	"context"
 	"errors"
 
+	"sync"
+
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/mcp"
 )
 
+// Tools are what clients and frontends add to the tools of a host's
+// sessions: MCP servers (the configured ones, and a client's), a client's
+// file buffers, and the notebooks frontends show.
+type Tools struct {
+	h *Host
+
+	mu        sync.Mutex         // guards what follows; never held across a call out
+	mcp       *mcp.Manager       // made at the first session
+	clientMCP []mcp.ServerConfig // a client's servers (AddMCPServers)
+	closed    bool
+	files     agent.Files // a client's file buffers (SetFiles)
+	// frontends are the notebooks frontends show (SetFrontends);
+	// cellsLater says they will be set (ExpectCells).
+	frontends  Frontends
+	cellsLater bool
+}
+
 // mcpServers returns the host's MCP manager, making it on first use from
 // the workspace's .mcp.json and Config.MCPServers. It starts nothing.
-func (h *Host) mcpServers() *mcp.Manager {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.mcp == nil && !h.closed {
+func (t *Tools) mcpServers() *mcp.Manager {
+	h := t.h
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mcp == nil && !t.closed {
 		opts := h.cfg.MCP
 		opts.Config = mcp.Load(h.cfg.Workspace, h.cfg.MCPServers, opts.UserDir)
-		opts.Config.Add(h.clientMCP)
+		opts.Config.Add(t.clientMCP)
 		opts.Dir = h.cfg.Workspace
 		opts.Logger = h.cfg.Logger
 		opts.OnChange = func() { h.lis.Emit(agent.Event{Kind: EventMCPChanged}) }
-		h.mcp = mcp.NewManager(opts)
+		t.mcp = mcp.NewManager(opts)
 	}
-	return h.mcp
+	return t.mcp
 }
 
 // AddMCPServers adds MCP servers a client gives (ACP's session/new) to the
 // workspace's and the config file's, before the host's first session; a
 // server named as a configured one replaces it. After that it is an
 // error: the servers are running.
-func (h *Host) AddMCPServers(servers []mcp.ServerConfig) error {
+func (t *Tools) AddMCPServers(servers []mcp.ServerConfig) error {
 	if len(servers) == 0 {
 		return nil
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.mcp != nil {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mcp != nil {
 		return errors.New("session: the MCP servers are already running")
 	}
-	h.clientMCP = append(h.clientMCP, servers...)
+	t.clientMCP = append(t.clientMCP, servers...)
 	return nil
 }
 
 // clientServers are the names of the MCP servers a client gave: the
 // user's own kernel, when one offers execute_code (ToolboxOptions.KernelServers).
-func (h *Host) clientServers() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (t *Tools) clientServers() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var names []string
-	for _, s := range h.clientMCP {
+	for _, s := range t.clientMCP {
 		names = append(names, s.Name)
 	}
 	return names
@@ -57,18 +77,25 @@ func (h *Host) clientServers() []string {
 // SetFiles makes the file tools of the sessions the host opens from now on
 // read and write through f (an ACP client's editor buffers) instead of
 // the disk.
-func (h *Host) SetFiles(f agent.Files) {
-	h.mu.Lock()
-	h.files = f
-	h.mu.Unlock()
+func (t *Tools) SetFiles(f agent.Files) {
+	t.mu.Lock()
+	t.files = f
+	t.mu.Unlock()
+}
+
+// filesNow are the file buffers SetFiles gave (nil: the disk).
+func (t *Tools) filesNow() agent.Files {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.files
 }
 
 // mcpSource is the tool source of a new session's toolbox: the MCP
 // servers, which begin to start now, in the background; the first model
 // request waits for their first start (bounded by the start timeout), so
 // that a first prompt sees their tools. Nil when none is configured.
-func (h *Host) mcpSource() agent.ToolSource {
-	m := h.mcpServers()
+func (t *Tools) mcpSource() agent.ToolSource {
+	m := t.mcpServers()
 	if m == nil || len(m.Status()) == 0 {
 		return nil
 	}
@@ -78,8 +105,8 @@ func (h *Host) mcpSource() agent.ToolSource {
 
 // MCPStatus returns the status of the configured MCP servers. With wait
 // it starts them and waits until none is starting (or ctx ends).
-func (h *Host) MCPStatus(ctx context.Context, wait bool) []mcp.ServerStatus {
-	m := h.mcpServers()
+func (t *Tools) MCPStatus(ctx context.Context, wait bool) []mcp.ServerStatus {
+	m := t.mcpServers()
 	if m == nil {
 		return nil
 	}
@@ -91,10 +118,22 @@ func (h *Host) MCPStatus(ctx context.Context, wait bool) []mcp.ServerStatus {
 
 // MCPRestart stops the MCP server called name (every one for "") and
 // starts it again, waiting for the start.
-func (h *Host) MCPRestart(ctx context.Context, name string) error {
-	m := h.mcpServers()
+func (t *Tools) MCPRestart(ctx context.Context, name string) error {
+	m := t.mcpServers()
 	if m == nil {
 		return ErrClosed
 	}
 	return m.Restart(ctx, name)
+}
+
+// close stops the MCP servers (the host's Close); none starts after.
+func (t *Tools) close() error {
+	t.mu.Lock()
+	m := t.mcp
+	t.mcp, t.closed = nil, true
+	t.mu.Unlock()
+	if m == nil {
+		return nil
+	}
+	return m.Close()
 }

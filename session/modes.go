@@ -7,10 +7,48 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/rules"
 )
+
+// Modes are the permission mode of the current session and the agent mode
+// of a host's sessions, and the rules that shape their turns.
+type Modes struct {
+	h *Host
+
+	mu    sync.Mutex
+	agent rules.AgentMode // SetAgent's; zero: the default
+}
+
+// Permission returns the current session's permission mode.
+func (m *Modes) Permission() agent.PermissionMode {
+	h := m.h
+	c := h.active()
+	if c == nil {
+		if h.cfg.PermissionMode != "" {
+			return h.cfg.PermissionMode
+		}
+		return agent.PermissionDefault
+	}
+	return c.policy.PermissionMode()
+}
+
+// SetPermission switches the current session's permission mode.
+func (m *Modes) SetPermission(ctx context.Context, mode agent.PermissionMode) error {
+	h := m.h
+	c, err := h.session(ctx)
+	if err != nil {
+		return err
+	}
+	h.logCommand(ctx, c, "permission_mode", string(mode))
+	if err := c.policy.SetPermissionMode(mode); err != nil {
+		return err
+	}
+	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	return nil
+}
 
 // The user's rules (package rules): AGENTS.md and CLAUDE.md of the
 // workspace, its parents up to the repository's root and the user's
@@ -19,9 +57,10 @@ import (
 // fixed for the turn.
 
 // turnRules is session c's agent.Config.Rules.
-func (h *Host) turnRules(c *current) func(ctx context.Context) (string, []string) {
+func (m *Modes) turnRules(c *current) func(ctx context.Context) (string, []string) {
+	h := m.h
 	return func(ctx context.Context) (string, []string) {
-		applying, _, problems := h.rulesOf(ctx, c)
+		applying, _, problems := m.rulesOf(ctx, c)
 		for _, err := range problems {
 			h.log.Warn("rules", "error", err)
 		}
@@ -30,8 +69,8 @@ func (h *Host) turnRules(c *current) func(ctx context.Context) (string, []string
 			files = append(files, r.Path)
 		}
 		var mode string
-		if m := h.agentMode(); m.Instructions != "" {
-			mode = "# Mode: " + m.Name + "\n\n" + m.Instructions
+		if am := m.Agent(); am.Instructions != "" {
+			mode = "# Mode: " + am.Name + "\n\n" + am.Instructions
 		}
 		return rules.Prompt(mode, applying), files
 	}
@@ -39,30 +78,29 @@ func (h *Host) turnRules(c *current) func(ctx context.Context) (string, []string
 
 // AgentModes returns the agent modes (built-in, the config file's, the
 // workspace's .agentkernel/modes) and the files that could not be used.
-func (h *Host) AgentModes() ([]rules.AgentMode, []error) {
-	return rules.LoadModes(h.cfg.Workspace, h.cfg.Modes)
+func (m *Modes) AgentModes() ([]rules.AgentMode, []error) {
+	return rules.LoadModes(m.h.cfg.Workspace, m.h.cfg.Modes)
 }
 
-// AgentMode returns the current agent mode.
-func (h *Host) AgentMode() rules.AgentMode { return h.agentMode() }
-
-func (h *Host) agentMode() rules.AgentMode {
-	h.mu.Lock()
-	m := h.mode
-	h.mu.Unlock()
-	if m.Name == "" {
-		m, _ = rules.FindMode(rules.Builtin, rules.ModeDefault)
+// Agent returns the current agent mode.
+func (m *Modes) Agent() rules.AgentMode {
+	m.mu.Lock()
+	a := m.agent
+	m.mu.Unlock()
+	if a.Name == "" {
+		a, _ = rules.FindMode(rules.Builtin, rules.ModeDefault)
 	}
-	return m
+	return a
 }
 
-// SetAgentMode switches to the agent mode called name, from the next
+// SetAgent switches to the agent mode called name, from the next
 // request on, in the current session and those the host opens later: its
 // instructions join the system prompt, the model is offered only its
 // tools (and a call of another is refused), and its permission mode, if
 // it names one, is set.
-func (h *Host) SetAgentMode(ctx context.Context, name string) (rules.AgentMode, error) {
-	modes, _ := h.AgentModes()
+func (ms *Modes) SetAgent(ctx context.Context, name string) (rules.AgentMode, error) {
+	h := ms.h
+	modes, _ := ms.AgentModes()
 	m, ok := rules.FindMode(modes, name)
 	if !ok {
 		var names []string
@@ -83,9 +121,9 @@ func (h *Host) SetAgentMode(ctx context.Context, name string) (rules.AgentMode, 
 		return rules.AgentMode{}, err
 	}
 	h.logCommand(ctx, c, "agent_mode", m.Name)
-	h.mu.Lock()
-	h.mode = m
-	h.mu.Unlock()
+	ms.mu.Lock()
+	ms.agent = m
+	ms.mu.Unlock()
 	c.task.SetToolFilter(toolFilter(m))
 	if pm != "" {
 		if err := c.policy.SetPermissionMode(pm); err != nil {
@@ -106,25 +144,26 @@ func toolFilter(m rules.AgentMode) *agent.ToolFilter {
 
 // Rules returns the rules that apply to the current session now, every
 // rule file found, and the files that could not be used (%agent rules).
-func (h *Host) Rules(ctx context.Context) (applying, all []rules.Rule, ctxt rules.Context, problems []error) {
-	c, err := h.session(ctx)
+func (m *Modes) Rules(ctx context.Context) (applying, all []rules.Rule, ctxt rules.Context, problems []error) {
+	c, err := m.h.session(ctx)
 	if err != nil {
 		return nil, nil, rules.Context{}, []error{err}
 	}
-	applying, all, problems = h.rulesOf(ctx, c)
-	return applying, all, h.ruleContext(c), problems
+	applying, all, problems = m.rulesOf(ctx, c)
+	return applying, all, m.ruleContext(c), problems
 }
 
-func (h *Host) rulesOf(_ context.Context, c *current) (applying, all []rules.Rule, problems []error) {
-	all, problems = rules.Load(h.cfg.Workspace, h.cfg.MCP.UserDir)
-	return rules.Applying(all, h.ruleContext(c)), all, problems
+func (m *Modes) rulesOf(_ context.Context, c *current) (applying, all []rules.Rule, problems []error) {
+	all, problems = rules.Load(m.h.cfg.Workspace, m.h.cfg.MCP.UserDir)
+	return rules.Applying(all, m.ruleContext(c)), all, problems
 }
 
 // ruleContext is what session c's rules are picked by: the backing
 // kernel's language (as far as it is known without waiting for a start)
 // and kernelspec, the permission mode, and the notebook Jupyter named.
-func (h *Host) ruleContext(c *current) rules.Context {
-	rc := rules.Context{Kernel: h.cfg.Kernel, Notebook: os.Getenv("JPY_SESSION_NAME"), AgentMode: h.agentMode().Name}
+func (m *Modes) ruleContext(c *current) rules.Context {
+	h := m.h
+	rc := rules.Context{Kernel: h.cfg.Kernel, Notebook: os.Getenv("JPY_SESSION_NAME"), AgentMode: m.Agent().Name}
 	if c.policy != nil {
 		rc.Mode = string(c.policy.PermissionMode())
 	}

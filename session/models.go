@@ -1,0 +1,190 @@
+package session
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/store"
+)
+
+// Models are the model and the reasoning effort of a host's sessions, and
+// the providers opened for their models: each opened once per host (a
+// recording provider must not be re-created: it would start its cassette
+// again), closed by the host's Close.
+type Models struct {
+	h *Host
+
+	mu        sync.Mutex // guards what follows; never held across a call out
+	providers map[string]provider.Provider
+	closed    bool
+	explicit  string // the model set with Set: wins over a resumed session's
+	effort    provider.Effort
+	effortSet bool // SetEffort was called: effort wins over Config.Effort
+}
+
+// Model returns the current session's model ("" for none). Without a
+// session yet it is what a new one would get.
+func (m *Models) Model() string {
+	if c := m.h.active(); c != nil {
+		m.h.mu.Lock()
+		defer m.h.mu.Unlock()
+		return c.model
+	}
+	return m.next("")
+}
+
+// next is the model of a session that opens now: the one Set chose, else
+// stored (a resumed session's), else the configuration's.
+func (m *Models) next(stored string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return cmp.Or(m.explicit, stored, m.h.cfg.Model)
+}
+
+// Set switches the current session (and those the host opens later) to
+// model: it wins over a resumed session's model and the default. It is
+// recorded on the session; the next model request uses it.
+func (m *Models) Set(ctx context.Context, model string) error {
+	h := m.h
+	model = strings.TrimSpace(model)
+	if model == "" {
+		return errors.New("session: no model given")
+	}
+	if h.cfg.OpenModel == nil {
+		return errors.New("session: models cannot be changed here")
+	}
+	p, err := m.provider(model)
+	if err != nil {
+		return err
+	}
+	c, err := h.session(ctx)
+	if err != nil {
+		return err
+	}
+	h.logCommand(ctx, c, "model", model)
+	c.task.SetProvider(p)
+	m.mu.Lock()
+	m.explicit = model
+	m.mu.Unlock()
+	h.mu.Lock()
+	c.model = model
+	st := h.st
+	h.mu.Unlock()
+	providerName, _, _ := strings.Cut(model, ":")
+	if err := st.UpdateSession(ctx, c.id, store.SessionUpdate{Model: &model, Provider: &providerName}); err != nil {
+		return fmt.Errorf("session: record the model: %w", err)
+	}
+	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	return nil
+}
+
+// SetEffort sets how hard the model thinks, from the next request on, in
+// the current session and those the host opens later: low, medium, high
+// ("" is the provider's default). Anthropic's extended thinking budget,
+// OpenAI's reasoning_effort.
+func (m *Models) SetEffort(ctx context.Context, e provider.Effort) error {
+	h := m.h
+	c, err := h.session(ctx)
+	if err != nil {
+		return err
+	}
+	h.logCommand(ctx, c, "effort", string(e))
+	m.mu.Lock()
+	m.effort, m.effortSet = e, true
+	m.mu.Unlock()
+	c.task.SetEffort(e)
+	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	return nil
+}
+
+// Effort returns the reasoning effort of the next request.
+func (m *Models) Effort() provider.Effort {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.effortSet {
+		return m.effort
+	}
+	return m.h.cfg.Effort
+}
+
+// provider returns the provider for a model string, opening it once.
+// "" is no model.
+func (m *Models) provider(model string) (provider.Provider, error) {
+	open := m.h.cfg.OpenModel
+	if model == "" || open == nil {
+		return nil, nil
+	}
+	m.mu.Lock()
+	p, ok := m.providers[model]
+	m.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := open(model)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	prev, ok := m.providers[model]
+	closed := m.closed
+	if !ok && !closed {
+		if m.providers == nil {
+			m.providers = map[string]provider.Provider{}
+		}
+		m.providers[model] = p
+	}
+	m.mu.Unlock()
+	switch {
+	case ok:
+		closeProvider(p)
+		return prev, nil
+	case closed:
+		closeProvider(p)
+		return nil, ErrClosed
+	}
+	return p, nil
+}
+
+// forget drops the cached providers of models of providerName that can be
+// opened again (SetKey): a provider that must be closed (a recording one:
+// opening it again would start its cassette again; an external agent) is
+// kept as it is.
+func (m *Models) forget(providerName string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for model, p := range m.providers {
+		if name, _, err := models.Parse(model); err == nil && name == providerName {
+			if _, closer := p.(io.Closer); !closer {
+				delete(m.providers, model)
+			}
+		}
+	}
+}
+
+// close closes the providers (the host's Close); none opens after.
+func (m *Models) close() error {
+	m.mu.Lock()
+	provs := m.providers
+	m.providers, m.closed = nil, true
+	m.mu.Unlock()
+	var errs []error
+	for _, p := range provs {
+		errs = append(errs, closeProvider(p))
+	}
+	return errors.Join(errs...)
+}
+
+func closeProvider(p provider.Provider) error {
+	if c, ok := p.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}

@@ -71,6 +71,7 @@ func run() error {
 	specs := flag.String("specs", "python3", "comma-separated kernelspecs to measure")
 	newer := flag.String("ipykernel-python", "", "a `PYTHON` with another ipykernel (the PyPI stack's 7.4: scripts/modern-venv.sh): its kernel is measured beside -specs as \"ipykernel-pypi\", with agentkernel over it")
 	ak := flag.String("agentkernel", "", "agentkernel binary: install its kernelspec and measure it too")
+	baseline := flag.String("baseline", "", "another agentkernel `BINARY` (an older build): measured over python3 beside -agentkernel, in the same rounds, as \"agentkernel-baseline\"")
 	n := flag.Int("n", 2000, "kernel_info round trips")
 	nexec := flag.Int("exec", 2000, "empty executes")
 	rounds := flag.Int("rounds", 100, "the measurements are split into this many rounds, the kernels taking turns, so that drift in the machine's speed falls on all alike")
@@ -85,6 +86,9 @@ func run() error {
 	if *gateway && *ak == "" {
 		return errors.New("-gateway needs -agentkernel")
 	}
+	if *baseline != "" && *ak == "" {
+		return errors.New("-baseline needs -agentkernel")
+	}
 	if *local {
 		all := *specs
 		if *newer != "" {
@@ -96,7 +100,7 @@ func run() error {
 			defer os.RemoveAll(dir)
 			all += ",ipykernel-pypi"
 		}
-		if err := benchLocal(all, *ak, *n, *nexec, *rounds, *starts); err != nil {
+		if err := benchLocal(all, *ak, *baseline, *n, *nexec, *rounds, *starts); err != nil {
 			return err
 		}
 	}
@@ -107,8 +111,7 @@ func run() error {
 }
 
 // benchLocal measures the kernels that run on this machine.
-func benchLocal(specs, ak string, n, nexec, rounds, starts int) error {
-
+func benchLocal(specs, ak, baseline string, n, nexec, rounds, starts int) error {
 	names := strings.Split(specs, ",")
 	// over maps agentkernel's kernelspec over each backing to it: the pairs
 	// whose ratios are printed.
@@ -131,6 +134,14 @@ func benchLocal(specs, ak string, n, nexec, rounds, starts int) error {
 			}
 			over[name] = backing
 			ours = append(ours, name)
+		}
+		if baseline != "" {
+			out, err := exec.Command(baseline, "install", "--prefix", prefix, "--name", "agentkernel-baseline", "--mode", "code", "--backing", "python3").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("install the baseline: %v: %s", err, out)
+			}
+			over["agentkernel-baseline"] = "python3"
+			ours = append(ours, "agentkernel-baseline")
 		}
 		os.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
 		names = append(names, ours...)

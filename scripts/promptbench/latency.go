@@ -138,24 +138,36 @@ type contender struct {
 	shownVsStream []float64
 }
 
-// latency runs rounds of a short and a long answer on our kernel, and on
-// Jupyter AI's when python is set, taking turns; the model alone is timed
-// in the same rounds.
-func (b *bench) latency(ctx context.Context, rounds, words int, python string) error {
+// latency runs rounds of a short and a long answer on our kernel, on the
+// baseline's (another agentkernel build) when there is one, and on Jupyter
+// AI's when python is set, taking turns; the model alone is timed in the
+// same rounds.
+func (b *bench) latency(ctx context.Context, rounds, words int, python string, baseline bool) error {
 	short := newAnswer([]string{"Hello", ", ", "this ", "is ", "a ", "short ", "answer", "."})
 	long := longAnswer(words)
-	ours := &contender{name: "agentkernel", k: b.ours, cell: func(p string) string { return p }, before: "%agent new"}
+	prompt := func(p string) string { return p }
+	ours := &contender{name: "agentkernel", k: b.ours, cell: prompt, before: "%agent new"}
 	all := []*contender{ours}
-	jaiName := ""
+	if baseline {
+		k, err := b.start(ctx, "promptbench-baseline")
+		if err != nil {
+			return err
+		}
+		defer k.Shutdown(ctx)
+		b.srv.Enqueue(scripted.Reply(scripted.Text("ready")))
+		if _, err := k.Client().Execute(ctx, "warm up", client.ExecuteOptions{}, client.Handlers{}); err != nil {
+			return err
+		}
+		all = append(all, &contender{name: "agentkernel (baseline)", k: k, cell: prompt, before: "%agent new"})
+	}
 	if python != "" {
 		k, version, err := b.startJupyterAI(ctx, python)
 		if err != nil {
 			return err
 		}
 		defer k.Shutdown(ctx)
-		jaiName = "Jupyter AI " + version + " (%%ai)"
 		model := strings.TrimPrefix(b.model, "openai:")
-		all = append(all, &contender{name: jaiName, k: k,
+		all = append(all, &contender{name: "Jupyter AI " + version + " (%%ai)", k: k,
 			cell: func(p string) string { return "%%ai openai-chat-custom:" + model + "\n" + p }})
 	}
 	var aloneFirst, aloneLong []time.Duration
@@ -185,12 +197,19 @@ func (b *bench) latency(ctx context.Context, rounds, words int, python string) e
 	fmt.Printf("latency, p50 of %d rounds: an instant scripted model (%s format), a short answer (%d chunks) and a %d-word one (a chunk a word)\n\n",
 		rounds, api, len(short.pieces), words)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	head := "|\t" + ours.name + "\t|"
-	if jaiName != "" {
-		head += "\t" + jaiName + "\t|\tratio\t|"
+	head := "|"
+	for _, c := range all {
+		head += "\t" + c.name + "\t|"
+	}
+	if len(all) == 2 {
+		head += "\tratio\t|"
 	}
 	fmt.Fprintln(w, "| "+head)
-	fmt.Fprintln(w, "|---|---|"+strings.Repeat("---|---|", len(all)-1))
+	cols := len(all)
+	if len(all) == 2 {
+		cols++ // the ratio
+	}
+	fmt.Fprintln(w, "|---|"+strings.Repeat("---|", cols))
 	row := func(what string, get func(timing) time.Duration, long bool) {
 		line := "| " + what + "\t|"
 		var v []time.Duration

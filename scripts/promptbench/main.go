@@ -68,6 +68,7 @@ func run() error {
 	rounds := flag.Int("rounds", 20, "rounds of the latency cells (0: skip them)")
 	words := flag.Int("words", 2000, "words of the long answer")
 	jai := flag.String("jupyter-ai", "", "a `PYTHON` with jupyter-ai-magics 2.31 and ipykernel: its %%ai cells are measured side by side (OpenAI format only)")
+	baseline := flag.String("baseline", "", "another agentkernel `BINARY` (an older build): its cells are measured beside -agentkernel's, in the same rounds")
 	flag.Parse()
 	if *jai != "" && *api != "openai" {
 		return errors.New("-jupyter-ai compares the OpenAI format only")
@@ -91,10 +92,21 @@ func run() error {
 		os.Setenv(k, v)
 	}
 	os.Setenv("AGENTKERNEL_DATA_DIR", filepath.Join(b.tmp, "data"))
-	out, err := exec.Command(*bin, "install", "--prefix", b.tmp, "--name", "promptbench", "--mode", "prompt",
-		"--model", b.model, "--approve", "all", "--probe=false").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("install: %v: %s", err, out)
+	install := func(bin, name string) error {
+		out, err := exec.Command(bin, "install", "--prefix", b.tmp, "--name", name, "--mode", "prompt",
+			"--model", b.model, "--approve", "all", "--probe=false").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("install %s: %v: %s", bin, err, out)
+		}
+		return nil
+	}
+	if err := install(*bin, "promptbench"); err != nil {
+		return err
+	}
+	if *baseline != "" {
+		if err := install(*baseline, "promptbench-baseline"); err != nil {
+			return err
+		}
 	}
 	os.Setenv("JUPYTER_PATH", filepath.Join(b.tmp, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
 	// An empty workspace: what is measured is the stream, not the learning
@@ -119,7 +131,7 @@ func run() error {
 		}
 	}
 	if *rounds > 0 {
-		return b.latency(ctx, *rounds, *words, *jai)
+		return b.latency(ctx, *rounds, *words, *jai, *baseline != "")
 	}
 	return nil
 }

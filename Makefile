@@ -90,7 +90,10 @@ test-browser:
 
 # The README's screenshots (docs/images/*.png), taken in JupyterLab 4 with the
 # extension built from labextension/ and the scripted model answering
-# (tests/browser/screenshots.mjs; Debian's chromium). Not part of make test.
+# (tests/browser/screenshots.mjs; Debian's chromium), and persona.png in
+# Jupyter AI 3's chat with this machine's wheel installed
+# (tests/browser/persona.mjs; the venv of scripts/modern-venv.sh jupyterai).
+# Not part of make test.
 SHOTS := $(abspath bin/screenshots)
 screenshots:
 	mkdir -p $(SHOTS)
@@ -102,6 +105,9 @@ screenshots:
 	    PATH="$$(dirname $$lab_python):$$PATH" npm run --silent build >/dev/null) && \
 	  cd tests/browser && LAB_PYTHON=$$lab_python AGENTKERNEL_BIN=$(SHOTS)/agentkernel \
 	    SCRIPTED_BIN=$(SHOTS)/scriptedmodel LAB_EXTENSION=$(abspath python/labextension) node screenshots.mjs
+	rm -rf $(SHOTS)/wheel
+	wheel=$$(scripts/wheel.sh --outdir $(SHOTS)/wheel 2>$(SHOTS)/wheel.log) || { cat $(SHOTS)/wheel.log >&2; exit 1; }; \
+	  jupyterai_python=$$(scripts/modern-venv.sh jupyterai) && cd tests/browser && JUPYTERAI_PYTHON=$$jupyterai_python WHEEL=$$wheel SCRIPTED_BIN=$(SHOTS)/scriptedmodel node persona.mjs
 
 # The reference MCP server (npm's @modelcontextprotocol/server-everything)
 # that the MCP tests run over stdio, pinned by tests/mcp/package-lock.json.

@@ -12,18 +12,16 @@
 // the keys are fake and shown masked, and the key file's path is the
 // temporary home's.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { cpSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
 import {
-  CHROMIUM_ARGS, Steps, TIMEOUT, attached, commOpen, jupyterEnv, repo, runTest, setting, sidebar, startJupyter, startModel,
+  Steps, TIMEOUT, attached, commOpen, jupyterEnv, runTest, setting, sidebar, startJupyter, startModel,
   themeMenu, until, writeNotebook,
 } from "./jupyterkit.mjs";
+import { VIEWPORT, save as saveShot, withPage } from "./shots.mjs";
 
 const steps = new Steps("screenshots");
 const step = (name, fn) => steps.step(name, fn);
-const OUT = process.env.OUT || join(repo, "docs", "images");
-const VIEWPORT = { width: 1280, height: 800 };
 
 let model;
 let callN = 0;
@@ -56,14 +54,7 @@ async function send(page, text) {
   await sidebar(page).locator("#send").click();
 }
 
-/** Saves a PNG of the page (or of clip) as OUT/name.png, and logs its size. */
-async function save(page, name, clip) {
-  await page.mouse.move(0, VIEWPORT.height - 1); // no hover left on a button
-  await page.waitForTimeout(400); // animations and the caret settle
-  const path = join(OUT, name + ".png");
-  await page.screenshot({ path, clip, animations: "disabled", caret: "hide" });
-  steps.log("wrote", path, Math.round(statSync(path).size / 1024) + " KB");
-}
+const save = (page, name, clip) => saveShot(steps, page, name, clip);
 
 /** The bounding box of a locator, grown by pad and kept inside the viewport. */
 async function box(locator, pad = 0) {
@@ -85,7 +76,6 @@ async function widenSidebar(page, width) {
 }
 
 async function run(tmp) {
-  mkdirSync(OUT, { recursive: true });
   for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
   setting(tmp, "@jupyterlab/apputils-extension:notification", { fetchNews: "false", checkForUpdates: false });
   model = await startModel();
@@ -98,15 +88,7 @@ async function run(tmp) {
 
   const lab = await startJupyter({ python: process.env.LAB_PYTHON, app: "jupyterlab", tmp, env,
     args: ["--LabApp.expose_app_in_browser=True"] });
-  const profile = mkdtempSync(join(tmp, "chromium-"));
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS, viewport: VIEWPORT,
-  });
-  try {
-    const page = await browser.newPage();
-    steps.page = page;
-    page.on("pageerror", (e) => steps.log("page error:", e.message));
-
+  await withPage(tmp, steps, async (page) => {
     await step("sales.ipynb opens on Agent (code) with the sidebar; its DataFrame cell runs", async () => {
       await page.goto(`${lab.base}/lab/tree/sales.ipynb?token=${lab.token}`);
       await attached(page);
@@ -193,10 +175,7 @@ async function run(tmp) {
       await page.waitForTimeout(500);
       await save(page, "dark");
     });
-  } finally {
-    await browser.close();
-    rmSync(profile, { recursive: true, force: true });
-  }
+  });
 }
 
 runTest(steps, "ak-screenshots-", run);

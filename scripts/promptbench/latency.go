@@ -149,7 +149,11 @@ func (b *bench) latency(ctx context.Context, rounds, words int, python string, b
 	ours := &contender{name: "agentkernel", k: b.ours, cell: prompt, before: "%agent new"}
 	all := []*contender{ours}
 	if baseline {
+		// A store of its own: an older build does not share a newer one's.
+		data := os.Getenv("AGENTKERNEL_DATA_DIR")
+		os.Setenv("AGENTKERNEL_DATA_DIR", data+"-baseline")
 		k, err := b.start(ctx, "promptbench-baseline")
+		os.Setenv("AGENTKERNEL_DATA_DIR", data)
 		if err != nil {
 			return err
 		}

@@ -79,6 +79,20 @@ type Config struct {
 	// notebook tools work on while no frontend shows one through the
 	// notebook comm (AGENTKERNEL_NOTEBOOK; %agent notebook sets it later).
 	Notebook string
+	// MCP is the kernel's MCP server as outside clients (Claude Code, an
+	// MCP inspector) reach it: %agent mcp serve starts it, %agent mcp stop
+	// and Close stop it. nil: this kernel has none to serve.
+	MCP MCPServer
+}
+
+// MCPServer is a kernel's MCP server served on loopback behind a bearer
+// token (mcpserve.Loopback). Its methods are safe for concurrent use.
+type MCPServer interface {
+	// Start serves it, unless it is served already, and returns its URL
+	// and the token every request must carry.
+	Start() (url, token string, err error)
+	// Stop stops serving it; a later Start serves it behind a new token.
+	Stop() error
 }
 
 func (c Config) withDefaults() Config {
@@ -258,7 +272,11 @@ func (b *Bridge) Close() error {
 	b.mu.Unlock()
 	b.closePanel()
 	b.comms.close()
-	return errors.Join(b.host.Close(), b.runner.Close())
+	var err error
+	if b.cfg.MCP != nil {
+		err = b.cfg.MCP.Stop()
+	}
+	return errors.Join(err, b.host.Close(), b.runner.Close())
 }
 
 // promptLanguageInfo declares prompt cells prose, so frontends highlight

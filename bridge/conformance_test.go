@@ -42,7 +42,16 @@ func serveBridge(t *testing.T, h *surfacetest.Host, mode CellKind) (conn *wire.C
 // serveHost serves a bridge over host and its runner r as a kernel.
 func serveHost(t testing.TB, host *session.Host, r backing.Runner, mode CellKind) (conn *wire.ConnectionInfo, stop func() error) {
 	t.Helper()
-	b, err := New(Config{Runner: r, Host: host, Cells: mode, Logger: logger()})
+	return serveConfig(t, Config{Runner: r, Host: host, Cells: mode})
+}
+
+// serveConfig serves a bridge of cfg as a kernel.
+func serveConfig(t testing.TB, cfg Config) (conn *wire.ConnectionInfo, stop func() error) {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = logger()
+	}
+	b, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,8 @@ const magicHelp = `%agent new              start a new session
 %agent webview [stop]   show the live web panel (link and IFrame); stop it
 %agent mcp [restart [NAME]]
                         the MCP servers: status, transport, tools, errors; restart one or all
+%agent mcp serve|stop   serve this kernel (its code, sessions and the open notebook) to MCP
+                        clients such as Claude Code: a loopback URL and a token; stop it
 %agent help             this list`
 
 // magicWords are the subcommands, for completion.

@@ -2,8 +2,6 @@ package mcpserve
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -117,18 +115,14 @@ func Run(args []string, env app.Env) error {
 func serveHTTP(ctx context.Context, s *Server, ln net.Listener, stderr io.Writer) error {
 	token := os.Getenv(EnvToken)
 	if token == "" {
-		b := make([]byte, 24)
-		_, _ = rand.Read(b)
-		token = hex.EncodeToString(b)
+		token = newToken()
 		url := "http://" + ln.Addr().String() + "/mcp"
 		fmt.Fprintf(stderr, "agentkernel MCP server at %s\ntoken: %s\nClaude Code: claude mcp add --transport http agentkernel %s --header \"Authorization: Bearer %s\"\n",
 			url, token, url, token)
 	} else {
 		fmt.Fprintf(stderr, "agentkernel MCP server at http://%s/mcp (token from $%s)\n", ln.Addr(), EnvToken)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.Handler(token))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpServer(s, token)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -182,13 +182,18 @@ func (k *kernelRun) open(mode bridge.CellKind, nested error) (b *bridge.Bridge, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: %w", err)
 	}
-	// An external agent (%agent use claude) is given the live kernel as
-	// an MCP server.
+	// An external agent (%agent use claude) is given the live kernel and
+	// the notebook a frontend shows (the bridge's comms) as an MCP server;
+	// %agent mcp serve serves them to an outside MCP client, whose asks
+	// go to it (elicitation) or to the approval policy.
 	tools, closeTools := mcpserve.AgentTools(mcpserve.Options{Host: a.Host, Runner: a.Runner, Version: versionString(),
-		Approve: agent.ApproveAll, Logger: k.log})
+		Approve: agent.ApproveAll, Notebook: true, Logger: k.log})
 	a.SetAgentTools(tools)
+	outside := mcpserve.NewLoopback(mcpserve.Options{Host: a.Host, Runner: a.Runner, Version: versionString(),
+		Approve: cfg.Approve, Notebook: true, Logger: k.log})
 	b, err = bridge.New(bridge.Config{Runner: a.Runner, Host: a.Host, Refuse: nested, Cells: mode, Logger: k.log,
-		Version: versionString(), Problems: cfg.Problems, Approve: cfg.Approve, Notebook: os.Getenv(app.EnvNotebook)})
+		Version: versionString(), Problems: cfg.Problems, Approve: cfg.Approve, Notebook: os.Getenv(app.EnvNotebook),
+		MCP: outside})
 	if err != nil {
 		closeTools()
 		a.Close()

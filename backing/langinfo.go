@@ -2,11 +2,14 @@ package backing
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agentkernel/agentkernel/internal/home"
@@ -49,9 +52,28 @@ type info struct {
 // subshells reports whether the kernel offers kernel subshells.
 func (v info) subshells() bool { return slices.Contains(v.SupportedFeatures, "kernel subshells") }
 
-// CachedDebugger reports whether the backing kernelspec spec had a
+// CachedDebugger reports whether the backing kernelspec name had a
 // debugger when it last ran here (the disk cache; false when unknown).
-func CachedDebugger(spec string) bool { return newInfoCache(spec).get().Debugger }
+func CachedDebugger(name string) bool {
+	spec, err := Find(name)
+	if err != nil {
+		spec = nil
+	}
+	return newInfoCache(infoKey(name, spec)).get().Debugger
+}
+
+// infoKey is the disk cache's key of the backing kernelspec name, found
+// as spec (nil: not found): the name, and a digest of where the spec is
+// and what it runs, so that two environments' kernelspecs of one name
+// (Debian's python3 and a venv's, an ipykernel 6 and a 7) never answer
+// kernel_info for each other.
+func infoKey(name string, spec *client.Spec) string {
+	if spec == nil {
+		return name
+	}
+	sum := sha256.Sum256([]byte(spec.Dir + "\x00" + strings.Join(spec.Argv, "\x00")))
+	return name + "-" + hex.EncodeToString(sum[:6])
+}
 
 // infoCache holds the info of one backing kernelspec: from the running
 // kernel, else from the disk cache of an earlier one.

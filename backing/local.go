@@ -101,14 +101,16 @@ func NewLocal(opts LocalOptions) *Local {
 		log:    opts.Logger.Named("backing"),
 		ctx:    ctx,
 		cancel: cancel,
-		info:   newInfoCache(opts.Kernel),
 	}
 	l.kernels = newStarter(&l.wg, l.launch, func(k *client.Kernel) bool { return !isDone(k) }, l.shutdown)
+	var spec *client.Spec
 	if opts.Refuse == nil {
-		if _, err := l.kernelSpec(); err != nil {
+		var err error
+		if spec, err = l.kernelSpec(); err != nil {
 			l.log.Warn("no backing kernel", "error", err)
 		}
 	}
+	l.info = newInfoCache(infoKey(opts.Kernel, spec))
 	return l
 }
 

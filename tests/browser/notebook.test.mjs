@@ -11,13 +11,12 @@
 // Environment: LAB_PYTHON (a python with jupyterlab and notebook 7),
 // AGENTKERNEL_BIN, SCRIPTED_BIN, LAB_EXTENSION.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
 import {
-  CHROMIUM_ARGS, Steps, TIMEOUT, attached, collapse, commOpen, jupyterEnv, runTest, setting, sidebar, startJupyter, startModel,
-  themeMenu, until, writeNotebook,
+  Steps, TIMEOUT, attached, browse, call, cellWith, cells, collapse, commOpen, jupyterEnv, kernelIdle, runTest, say, send, setting,
+  sidebar, sourceOf, startJupyter, startModel, themeMenu, turnDone, until, writeNotebook,
 } from "./jupyterkit.mjs";
 
 const steps = new Steps("notebook");
@@ -28,12 +27,6 @@ const log = (...a) => steps.log(...a);
 let model; // the scripted model
 
 // ---- the scripted model's turns ----
-
-let callN = 0;
-/** A turn that calls tool with input. */
-const call = (tool, input) => ({ steps: [{ toolCall: { id: "t" + ++callN, name: tool, args: [JSON.stringify(input)] } }] });
-/** A turn that answers text. */
-const say = (text) => ({ steps: [{ text: [text] }] });
 
 /** The tool results (role tool) of the model's last request, joined. */
 async function lastToolResults() {
@@ -62,34 +55,6 @@ function userCells() {
     code("scratch", "z = 2"),
     code("ask-here", ""),
   ];
-}
-
-const cells = (page) => page.locator(".jp-Notebook .jp-Cell");
-/** The cell of the page whose text (source or output) has text. */
-const cellWith = (page, text) => cells(page).filter({ hasText: text });
-/** The source of cell i as its editor shows it. */
-const sourceOf = async (page, i) => (await cells(page).nth(i).locator(".jp-InputArea-editor").innerText()).replace(/\u200b/g, "");
-
-/** Waits until the kernel of notebook name on server is up and idle. */
-async function kernelIdle(server, name) {
-  await until(name + "'s kernel to be up", async () => {
-    const r = await fetch(`${server.base}/api/sessions?token=${server.token}`);
-    const ss = await r.json();
-    return ss.some((x) => x.path.endsWith(name) && x.kernel && x.kernel.execution_state === "idle");
-  });
-}
-
-/** Sends text from the sidebar's prompt box, by clicking Send. */
-async function send(page, text) {
-  const sb = sidebar(page);
-  await sb.locator("#prompt").fill(text);
-  await sb.locator("#send").click();
-}
-
-/** Waits for the model to have served every queued turn and the sidebar to be idle again. */
-async function turnDone(page) {
-  await until("the model's turns to be served", async () => (await model.pending()) === 0);
-  await sidebar(page).locator("#status").filter({ hasText: /idle/ }).waitFor({ timeout: TIMEOUT });
 }
 
 /** WCAG contrast of two computed colours (rgb(), rgba() or color(srgb …)). */
@@ -148,7 +113,7 @@ async function scenario(page, server, name, tag) {
     const read = (await lastToolResults()).join("\n");
     assert.ok(read.includes("The goal: **quarterly totals** by region.") && read.includes("id=intro markdown"), read);
     assert.ok(read.includes("id=user-code code") && read.includes(name), read);
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: it inserts a markdown and a code cell, shown in the notebook at once`, async () => {
@@ -159,7 +124,7 @@ async function scenario(page, server, name, tag) {
     await send(page, "Add the totals");
     await cells(page).nth(2).locator("h2", { hasText: "Totals" }).waitFor({ timeout: TIMEOUT });
     await until("the code cell at index 3", async () => (await sourceOf(page, 3)).includes("totals = {'north': 3"));
-    await turnDone(page);
+    await turnDone(page, model);
     await shot(page, tag + "-inserted");
   });
 
@@ -174,7 +139,7 @@ async function scenario(page, server, name, tag) {
     await cell.locator(".jp-OutputArea-output", { hasText: /^\s*7\s*$/ }).waitFor({ timeout: TIMEOUT });
     await until("the execution count in the cell", async () => /\[\d+\]/.test(await cell.locator(".jp-InputPrompt").innerText()));
     assert.match((await lastToolResults()).join("\n"), /7/);
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: a change to a user's cell is reviewed in the sidebar with its diff: Reject leaves the cell`, async () => {
@@ -183,7 +148,7 @@ async function scenario(page, server, name, tag) {
     await assertReview(page, "- x = 40", "+ x = 41");
     await shot(page, tag + "-review-light");
     await answer(page, "deny");
-    await turnDone(page);
+    await turnDone(page, model);
     assert.equal(await sourceOf(page, 1), "x = 40\nprint(x + 2)");
     assert.match((await lastToolResults()).join("\n"), /denied|rejected|declined/i);
   });
@@ -200,7 +165,7 @@ async function scenario(page, server, name, tag) {
     await themeMenu(page, "JupyterLab Light");
     await answer(page, "approve");
     await until("the cell to change", async () => (await sourceOf(page, 1)) === "x = 41\nprint(x + 2)");
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: Ctrl+Z in the cell undoes the agent's edit`, async () => {
@@ -223,7 +188,7 @@ async function scenario(page, server, name, tag) {
     await sidebar(page).locator("#timeline").filter({ hasText: "Moved, then deleted both." }).waitFor({ timeout: TIMEOUT });
     assert.ok(await sidebar(page).locator("#ask").isHidden(), "the second delete was asked");
     await until("both deleted", async () => (await cellWith(page, "y = 1").count()) === 0 && (await cellWith(page, "z = 2").count()) === 0);
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: Z (undo cell operation, in command mode) brings the deleted cell back`, async () => {
@@ -249,7 +214,7 @@ async function scenario(page, server, name, tag) {
     assert.ok(sent.includes("user-typo") && sent.includes("NameError"), sent);
     await answer(page, "approve");
     await cellWith(page, "undefined_total = 0").waitFor({ timeout: TIMEOUT });
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: "Ask the agent" in a cell's toolbar sends the question naming the cell`, async () => {
@@ -264,13 +229,13 @@ async function scenario(page, server, name, tag) {
     await sidebar(page).locator("#timeline").filter({ hasText: "Because print adds 2." }).waitFor({ timeout: TIMEOUT });
     const sent = await lastRequestText();
     assert.ok(sent.includes("Why does it print 42?") && sent.includes("cell user-code"), sent);
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: an unknown cell id is a clear tool error`, async () => {
     await model.enqueue(call("notebook_move_cell", { id: "no-such-cell", to: 0 }), say("There is no such cell."));
     await send(page, "Move the cell no-such-cell up");
-    await turnDone(page);
+    await turnDone(page, model);
     assert.match((await lastToolResults()).join("\n"), /no cell no-such-cell/);
   });
 
@@ -308,7 +273,7 @@ async function scenario(page, server, name, tag) {
       say("Swapped the totals for a new cell."));
     await send(page, "Swap the totals for a new cell");
     await until("the swap", async () => (await cellWith(page, "rewound = 1").count()) === 1 && (await cellWith(page, "totals = {").count()) === 0);
-    await turnDone(page);
+    await turnDone(page, model);
 
     const sb = sidebar(page);
     const prompt = sb.locator("article.msg.user").filter({ hasText: "Swap the totals for a new cell" });
@@ -339,14 +304,6 @@ async function scenario(page, server, name, tag) {
 }
 
 // ---- the run ----
-
-async function browse(tmp) {
-  const profile = mkdtempSync(join(tmp, "chromium-"));
-  return chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
-    viewport: { width: 1400, height: 900 },
-  });
-}
 
 async function run(tmp) {
   for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
@@ -555,7 +512,7 @@ async function badInput(browser, page, lab) {
     await attached(page);
     await model.enqueue(call("notebook_read", {}), say("A big one."));
     await send(page, "What is in this notebook?");
-    await turnDone(page);
+    await turnDone(page, model);
     const read = (await lastToolResults()).join("\n");
     log("2,000-cell read:", read.length, "characters to the model");
     assert.ok(read.startsWith("big.ipynb: 2000 cells"), read.slice(0, 200));

@@ -5,8 +5,9 @@
 // The review of a change in the sidebar (light and dark), "Ask the agent"
 // and "Fix with the agent", Ctrl+Z, saving, a rewind from the sidebar that
 // puts the cells back; two pages on one kernel (the prompting one acts);
-// bad input (malformed requests, an unknown cell, a page that goes away or
-// goes silent mid-turn, a notebook of 2,000 cells). Run by run.sh.
+// bad input (malformed requests, an unknown cell, a cell the user is
+// typing in, a page that goes away or goes silent mid-turn, a notebook of
+// 2,000 cells, a cell with 10 MB of output). Run by run.sh.
 //
 // Environment: LAB_PYTHON (a python with jupyterlab and notebook 7),
 // AGENTKERNEL_BIN, SCRIPTED_BIN, LAB_EXTENSION.
@@ -496,10 +497,28 @@ function bigNotebook(n, size) {
 }
 
 /**
- * Bad input in JupyterLab: a notebook of 2,000 cells is read within the
- * budget; a page closed in the middle of a turn fails the agent's call at
- * once; a page that stops answering fails it after the protocol's 30 s;
- * either way the turn ends and the kernel serves on.
+ * A new page of browser on notebook name of lab, its notebook comm open and
+ * its sidebar shown; the page a failing step's screenshot shows.
+ */
+async function sidebarPage(browser, lab, name) {
+  const p = await browser.newPage();
+  steps.page = p;
+  await p.goto(`${lab.base}/lab/tree/${name}?token=${lab.token}`);
+  await cells(p).last().waitFor({ timeout: TIMEOUT });
+  await kernelIdle(lab, name);
+  await commOpen(p);
+  if (!(await p.locator("#agentkernel-sidebar").isVisible())) await p.keyboard.press("Control+Shift+Y");
+  await attached(p);
+  return p;
+}
+
+/**
+ * Bad input in JupyterLab: a notebook of 2,000 cells, and a cell with
+ * 10 MB of output, are read within the budget; the agent's edit of a cell
+ * the user is typing in is refused as a conflict (their text kept); a page
+ * closed in the middle of a turn fails the agent's call at once; a page
+ * that stops answering fails it after the protocol's 30 s; either way the
+ * turn ends and the kernel serves on.
  */
 async function badInput(browser, page, lab) {
   await step("lab: a 2,000-cell notebook's read is bounded (the model gets a page and how to read on)", async () => {
@@ -518,6 +537,60 @@ async function badInput(browser, page, lab) {
     assert.ok(read.startsWith("big.ipynb: 2000 cells"), read.slice(0, 200));
     assert.ok(read.length <= 8000 * 4 + 200, "unbounded: " + read.length);
     assert.match(read, /\[\d+ more cells not shown: read with start=\d+\]/);
+  });
+
+  await step("lab: a cell with 10 MB of output: the read is bounded, the output kept whole", async () => {
+    const huge = bigNotebook(1, 10 << 20);
+    huge.push({ id: "after", cell_type: "code", metadata: {}, source: "after = 1", outputs: [], execution_count: null });
+    writeNotebook(join(lab.work, "huge.ipynb"), "agent-code", "Agent (code)", huge);
+    const p = await sidebarPage(browser, lab, "huge.ipynb");
+    await model.enqueue(call("notebook_read", {}), say("One cell prints a lot."));
+    await send(p, "What is in this notebook?");
+    await turnDone(p, model);
+    const read = (await lastToolResults()).join("\n");
+    log("10 MB output read:", read.length, "characters to the model");
+    assert.ok(read.length <= 8000 * 4 + 200, "unbounded: " + read.length);
+    assert.ok(read.includes("id=after code") && read.includes("after = 1"), read.slice(0, 300));
+    assert.match(read, /more characters/);
+    const kept = await p.evaluate(() => {
+      const cell = window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells[0];
+      return cell.getOutputs()[0].text.length;
+    });
+    assert.equal(kept, 10 << 20, "the output was cut in the notebook");
+    await p.close();
+    steps.page = page;
+  });
+
+  await step("lab: the user is typing in the cell the agent's edit is for: the edit is refused as a conflict, the user's text kept", async () => {
+    const code = (id, source) => ({ id, cell_type: "code", metadata: {}, source, outputs: [], execution_count: null });
+    writeNotebook(join(lab.work, "typing.ipynb"), "agent-code", "Agent (code)", [code("draft", "draft = 1"), code("other", "")]);
+    const p = await sidebarPage(browser, lab, "typing.ipynb");
+    await model.enqueue(call("notebook_edit_cell", { id: "draft", source: "draft = 'the agent'" }), say("You are typing there: later."));
+    await send(p, "Change the draft");
+    await assertReview(p, "- draft = 1", "+ draft = 'the agent'");
+    // While the review waits, the user goes back to the cell and types on.
+    await cellWith(p, "draft = 1").locator(".cm-content").click();
+    await p.keyboard.press("End");
+    const before = (await model.requests()).length;
+    let typed = "0";
+    await p.keyboard.type("0");
+    // Accept, by a click that leaves the focus in the cell (a real click
+    // in the sidebar would take it); the user types until the tool's
+    // answer has reached the model, so the edit arrives mid-typing.
+    await sidebar(p).locator("#approve").evaluate((b) => b.click());
+    while ((await model.requests()).length === before) {
+      await p.keyboard.type("0");
+      typed += "0";
+    }
+    await turnDone(p, model);
+    const result = (await lastToolResults()).join("\n");
+    log("conflict:", result.replace(/\s+/g, " ").slice(0, 200));
+    assert.match(result, /the user is typing in cell draft: not changed; try again when they stop/);
+    assert.equal(await sourceOf(p, 0), "draft = 1" + typed, "the user's typing was lost");
+    const shared = await p.evaluate(() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells[0].getSource());
+    assert.equal(shared, "draft = 1" + typed);
+    await p.close();
+    steps.page = page;
   });
 
   for (const how of ["closed", "silent"]) {

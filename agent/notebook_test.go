@@ -29,6 +29,9 @@ func (m *memNotebook) Read(_ context.Context, maxOutput int) (NotebookView, erro
 	for _, c := range m.cells {
 		c.Outputs = slices.Clone(c.Outputs)
 		for i, o := range c.Outputs {
+			if len(o.Text) <= maxOutput {
+				continue // no more runes than bytes
+			}
 			if r := []rune(o.Text); len(r) > maxOutput {
 				c.Outputs[i].Text, c.Outputs[i].Cut = string(r[:maxOutput]), len(r)-maxOutput
 			}
@@ -213,6 +216,37 @@ func TestNotebookReadIsBounded(t *testing.T) {
 	res = mustRun(t, tb, ToolNotebookRead, `{"start": 1990}`)
 	if !strings.Contains(res.Text, "[1999] id=c01999") || strings.Contains(res.Text, "[1989]") {
 		t.Fatalf("read from 1990:\n%s", res.Text)
+	}
+}
+
+// BenchmarkNotebookRead is notebook_read of a 2,000-cell notebook, each
+// cell with an output of 2,000 characters (the browser test's big.ipynb),
+// with the default budget: the cells bounded and written for the model,
+// from a Notebook in memory (the frontend's round trip is bridge's
+// BenchmarkNotebookCommRead). The goal is 30 ms.
+//
+//	go test -run NONE -bench NotebookRead ./agent
+func BenchmarkNotebookRead(b *testing.B) {
+	nb := &memNotebook{}
+	out := strings.Repeat("x", 1999) + "\n"
+	for i := range 2000 {
+		nb.cells = append(nb.cells, NotebookCell{ID: fmt.Sprintf("big%d", i), Kind: CodeCell, Source: fmt.Sprintf("v%d = %d  # cell %d", i, i, i),
+			ExecutionCount: i + 1, Outputs: []CellOutput{{Type: "stream", Text: out}}})
+	}
+	ws, err := NewWorkspace(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	tb, err := NewToolbox(ToolboxOptions{Workspace: ws, Notebook: func() Notebook { return nb }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tool, _ := tb.Lookup(ToolNotebookRead)
+	for b.Loop() {
+		res, err := tool.Execute(context.Background(), json.RawMessage(`{}`))
+		if err != nil || !strings.Contains(res.Text, "more cells not shown") {
+			b.Fatalf("read: %v\n%.300s", err, res.Text)
+		}
 	}
 }
 

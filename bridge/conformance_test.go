@@ -42,6 +42,13 @@ func serveBridge(t *testing.T, h *surfacetest.Host, mode CellKind) (conn *wire.C
 // serveHost serves a bridge over host and its runner r as a kernel.
 func serveHost(t testing.TB, host *session.Host, r backing.Runner, mode CellKind) (conn *wire.ConnectionInfo, stop func() error) {
 	t.Helper()
+	_, conn, stop = serveBridgeOf(t, host, r, mode)
+	return conn, stop
+}
+
+// serveBridgeOf is serveHost, with the bridge served.
+func serveBridgeOf(t testing.TB, host *session.Host, r backing.Runner, mode CellKind) (b *Bridge, conn *wire.ConnectionInfo, stop func() error) {
+	t.Helper()
 	b, err := New(Config{Runner: r, Host: host, Cells: mode, Logger: logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +63,7 @@ func serveHost(t testing.TB, host *session.Host, r backing.Runner, mode CellKind
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
-	return conn, func() error {
+	return b, conn, func() error {
 		cancel()
 		<-served
 		return b.Close()

@@ -71,7 +71,7 @@ func (f *fakeFrontend) iopub(m *wire.Message) {
 
 // connect makes f a frontend of the kernel at conn, showing the notebook
 // path: it dials and opens the notebook comm.
-func (f *fakeFrontend) connect(ctx context.Context, t *testing.T, conn *wire.ConnectionInfo, path string) *client.Client {
+func (f *fakeFrontend) connect(ctx context.Context, t testing.TB, conn *wire.ConnectionInfo, path string) *client.Client {
 	t.Helper()
 	c, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: f.iopub})
 	if err != nil {

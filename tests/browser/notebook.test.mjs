@@ -373,6 +373,8 @@ async function run(tmp) {
   try {
     const page = await browser2.newPage();
     steps.page = page;
+    // Notebook 7.6 itself logs "Cannot read properties of undefined (reading 'schema')" as it
+    // starts (its shortcuts plugin), with or without this extension: not ours.
     page.on("pageerror", (e) => log("page error:", e.message));
     await step("nb7: a notebook on Agent opens with the sidebar", async () => {
       await page.goto(`${nb7.base}/notebooks/nb7.ipynb?token=${nb7.token}`);

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/internal/nbcomm"
-	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/session/surfacetest"
 )
 
@@ -22,16 +22,23 @@ import (
 // page's own part is what tests/browser/notebookbench.mjs measures), and
 // its decoding into the agent's cells. With agent's BenchmarkNotebookRead
 // (bounding and writing them for the model) it is the kernel's share of
-// the 30 ms goal. Reports p50 and p90 in ms.
+// the 30 ms goal. Reports p50 and p90 in ms: "whole" is a read of every
+// cell (an extension that knows no ranges), "range" notebook_read's with
+// its default budget (the extension sends the cells that fit).
 //
 //	go test -run NONE -bench NotebookCommRead -benchtime 50x ./bridge
 func BenchmarkNotebookCommRead(b *testing.B) {
+	b.Run("whole", func(b *testing.B) { benchNotebookCommRead(b, false) })
+	b.Run("range", func(b *testing.B) { benchNotebookCommRead(b, true) })
+}
+
+func benchNotebookCommRead(b *testing.B, ranges bool) {
 	h := surfacetest.NewHost(b)
 	br, conn, stop := serveBridgeOf(b, h.Host, h.Runner, PromptCells)
 	defer stop()
 	ctx := context.Background()
 	output := json.RawMessage(`{"output_type": "stream", "name": "stdout", "text": "` + strings.Repeat("x", 1999) + `\n"}`)
-	fe := &fakeFrontend{id: uuid.NewString()}
+	fe := &fakeFrontend{id: uuid.NewString(), ranges: ranges}
 	for i := range 2000 {
 		count := i + 1
 		fe.cells = append(fe.cells, nbcomm.Cell{ID: fmt.Sprintf("big%d", i), CellType: "code", Source: fmt.Sprintf("v%d = %d  # cell %d", i, i, i),
@@ -39,20 +46,20 @@ func BenchmarkNotebookCommRead(b *testing.B) {
 	}
 	c := fe.connect(ctx, b, conn, "big.ipynb")
 	defer c.Close()
-	var nb session.Cells
-	for deadline := time.Now().Add(time.Minute); nb == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		nb = br.notebooks.Current()
-	}
-	if nb == nil {
-		b.Fatal("the frontend's notebook comm did not open")
-	}
+	nb := openedNotebook(b, br)
 	times := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		t0 := time.Now()
-		v, err := nb.Read(ctx, 2000)
+		var v agent.NotebookView
+		var err error
+		if ranges {
+			v, err = nb.(agent.RangeReader).ReadRange(ctx, agent.ReadRange{MaxChars: 32000, MaxOutput: 4000})
+		} else {
+			v, err = nb.Read(ctx, 2000)
+		}
 		times = append(times, time.Since(t0))
-		if err != nil || len(v.Cells) != 2000 {
-			b.Fatalf("read: %d cells, %v", len(v.Cells), err)
+		if err != nil || len(v.Cells) == 0 || ranges != v.Part {
+			b.Fatalf("read: %d cells (part %v), %v", len(v.Cells), v.Part, err)
 		}
 	}
 	reportPercentiles(b, times)

@@ -134,7 +134,7 @@ async function run(tmp) {
         try {
           for (let i = 0; i < n; i++) {
             const t0 = performance.now();
-            comm.onMsg({ content: { comm_id: comm.commId, data: { request: { id: "r" + i, op: "read", args: { max_output: 4000 } } } } });
+            comm.onMsg({ content: { comm_id: comm.commId, data: { request: { id: "r" + i, op: "read", args: { max_output: 4000, max_chars: 32000 } } } } });
             out.push(performance.now() - t0);
           }
         } finally {

@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build wheel wheels install panel test check test-go test-norace test-fuzz test-python test-python-modern test-browser screenshots mcp-server acp-client bench clean
+.PHONY: build wheel wheels install panel test check test-go test-norace test-fuzz test-python test-python-modern test-browser screenshots bench-notebook mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -88,14 +88,10 @@ test-python-modern: build mcp-server acp-client wheels
 test-browser:
 	bash tests/browser/run.sh
 
-# The README's screenshots (docs/images/*.png), taken in JupyterLab 4 with the
-# extension built from labextension/ and the scripted model answering
-# (tests/browser/screenshots.mjs; Debian's chromium), and persona.png in
-# Jupyter AI 3's chat with this machine's wheel installed
-# (tests/browser/persona.mjs; the venv of scripts/modern-venv.sh jupyterai).
-# Not part of make test.
+# A script of tests/browser ($(1)) in JupyterLab 4 with the extension built
+# from labextension/ and the scripted model answering (Debian's chromium).
 SHOTS := $(abspath bin/screenshots)
-screenshots:
+define lab-script
 	mkdir -p $(SHOTS)
 	$(GO) build -o $(SHOTS)/agentkernel ./cmd/agentkernel
 	$(GO) build -o $(SHOTS)/scriptedmodel ./scripts/scriptedmodel
@@ -104,10 +100,24 @@ screenshots:
 	  (cd labextension && npm ci --no-audit --no-fund --loglevel=error && \
 	    PATH="$$(dirname $$lab_python):$$PATH" npm run --silent build >/dev/null) && \
 	  cd tests/browser && LAB_PYTHON=$$lab_python AGENTKERNEL_BIN=$(SHOTS)/agentkernel \
-	    SCRIPTED_BIN=$(SHOTS)/scriptedmodel LAB_EXTENSION=$(abspath python/labextension) node screenshots.mjs
+	    SCRIPTED_BIN=$(SHOTS)/scriptedmodel LAB_EXTENSION=$(abspath python/labextension) node $(1)
+endef
+
+# The README's screenshots (docs/images/*.png), taken in JupyterLab 4
+# (tests/browser/screenshots.mjs), and persona.png in Jupyter AI 3's chat
+# with this machine's wheel installed (tests/browser/persona.mjs; the venv
+# of scripts/modern-venv.sh jupyterai). Not part of make test.
+screenshots:
+	$(call lab-script,screenshots.mjs)
 	rm -rf $(SHOTS)/wheel
 	wheel=$$(scripts/wheel.sh --outdir $(SHOTS)/wheel 2>$(SHOTS)/wheel.log) || { cat $(SHOTS)/wheel.log >&2; exit 1; }; \
 	  jupyterai_python=$$(scripts/modern-venv.sh jupyterai) && cd tests/browser && JUPYTERAI_PYTHON=$$jupyterai_python WHEEL=$$wheel SCRIPTED_BIN=$(SHOTS)/scriptedmodel node persona.mjs
+
+# How fast the agent's notebook edits show in JupyterLab 4 (tool call to the
+# cell in the DOM) and what a 2,000-cell notebook_read costs
+# (tests/browser/notebookbench.mjs, p50/p90; N inserts, default 40).
+bench-notebook:
+	$(call lab-script,notebookbench.mjs)
 
 # The reference MCP server (npm's @modelcontextprotocol/server-everything)
 # that the MCP tests run over stdio, pinned by tests/mcp/package-lock.json.

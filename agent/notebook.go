@@ -51,7 +51,8 @@ type Notebook interface {
 	Run(ctx context.Context, id string, out func(CodeOutput)) (CodeResult, error)
 }
 
-// NotebookView is a notebook as Read returns it.
+// NotebookView is a notebook as Read returns it, or part of it as
+// ReadCells does.
 type NotebookView struct {
 	// Path names the notebook (relative to the workspace where it is in
 	// it); "" when not known.
@@ -60,6 +61,108 @@ type NotebookView struct {
 	// Active is the id of the cell the user is in, and Selection the text
 	// selected there; "" when not known.
 	Active, Selection string
+	// Part is set when Cells are part of the notebook (ReadCells): the
+	// cells from index Start on, of Count; ActiveIndex is the index of
+	// Active (-1: not known).
+	Part                      bool
+	Start, Count, ActiveIndex int
+}
+
+// count is the number of cells in the notebook v shows.
+func (v NotebookView) count() int {
+	if v.Part {
+		return v.Count
+	}
+	return len(v.Cells)
+}
+
+// activeIndex is the index of the cell the user is in, or -1.
+func (v NotebookView) activeIndex() int {
+	if i := indexOf(v, v.Active); i >= 0 {
+		return v.Start + i
+	}
+	if v.Part && v.Active != "" {
+		return v.ActiveIndex
+	}
+	return -1
+}
+
+// ReadRange bounds a read to what the model can be given: the cells from
+// index Start up to End (0: the last), whole while their sources and
+// outputs (each output's text cut to MaxOutput characters) come to at
+// most MaxChars characters — the first one always. MaxChars 0: no bound.
+type ReadRange struct {
+	Start, End, MaxChars, MaxOutput int
+}
+
+// RangeReader is a Notebook that reads only the cells of a ReadRange
+// itself (the frontend's comm: the rest never crosses it). ReadCells uses
+// it when a Notebook has it.
+type RangeReader interface {
+	ReadRange(ctx context.Context, r ReadRange) (NotebookView, error)
+}
+
+// NotebookReader reads a notebook whole (Notebook.Read).
+type NotebookReader interface {
+	Read(ctx context.Context, maxOutput int) (NotebookView, error)
+}
+
+// ReadCells reads the cells of r from nb: by its ReadRange when it has
+// one, else read whole and bounded by PartOf. The view is a Part.
+func ReadCells(ctx context.Context, nb NotebookReader, r ReadRange) (NotebookView, error) {
+	if rr, ok := nb.(RangeReader); ok {
+		return rr.ReadRange(ctx, r)
+	}
+	v, err := nb.Read(ctx, r.MaxOutput)
+	if err != nil {
+		return NotebookView{}, err
+	}
+	return PartOf(v, r), nil
+}
+
+// PartOf is the cells of r in v (a whole notebook): the Part a RangeReader
+// gives.
+func PartOf(v NotebookView, r ReadRange) NotebookView {
+	n := len(v.Cells)
+	start, end := r.Bounds(n)
+	p := v
+	p.Part, p.Start, p.Count, p.ActiveIndex = true, start, n, indexOf(v, v.Active)
+	p.Cells = nil
+	used := 0
+	for i := start; i < end; i++ {
+		if !r.Fits(&used, v.Cells[i], i == start) {
+			break
+		}
+		p.Cells = append(p.Cells, v.Cells[i])
+	}
+	return p
+}
+
+// Bounds are the indexes [start, end) that r asks for in a notebook of n
+// cells.
+func (r ReadRange) Bounds(n int) (start, end int) {
+	start = max(0, min(r.Start, n))
+	end = n
+	if r.End > 0 {
+		end = max(start, min(r.End, n))
+	}
+	return start, end
+}
+
+// Fits adds cell c's characters to used, and reports whether it is within
+// r's budget (the first cell always is).
+func (r ReadRange) Fits(used *int, c NotebookCell, first bool) bool {
+	*used += CellChars(len(c.Source), c.Outputs)
+	return first || r.MaxChars <= 0 || *used <= r.MaxChars
+}
+
+// CellChars is what a cell of source characters and outputs counts
+// against a ReadRange's MaxChars.
+func CellChars(source int, outputs []CellOutput) int {
+	for _, o := range outputs {
+		source += len(o.Text)
+	}
+	return source
 }
 
 // NotebookCell is one cell.
@@ -247,35 +350,46 @@ func (tb *Toolbox) notebookRead(ctx context.Context, in map[string]any) (Result,
 	if n, ok := intArg(in, "max_tokens"); ok {
 		budget = n
 	}
-	v, err := nb.Read(ctx, min(4000, budget*2))
+	// Only what can be shown is read: the page sends the cells that fit
+	// in the answer's characters, and the count of the rest.
+	r := ReadRange{MaxChars: budget * 4, MaxOutput: min(4000, budget*2)}
+	if n, ok := intArg(in, "start"); ok {
+		r.Start = max(0, n)
+	}
+	if n, ok := intArg(in, "end"); ok {
+		r.End = max(r.Start, n)
+		if r.End == 0 {
+			r.End = -1 // end=0: no cells
+		}
+	}
+	v, err := ReadCells(ctx, nb, r)
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_read: %w", err)
 	}
-	start, end := 0, len(v.Cells)
-	if n, ok := intArg(in, "start"); ok {
-		start = max(0, min(n, len(v.Cells)))
+	start, end := r.Bounds(v.count())
+	if r.End < 0 {
+		end = start
 	}
-	if n, ok := intArg(in, "end"); ok {
-		end = max(start, min(n, len(v.Cells)))
-	}
-	return Result{Text: renderNotebook(v, start, end, budget*4)}, nil
+	return Result{Text: renderNotebook(v, start, end, r.MaxChars)}, nil
 }
 
-// renderNotebook writes cells [start, end) of v for the model, in at most
-// about limit characters; the cells past it are named, with how to read on.
+// renderNotebook writes cells [start, end) of v (a part from v.Start on)
+// for the model, in at most about limit characters; the cells past it are
+// named, with how to read on.
 func renderNotebook(v NotebookView, start, end, limit int) string {
 	var b strings.Builder
 	name := v.Path
 	if name == "" {
 		name = "The notebook"
 	}
-	fmt.Fprintf(&b, "%s: %d cells", name, len(v.Cells))
-	if start > 0 || end < len(v.Cells) {
+	total := v.count()
+	fmt.Fprintf(&b, "%s: %d cells", name, total)
+	if start > 0 || end < total {
 		fmt.Fprintf(&b, " (cells %d to %d shown)", start, end-1)
 	}
 	if v.Active != "" {
 		fmt.Fprintf(&b, "; the user is in cell %s", v.Active)
-		if i := indexOf(v, v.Active); i >= 0 {
+		if i := v.activeIndex(); i >= 0 {
 			fmt.Fprintf(&b, " (index %d)", i)
 		}
 	}
@@ -284,8 +398,13 @@ func renderNotebook(v NotebookView, start, end, limit int) string {
 		fmt.Fprintf(&b, "Selected there: %q\n", v.Selection)
 	}
 	for i := start; i < end; i++ {
+		if i-v.Start < 0 || i-v.Start >= len(v.Cells) {
+			// The reader left the rest out: it would not fit.
+			fmt.Fprintf(&b, "\n[%d more cells not shown: read with start=%d]\n", end-i, i)
+			break
+		}
 		var cb strings.Builder
-		c := v.Cells[i]
+		c := v.Cells[i-v.Start]
 		fmt.Fprintf(&cb, "\n[%d] id=%s %s", i, c.ID, c.Kind)
 		if c.ExecutionCount > 0 {
 			fmt.Fprintf(&cb, " [%d]", c.ExecutionCount)

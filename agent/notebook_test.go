@@ -29,6 +29,9 @@ func (m *memNotebook) Read(_ context.Context, maxOutput int) (NotebookView, erro
 	for _, c := range m.cells {
 		c.Outputs = slices.Clone(c.Outputs)
 		for i, o := range c.Outputs {
+			if len(o.Text) <= maxOutput {
+				continue // no more runes than bytes
+			}
 			if r := []rune(o.Text); len(r) > maxOutput {
 				c.Outputs[i].Text, c.Outputs[i].Cut = string(r[:maxOutput]), len(r)-maxOutput
 			}
@@ -213,6 +216,80 @@ func TestNotebookReadIsBounded(t *testing.T) {
 	res = mustRun(t, tb, ToolNotebookRead, `{"start": 1990}`)
 	if !strings.Contains(res.Text, "[1999] id=c01999") || strings.Contains(res.Text, "[1989]") {
 		t.Fatalf("read from 1990:\n%s", res.Text)
+	}
+}
+
+// rangeNotebook reads ranges itself, as the frontend's comm does: only the
+// cells that fit come back.
+type rangeNotebook struct {
+	*memNotebook
+	asked []ReadRange
+}
+
+func (r *rangeNotebook) ReadRange(ctx context.Context, rr ReadRange) (NotebookView, error) {
+	r.asked = append(r.asked, rr)
+	v, err := r.Read(ctx, rr.MaxOutput)
+	return PartOf(v, rr), err
+}
+
+// TestNotebookReadRange: a Notebook that reads ranges is asked for the
+// tool's range and budget, and the part it gives is told with the
+// notebook's count, the user's cell's index and how to read on.
+func TestNotebookReadRange(t *testing.T) {
+	nb := &rangeNotebook{memNotebook: &memNotebook{}}
+	for i := range 2000 {
+		nb.cells = append(nb.cells, NotebookCell{ID: fmt.Sprintf("c%05d", i), Kind: CodeCell, Source: fmt.Sprintf("x%d = %d", i, i),
+			Outputs: []CellOutput{{Type: "stream", Text: strings.Repeat("y", 2000)}}})
+	}
+	nb.active = "c01500"
+	tb := testToolbox(t, ToolboxOptions{Notebook: func() Notebook { return nb }})
+	res := mustRun(t, tb, ToolNotebookRead, `{"start": 10, "max_tokens": 1000}`)
+	if len(nb.asked) != 1 || nb.asked[0] != (ReadRange{Start: 10, MaxChars: 4000, MaxOutput: 2000}) {
+		t.Fatalf("asked %+v", nb.asked)
+	}
+	for _, want := range []string{"2000 cells (cells 10 to 1999 shown)", "cell c01500 (index 1500)", "[10] id=c00010",
+		"more cells not shown: read with start=1"} {
+		if !strings.Contains(res.Text, want) {
+			t.Fatalf("no %q in:\n%s", want, res.Text)
+		}
+	}
+	if strings.Contains(res.Text, "[9]") || len(res.Text) > 4000+500 {
+		t.Fatalf("read from 10, 1000 tokens: %d characters:\n%s", len(res.Text), res.Text)
+	}
+	res = mustRun(t, tb, ToolNotebookRead, `{"start": 5, "end": 7}`)
+	if !strings.Contains(res.Text, "[6] id=c00006") || strings.Contains(res.Text, "[7]") || strings.Contains(res.Text, "not shown") {
+		t.Fatalf("read 5 to 7:\n%s", res.Text)
+	}
+}
+
+// BenchmarkNotebookRead is notebook_read of a 2,000-cell notebook, each
+// cell with an output of 2,000 characters (the browser test's big.ipynb),
+// with the default budget: the cells bounded and written for the model,
+// from a Notebook in memory (the frontend's round trip is bridge's
+// BenchmarkNotebookCommRead). The goal is 30 ms.
+//
+//	go test -run NONE -bench NotebookRead ./agent
+func BenchmarkNotebookRead(b *testing.B) {
+	nb := &memNotebook{}
+	out := strings.Repeat("x", 1999) + "\n"
+	for i := range 2000 {
+		nb.cells = append(nb.cells, NotebookCell{ID: fmt.Sprintf("big%d", i), Kind: CodeCell, Source: fmt.Sprintf("v%d = %d  # cell %d", i, i, i),
+			ExecutionCount: i + 1, Outputs: []CellOutput{{Type: "stream", Text: out}}})
+	}
+	ws, err := NewWorkspace(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	tb, err := NewToolbox(ToolboxOptions{Workspace: ws, Notebook: func() Notebook { return nb }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tool, _ := tb.Lookup(ToolNotebookRead)
+	for b.Loop() {
+		res, err := tool.Execute(context.Background(), json.RawMessage(`{}`))
+		if err != nil || !strings.Contains(res.Text, "more cells not shown") {
+			b.Fatalf("read: %v\n%.300s", err, res.Text)
+		}
 	}
 }
 

@@ -49,6 +49,27 @@ func (c docCells) Read(_ context.Context, maxOutput int) (agent.NotebookView, er
 	return v, nil
 }
 
+// ReadRange implements agent.RangeReader: only the cells of r are
+// summarized for the agent.
+func (c docCells) ReadRange(_ context.Context, r agent.ReadRange) (agent.NotebookView, error) {
+	nb, err := c.d.Notebook()
+	if err != nil {
+		return agent.NotebookView{}, err
+	}
+	v := agent.NotebookView{Path: c.name, Part: true, Count: len(nb.Cells), ActiveIndex: -1}
+	start, end := r.Bounds(len(nb.Cells))
+	v.Start = start
+	used := 0
+	for i := start; i < end; i++ {
+		cell := agentCell(nb.Cells[i], r.MaxOutput)
+		if !r.Fits(&used, cell, i == start) {
+			break
+		}
+		v.Cells = append(v.Cells, cell)
+	}
+	return v, nil
+}
+
 // agentCell is a notebook cell as the agent reads it.
 func agentCell(c *notebooks.Cell, maxOutput int) agent.NotebookCell {
 	out := agent.NotebookCell{ID: c.ID, Kind: agent.CellKind(c.CellType), Source: c.Source}

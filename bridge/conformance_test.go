@@ -42,11 +42,25 @@ func serveBridge(t *testing.T, h *surfacetest.Host, mode CellKind) (conn *wire.C
 // serveHost serves a bridge over host and its runner r as a kernel.
 func serveHost(t testing.TB, host *session.Host, r backing.Runner, mode CellKind) (conn *wire.ConnectionInfo, stop func() error) {
 	t.Helper()
-	return serveConfig(t, Config{Runner: r, Host: host, Cells: mode})
+	_, conn, stop = serveKernel(t, Config{Runner: r, Host: host, Cells: mode})
+	return conn, stop
 }
 
 // serveConfig serves a bridge of cfg as a kernel.
 func serveConfig(t testing.TB, cfg Config) (conn *wire.ConnectionInfo, stop func() error) {
+	t.Helper()
+	_, conn, stop = serveKernel(t, cfg)
+	return conn, stop
+}
+
+// serveBridgeOf is serveHost, with the bridge served.
+func serveBridgeOf(t testing.TB, host *session.Host, r backing.Runner, mode CellKind) (b *Bridge, conn *wire.ConnectionInfo, stop func() error) {
+	t.Helper()
+	return serveKernel(t, Config{Runner: r, Host: host, Cells: mode})
+}
+
+// serveKernel serves a bridge of cfg as a kernel, and returns it.
+func serveKernel(t testing.TB, cfg Config) (b *Bridge, conn *wire.ConnectionInfo, stop func() error) {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = logger()
@@ -65,7 +79,7 @@ func serveConfig(t testing.TB, cfg Config) (conn *wire.ConnectionInfo, stop func
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
-	return conn, func() error {
+	return b, conn, func() error {
 		cancel()
 		<-served
 		return b.Close()

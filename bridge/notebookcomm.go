@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -262,18 +263,44 @@ func agentCell(w nbcomm.Cell, maxOutput int) agent.NotebookCell {
 // Read implements session.Cells. The frontend cuts outputs' text to
 // max_output and leaves out image data.
 func (c *notebookComm) Read(ctx context.Context, maxOutput int) (agent.NotebookView, error) {
+	v, _, err := c.read(ctx, nbcomm.Args{MaxOutput: maxOutput})
+	return v, err
+}
+
+// ReadRange implements agent.RangeReader: the frontend sends the cells of
+// r whole and counts the rest. One that does not know ranges sends every
+// cell, bounded here.
+func (c *notebookComm) ReadRange(ctx context.Context, r agent.ReadRange) (agent.NotebookView, error) {
+	budget := r.MaxChars
+	if budget <= 0 {
+		budget = math.MaxInt32 // no bound, and a frontend that knows ranges still says where it started
+	}
+	v, w, err := c.read(ctx, nbcomm.Args{MaxOutput: r.MaxOutput, Start: r.Start, End: r.End, MaxChars: budget})
+	if err != nil || w.Count == nil {
+		return agent.PartOf(v, r), err
+	}
+	v.Part, v.Start, v.Count, v.ActiveIndex = true, w.Start, *w.Count, -1
+	if w.ActiveIndex != nil {
+		v.ActiveIndex = *w.ActiveIndex
+	}
+	return v, nil
+}
+
+// read sends a read with a and gives its result as the agent reads it.
+func (c *notebookComm) read(ctx context.Context, a nbcomm.Args) (agent.NotebookView, nbcomm.View, error) {
 	var r nbcomm.View
-	if err := c.request(ctx, nbcomm.OpRead, nbcomm.Args{MaxOutput: maxOutput}, &r); err != nil {
-		return agent.NotebookView{}, err
+	if err := c.request(ctx, nbcomm.OpRead, a, &r); err != nil {
+		return agent.NotebookView{}, r, err
 	}
 	v := agent.NotebookView{Path: r.Path, Active: r.Active, Selection: r.Selection}
 	if v.Path == "" {
 		v.Path = c.path
 	}
+	v.Cells = make([]agent.NotebookCell, 0, len(r.Cells))
 	for _, w := range r.Cells {
-		v.Cells = append(v.Cells, agentCell(w, maxOutput))
+		v.Cells = append(v.Cells, agentCell(w, a.MaxOutput))
 	}
-	return v, nil
+	return v, r, nil
 }
 
 // Path implements session.Cells: the notebook's path, as the frontend

@@ -33,6 +33,10 @@ type fakeFrontend struct {
 	ops   []string
 	hang  bool
 	n     int
+	// ranges: reads with max_chars are answered as the extension does
+	// (the cells that fit, and the count); else every cell, as an older
+	// extension does.
+	ranges bool
 }
 
 func (f *fakeFrontend) iopub(m *wire.Message) {
@@ -71,7 +75,7 @@ func (f *fakeFrontend) iopub(m *wire.Message) {
 
 // connect makes f a frontend of the kernel at conn, showing the notebook
 // path: it dials and opens the notebook comm.
-func (f *fakeFrontend) connect(ctx context.Context, t *testing.T, conn *wire.ConnectionInfo, path string) *client.Client {
+func (f *fakeFrontend) connect(ctx context.Context, t testing.TB, conn *wire.ConnectionInfo, path string) *client.Client {
 	t.Helper()
 	c, err := client.Dial(ctx, conn, client.Options{Logger: logger(), OnIOPub: f.iopub})
 	if err != nil {
@@ -94,6 +98,9 @@ func (f *fakeFrontend) apply(op string, raw json.RawMessage) (any, string, error
 		Source   string            `json:"source"`
 		Outputs  []json.RawMessage `json:"outputs"`
 		Count    *int              `json:"execution_count"`
+		Start    int               `json:"start"`
+		End      int               `json:"end"`
+		MaxChars int               `json:"max_chars"`
 	}
 	_ = json.Unmarshal(raw, &a)
 	f.mu.Lock()
@@ -108,7 +115,26 @@ func (f *fakeFrontend) apply(op string, raw json.RawMessage) (any, string, error
 	}
 	switch op {
 	case "read":
-		return map[string]any{"path": "work.ipynb", "active": f.cells[0].ID, "cells": f.cells}, "", nil
+		if !f.ranges || a.MaxChars <= 0 {
+			return map[string]any{"path": "work.ipynb", "active": f.cells[0].ID, "cells": f.cells}, "", nil
+		}
+		start, end := min(a.Start, len(f.cells)), len(f.cells)
+		if a.End > 0 {
+			end = max(start, min(a.End, end))
+		}
+		cells, used := []nbcomm.Cell{}, 0
+		for i := start; i < end; i++ {
+			used += len(f.cells[i].Source)
+			for _, o := range f.cells[i].Outputs {
+				used += len(o)
+			}
+			if i > start && used > a.MaxChars {
+				break
+			}
+			cells = append(cells, f.cells[i])
+		}
+		return map[string]any{"path": "work.ipynb", "active": f.cells[0].ID, "cells": cells,
+			"start": start, "count": len(f.cells), "active_index": 0}, "", nil
 	case "insert":
 		f.n++
 		c := nbcomm.Cell{ID: a.ID, CellType: a.CellType, Source: a.Source, Outputs: a.Outputs, ExecutionCount: a.Count}
@@ -364,4 +390,47 @@ func TestNotebookCommRewindFromPanel(t *testing.T) {
 		}
 		return
 	}
+}
+
+// TestNotebookCommReadRange: a range read gives the cells that fit from
+// its start, the notebook's count and the user's cell's index, whether the
+// frontend sends only those cells (the extension) or every cell (an older
+// one: the kernel bounds them).
+func TestNotebookCommReadRange(t *testing.T) {
+	for _, ranges := range []bool{true, false} {
+		t.Run(fmt.Sprint("ranges=", ranges), func(t *testing.T) {
+			h := surfacetest.NewHost(t)
+			br, conn, stop := serveBridgeOf(t, h.Host, h.Runner, PromptCells)
+			defer stop()
+			ctx := context.Background()
+			fe := &fakeFrontend{id: uuid.NewString(), ranges: ranges}
+			for i := range 50 {
+				fe.cells = append(fe.cells, nbcomm.Cell{ID: fmt.Sprintf("c%d", i), CellType: "code", Source: strings.Repeat("x", 100),
+					Outputs: []json.RawMessage{}})
+			}
+			c := fe.connect(ctx, t, conn, "work.ipynb")
+			defer c.Close()
+			nb := openedNotebook(t, br)
+			v, err := nb.(agent.RangeReader).ReadRange(ctx, agent.ReadRange{Start: 10, MaxChars: 350, MaxOutput: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !v.Part || v.Start != 10 || v.Count != 50 || v.ActiveIndex != 0 || len(v.Cells) != 3 || v.Cells[0].ID != "c10" {
+				t.Fatalf("read from 10: part %v start %d count %d active %d, %d cells", v.Part, v.Start, v.Count, v.ActiveIndex, len(v.Cells))
+			}
+		})
+	}
+}
+
+// openedNotebook waits for the notebook comm a frontend opened on br.
+func openedNotebook(t testing.TB, br *Bridge) session.Cells {
+	t.Helper()
+	var nb session.Cells
+	for deadline := time.Now().Add(time.Minute); nb == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		nb = br.notebooks.Current()
+	}
+	if nb == nil {
+		t.Fatal("the frontend's notebook comm did not open")
+	}
+	return nb
 }

@@ -69,11 +69,7 @@ func (r *runner) apply(req *nbcomm.Request) (result any, code string, err error)
 	defer r.mu.Unlock()
 	nb := r.nb
 	if req.Op == nbcomm.OpRead {
-		v := nbcomm.View{Path: r.opts.Path, Cells: make([]nbcomm.Cell, 0, len(nb.Cells))}
-		for _, c := range nb.Cells {
-			v.Cells = append(v.Cells, commCell(c, a.MaxOutput))
-		}
-		return v, "", nil
+		return readView(r.opts.Path, nb, a), "", nil
 	}
 	if req.Op == nbcomm.OpInsert {
 		if a.Index < 0 || a.Index > len(nb.Cells) {
@@ -136,6 +132,40 @@ func (r *runner) apply(req *nbcomm.Request) (result any, code string, err error)
 // commCell is c as the protocol carries it: outputs' text cut to maxOutput
 // characters and image data left out (0: no outputs; -1: all of them,
 // whole).
+// readView is the answer to a read: every cell, or with max_chars the
+// cells of its range that fit (their source and outputs as sent, counted)
+// and the count of all.
+func readView(path string, nb *Notebook, a nbcomm.Args) nbcomm.View {
+	if a.MaxChars <= 0 {
+		v := nbcomm.View{Path: path, Cells: make([]nbcomm.Cell, 0, len(nb.Cells))}
+		for _, c := range nb.Cells {
+			v.Cells = append(v.Cells, commCell(c, a.MaxOutput))
+		}
+		return v
+	}
+	n := len(nb.Cells)
+	start := max(0, min(a.Start, n))
+	end := n
+	if a.End > 0 {
+		end = max(start, min(a.End, n))
+	}
+	none := -1
+	v := nbcomm.View{Path: path, Cells: []nbcomm.Cell{}, Count: &n, Start: start, ActiveIndex: &none}
+	used := 0
+	for i := start; i < end; i++ {
+		c := commCell(nb.Cells[i], a.MaxOutput)
+		used += len(c.Source)
+		for _, o := range c.Outputs {
+			used += len(o)
+		}
+		if i > start && used > a.MaxChars {
+			break
+		}
+		v.Cells = append(v.Cells, c)
+	}
+	return v
+}
+
 func commCell(c *Cell, maxOutput int) nbcomm.Cell {
 	out := nbcomm.Cell{ID: c.ID, CellType: string(c.CellType), Source: c.Source, ExecutionCount: cloneInt(c.ExecutionCount),
 		Outputs: []json.RawMessage{}}

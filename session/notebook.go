@@ -165,6 +165,12 @@ func (n notebook) Read(ctx context.Context, maxOutput int) (agent.NotebookView, 
 	return n.cells.Read(ctx, maxOutput)
 }
 
+// ReadRange implements agent.RangeReader: by the Cells' own when they
+// have one (the frontend's comm sends only those cells).
+func (n notebook) ReadRange(ctx context.Context, r agent.ReadRange) (agent.NotebookView, error) {
+	return agent.ReadCells(ctx, n.cells, r)
+}
+
 // Insert implements agent.Notebook.
 func (n notebook) Insert(ctx context.Context, index int, kind agent.CellKind, source string) (agent.NotebookCell, error) {
 	c, err := n.cells.Insert(ctx, index, Cell{Kind: kind, Source: source})

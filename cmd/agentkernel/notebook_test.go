@@ -81,6 +81,53 @@ func TestAskWorksOnANotebook(t *testing.T) {
 	}
 }
 
+// TestAskReadsA10MBOutput: a cell whose run prints 10 MB, run by the agent
+// in a real kernel, then read: what the model is told of it stays bounded
+// (the run's result and the read), and the output is whole in the file.
+func TestAskReadsA10MBOutput(t *testing.T) {
+	srv, ws := askEnv(t)
+	path := filepath.Join(ws, "big.ipynb")
+	nb := notebooks.New()
+	nb.Cells = append(nb.Cells,
+		&notebooks.Cell{ID: "big00001", CellType: notebooks.Code, Source: "print('x' * 10_000_000)", Metadata: notebooks.Metadata{}, Outputs: []*notebooks.Output{}},
+		&notebooks.Cell{ID: "next0001", CellType: notebooks.Code, Source: "y = 1", Metadata: notebooks.Metadata{}, Outputs: []*notebooks.Output{}})
+	if err := notebooks.WriteFile(path, nb); err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("x1", "notebook_run_cell", `{"id": "big00001"}`)),
+		scripted.Reply(scripted.ToolCall("r1", "notebook_read", `{}`)),
+		scripted.Reply(scripted.Text("A long line of x.")),
+	)
+	out, err := ask(t, strings.NewReader(""), "What does the first cell print?", "--notebook", path, "--approve", "all", "--output-format", "json")
+	if err != nil {
+		t.Fatalf("ask: %v\n%s", err, out)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3", len(reqs))
+	}
+	for i, what := range []string{"the run's result", "the read's"} {
+		// Each request carries the history: what the tools added to it.
+		grew := len(reqs[i+1].Raw) - len(reqs[i].Raw)
+		t.Logf("%s: %d bytes to the model", what, grew)
+		if grew > 64<<10 {
+			t.Errorf("%s: %d bytes to the model for a 10 MB output", what, grew)
+		}
+	}
+	if !strings.Contains(string(reqs[2].Raw), "more characters") {
+		t.Error("the read does not say the output was cut")
+	}
+	got, err := notebooks.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := got.Cells[0].Outputs
+	if len(outs) != 1 || len(outs[0].Text) != 10_000_001 || got.Cells[1].Source != "y = 1" {
+		t.Fatalf("the file's cells after the run: %d outputs of the big cell (want its 10,000,001 characters whole), %q", len(outs), got.Cells[1].Source)
+	}
+}
+
 // TestRunInsertsCells: agentkernel run opens the notebook comm for the
 // notebook it runs; a prompt cell's agent reads it and inserts a cell,
 // which is in the notebook written out (not run again by the runner); the

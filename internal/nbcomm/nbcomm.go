@@ -54,11 +54,19 @@ type Reply struct {
 
 // Args are the arguments of the requests (each op uses some).
 type Args struct {
-	ID             string            `json:"id,omitempty"`
-	Index          int               `json:"index"`
-	CellType       string            `json:"cell_type,omitempty"`
-	Source         string            `json:"source"`
-	MaxOutput      int               `json:"max_output,omitempty"`
+	ID        string `json:"id,omitempty"`
+	Index     int    `json:"index"`
+	CellType  string `json:"cell_type,omitempty"`
+	Source    string `json:"source"`
+	MaxOutput int    `json:"max_output,omitempty"`
+	// A read's range and budget: the cells from Start (an index) up to
+	// End (0: the last), whole while their sources and outputs (cut to
+	// MaxOutput) come to at most MaxChars characters (the first one
+	// always). MaxChars 0: every cell, as a frontend that knows no range
+	// answers.
+	Start          int               `json:"start,omitempty"`
+	End            int               `json:"end,omitempty"`
+	MaxChars       int               `json:"max_chars,omitempty"`
 	Outputs        []json.RawMessage `json:"outputs,omitempty"`
 	ExecutionCount *int              `json:"execution_count"`
 }
@@ -84,10 +92,16 @@ type Removed struct {
 	Index *int `json:"index"`
 }
 
-// View is the result of read.
+// View is the result of read. A frontend that honoured a read's range
+// says so with Count: Cells are then the cells from index Start on, and
+// ActiveIndex the index of Active (-1: none); without Count, Cells are all
+// of them.
 type View struct {
-	Path      string `json:"path,omitempty"`
-	Active    string `json:"active,omitempty"`
-	Selection string `json:"selection,omitempty"`
-	Cells     []Cell `json:"cells"`
+	Path        string `json:"path,omitempty"`
+	Active      string `json:"active,omitempty"`
+	Selection   string `json:"selection,omitempty"`
+	Cells       []Cell `json:"cells"`
+	Count       *int   `json:"count,omitempty"`
+	Start       int    `json:"start,omitempty"`
+	ActiveIndex *int   `json:"active_index,omitempty"`
 }

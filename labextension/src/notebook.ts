@@ -100,6 +100,9 @@ type Args = {
   cell_type?: unknown;
   source?: unknown;
   max_output?: unknown;
+  start?: unknown;
+  end?: unknown;
+  max_chars?: unknown;
   outputs?: unknown;
   execution_count?: unknown;
 };
@@ -175,6 +178,25 @@ export function readOutput(o: nbformat.IOutput, max: number): nbformat.IOutput {
     default:
       return { output_type: o.output_type };
   }
+}
+
+/** The characters of an output as a read carries it (its texts). */
+function outputChars(o: nbformat.IOutput): number {
+  switch (o.output_type) {
+    case 'stream':
+      return (o.text as string).length;
+    case 'error':
+      return String(o.evalue ?? '').length + ((o.traceback as string[])[0]?.length ?? 0);
+    case 'execute_result':
+    case 'display_data':
+      return joined((o.data as nbformat.IMimeBundle)?.['text/plain'] as nbformat.MultilineString).length;
+  }
+  return 0;
+}
+
+/** A non-negative integer argument, or fallback. */
+function count(v: unknown, fallback: number): number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : fallback;
 }
 
 /** cell as a read carries it; outputs only when max > 0. */
@@ -337,10 +359,37 @@ export class NotebookOps {
     throw new OpError(`unknown op ${JSON.stringify(op)}`);
   }
 
+  /**
+   * The notebook, or with max_chars only the cells from start (up to
+   * end) that fit in it whole, and the count of all: the rest never
+   * leaves the page.
+   */
   read(args: Args): unknown {
     const max = Math.max(0, Math.floor(Number(args.max_output) || 0));
-    const cells = this.model.cells.map(c => wireCell(c, max));
+    const all = this.model.cells;
     const active = this.panel.content.activeCell;
+    const budget = count(args.max_chars, 0);
+    let cells: WireCell[];
+    let range: { start: number; count: number; active_index: number } | null = null;
+    if (budget > 0) {
+      const n = all.length;
+      const start = Math.min(count(args.start, 0), n);
+      const end = Math.max(start, Math.min(count(args.end, 0) || n, n));
+      cells = [];
+      let used = 0;
+      for (let i = start; i < end; i++) {
+        const c = wireCell(all[i], max);
+        used += c.source.length + c.outputs.reduce((k, o) => k + outputChars(o), 0);
+        if (i > start && used > budget) {
+          break;
+        }
+        cells.push(c);
+      }
+      const id = active?.model.id;
+      range = { start, count: n, active_index: id === undefined ? -1 : all.findIndex(c => c.id === id) };
+    } else {
+      cells = all.map(c => wireCell(c, max));
+    }
     let selection = '';
     const editor = active?.editor;
     if (active && editor) {
@@ -351,7 +400,7 @@ export class NotebookOps {
         selection = cut(active.model.sharedModel.getSource().slice(Math.min(a, b), Math.max(a, b)), MAX_SELECTION);
       }
     }
-    return { path: this.localPath(this.panel.context.path), active: active?.model.id ?? '', selection, cells };
+    return { path: this.localPath(this.panel.context.path), active: active?.model.id ?? '', selection, cells, ...range };
   }
 
   insert(args: Args): unknown {

@@ -7,7 +7,8 @@
 // /v1/messages):
 //
 //	POST /_enqueue   a JSON array of turns, queued in order
-//	GET  /_requests  a JSON array of the requests received: {n, path, body, key}
+//	GET  /_requests  a JSON array of the requests received: {n, path, body, key, received, done}
+//	                 (when the request was read and its answer ended, in ms since the Unix epoch)
 //	GET  /_pending   the number of queued turns
 //
 // A turn is {"status": 429, "retryAfter": "0"} (an HTTP error) or
@@ -134,11 +135,22 @@ func run() error {
 			// Key is the API key the request carried (Authorization:
 			// Bearer, or x-api-key): a test checks which key was used.
 			Key string `json:"key"`
+			// Received is when the request was read, Done when its answer
+			// ended (ms since the epoch; 0 while it streams): a benchmark
+			// compares them with other clocks of the machine.
+			Received float64 `json:"received"`
+			Done     float64 `json:"done"`
 		}
 		var out []req
 		for _, q := range srv.Requests() {
 			key := cmp.Or(strings.TrimPrefix(q.Header.Get("Authorization"), "Bearer "), q.Header.Get("X-Api-Key"))
-			out = append(out, req{q.N, q.Path, q.Body, key})
+			ms := func(t time.Time) float64 {
+				if t.IsZero() {
+					return 0
+				}
+				return float64(t.UnixMicro()) / 1000
+			}
+			out = append(out, req{q.N, q.Path, q.Body, key, ms(q.Received), ms(q.Done)})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(out)

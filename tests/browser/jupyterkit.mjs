@@ -6,11 +6,13 @@
 // start() is stopped by stopAll(), which a test calls however it ends.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createServer } from "node:net";
+import { chromium } from "playwright-core";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const repo = join(here, "..", "..");
@@ -97,6 +99,12 @@ export async function startModel() {
   };
 }
 
+/** A turn of the scripted model that calls tool with input. */
+let callN = 0;
+export const call = (tool, input) => ({ steps: [{ toolCall: { id: "t" + ++callN, name: tool, args: [JSON.stringify(input)] } }] });
+/** A turn of the scripted model that answers text. */
+export const say = (text) => ({ steps: [{ text: [text] }] });
+
 // ---- the Jupyter server ----
 
 /** The environment of a Jupyter server (and its kernels) in tmp, on model. */
@@ -128,7 +136,9 @@ export async function startJupyter({ python, app, tmp, env, baseURL = "/", args 
     `--IdentityProvider.token=${token}`, `--ServerApp.root_dir=${join(tmp, "work")}`, "--ServerApp.open_browser=False",
     `--ServerApp.base_url=${baseURL}`, ...args,
     ...(process.getuid() === 0 ? ["--allow-root"] : [])], {
-    stdio: ["ignore", "ignore", "pipe"], env,
+    // In tmp: what a server writes where it runs (jupyter-collaboration's
+    // .jupyter_ystore.db) goes with the test.
+    stdio: ["ignore", "ignore", "pipe"], env, cwd: tmp,
   });
   let stderr = "";
   child.stderr.on("data", (b) => { stderr += b; });
@@ -139,6 +149,34 @@ export async function startJupyter({ python, app, tmp, env, baseURL = "/", args 
     return r.ok;
   });
   return { child, base, token, stderr: () => stderr };
+}
+
+/** Waits until the kernel of notebook name on server is up and idle. */
+export async function kernelIdle(server, name) {
+  await until(name + "'s kernel to be up", async () => {
+    const r = await fetch(`${server.base}/api/sessions?token=${server.token}`);
+    const ss = await r.json();
+    return ss.some((x) => x.path.endsWith(name) && x.kernel && x.kernel.execution_state === "idle");
+  });
+}
+
+/**
+ * The Jupyter world of a test in tmp: its directories, no news, no inline
+ * completions (a request sent while a cell is typed would take a turn
+ * queued for the agent), the scripted model, the agent's kernelspecs
+ * (AGENTKERNEL_BIN) and the extension (LAB_EXTENSION) in tmp/prefix:
+ * {model, env, work}.
+ */
+export async function labWorld(tmp) {
+  for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
+  setting(tmp, "@jupyterlab/apputils-extension:notification", { fetchNews: "false" });
+  setting(tmp, "@agentkernel/jupyterlab:completer", { inlineCompletions: false });
+  const model = await startModel();
+  const env = jupyterEnv(tmp, model);
+  const prefix = join(tmp, "prefix");
+  execFileSync(process.env.AGENTKERNEL_BIN, ["install", "--prefix", prefix, "--probe=false"], { env, stdio: "ignore" });
+  cpSync(process.env.LAB_EXTENSION, join(prefix, "share", "jupyter", "labextensions", "@agentkernel", "jupyterlab"), { recursive: true });
+  return { model, env, work: join(tmp, "work") };
 }
 
 /** Writes a user setting of a plugin under tmp/config (JupyterLab and Notebook 7 read the same files). */
@@ -199,6 +237,22 @@ export class Steps {
 
 // ---- the page ----
 
+/** Chromium (Debian's, or CHROMIUM) with a fresh profile under tmp. */
+export async function browse(tmp) {
+  const profile = mkdtempSync(join(tmp, "chromium-"));
+  return chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
+    viewport: { width: 1400, height: 900 },
+  });
+}
+
+/** The notebook's cells in page. */
+export const cells = (page) => page.locator(".jp-Notebook .jp-Cell");
+/** The cell of the page whose text (source or output) has text. */
+export const cellWith = (page, text) => cells(page).filter({ hasText: text });
+/** The source of cell i as its editor shows it. */
+export const sourceOf = async (page, i) => (await cells(page).nth(i).locator(".jp-InputArea-editor").innerText()).replace(/\u200b/g, "");
+
 /** The panel page inside the Agent sidebar's iframe. */
 export const sidebar = (page) => page.frameLocator("#agentkernel-sidebar iframe");
 
@@ -228,6 +282,19 @@ export async function commOpen(page) {
     const k = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
     return !!k && [...k._comms.values()].some((c) => c.targetName === "agentkernel.notebook" && !c.isDisposed);
   }));
+}
+
+/** Sends text from the sidebar's prompt box, by clicking Send. */
+export async function send(page, text) {
+  const sb = sidebar(page);
+  await sb.locator("#prompt").fill(text);
+  await sb.locator("#send").click();
+}
+
+/** Waits for model to have served every queued turn and page's sidebar to be idle again. */
+export async function turnDone(page, model) {
+  await until("the model's turns to be served", async () => (await model.pending()) === 0);
+  await sidebar(page).locator("#status").filter({ hasText: /idle/ }).waitFor({ timeout: TIMEOUT });
 }
 
 /** Types text into the notebook's last cell and runs it. */

@@ -5,19 +5,19 @@
 // The review of a change in the sidebar (light and dark), "Ask the agent"
 // and "Fix with the agent", Ctrl+Z, saving, a rewind from the sidebar that
 // puts the cells back; two pages on one kernel (the prompting one acts);
-// bad input (malformed requests, an unknown cell, a page that goes away or
-// goes silent mid-turn, a notebook of 2,000 cells). Run by run.sh.
+// bad input (malformed requests, an unknown cell, a cell the user is
+// typing in, a page that goes away or goes silent mid-turn, a notebook of
+// 2,000 cells, a cell with 10 MB of output). Run by run.sh.
 //
 // Environment: LAB_PYTHON (a python with jupyterlab and notebook 7),
 // AGENTKERNEL_BIN, SCRIPTED_BIN, LAB_EXTENSION.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
 import {
-  CHROMIUM_ARGS, Steps, TIMEOUT, attached, collapse, commOpen, jupyterEnv, runTest, setting, sidebar, startJupyter, startModel,
-  themeMenu, until, writeNotebook,
+  Steps, TIMEOUT, attached, browse, call, cellWith, cells, collapse, commOpen, jupyterEnv, kernelIdle, runTest, say, send, setting,
+  sidebar, sourceOf, startJupyter, startModel, themeMenu, turnDone, until, writeNotebook,
 } from "./jupyterkit.mjs";
 
 const steps = new Steps("notebook");
@@ -28,12 +28,6 @@ const log = (...a) => steps.log(...a);
 let model; // the scripted model
 
 // ---- the scripted model's turns ----
-
-let callN = 0;
-/** A turn that calls tool with input. */
-const call = (tool, input) => ({ steps: [{ toolCall: { id: "t" + ++callN, name: tool, args: [JSON.stringify(input)] } }] });
-/** A turn that answers text. */
-const say = (text) => ({ steps: [{ text: [text] }] });
 
 /** The tool results (role tool) of the model's last request, joined. */
 async function lastToolResults() {
@@ -62,34 +56,6 @@ function userCells() {
     code("scratch", "z = 2"),
     code("ask-here", ""),
   ];
-}
-
-const cells = (page) => page.locator(".jp-Notebook .jp-Cell");
-/** The cell of the page whose text (source or output) has text. */
-const cellWith = (page, text) => cells(page).filter({ hasText: text });
-/** The source of cell i as its editor shows it. */
-const sourceOf = async (page, i) => (await cells(page).nth(i).locator(".jp-InputArea-editor").innerText()).replace(/\u200b/g, "");
-
-/** Waits until the kernel of notebook name on server is up and idle. */
-async function kernelIdle(server, name) {
-  await until(name + "'s kernel to be up", async () => {
-    const r = await fetch(`${server.base}/api/sessions?token=${server.token}`);
-    const ss = await r.json();
-    return ss.some((x) => x.path.endsWith(name) && x.kernel && x.kernel.execution_state === "idle");
-  });
-}
-
-/** Sends text from the sidebar's prompt box, by clicking Send. */
-async function send(page, text) {
-  const sb = sidebar(page);
-  await sb.locator("#prompt").fill(text);
-  await sb.locator("#send").click();
-}
-
-/** Waits for the model to have served every queued turn and the sidebar to be idle again. */
-async function turnDone(page) {
-  await until("the model's turns to be served", async () => (await model.pending()) === 0);
-  await sidebar(page).locator("#status").filter({ hasText: /idle/ }).waitFor({ timeout: TIMEOUT });
 }
 
 /** WCAG contrast of two computed colours (rgb(), rgba() or color(srgb …)). */
@@ -148,7 +114,7 @@ async function scenario(page, server, name, tag) {
     const read = (await lastToolResults()).join("\n");
     assert.ok(read.includes("The goal: **quarterly totals** by region.") && read.includes("id=intro markdown"), read);
     assert.ok(read.includes("id=user-code code") && read.includes(name), read);
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: it inserts a markdown and a code cell, shown in the notebook at once`, async () => {
@@ -159,7 +125,7 @@ async function scenario(page, server, name, tag) {
     await send(page, "Add the totals");
     await cells(page).nth(2).locator("h2", { hasText: "Totals" }).waitFor({ timeout: TIMEOUT });
     await until("the code cell at index 3", async () => (await sourceOf(page, 3)).includes("totals = {'north': 3"));
-    await turnDone(page);
+    await turnDone(page, model);
     await shot(page, tag + "-inserted");
   });
 
@@ -174,7 +140,7 @@ async function scenario(page, server, name, tag) {
     await cell.locator(".jp-OutputArea-output", { hasText: /^\s*7\s*$/ }).waitFor({ timeout: TIMEOUT });
     await until("the execution count in the cell", async () => /\[\d+\]/.test(await cell.locator(".jp-InputPrompt").innerText()));
     assert.match((await lastToolResults()).join("\n"), /7/);
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: a change to a user's cell is reviewed in the sidebar with its diff: Reject leaves the cell`, async () => {
@@ -183,7 +149,7 @@ async function scenario(page, server, name, tag) {
     await assertReview(page, "- x = 40", "+ x = 41");
     await shot(page, tag + "-review-light");
     await answer(page, "deny");
-    await turnDone(page);
+    await turnDone(page, model);
     assert.equal(await sourceOf(page, 1), "x = 40\nprint(x + 2)");
     assert.match((await lastToolResults()).join("\n"), /denied|rejected|declined/i);
   });
@@ -200,7 +166,7 @@ async function scenario(page, server, name, tag) {
     await themeMenu(page, "JupyterLab Light");
     await answer(page, "approve");
     await until("the cell to change", async () => (await sourceOf(page, 1)) === "x = 41\nprint(x + 2)");
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: Ctrl+Z in the cell undoes the agent's edit`, async () => {
@@ -223,7 +189,7 @@ async function scenario(page, server, name, tag) {
     await sidebar(page).locator("#timeline").filter({ hasText: "Moved, then deleted both." }).waitFor({ timeout: TIMEOUT });
     assert.ok(await sidebar(page).locator("#ask").isHidden(), "the second delete was asked");
     await until("both deleted", async () => (await cellWith(page, "y = 1").count()) === 0 && (await cellWith(page, "z = 2").count()) === 0);
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: Z (undo cell operation, in command mode) brings the deleted cell back`, async () => {
@@ -249,7 +215,7 @@ async function scenario(page, server, name, tag) {
     assert.ok(sent.includes("user-typo") && sent.includes("NameError"), sent);
     await answer(page, "approve");
     await cellWith(page, "undefined_total = 0").waitFor({ timeout: TIMEOUT });
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: "Ask the agent" in a cell's toolbar sends the question naming the cell`, async () => {
@@ -264,13 +230,13 @@ async function scenario(page, server, name, tag) {
     await sidebar(page).locator("#timeline").filter({ hasText: "Because print adds 2." }).waitFor({ timeout: TIMEOUT });
     const sent = await lastRequestText();
     assert.ok(sent.includes("Why does it print 42?") && sent.includes("cell user-code"), sent);
-    await turnDone(page);
+    await turnDone(page, model);
   });
 
   await step(`${tag}: an unknown cell id is a clear tool error`, async () => {
     await model.enqueue(call("notebook_move_cell", { id: "no-such-cell", to: 0 }), say("There is no such cell."));
     await send(page, "Move the cell no-such-cell up");
-    await turnDone(page);
+    await turnDone(page, model);
     assert.match((await lastToolResults()).join("\n"), /no cell no-such-cell/);
   });
 
@@ -308,7 +274,7 @@ async function scenario(page, server, name, tag) {
       say("Swapped the totals for a new cell."));
     await send(page, "Swap the totals for a new cell");
     await until("the swap", async () => (await cellWith(page, "rewound = 1").count()) === 1 && (await cellWith(page, "totals = {").count()) === 0);
-    await turnDone(page);
+    await turnDone(page, model);
 
     const sb = sidebar(page);
     const prompt = sb.locator("article.msg.user").filter({ hasText: "Swap the totals for a new cell" });
@@ -339,14 +305,6 @@ async function scenario(page, server, name, tag) {
 }
 
 // ---- the run ----
-
-async function browse(tmp) {
-  const profile = mkdtempSync(join(tmp, "chromium-"));
-  return chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
-    viewport: { width: 1400, height: 900 },
-  });
-}
 
 async function run(tmp) {
   for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
@@ -415,6 +373,8 @@ async function run(tmp) {
   try {
     const page = await browser2.newPage();
     steps.page = page;
+    // Notebook 7.6 itself logs "Cannot read properties of undefined (reading 'schema')" as it
+    // starts (its shortcuts plugin), with or without this extension: not ours.
     page.on("pageerror", (e) => log("page error:", e.message));
     await step("nb7: a notebook on Agent opens with the sidebar", async () => {
       await page.goto(`${nb7.base}/notebooks/nb7.ipynb?token=${nb7.token}`);
@@ -539,10 +499,28 @@ function bigNotebook(n, size) {
 }
 
 /**
- * Bad input in JupyterLab: a notebook of 2,000 cells is read within the
- * budget; a page closed in the middle of a turn fails the agent's call at
- * once; a page that stops answering fails it after the protocol's 30 s;
- * either way the turn ends and the kernel serves on.
+ * A new page of browser on notebook name of lab, its notebook comm open and
+ * its sidebar shown; the page a failing step's screenshot shows.
+ */
+async function sidebarPage(browser, lab, name) {
+  const p = await browser.newPage();
+  steps.page = p;
+  await p.goto(`${lab.base}/lab/tree/${name}?token=${lab.token}`);
+  await cells(p).last().waitFor({ timeout: TIMEOUT });
+  await kernelIdle(lab, name);
+  await commOpen(p);
+  if (!(await p.locator("#agentkernel-sidebar").isVisible())) await p.keyboard.press("Control+Shift+Y");
+  await attached(p);
+  return p;
+}
+
+/**
+ * Bad input in JupyterLab: a notebook of 2,000 cells, and a cell with
+ * 10 MB of output, are read within the budget; the agent's edit of a cell
+ * the user is typing in is refused as a conflict (their text kept); a page
+ * closed in the middle of a turn fails the agent's call at once; a page
+ * that stops answering fails it after the protocol's 30 s; either way the
+ * turn ends and the kernel serves on.
  */
 async function badInput(browser, page, lab) {
   await step("lab: a 2,000-cell notebook's read is bounded (the model gets a page and how to read on)", async () => {
@@ -555,12 +533,66 @@ async function badInput(browser, page, lab) {
     await attached(page);
     await model.enqueue(call("notebook_read", {}), say("A big one."));
     await send(page, "What is in this notebook?");
-    await turnDone(page);
+    await turnDone(page, model);
     const read = (await lastToolResults()).join("\n");
     log("2,000-cell read:", read.length, "characters to the model");
     assert.ok(read.startsWith("big.ipynb: 2000 cells"), read.slice(0, 200));
     assert.ok(read.length <= 8000 * 4 + 200, "unbounded: " + read.length);
     assert.match(read, /\[\d+ more cells not shown: read with start=\d+\]/);
+  });
+
+  await step("lab: a cell with 10 MB of output: the read is bounded, the output kept whole", async () => {
+    const huge = bigNotebook(1, 10 << 20);
+    huge.push({ id: "after", cell_type: "code", metadata: {}, source: "after = 1", outputs: [], execution_count: null });
+    writeNotebook(join(lab.work, "huge.ipynb"), "agent-code", "Agent (code)", huge);
+    const p = await sidebarPage(browser, lab, "huge.ipynb");
+    await model.enqueue(call("notebook_read", {}), say("One cell prints a lot."));
+    await send(p, "What is in this notebook?");
+    await turnDone(p, model);
+    const read = (await lastToolResults()).join("\n");
+    log("10 MB output read:", read.length, "characters to the model");
+    assert.ok(read.length <= 8000 * 4 + 200, "unbounded: " + read.length);
+    assert.ok(read.includes("id=after code") && read.includes("after = 1"), read.slice(0, 300));
+    assert.match(read, /more characters/);
+    const kept = await p.evaluate(() => {
+      const cell = window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells[0];
+      return cell.getOutputs()[0].text.length;
+    });
+    assert.equal(kept, 10 << 20, "the output was cut in the notebook");
+    await p.close();
+    steps.page = page;
+  });
+
+  await step("lab: the user is typing in the cell the agent's edit is for: the edit is refused as a conflict, the user's text kept", async () => {
+    const code = (id, source) => ({ id, cell_type: "code", metadata: {}, source, outputs: [], execution_count: null });
+    writeNotebook(join(lab.work, "typing.ipynb"), "agent-code", "Agent (code)", [code("draft", "draft = 1"), code("other", "")]);
+    const p = await sidebarPage(browser, lab, "typing.ipynb");
+    await model.enqueue(call("notebook_edit_cell", { id: "draft", source: "draft = 'the agent'" }), say("You are typing there: later."));
+    await send(p, "Change the draft");
+    await assertReview(p, "- draft = 1", "+ draft = 'the agent'");
+    // While the review waits, the user goes back to the cell and types on.
+    await cellWith(p, "draft = 1").locator(".cm-content").click();
+    await p.keyboard.press("End");
+    const before = (await model.requests()).length;
+    let typed = "0";
+    await p.keyboard.type("0");
+    // Accept, by a click that leaves the focus in the cell (a real click
+    // in the sidebar would take it); the user types until the tool's
+    // answer has reached the model, so the edit arrives mid-typing.
+    await sidebar(p).locator("#approve").evaluate((b) => b.click());
+    while ((await model.requests()).length === before) {
+      await p.keyboard.type("0");
+      typed += "0";
+    }
+    await turnDone(p, model);
+    const result = (await lastToolResults()).join("\n");
+    log("conflict:", result.replace(/\s+/g, " ").slice(0, 200));
+    assert.match(result, /the user is typing in cell draft: not changed; try again when they stop/);
+    assert.equal(await sourceOf(p, 0), "draft = 1" + typed, "the user's typing was lost");
+    const shared = await p.evaluate(() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells[0].getSource());
+    assert.equal(shared, "draft = 1" + typed);
+    await p.close();
+    steps.page = page;
   });
 
   for (const how of ["closed", "silent"]) {

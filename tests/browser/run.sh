@@ -3,7 +3,8 @@
 # from npm, Debian's chromium) and runs them against a real prompt-mode
 # kernel with the scripted model; then JupyterLab 4 and Notebook 7 (the PyPI
 # stack's venv, scripts/modern-venv.sh) with the sidebar extension built
-# from labextension/. Screenshots: tests/artifacts/.
+# from labextension/; last, JupyterLab with jupyter-collaboration (a venv of
+# its own: scripts/modern-venv.sh collab). Screenshots: tests/artifacts/.
 #   tests/browser/run.sh            (from anywhere)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -53,3 +54,7 @@ node complete.test.mjs
 # An outside MCP client (npm's SDK) on the notebook open in JupyterLab, through
 # %agent mcp serve (issue 35).
 node mcpnotebook.test.mjs
+
+# The agent's notebook edits under real-time collaboration: two pages on one
+# notebook, with jupyter-collaboration 5.0 from PyPI (the same extension build).
+LAB_PYTHON="$("$repo/scripts/modern-venv.sh" collab)" node collab.test.mjs

@@ -54,12 +54,17 @@ func (v info) subshells() bool { return slices.Contains(v.SupportedFeatures, "ke
 
 // CachedDebugger reports whether the backing kernelspec name had a
 // debugger when it last ran here (the disk cache; false when unknown).
-func CachedDebugger(name string) bool {
+func CachedDebugger(name string) bool { return newInfoCache(CacheKey(name)).get().Debugger }
+
+// CacheKey is the key of the disk cache of the backing kernelspec name,
+// as Find finds it now (see infoKey); the cache is
+// CacheDir()/language_info/KEY.json.
+func CacheKey(name string) string {
 	spec, err := Find(name)
 	if err != nil {
 		spec = nil
 	}
-	return newInfoCache(infoKey(name, spec)).get().Debugger
+	return infoKey(name, spec)
 }
 
 // infoKey is the disk cache's key of the backing kernelspec name, found

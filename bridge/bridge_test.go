@@ -407,7 +407,7 @@ func TestKernelInfoBeforeBackingIsUp(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "python3.json"), info, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, backing.CacheKey("python3")+".json"), info, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b := newBridge(t, testConfig{})

@@ -191,6 +191,7 @@ func TestCrashSIGKILL(t *testing.T) {
 
 		s, err := Open(context.Background(), o)
 		must(t, err)
+		settled(ctx, t, s)
 		must(t, s.IntegrityCheck(ctx))
 		ui, err := s.LoadUI(ctx, crashSession, Page{})
 		must(t, err)
@@ -267,4 +268,25 @@ func checkFTSAgrees(t *testing.T, s *Store) {
 			t.Fatalf("FTS finds %d rows with %q, the table has %d", fts, w, scan)
 		}
 	}
+}
+
+// settled waits until no other PostgreSQL backend is inside a statement or
+// a transaction: the killed child's backend finishes (or aborts) what it
+// was doing after the child is gone, and a commit of it landing between
+// two reads of the checks made them disagree (message_count 140, rows 139).
+func settled(ctx context.Context, t *testing.T, s *Store) {
+	t.Helper()
+	if !s.Postgres() {
+		return
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var n int
+		must(t, s.r.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+			AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')`).Scan(&n))
+		if n == 0 {
+			return
+		}
+	}
+	t.Fatal("the killed child's PostgreSQL backend is still busy after 30 s")
 }

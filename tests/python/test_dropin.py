@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from test_nbconvert import _norm  # the same normalising of run-to-run noise
+from test_nbconvert import _norm, _streams_by_name  # the same normalising of run-to-run noise
 
 HERE = Path(__file__).resolve().parent
 NOTEBOOKS = HERE.parent / "notebooks" / "dropin"
@@ -93,24 +93,6 @@ def _renumber(value, ids):
     text = json.dumps(value, sort_keys=True)
     text = MODEL_ID.sub(lambda m: m.group(0).replace(m.group(1), ids.get(m.group(1), m.group(1))), text)
     return json.loads(text)
-
-
-def _streams_by_name(outputs):
-    """stdout and stderr are flushed from separate buffers, so a run of stream outputs may come in either
-    order, with ipykernel alone too: within each run, one output per stream name, in name order."""
-    result, run = [], {}
-    for o in outputs + [None]:
-        if o is not None and o.get("output_type") == "stream":
-            if o["name"] in run:
-                run[o["name"]]["text"] += o["text"]
-            else:
-                run[o["name"]] = o
-            continue
-        result += [run[k] for k in sorted(run)]
-        run = {}
-        if o is not None:
-            result.append(o)
-    return result
 
 
 def normalised_cells(nb):

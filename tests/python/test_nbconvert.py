@@ -58,8 +58,27 @@ def normalised_cells(nb):
                 o["text"] = "".join(o["text"]) if isinstance(o["text"], list) else o["text"]
             outputs.append(o)
         out.append({"cell": i, "source": cell.source.splitlines()[0],
-                    "execution_count": cell.execution_count, "outputs": outputs})
+                    "execution_count": cell.execution_count, "outputs": _streams_by_name(outputs)})
     return out
+
+
+def _streams_by_name(outputs):
+    """stdout and stderr are flushed from separate buffers, so a run of stream outputs may come in either
+    order, with ipykernel alone too, and a print's text and its newline may be flushed apart ("0", "\\n"):
+    within each run, one output per stream name, in name order."""
+    result, run = [], {}
+    for o in outputs + [None]:
+        if o is not None and o.get("output_type") == "stream":
+            if o["name"] in run:
+                run[o["name"]]["text"] += o["text"]
+            else:
+                run[o["name"]] = o
+            continue
+        result += [run[k] for k in sorted(run)]
+        run = {}
+        if o is not None:
+            result.append(o)
+    return result
 
 
 def execute(kernel_name, out_dir):

@@ -33,10 +33,15 @@ type Models struct {
 // Model returns the current session's model ("" for none). Without a
 // session yet it is what a new one would get.
 func (m *Models) Model() string {
-	if c := m.h.active(); c != nil {
-		m.h.mu.Lock()
-		defer m.h.mu.Unlock()
-		return c.model
+	m.h.mu.Lock()
+	c := m.h.cur
+	var model string
+	if c != nil {
+		model = c.model // guarded by the host's lock (Set)
+	}
+	m.h.mu.Unlock()
+	if c != nil {
+		return model
 	}
 	return m.next("")
 }

@@ -67,12 +67,81 @@ func (s *Store) AppendUI(ctx context.Context, sessionID string, msgs ...messages
 		}
 	}
 	return s.writeTx(ctx, "append ui "+sessionID, func(tx *sql.Tx) error {
-		sr, err := writableSession(ctx, tx, sessionID)
-		if err != nil {
+		now := s.nowMS()
+		if len(msgs) == 0 {
+			_, err := writableSession(ctx, tx, sessionID)
 			return err
 		}
-		return insertUI(ctx, tx, sr, sessionID, msgs, s.nowMS())
+		// Nearly every append is to a live session of the caller's that has
+		// messages already: the roles are then known without reading the
+		// session, and one UPDATE finds, locks and updates its row. Any
+		// other (its first message, archived, missing, another's) takes
+		// the long way, which tells them apart.
+		sum := summarizeUI(msgs, 1)
+		pk, ok, err := bumpSession(ctx, tx, sessionID, uiBump, len(msgs), now, sum.firstUser, sum.last, sum.last, sum.last, sum.lastRole)
+		if err != nil || !ok {
+			if err == nil {
+				err = appendUILong(ctx, tx, sessionID, msgs, now)
+			}
+			return err
+		}
+		return insertUIRows(ctx, tx, sessionRow{pk: pk, uiCount: 1}, sessionID, msgs, sum)
 	})
+}
+
+// appendUILong is AppendUI's long way: the session read and locked first.
+func appendUILong(ctx context.Context, tx *sql.Tx, sessionID string, msgs []messages.UIMessage, now int64) error {
+	sr, err := writableSession(ctx, tx, sessionID)
+	if err != nil {
+		return err
+	}
+	return insertUI(ctx, tx, sr, sessionID, msgs, now)
+}
+
+// uiBump and apiBump are the UPDATEs of bumpSession.
+const (
+	uiBump = `UPDATE sessions SET message_count = message_count + ?, updated_at = ?,
+		first_user_message = CASE WHEN first_user_message = '' THEN ? ELSE first_user_message END,
+		last_message = CASE WHEN ? = '' THEN last_message ELSE ? END,
+		last_role = CASE WHEN ? = '' THEN last_role ELSE ? END`
+	apiBump = `UPDATE sessions SET api_count = api_count + ?, updated_at = ?`
+)
+
+// bumpSession runs update (uiBump or apiBump, then args) on the session id
+// when it is the caller's own, live, and has UI messages (its roles are
+// settled), which also locks its row as lockSession does; ok is false, and
+// nothing changed, when no such session is there.
+func bumpSession(ctx context.Context, tx *sql.Tx, id, update string, args ...any) (pk int64, ok bool, err error) {
+	err = tx.QueryRowContext(ctx, update+` WHERE id = ? AND archived_at IS NULL AND message_count > 0
+		/*pg AND owner = current_user*/ RETURNING pk`, append(args, id)...).Scan(&pk)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return pk, err == nil, err
+}
+
+// uiSummary is what a run of UI messages sets on its session's row.
+type uiSummary struct {
+	firstUser      string // the first user message's text, cut
+	last, lastRole string // the last previewed message's text, cut, and role
+	roles          []string
+}
+
+// summarizeUI gives the roles of msgs appended after count UI messages,
+// and what they set on the session's row.
+func summarizeUI(msgs []messages.UIMessage, count int) uiSummary {
+	sum := uiSummary{roles: make([]string, len(msgs))}
+	for i, m := range msgs {
+		role := uiRole(m, count+i == 0)
+		sum.roles[i] = role
+		if role == roleUser && sum.firstUser == "" {
+			sum.firstUser = cutRunes(m.Text, firstUserKeep)
+		}
+		if p := previewText(m); p != "" {
+			sum.last, sum.lastRole = cutRunes(p, lastKeep), role
+		}
+	}
+	return sum
 }
 
 // insertUI inserts msgs after the session's existing UI messages and keeps
@@ -81,40 +150,37 @@ func insertUI(ctx context.Context, tx *sql.Tx, sr sessionRow, sessionID string, 
 	if len(msgs) == 0 {
 		return nil
 	}
+	sum := summarizeUI(msgs, sr.uiCount)
+	if _, err := tx.ExecContext(ctx, uiBump+" WHERE pk = ?",
+		len(msgs), now, sum.firstUser, sum.last, sum.last, sum.last, sum.lastRole, sr.pk); err != nil {
+		return err
+	}
+	return insertUIRows(ctx, tx, sr, sessionID, msgs, sum)
+}
+
+// insertUIRows inserts msgs with the roles of sum, and derives the
+// session's title again when a user message came.
+func insertUIRows(ctx context.Context, tx *sql.Tx, sr sessionRow, sessionID string, msgs []messages.UIMessage, sum uiSummary) error {
 	st, err := tx.PrepareContext(ctx, `INSERT INTO ui_messages
 		(session_pk, ts, type, kind, role, text, partial, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	var firstUser, last, lastRole string
 	for i, m := range msgs {
 		payload, err := json.Marshal(m)
 		if err != nil {
 			return fmt.Errorf("encode ui message %d: %w", m.TS, err)
 		}
-		role := uiRole(m, sr.uiCount+i == 0)
-		text := uiText(m)
-		if _, err := st.ExecContext(ctx, sr.pk, m.TS, string(m.Type), uiKind(m), role, text, m.Partial, payload); err != nil {
+		if _, err := st.ExecContext(ctx, sr.pk, m.TS, string(m.Type), uiKind(m), sum.roles[i], uiText(m), m.Partial, payload); err != nil {
 			if isConstraint(err) {
 				return fmt.Errorf("ui message ts %d in session %s: %w", m.TS, sessionID, ErrExists)
 			}
 			return fmt.Errorf("insert ui message %d: %w", m.TS, err)
 		}
-		if role == roleUser && firstUser == "" {
-			firstUser = cutRunes(m.Text, firstUserKeep)
-		}
-		if p := previewText(m); p != "" {
-			last, lastRole = cutRunes(p, lastKeep), role
-		}
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE sessions SET message_count = message_count + ?, updated_at = ?,
-		first_user_message = CASE WHEN first_user_message = '' THEN ? ELSE first_user_message END,
-		last_message = CASE WHEN ? = '' THEN last_message ELSE ? END,
-		last_role = CASE WHEN ? = '' THEN last_role ELSE ? END
-		WHERE pk = ?`, len(msgs), now, firstUser, last, last, last, lastRole, sr.pk)
-	if err != nil || firstUser == "" {
-		return err
+	if sum.firstUser == "" {
+		return nil
 	}
 	return refreshTitle(ctx, tx, sr.pk)
 }
@@ -128,11 +194,24 @@ func (s *Store) AppendAPI(ctx context.Context, sessionID string, msgs ...message
 		}
 	}
 	return s.writeTx(ctx, "append api "+sessionID, func(tx *sql.Tx) error {
+		now := s.nowMS()
+		if len(msgs) == 0 {
+			_, err := writableSession(ctx, tx, sessionID)
+			return err
+		}
+		// As AppendUI: one UPDATE when the session is the common case.
+		pk, ok, err := bumpSession(ctx, tx, sessionID, apiBump, len(msgs), now)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return insertAPIRows(ctx, tx, pk, msgs)
+		}
 		sr, err := writableSession(ctx, tx, sessionID)
 		if err != nil {
 			return err
 		}
-		return insertAPI(ctx, tx, sr, msgs, s.nowMS())
+		return insertAPI(ctx, tx, sr, msgs, now)
 	})
 }
 
@@ -140,6 +219,14 @@ func insertAPI(ctx context.Context, tx *sql.Tx, sr sessionRow, msgs []messages.A
 	if len(msgs) == 0 {
 		return nil
 	}
+	if _, err := tx.ExecContext(ctx, apiBump+" WHERE pk = ?", len(msgs), now, sr.pk); err != nil {
+		return err
+	}
+	return insertAPIRows(ctx, tx, sr.pk, msgs)
+}
+
+// insertAPIRows inserts msgs into the session pk's API history.
+func insertAPIRows(ctx context.Context, tx *sql.Tx, pk int64, msgs []messages.APIMessage) error {
 	st, err := tx.PrepareContext(ctx, `INSERT INTO api_messages
 		(session_pk, ts, role, kind, text, payload) VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
@@ -151,13 +238,11 @@ func insertAPI(ctx context.Context, tx *sql.Tx, sr sessionRow, msgs []messages.A
 		if err != nil {
 			return fmt.Errorf("encode api message %d: %w", m.TS, err)
 		}
-		if _, err := st.ExecContext(ctx, sr.pk, m.TS, string(m.Role), apiKind(m), m.PlainText(), payload); err != nil {
+		if _, err := st.ExecContext(ctx, pk, m.TS, string(m.Role), apiKind(m), m.PlainText(), payload); err != nil {
 			return fmt.Errorf("insert api message %d: %w", m.TS, err)
 		}
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE sessions SET api_count = api_count + ?, updated_at = ? WHERE pk = ?`,
-		len(msgs), now, sr.pk)
-	return err
+	return nil
 }
 
 // UpdateUI replaces the stored UI message of the session that has msg.TS

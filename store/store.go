@@ -253,6 +253,27 @@ func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) erro
 }
 
 // readTx runs fn in one read transaction: a consistent snapshot.
+// querier is what a read runs its statements on: a transaction, or the
+// database (readOne).
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// readOne runs fn, a read of one statement. On PostgreSQL it runs outside
+// a transaction (one statement reads one snapshot), which saves BEGIN's
+// and ROLLBACK's round trips, and is run again, whole, when its
+// connection broke; on SQLite it is readTx.
+func (s *Store) readOne(ctx context.Context, op string, fn func(q querier) error) error {
+	if !s.pg {
+		return s.readTx(ctx, op, func(tx *sql.Tx) error { return fn(tx) })
+	}
+	if s.isClosed() {
+		return s.wrap(op, net.ErrClosed)
+	}
+	return s.wrap(op, s.pgRetry(ctx, op, func() (bool, error) { return false, fn(s.r) }))
+}
+
 func (s *Store) readTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	if s.isClosed() {
 		return s.wrap(op, net.ErrClosed)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,6 +264,63 @@ func TestAppendLoadPages(t *testing.T) {
 	}
 	if err := s.AppendUI(ctx, id2, say(2000, messages.SayText, "x")); !errors.Is(err, ErrArchived) {
 		t.Fatalf("append to archived: %v", err)
+	}
+}
+
+// TestAppendKeepsTheSessionRow follows a session's row through appends:
+// its first message (the long way: its role depends on being first), the
+// next ones (one UPDATE finds and bumps the row), an append that fails
+// halfway (nothing of it stays), and the sessions no append may touch.
+func TestAppendKeepsTheSessionRow(t *testing.T) {
+	ctx := context.Background()
+	var now atomic.Int64
+	now.Store(1_000)
+	s := newStore(t, func(o *Options) { o.Now = func() time.Time { return time.UnixMilli(now.Add(1_000)) } })
+	id := newSession(t, s)
+	get := func() Session {
+		t.Helper()
+		ss, err := s.GetSession(ctx, id)
+		must(t, err)
+		return ss
+	}
+	must(t, s.AppendUI(ctx, id, say(10, messages.SayText, "Plot revenue by month")))
+	first := get()
+	if first.MessageCount != 1 || first.FirstUserMessage != "Plot revenue by month" || first.LastRole != "user" ||
+		!strings.HasPrefix(first.Title, "Plot revenue by month") {
+		t.Fatalf("after the first message: %+v", first)
+	}
+	must(t, s.AppendUI(ctx, id, say(20, messages.SayText, "Reading the data."), ask(30, messages.AskCommand, "ls")))
+	second := get()
+	if second.MessageCount != 3 || second.LastMessage != "ls" || second.LastRole != "tool" ||
+		second.FirstUserMessage != first.FirstUserMessage || !second.UpdatedAt.After(first.UpdatedAt) {
+		t.Fatalf("after the next two: %+v (before: %+v)", second, first)
+	}
+	hits, err := s.Search(ctx, "reading", SearchOptions{SessionID: id})
+	must(t, err)
+	if len(hits) != 1 || hits[0].TS != 20 || hits[0].Role != "assistant" {
+		t.Fatalf("the second message is not the assistant's: %+v", hits)
+	}
+	must(t, s.AppendAPI(ctx, id, userText(10, "Plot revenue by month"), assistantText(20, "Reading the data.")))
+	if ss := get(); ss.APICount != 2 || ss.MessageCount != 3 || !ss.UpdatedAt.After(second.UpdatedAt) {
+		t.Fatalf("after the API messages: %+v", ss)
+	}
+
+	// A ts the session has: the append fails whole, the row is as it was.
+	before := get()
+	err = s.AppendUI(ctx, id, say(40, messages.SayText, "new"), say(20, messages.SayText, "again"))
+	wantErr(t, "a ts taken", err, ErrExists)
+	if after := get(); after.MessageCount != before.MessageCount || after.LastMessage != before.LastMessage || !after.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("a failed append changed the row: %+v, was %+v", after, before)
+	}
+
+	wantErr(t, "an empty append to no session", s.AppendUI(ctx, "no-such-session"), ErrNotFound)
+	wantErr(t, "an append to no session", s.AppendUI(ctx, "no-such-session", say(1, messages.SayText, "x")), ErrNotFound)
+	wantErr(t, "an API append to no session", s.AppendAPI(ctx, "no-such-session", userText(1, "x")), ErrNotFound)
+	must(t, s.Archive(ctx, id, ""))
+	wantErr(t, "an append to an archived session", s.AppendUI(ctx, id, say(50, messages.SayText, "x")), ErrArchived)
+	wantErr(t, "an API append to an archived session", s.AppendAPI(ctx, id, userText(50, "x")), ErrArchived)
+	if ss := get(); ss.MessageCount != 3 || ss.APICount != 2 {
+		t.Fatalf("an archived session's counts changed: %+v", ss)
 	}
 }
 

@@ -12,6 +12,8 @@
 // cell where df is a pandas DataFrame shows ghost text written by the model,
 // whose request carried df's columns; Tab accepts it; no output appears; a
 // keystroke while a request is open cancels it (its answer never shows).
+// Completions switched off in the Settings Editor close the comm and ask
+// nothing as the user types; on again, the next keystroke asks.
 // At the end the key is in no page, no frame the kernel sent, no log and no
 // file of the store.
 import { execFileSync } from "node:child_process";
@@ -20,7 +22,7 @@ import { join } from "node:path";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import {
-  CHROMIUM_ARGS, Steps, TIMEOUT, attached, jupyterEnv, runTest, sidebar, startJupyter, startModel, until, writeNotebook,
+  CHROMIUM_ARGS, Steps, TIMEOUT, attached, jupyterEnv, runTest, settingsEntry, sidebar, startJupyter, startModel, until, writeNotebook,
 } from "./jupyterkit.mjs";
 
 const steps = new Steps("complete");
@@ -210,6 +212,33 @@ async function run(tmp) {
       await page.keyboard.press("Escape");
     });
 
+    await step("completions off in the Settings Editor: typing asks nothing, the comm is closed; on again, ghost text is back", async () => {
+      await setCompletions(page, lab, false);
+      await until("the page to close the completion comm", async () => sent.some((f) => f.includes('"comm_close"')));
+      await page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", { hasText: "code.ipynb" }).click();
+      const before = (await requests()).length;
+      const frames = sent.length;
+      const index = await newCell(page);
+      await typeCode(page, "mean = df.");
+      await page.waitForTimeout(2000); // eight times the delay a request waits for
+      assert.equal((await requests()).length, before, "the model was asked for a completion while they were off");
+      const asked = sent.slice(frames).filter((f) => f.includes("agentkernel.complete") || f.includes('"prefix"'));
+      assert.deepEqual(asked, [], "the page asked the kernel while completions were off");
+      assert.equal(await cellOf(page, index).locator(".jp-GhostText").count(), 0, "ghost text while completions were off");
+      await steps.shot(page, "04-completions-off");
+
+      await setCompletions(page, lab, true);
+      await page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", { hasText: "code.ipynb" }).click();
+      await enqueue({ steps: [{ text: ["revenue.mean()"] }] });
+      await cellOf(page, index).locator(".cm-content").click();
+      await page.keyboard.press("End");
+      await page.keyboard.press("Backspace");
+      await page.keyboard.type(".");
+      await cellOf(page, index).locator(".jp-GhostText").filter({ hasText: "revenue.mean()" }).waitFor({ timeout: TIMEOUT });
+      assert.equal((await requests()).length, before + 1, "on again: one request for the keystroke");
+      await page.keyboard.press("Escape");
+    });
+
     await step("the key is in no page, no frame from the kernel, no log and no stored file", async () => {
       const pages = [await page.content(), await sidebar(page).locator("html").evaluate((n) => n.outerHTML)];
       const values = await sidebar(page).locator("input").evaluateAll((ns) => ns.map((n) => n.value));
@@ -228,6 +257,21 @@ async function run(tmp) {
     await browser.close();
     rmSync(profile, { recursive: true, force: true });
   }
+}
+
+// setCompletions sets "Inline completions" in the Settings Editor
+// (Settings > Settings Editor, the plugin found by its name) and waits
+// until the server holds it.
+async function setCompletions(page, lab, on) {
+  await (await settingsEntry(page, "Agent Inline Completions")).click();
+  const box = page.locator(".jp-SettingsForm", { hasText: "Suggest code as you type" }).locator('input[type="checkbox"]').first();
+  await box.waitFor({ timeout: TIMEOUT });
+  if (on) await box.check(); else await box.uncheck();
+  await until("the server to hold inlineCompletions " + on, async () => {
+    const r = await fetch(`${lab.base}/lab/api/settings/@agentkernel/jupyterlab:completer?token=${lab.token}`);
+    const j = await r.json();
+    return (j.settings && j.settings.inlineCompletions !== undefined ? j.settings.inlineCompletions : true) === on;
+  });
 }
 
 // filesHolding lists the files under dir whose bytes hold s, but those in

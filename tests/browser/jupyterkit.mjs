@@ -309,6 +309,17 @@ export async function runCell(page, text) {
  * Picks an item of Settings > Theme, as a person does: a theme (the menu
  * runs apputils:change-theme), or a font size.
  */
+// settingsEntry opens Settings > Settings Editor, filters its list by a
+// plugin's title and returns that plugin's entry (not clicked).
+export async function settingsEntry(page, title) {
+  await page.locator(".lm-MenuBar-itemLabel", { hasText: /^Settings$/ }).click();
+  await page.locator(".lm-Menu-itemLabel", { hasText: /^Settings Editor$/ }).click();
+  await page.locator(".jp-PluginList .jp-FilterBox input").fill(title);
+  const entry = page.locator(".jp-PluginList-entry", { hasText: title });
+  await entry.waitFor({ timeout: TIMEOUT });
+  return entry;
+}
+
 export async function themeMenu(page, item) {
   await page.locator(".lm-MenuBar-itemLabel", { hasText: /^Settings$/ }).click();
   await page.locator(".lm-Menu-itemLabel", { hasText: /^Theme$/ }).hover();

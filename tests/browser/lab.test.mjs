@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import {
   CHROMIUM_ARGS, Steps, TIMEOUT, agentTab, attached, collapse, jupyterEnv as kitEnv, runCell, sidebar, startJupyter as kitJupyter,
-  runTest, startModel, themeMenu, until, writeNotebook as notebook,
+  runTest, settingsEntry, startModel, themeMenu, until, writeNotebook as notebook,
 } from "./jupyterkit.mjs";
 
 const steps = new Steps("lab");
@@ -138,11 +138,7 @@ async function assertHeaderFits(page, totals = /\d+ in · \d+ out · \$\d+\.\d{4
 // (Settings > Settings Editor, the plugin found by its name) and waits
 // until the server holds it.
 async function setAutoOpen(page, lab, on) {
-  await page.locator(".lm-MenuBar-itemLabel", { hasText: /^Settings$/ }).click();
-  await page.locator(".lm-Menu-itemLabel", { hasText: /^Settings Editor$/ }).click();
-  await page.locator(".jp-PluginList .jp-FilterBox input").fill("Agent Sidebar");
-  const entry = page.locator(".jp-PluginList-entry", { hasText: "Agent Sidebar" });
-  await entry.waitFor({ timeout: TIMEOUT });
+  const entry = await settingsEntry(page, "Agent Sidebar");
   // The schema's setting-icon: the plugin wears its icon there too.
   assert.equal(await entry.locator('svg[data-icon="agentkernel:agent"]').count(), 1, "the Settings Editor shows no Agent icon");
   await entry.click();

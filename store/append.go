@@ -66,6 +66,11 @@ func (s *Store) AppendUI(ctx context.Context, sessionID string, msgs ...messages
 			return s.wrap("append ui "+sessionID, err)
 		}
 	}
+	if s.pg && len(msgs) == 1 {
+		if done, err := s.pgAppendOne(ctx, sessionID, msgs[0]); done || err != nil {
+			return s.wrap("append ui "+sessionID, err)
+		}
+	}
 	return s.writeTx(ctx, "append ui "+sessionID, func(tx *sql.Tx) error {
 		now := s.nowMS()
 		if len(msgs) == 0 {
@@ -87,6 +92,45 @@ func (s *Store) AppendUI(ctx context.Context, sessionID string, msgs ...messages
 		}
 		return insertUIRows(ctx, tx, sessionRow{pk: pk, uiCount: 1}, sessionID, msgs, sum)
 	})
+}
+
+// pgAppendOne appends m to a live session of the caller's that has
+// messages, on PostgreSQL, when m is not the user's (the model's words, a
+// tool's output: most of a session's messages): one statement, which
+// commits on its own, bumps the session's row and inserts m, where a
+// transaction takes four round trips. done is false, and nothing was
+// written, when the session is not such a one, or m is the user's (the
+// title may change): AppendUI's transaction does it then. A connection
+// that broke mid-statement is retried; the rerun finding m stored means
+// it was.
+func (s *Store) pgAppendOne(ctx context.Context, sessionID string, m messages.UIMessage) (done bool, err error) {
+	sum := summarizeUI([]messages.UIMessage{m}, 1)
+	if sum.firstUser != "" || s.isClosed() {
+		return false, nil
+	}
+	payload, err := json.Marshal(m)
+	if err != nil {
+		return false, fmt.Errorf("encode ui message %d: %w", m.TS, err)
+	}
+	skipped := false
+	err = s.pgRetry(ctx, "append ui "+sessionID, func() (bool, error) {
+		res, err := s.w.ExecContext(ctx, `WITH s AS (`+uiBump+`
+				WHERE id = ? AND archived_at IS NULL AND message_count > 0 AND owner = current_user RETURNING pk)
+			INSERT INTO ui_messages (session_pk, ts, type, kind, role, text, partial, payload)
+			SELECT pk, ?::bigint, ?::text, ?::text, ?::text, ?::text, ?::bigint, ?::text FROM s`,
+			1, s.nowMS(), sum.firstUser, sum.last, sum.last, sum.last, sum.lastRole, sessionID,
+			m.TS, string(m.Type), uiKind(m), sum.roles[0], uiText(m), m.Partial, payload)
+		if err != nil {
+			if isConstraint(err) {
+				err = fmt.Errorf("ui message ts %d in session %s: %w", m.TS, sessionID, ErrExists)
+			}
+			return true, err // one statement: whether it committed is unknown
+		}
+		n, err := res.RowsAffected()
+		skipped = n == 0
+		return false, err
+	})
+	return !skipped || err != nil, err
 }
 
 // appendUILong is AppendUI's long way: the session read and locked first.

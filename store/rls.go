@@ -40,10 +40,11 @@ import (
 // They cost each statement of a user a little (an append's three, ~10%
 // of their server time, measured against a store without them), which the
 // store wins back where it talks to the server: an append to a session
-// with messages is one UPDATE and its INSERTs (bumpSession), a listing
-// of one page one statement outside a transaction (readOne). current_user is read
-// once per statement, (SELECT
-// current_user), an InitPlan, not once per row. ak_shared tests the owner
+// with messages is one UPDATE and its INSERTs (bumpSession), or one
+// statement for one message that is not the user's (pgAppendOne); a
+// listing of one page is one statement outside a transaction (readOne).
+// current_user is read once per statement, (SELECT current_user), an
+// InitPlan, not once per row. ak_shared tests the owner
 // first: PostgreSQL ORs the policies in an order of its own, and so the
 // shares, a hashed SubPlan built on first use, are read only when a row
 // is another's. They are read through ak_shared_sessions, a function

@@ -252,7 +252,6 @@ func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) erro
 	return s.wrap(op, s.pgRetry(ctx, op, try))
 }
 
-// readTx runs fn in one read transaction: a consistent snapshot.
 // querier is what a read runs its statements on: a transaction, or the
 // database (readOne).
 type querier interface {
@@ -274,6 +273,7 @@ func (s *Store) readOne(ctx context.Context, op string, fn func(q querier) error
 	return s.wrap(op, s.pgRetry(ctx, op, func() (bool, error) { return false, fn(s.r) }))
 }
 
+// readTx runs fn in one read transaction: a consistent snapshot.
 func (s *Store) readTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	if s.isClosed() {
 		return s.wrap(op, net.ErrClosed)

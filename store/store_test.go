@@ -295,13 +295,25 @@ func TestAppendKeepsTheSessionRow(t *testing.T) {
 		second.FirstUserMessage != first.FirstUserMessage || !second.UpdatedAt.After(first.UpdatedAt) {
 		t.Fatalf("after the next two: %+v (before: %+v)", second, first)
 	}
+	// One message that is not the user's (on PostgreSQL, one statement).
+	must(t, s.AppendUI(ctx, id, say(35, messages.SayText, "Three columns.")))
+	third := get()
+	if third.MessageCount != 4 || third.LastMessage != "Three columns." || third.LastRole != "assistant" ||
+		third.Title != first.Title || !third.UpdatedAt.After(second.UpdatedAt) {
+		t.Fatalf("after one more: %+v", third)
+	}
+	wantErr(t, "one message, its ts taken", s.AppendUI(ctx, id, say(35, messages.SayText, "again")), ErrExists)
+	if ss := get(); ss.MessageCount != 4 || ss.LastMessage != "Three columns." || !ss.UpdatedAt.Equal(third.UpdatedAt) {
+		t.Fatalf("a failed append of one changed the row: %+v", ss)
+	}
+	second = third
 	hits, err := s.Search(ctx, "reading", SearchOptions{SessionID: id})
 	must(t, err)
 	if len(hits) != 1 || hits[0].TS != 20 || hits[0].Role != "assistant" {
 		t.Fatalf("the second message is not the assistant's: %+v", hits)
 	}
 	must(t, s.AppendAPI(ctx, id, userText(10, "Plot revenue by month"), assistantText(20, "Reading the data.")))
-	if ss := get(); ss.APICount != 2 || ss.MessageCount != 3 || !ss.UpdatedAt.After(second.UpdatedAt) {
+	if ss := get(); ss.APICount != 2 || ss.MessageCount != 4 || !ss.UpdatedAt.After(second.UpdatedAt) {
 		t.Fatalf("after the API messages: %+v", ss)
 	}
 
@@ -319,7 +331,7 @@ func TestAppendKeepsTheSessionRow(t *testing.T) {
 	must(t, s.Archive(ctx, id, ""))
 	wantErr(t, "an append to an archived session", s.AppendUI(ctx, id, say(50, messages.SayText, "x")), ErrArchived)
 	wantErr(t, "an API append to an archived session", s.AppendAPI(ctx, id, userText(50, "x")), ErrArchived)
-	if ss := get(); ss.MessageCount != 3 || ss.APICount != 2 {
+	if ss := get(); ss.MessageCount != 4 || ss.APICount != 2 {
 		t.Fatalf("an archived session's counts changed: %+v", ss)
 	}
 }

@@ -83,14 +83,18 @@ func (s *Store) AppendUI(ctx context.Context, sessionID string, msgs ...messages
 		// other (its first message, archived, missing, another's) takes
 		// the long way, which tells them apart.
 		sum := summarizeUI(msgs, 1)
-		pk, ok, err := bumpSession(ctx, tx, sessionID, uiBump, len(msgs), now, sum.firstUser, sum.last, sum.last, sum.last, sum.lastRole)
-		if err != nil || !ok {
-			if err == nil {
-				err = appendUILong(ctx, tx, sessionID, msgs, now)
-			}
+		pk, ok, err := bumpSession(ctx, tx, sessionID, uiBump, sum.bumpArgs(now)...)
+		if err != nil {
 			return err
 		}
-		return insertUIRows(ctx, tx, sessionRow{pk: pk, uiCount: 1}, sessionID, msgs, sum)
+		if ok {
+			return insertUIRows(ctx, tx, pk, sessionID, msgs, sum)
+		}
+		sr, err := writableSession(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		return insertUI(ctx, tx, sr, sessionID, msgs, now)
 	})
 }
 
@@ -114,17 +118,12 @@ func (s *Store) pgAppendOne(ctx context.Context, sessionID string, m messages.UI
 	}
 	skipped := false
 	err = s.pgRetry(ctx, "append ui "+sessionID, func() (bool, error) {
-		res, err := s.w.ExecContext(ctx, `WITH s AS (`+uiBump+`
-				WHERE id = ? AND archived_at IS NULL AND message_count > 0 AND owner = current_user RETURNING pk)
-			INSERT INTO ui_messages (session_pk, ts, type, kind, role, text, partial, payload)
-			SELECT pk, ?::bigint, ?::text, ?::text, ?::text, ?::text, ?::bigint, ?::text FROM s`,
-			1, s.nowMS(), sum.firstUser, sum.last, sum.last, sum.last, sum.lastRole, sessionID,
-			m.TS, string(m.Type), uiKind(m), sum.roles[0], uiText(m), m.Partial, payload)
+		args := append(sum.bumpArgs(s.nowMS()), sessionID, m.TS, string(m.Type), uiKind(m), sum.roles[0], uiText(m), m.Partial, payload)
+		res, err := s.w.ExecContext(ctx, `WITH s AS (`+uiBump+bumpWhere+`)
+			INSERT INTO ui_messages (`+uiColumns+`)
+			SELECT pk, ?::bigint, ?::text, ?::text, ?::text, ?::text, ?::bigint, ?::text FROM s`, args...)
 		if err != nil {
-			if isConstraint(err) {
-				err = fmt.Errorf("ui message ts %d in session %s: %w", m.TS, sessionID, ErrExists)
-			}
-			return true, err // one statement: whether it committed is unknown
+			return true, uiInsertError(err, m.TS, sessionID) // one statement: whether it committed is unknown
 		}
 		n, err := res.RowsAffected()
 		skipped = n == 0
@@ -133,22 +132,17 @@ func (s *Store) pgAppendOne(ctx context.Context, sessionID string, m messages.UI
 	return !skipped || err != nil, err
 }
 
-// appendUILong is AppendUI's long way: the session read and locked first.
-func appendUILong(ctx context.Context, tx *sql.Tx, sessionID string, msgs []messages.UIMessage, now int64) error {
-	sr, err := writableSession(ctx, tx, sessionID)
-	if err != nil {
-		return err
-	}
-	return insertUI(ctx, tx, sr, sessionID, msgs, now)
-}
-
-// uiBump and apiBump are the UPDATEs of bumpSession.
+// uiBump and apiBump are the UPDATEs of bumpSession; bumpWhere is its
+// WHERE: the caller's own live session id, with UI messages. uiColumns are
+// what an append inserts.
 const (
 	uiBump = `UPDATE sessions SET message_count = message_count + ?, updated_at = ?,
 		first_user_message = CASE WHEN first_user_message = '' THEN ? ELSE first_user_message END,
 		last_message = CASE WHEN ? = '' THEN last_message ELSE ? END,
 		last_role = CASE WHEN ? = '' THEN last_role ELSE ? END`
-	apiBump = `UPDATE sessions SET api_count = api_count + ?, updated_at = ?`
+	apiBump   = `UPDATE sessions SET api_count = api_count + ?, updated_at = ?`
+	bumpWhere = ` WHERE id = ? AND archived_at IS NULL AND message_count > 0 /*pg AND owner = current_user*/ RETURNING pk`
+	uiColumns = `session_pk, ts, type, kind, role, text, partial, payload`
 )
 
 // bumpSession runs update (uiBump or apiBump, then args) on the session id
@@ -156,8 +150,7 @@ const (
 // settled), which also locks its row as lockSession does; ok is false, and
 // nothing changed, when no such session is there.
 func bumpSession(ctx context.Context, tx *sql.Tx, id, update string, args ...any) (pk int64, ok bool, err error) {
-	err = tx.QueryRowContext(ctx, update+` WHERE id = ? AND archived_at IS NULL AND message_count > 0
-		/*pg AND owner = current_user*/ RETURNING pk`, append(args, id)...).Scan(&pk)
+	err = tx.QueryRowContext(ctx, update+bumpWhere, append(args, id)...).Scan(&pk)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -188,6 +181,20 @@ func summarizeUI(msgs []messages.UIMessage, count int) uiSummary {
 	return sum
 }
 
+// bumpArgs are uiBump's arguments for the messages of sum, appended at now.
+func (sum uiSummary) bumpArgs(now int64) []any {
+	return []any{len(sum.roles), now, sum.firstUser, sum.last, sum.last, sum.last, sum.lastRole}
+}
+
+// uiInsertError is the error of an INSERT of the UI message ts: a ts the
+// session has is ErrExists.
+func uiInsertError(err error, ts int64, sessionID string) error {
+	if isConstraint(err) {
+		return fmt.Errorf("ui message ts %d in session %s: %w", ts, sessionID, ErrExists)
+	}
+	return fmt.Errorf("insert ui message %d: %w", ts, err)
+}
+
 // insertUI inserts msgs after the session's existing UI messages and keeps
 // the session row's counters and denormalised previews current.
 func insertUI(ctx context.Context, tx *sql.Tx, sr sessionRow, sessionID string, msgs []messages.UIMessage, now int64) error {
@@ -195,18 +202,16 @@ func insertUI(ctx context.Context, tx *sql.Tx, sr sessionRow, sessionID string, 
 		return nil
 	}
 	sum := summarizeUI(msgs, sr.uiCount)
-	if _, err := tx.ExecContext(ctx, uiBump+" WHERE pk = ?",
-		len(msgs), now, sum.firstUser, sum.last, sum.last, sum.last, sum.lastRole, sr.pk); err != nil {
+	if _, err := tx.ExecContext(ctx, uiBump+" WHERE pk = ?", append(sum.bumpArgs(now), sr.pk)...); err != nil {
 		return err
 	}
-	return insertUIRows(ctx, tx, sr, sessionID, msgs, sum)
+	return insertUIRows(ctx, tx, sr.pk, sessionID, msgs, sum)
 }
 
 // insertUIRows inserts msgs with the roles of sum, and derives the
 // session's title again when a user message came.
-func insertUIRows(ctx context.Context, tx *sql.Tx, sr sessionRow, sessionID string, msgs []messages.UIMessage, sum uiSummary) error {
-	st, err := tx.PrepareContext(ctx, `INSERT INTO ui_messages
-		(session_pk, ts, type, kind, role, text, partial, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+func insertUIRows(ctx context.Context, tx *sql.Tx, pk int64, sessionID string, msgs []messages.UIMessage, sum uiSummary) error {
+	st, err := tx.PrepareContext(ctx, `INSERT INTO ui_messages (`+uiColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -216,17 +221,14 @@ func insertUIRows(ctx context.Context, tx *sql.Tx, sr sessionRow, sessionID stri
 		if err != nil {
 			return fmt.Errorf("encode ui message %d: %w", m.TS, err)
 		}
-		if _, err := st.ExecContext(ctx, sr.pk, m.TS, string(m.Type), uiKind(m), sum.roles[i], uiText(m), m.Partial, payload); err != nil {
-			if isConstraint(err) {
-				return fmt.Errorf("ui message ts %d in session %s: %w", m.TS, sessionID, ErrExists)
-			}
-			return fmt.Errorf("insert ui message %d: %w", m.TS, err)
+		if _, err := st.ExecContext(ctx, pk, m.TS, string(m.Type), uiKind(m), sum.roles[i], uiText(m), m.Partial, payload); err != nil {
+			return uiInsertError(err, m.TS, sessionID)
 		}
 	}
 	if sum.firstUser == "" {
 		return nil
 	}
-	return refreshTitle(ctx, tx, sr.pk)
+	return refreshTitle(ctx, tx, pk)
 }
 
 // AppendAPI appends API messages to a session's API history in one

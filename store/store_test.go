@@ -306,6 +306,9 @@ func TestAppendKeepsTheSessionRow(t *testing.T) {
 	if ss := get(); ss.MessageCount != 4 || ss.LastMessage != "Three columns." || !ss.UpdatedAt.Equal(third.UpdatedAt) {
 		t.Fatalf("a failed append of one changed the row: %+v", ss)
 	}
+	if hits, err := s.Search(ctx, "columns", SearchOptions{SessionID: id}); err != nil || len(hits) != 1 || hits[0].Role != "assistant" {
+		t.Fatalf("the one message is not the assistant's: %+v, %v", hits, err)
+	}
 	second = third
 	hits, err := s.Search(ctx, "reading", SearchOptions{SessionID: id})
 	must(t, err)

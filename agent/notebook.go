@@ -123,18 +123,9 @@ func ReadCells(ctx context.Context, nb NotebookReader, r ReadRange) (NotebookVie
 // PartOf is the cells of r in v (a whole notebook): the Part a RangeReader
 // gives.
 func PartOf(v NotebookView, r ReadRange) NotebookView {
-	n := len(v.Cells)
-	start, end := r.Bounds(n)
 	p := v
-	p.Part, p.Start, p.Count, p.ActiveIndex = true, start, n, indexOf(v, v.Active)
-	p.Cells = nil
-	used := 0
-	for i := start; i < end; i++ {
-		if !r.Fits(&used, v.Cells[i], i == start) {
-			break
-		}
-		p.Cells = append(p.Cells, v.Cells[i])
-	}
+	p.Part, p.Count, p.ActiveIndex = true, len(v.Cells), indexOf(v, v.Active)
+	p.Start, p.Cells = r.Take(len(v.Cells), func(i int) NotebookCell { return v.Cells[i] })
 	return p
 }
 
@@ -149,20 +140,25 @@ func (r ReadRange) Bounds(n int) (start, end int) {
 	return start, end
 }
 
-// Fits adds cell c's characters to used, and reports whether it is within
-// r's budget (the first cell always is).
-func (r ReadRange) Fits(used *int, c NotebookCell, first bool) bool {
-	*used += CellChars(len(c.Source), c.Outputs)
-	return first || r.MaxChars <= 0 || *used <= r.MaxChars
-}
-
-// CellChars is what a cell of source characters and outputs counts
-// against a ReadRange's MaxChars.
-func CellChars(source int, outputs []CellOutput) int {
-	for _, o := range outputs {
-		source += len(o.Text)
+// Take is the part r asks for of a notebook of n cells whose cell i is
+// cell(i): the index of its first cell, and the cells from there, whole,
+// while their sources and outputs come to at most MaxChars characters
+// (the first one always). cell is called only for the cells looked at.
+func (r ReadRange) Take(n int, cell func(i int) NotebookCell) (start int, cells []NotebookCell) {
+	start, end := r.Bounds(n)
+	used := 0
+	for i := start; i < end; i++ {
+		c := cell(i)
+		used += len(c.Source)
+		for _, o := range c.Outputs {
+			used += len(o.Text)
+		}
+		if i > start && r.MaxChars > 0 && used > r.MaxChars {
+			break
+		}
+		cells = append(cells, c)
 	}
-	return source
+	return start, cells
 }
 
 // NotebookCell is one cell.

@@ -57,16 +57,7 @@ func (c docCells) ReadRange(_ context.Context, r agent.ReadRange) (agent.Noteboo
 		return agent.NotebookView{}, err
 	}
 	v := agent.NotebookView{Path: c.name, Part: true, Count: len(nb.Cells), ActiveIndex: -1}
-	start, end := r.Bounds(len(nb.Cells))
-	v.Start = start
-	used := 0
-	for i := start; i < end; i++ {
-		cell := agentCell(nb.Cells[i], r.MaxOutput)
-		if !r.Fits(&used, cell, i == start) {
-			break
-		}
-		v.Cells = append(v.Cells, cell)
-	}
+	v.Start, v.Cells = r.Take(len(nb.Cells), func(i int) agent.NotebookCell { return agentCell(nb.Cells[i], r.MaxOutput) })
 	return v, nil
 }
 

@@ -60,10 +60,7 @@ func CachedDebugger(name string) bool { return newInfoCache(CacheKey(name)).get(
 // as Find finds it now (see infoKey); the cache is
 // CacheDir()/language_info/KEY.json.
 func CacheKey(name string) string {
-	spec, err := Find(name)
-	if err != nil {
-		spec = nil
-	}
+	spec, _ := Find(name) // nil when not found
 	return infoKey(name, spec)
 }
 

@@ -129,9 +129,6 @@ func (r *runner) apply(req *nbcomm.Request) (result any, code string, err error)
 	return nil, "", fmt.Errorf("unknown op %q", req.Op)
 }
 
-// commCell is c as the protocol carries it: outputs' text cut to maxOutput
-// characters and image data left out (0: no outputs; -1: all of them,
-// whole).
 // readView is the answer to a read: every cell, or with max_chars the
 // cells of its range that fit (their source and outputs as sent, counted)
 // and the count of all.
@@ -166,6 +163,9 @@ func readView(path string, nb *Notebook, a nbcomm.Args) nbcomm.View {
 	return v
 }
 
+// commCell is c as the protocol carries it: outputs' text cut to maxOutput
+// characters and image data left out (0: no outputs; -1: all of them,
+// whole).
 func commCell(c *Cell, maxOutput int) nbcomm.Cell {
 	out := nbcomm.Cell{ID: c.ID, CellType: string(c.CellType), Source: c.Source, ExecutionCount: cloneInt(c.ExecutionCount),
 		Outputs: []json.RawMessage{}}

@@ -8,15 +8,14 @@
 // through the notebook comm. A wrong token is 401; `%agent mcp stop` ends
 // the server. Run through run.sh (LAB_PYTHON, AGENTKERNEL_BIN, SCRIPTED_BIN,
 // LAB_EXTENSION); screenshots go to tests/artifacts/mcpnotebook-*.png.
-import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
-  CHROMIUM_ARGS, Steps, TIMEOUT, commOpen, jupyterEnv, runTest, setting, startJupyter, startModel, until, writeNotebook,
+  CHROMIUM_ARGS, Steps, TIMEOUT, commOpen, labWorld, runTest, setting, startJupyter, until, writeNotebook,
 } from "./jupyterkit.mjs";
 
 const steps = new Steps("mcpnotebook");
@@ -33,16 +32,9 @@ const cells = (page) => page.locator(".jp-Notebook .jp-Cell");
 const textOf = (res) => (res.content || []).filter((c) => c.type === "text").map((c) => c.text).join("");
 
 async function run(tmp) {
-  for (const d of ["work", "home", "config", "runtime", "data", "agent-data"]) mkdirSync(join(tmp, d), { recursive: true });
-  setting(tmp, "@jupyterlab/apputils-extension:notification", { fetchNews: "false" });
+  const { env, work } = await labWorld(tmp);
   setting(tmp, "@agentkernel/jupyterlab:plugin", { autoOpen: false });
-  setting(tmp, "@agentkernel/jupyterlab:completer", { inlineCompletions: false });
-  const model = await startModel();
-  const env = jupyterEnv(tmp, model);
-  const prefix = join(tmp, "prefix");
-  execFileSync(process.env.AGENTKERNEL_BIN, ["install", "--prefix", prefix, "--probe=false"], { env, stdio: "inherit" });
-  cpSync(process.env.LAB_EXTENSION, join(prefix, "share", "jupyter", "labextensions", "@agentkernel", "jupyterlab"), { recursive: true });
-  writeNotebook(join(tmp, "work", "served.ipynb"), "agent-code", "Agent (code)", [
+  writeNotebook(join(work, "served.ipynb"), "agent-code", "Agent (code)", [
     { id: "intro", cell_type: "markdown", metadata: {}, source: "# Sales\n" + MARK },
     { id: "serve-here", cell_type: "code", metadata: {}, source: "", outputs: [], execution_count: null },
   ]);

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
@@ -90,10 +91,8 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 		b.fail(r, wire.MsgExecuteReply, "NestedKernelError", b.cfg.Refuse.Error())
 		return
 	}
-	body, isCode := cutCellMagic(c.Code, "%%code")
-	agentBody, isAgent := cutCellMagic(c.Code, "%%agent")
-	magic := isMagic(c.Code)
-	if b.cfg.Cells == CodeCells && !isAgent && !magic {
+	use, body := agent.ParseCell(c.Code, b.cfg.Cells == PromptCells)
+	if b.cfg.Cells == CodeCells && use == agent.UseCode {
 		if b.host.World().ReplayPending() {
 			b.replayFirst(ctx, r)
 		}
@@ -125,15 +124,13 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 		b.cellCancel = nil
 		b.amu.Unlock()
 	}()
-	switch {
-	case magic:
+	switch use {
+	case agent.UseCommand:
 		b.magic(cctx, r, c.Code, count)
-	case isAgent:
-		b.prompt(cctx, r, agentBody, count)
-	case isCode:
-		b.codeCell(cctx, r, body, count)
+	case agent.UsePrompt:
+		b.prompt(cctx, r, body, count)
 	default:
-		b.prompt(cctx, r, c.Code, count)
+		b.codeCell(cctx, r, body, count)
 	}
 }
 
@@ -170,14 +167,7 @@ func (b *Bridge) promptCount(silent, store bool) int {
 }
 
 // cutCellMagic returns the body of a cell that starts with the cell magic.
-func cutCellMagic(code, magic string) (string, bool) {
-	t := strings.TrimLeft(code, " \t\r\n")
-	first, rest, _ := strings.Cut(t, "\n")
-	if strings.TrimSpace(first) != magic {
-		return "", false
-	}
-	return rest, true
-}
+func cutCellMagic(code, magic string) (string, bool) { return agent.CutCellMagic(code, magic) }
 
 // showProblems shows the configuration's problems in the first cell run,
 // once, on stderr: a kernel with a broken config file starts with defaults

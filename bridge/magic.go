@@ -56,12 +56,6 @@ const magicHelp = `%agent new              start a new session
 // magicWords are the subcommands, for completion.
 var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "title", "mode", "permissions", "cost", "export", "notebook", "attach", "webview", "mcp", "help"}
 
-// isMagic reports whether a cell is an %agent line magic.
-func isMagic(code string) bool {
-	t := strings.TrimSpace(code)
-	return t == "%agent" || strings.HasPrefix(t, "%agent ") || strings.HasPrefix(t, "%agent\t")
-}
-
 // magic runs an %agent line and answers the cell.
 func (b *Bridge) magic(ctx context.Context, r *kernel.Request, line string, count int) {
 	fields := strings.Fields(strings.TrimSpace(line))

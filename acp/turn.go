@@ -483,6 +483,10 @@ func (t *turn) approve(ctx context.Context, ask messages.UIMessage) (agent.Respo
 func (t *turn) callOf(ask messages.UIMessage) *call {
 	name := agent.ToolExecuteCode
 	switch ask.Ask {
+	case messages.AskCommand:
+		if ask.Cell != "" {
+			name = agent.ToolNotebookRun
+		}
 	case messages.AskTool:
 		a, ok := messages.ParseToolAsk(ask)
 		if !ok {

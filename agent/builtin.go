@@ -524,9 +524,8 @@ func (tb *Toolbox) attemptCompletion(_ context.Context, in map[string]any) (Resu
 }
 
 func (tb *Toolbox) proposeCell(_ context.Context, in map[string]any) (Result, error) {
-	code := in["code"].(string)
 	return Result{
 		Text:         "The code was proposed as the notebook's next cell; it has not been run.",
-		SetNextInput: code,
+		SetNextInput: tb.asCode(in["code"].(string)),
 	}, nil
 }

@@ -134,24 +134,20 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 		return Result{Text: fmt.Sprintf("Error: there is no tool %q.", call.Name), IsError: true},
 			fmt.Errorf("agent: unknown tool %q", call.Name)
 	}
-	d := t.perm.Decide(call)
-	if ok, mode := t.allowed(tool); !ok {
-		d = Decision{Verdict: Deny, Reason: fmt.Sprintf("%s is not available in %s mode", call.Name, mode), Hard: true}
+	call, d, err := t.decide(ctx, tool, call)
+	if err != nil {
+		// Nothing to ask: the call cannot be done (an unknown cell).
+		res := Result{Text: "Error: " + err.Error(), IsError: true}
+		if tool.Class() == ClassNotebook {
+			if _, serr := t.say(context.WithoutCancel(ctx), messages.SayToolResult, toolResultText(call, res, err), nil); serr != nil {
+				return res, serr
+			}
+		}
+		return res, err
 	}
 	d = t.preToolHooks(ctx, call, d)
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
-	}
-	if d.Verdict == Ask && tool.Class() == ClassNotebook {
-		// A cell the agent wrote, as it left it, is its own to change; any
-		// other change is asked with its diff.
-		if in, err := tool.Validate(call.Input); err == nil {
-			own, diff := t.cfg.Toolbox.reviewNotebookCall(ctx, call.Name, in)
-			if own {
-				d = Decision{Verdict: Allow, Reason: "a cell the agent wrote, unchanged since"}
-			}
-			d.Diff = diff
-		}
 	}
 	var feedback string
 	var feedbackImages []Image
@@ -236,6 +232,46 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 		res.Blocks = append(res.Blocks, blocks...)
 	}
 	return t.postToolHooks(ctx, call, res), nil
+}
+
+// decide is the policy's decision on call before the hooks, and the call
+// as it is then hooked and run: checked first (Toolbox.checkCall: a
+// notebook call names its cell by id, a run carries the cell's code), a
+// change of a cell the agent wrote, as it left it, allowed, any other
+// change of a cell asked with its diff, and a tool the agent mode does not
+// offer refused. An error is a call that cannot be done.
+func (t *Task) decide(ctx context.Context, tool *Tool, call provider.ToolCall) (provider.ToolCall, Decision, error) {
+	if ok, mode := t.allowed(tool); !ok {
+		return call, Decision{Verdict: Deny, Reason: fmt.Sprintf("%s is not available in %s mode", call.Name, mode), Hard: true}, nil
+	}
+	call, rv, err := t.cfg.Toolbox.checkCall(ctx, tool, call)
+	if err != nil {
+		return call, Decision{}, err
+	}
+	d := t.perm.Decide(call)
+	if d.Verdict == Ask && rv.own {
+		d = Decision{Verdict: Allow, Reason: "a cell the agent wrote, unchanged since"}
+	}
+	if d.Verdict == Ask {
+		d.Diff = rv.diff
+	}
+	return call, d, nil
+}
+
+// Decide is what the task decides of call now, before the hooks (which run
+// with the call itself), as a call that comes to run is decided, and the
+// call as it is decided (a notebook call names its cell by id, a run
+// carries the cell's code): a surface that must ask before it calls (an
+// MCP client answers in a round trip of its own) asks it first, with
+// DecisionMessage of the two. An error is a call that cannot be done (a
+// notebook call's unknown cell): nothing is to be asked.
+func (t *Task) Decide(ctx context.Context, call provider.ToolCall) (Decision, provider.ToolCall, error) {
+	tool, ok := t.cfg.Toolbox.LookupContext(ctx, call.Name)
+	if !ok {
+		return t.perm.Decide(call), call, nil
+	}
+	call, d, err := t.decide(ctx, tool, call)
+	return d, call, err
 }
 
 // recordDecision stores an allow or deny decision as a UI message.

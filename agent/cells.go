@@ -5,7 +5,7 @@ import "strings"
 // This file: what a code cell of a notebook on agentkernel's kernel is —
 // code for the backing kernel, a request to the agent, or a command of the
 // kernel's — in its two modes. The kernel runs cells by it (package
-// bridge).
+// bridge), and the notebook tools write, run and refuse cells by it.
 //
 // In prompt mode (the "Agent" kernel) a bare cell is a request to the
 // agent and a cell whose first line is %%code is code; in code mode (the
@@ -71,4 +71,22 @@ func CutCellMagic(source, magic string) (string, bool) {
 func isCommand(source string) bool {
 	t := strings.TrimSpace(source)
 	return t == commandMagic || strings.HasPrefix(t, commandMagic+" ") || strings.HasPrefix(t, commandMagic+"\t")
+}
+
+// marked reports whether source says itself what it is: a %%code or
+// %%agent cell, or an %agent command.
+func marked(source string) bool {
+	_, code := CutCellMagic(source, CodeMagic)
+	_, agent := CutCellMagic(source, AgentMagic)
+	return code || agent || isCommand(source)
+}
+
+// asCode is source as a code cell the agent writes holds it: in prompt
+// mode under a %%code line, unless it says itself what it is (%%code,
+// %%agent, %agent); in code mode as it is.
+func (tb *Toolbox) asCode(source string) string {
+	if !tb.opts.PromptCells || marked(source) {
+		return source
+	}
+	return CodeMagic + "\n" + source
 }

@@ -1,6 +1,10 @@
 package agent
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"slices"
+)
 
 // Tests follow whichever turn runs, where a surface follows its own
 // (Turn.Next).
@@ -28,3 +32,27 @@ func (t *Task) Wait(ctx context.Context) (State, error) {
 		}
 	}
 }
+
+// MemNotebook is a notebook in memory (memNotebook), its cells in prompt
+// mode with prompt, for the tests of package agent_test.
+type MemNotebook = memNotebook
+
+// NewMemNotebook is a MemNotebook of code cells holding sources, with the
+// ids cell0001, cell0002…
+func NewMemNotebook(prompt bool, sources ...string) *MemNotebook {
+	m := &memNotebook{prompt: prompt}
+	for i, s := range sources {
+		m.cells = append(m.cells, NotebookCell{ID: fmt.Sprintf("cell%04d", i+1), Kind: CodeCell, Source: s})
+	}
+	return m
+}
+
+// Ran is the code the notebook's runs ran, in order.
+func (m *memNotebook) Ran() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.ran)
+}
+
+// Sources are its cells' sources.
+func (m *memNotebook) Sources() []string { return m.sources() }

@@ -93,7 +93,13 @@ func (t *Task) appendAPI(ctx context.Context, m messages.APIMessage, reply *Repl
 // stdin, the web panel, a policy — the first one wins) and marks it
 // answered. If ctx ends first the ask is closed unanswered (a denial).
 func (t *Task) ask(ctx context.Context, kind messages.Ask, text string) (Response, error) {
-	m := messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeAsk, Ask: kind, Text: text}
+	return t.askMessage(ctx, messages.UIMessage{Ask: kind, Text: text})
+}
+
+// askMessage is ask of the ask m (its kind, text and cell), stamped now.
+func (t *Task) askMessage(ctx context.Context, m messages.UIMessage) (Response, error) {
+	m.TS, m.Type = t.clock.Next(), messages.TypeAsk
+	kind := m.Ask
 	p := &pendingAsk{msg: m, answer: make(chan Response, 1)}
 	t.mu.Lock()
 	t.pending = p

@@ -44,11 +44,14 @@ type Notebook interface {
 	// Delete removes cell id and returns it.
 	Delete(ctx context.Context, id string) (NotebookCell, error)
 	// Run runs code cell id in the live kernel as if the user had: its
-	// outputs and execution count land in the cell. The result is what
-	// the model is told.
+	// outputs and execution count land in the cell. code is the cell's
+	// code as the agent read it (ParseCell's, without a %%code line),
+	// screened and approved: it is what runs, and a cell whose code is no
+	// longer that is not run (ErrConflict). The result is what the model
+	// is told.
 	// out, when not nil, is also given the outputs as they come (the
 	// running turn's TurnOptions.Output).
-	Run(ctx context.Context, id string, out func(CodeOutput)) (CodeResult, error)
+	Run(ctx context.Context, id, code string, out func(CodeOutput)) (CodeResult, error)
 }
 
 // NotebookView is a notebook as Read returns it, or part of it as
@@ -230,12 +233,22 @@ func (tb *Toolbox) notebookTools() []*Tool {
 		{name: "id", typ: tString, desc: "The cell's id (from notebook_read)."},
 		{name: "index", typ: tInteger, desc: "The cell's index (0-based), when its id is not known."},
 	}
+	// In prompt mode a bare code cell is a request to the agent: the
+	// tools say what %%code means here (code mode's texts are unchanged).
+	prompt := func(code, text string) string {
+		if tb.opts.PromptCells {
+			return code + " " + text
+		}
+		return code
+	}
 	return []*Tool{
 		{
 			name: ToolNotebookRead, class: ClassRead,
-			description: "Read the notebook the user works in: each cell's id, type and source, a code cell's " +
-				"execution count and outputs (text cut, images named), and the cell the user is in. Bounded: " +
+			description: prompt("Read the notebook the user works in: each cell's id, type and source, a code cell's "+
+				"execution count and outputs (text cut, images named), and the cell the user is in. Bounded: "+
 				"give start/end (cell indexes) or max_tokens for a large notebook.",
+				"In this notebook a code cell whose first line is %%code is code; any other code cell is a request "+
+					"the user made to you (a prompt), not code."),
 			params: []param{
 				{name: "start", typ: tInteger, desc: "First cell (index). Default 0."},
 				{name: "end", typ: tInteger, desc: "Stop before this cell (index). Default: the end."},
@@ -245,8 +258,10 @@ func (tb *Toolbox) notebookTools() []*Tool {
 		},
 		{
 			name: ToolNotebookInsert, class: ClassNotebook,
-			description: "Insert a new code or markdown cell into the notebook. By default it goes below the cell " +
+			description: prompt("Insert a new code or markdown cell into the notebook. By default it goes below the cell "+
 				"the user is in (else at the end); give index or after_id to place it. Returns its id. It is not run.",
+				"In this notebook a code cell starts with a %%code line (a bare one is a request to the agent): it is "+
+					"added to your code when missing, so that the user can run the cell as code."),
 			params: []param{
 				{name: "source", typ: tString, required: true, blank: true, desc: "The cell's text."},
 				{name: "type", typ: tString, desc: "code (default) or markdown."},
@@ -257,15 +272,17 @@ func (tb *Toolbox) notebookTools() []*Tool {
 		},
 		{
 			name: ToolNotebookEdit, class: ClassNotebook,
-			description: "Change a cell's source: all of it (source), or by replacing text in it (search must " +
+			description: prompt("Change a cell's source: all of it (source), or by replacing text in it (search must "+
 				"match once, unless replace_all). Changing a cell the agent did not write asks the user.",
+				"A code cell keeps its first line %%code (given back when a new source leaves it out)."),
 			params: append(append([]param(nil), ref...),
 				param{name: "source", typ: tString, blank: true, desc: "The cell's new text, whole."},
 				param{name: "search", typ: tString, desc: "Exact text to find in the cell."},
 				param{name: "replace", typ: tString, blank: true, desc: "Text to put in its place."},
 				param{name: "replace_all", typ: tBoolean, desc: "Replace every occurrence. Default false."},
 			),
-			run: tb.notebookEdit,
+			run:   tb.notebookEdit,
+			check: tb.checkCell(ToolNotebookEdit),
 		},
 		{
 			name: ToolNotebookMove, class: ClassNotebook,
@@ -274,20 +291,27 @@ func (tb *Toolbox) notebookTools() []*Tool {
 				param{name: "to", typ: tInteger, desc: "Its new index, among the other cells."},
 				param{name: "after_id", typ: tString, desc: "Put it after the cell with this id."},
 			),
-			run: tb.notebookMove,
+			run:   tb.notebookMove,
+			check: tb.checkCell(ToolNotebookMove),
 		},
 		{
 			name: ToolNotebookDelete, class: ClassNotebook,
 			description: "Delete a cell. Deleting a cell the agent did not write asks the user.",
 			params:      ref,
 			run:         tb.notebookDelete,
+			check:       tb.checkCell(ToolNotebookDelete),
 		},
 		{
-			name: ToolNotebookRun, class: ClassExecute,
-			description: "Run a code cell of the notebook in the live kernel, as if the user had: its outputs and " +
+			name: ToolNotebookRun, class: ClassExecute, subject: "code",
+			description: prompt("Run a code cell of the notebook in the live kernel, as if the user had: its outputs and "+
 				"execution count appear in that cell. Returns what it printed, its result and any error.",
-			params:  ref,
+				"Its code runs without its %%code line; a cell without one is a request to the agent, and is not run."),
+			// code is the cell's, read by the check: what the policy, the
+			// hooks and the ask see, and what runs.
+			params: append(append([]param(nil), ref...), param{name: "code", typ: tString, internal: true,
+				desc: "The cell's code, as read."}),
 			runCode: tb.notebookRun,
+			check:   tb.checkCell(ToolNotebookRun),
 		},
 	}
 }
@@ -313,18 +337,15 @@ func resolveCell(ctx context.Context, nb Notebook, in map[string]any) (string, e
 	if id, _ := in["id"].(string); id != "" {
 		return id, nil
 	}
-	i, ok := intArg(in, "index")
-	if !ok {
+	if _, ok := intArg(in, "index"); !ok {
 		return "", errors.New("give the cell's id (or its index)")
 	}
 	v, err := nb.Read(ctx, 0)
 	if err != nil {
 		return "", err
 	}
-	if i < 0 || i >= len(v.Cells) {
-		return "", fmt.Errorf("index %d: the notebook has %d cells (0 to %d)", i, len(v.Cells), len(v.Cells)-1)
-	}
-	return v.Cells[i].ID, nil
+	c, err := cellIn(v, in)
+	return c.ID, err
 }
 
 // indexOf returns the index of cell id in v, or -1.
@@ -463,12 +484,20 @@ func (tb *Toolbox) notebookInsert(ctx context.Context, in map[string]any) (Resul
 	} else if i := indexOf(v, v.Active); i >= 0 {
 		at = i + 1
 	}
-	c, err := nb.Insert(ctx, at, kind, in["source"].(string))
+	source := in["source"].(string)
+	if kind == CodeCell {
+		source = tb.asCode(source)
+	}
+	c, err := nb.Insert(ctx, at, kind, source)
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_insert_cell: %w", err)
 	}
 	tb.wrote(c.ID, c.Source)
-	return Result{Text: fmt.Sprintf("Inserted %s cell %s at index %d.", kind, c.ID, at)}, nil
+	text := fmt.Sprintf("Inserted %s cell %s at index %d.", kind, c.ID, at)
+	if source != in["source"] {
+		text += " Its first line is " + CodeMagic + ", which makes it code in this notebook."
+	}
+	return Result{Text: text}, nil
 }
 
 func (tb *Toolbox) notebookEdit(ctx context.Context, in map[string]any) (Result, error) {
@@ -480,7 +509,11 @@ func (tb *Toolbox) notebookEdit(ctx context.Context, in map[string]any) (Result,
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_edit_cell: %w", err)
 	}
-	source, err := tb.editedSource(ctx, nb, id, in)
+	c, err := cellOf(ctx, nb, id)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_edit_cell: %w", err)
+	}
+	source, err := tb.editedSource(c, in)
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_edit_cell: %w", err)
 	}
@@ -493,10 +526,14 @@ func (tb *Toolbox) notebookEdit(ctx context.Context, in map[string]any) (Result,
 		Diff: linesDiff(before.Source, source)}, nil
 }
 
-// editedSource is the source an edit's input gives cell id: source
-// whole, or search replaced in the cell's current source.
-func (tb *Toolbox) editedSource(ctx context.Context, nb Notebook, id string, in map[string]any) (string, error) {
+// editedSource is the source an edit's input gives cell c: source whole
+// (in prompt mode a code cell's %%code line given back when it leaves it
+// out), or search replaced in the cell's source.
+func (tb *Toolbox) editedSource(c NotebookCell, in map[string]any) (string, error) {
 	if s, ok := in["source"].(string); ok {
+		if use, _ := ParseCell(c.Source, tb.opts.PromptCells); c.Kind == CodeCell && use == UseCode {
+			s = tb.asCode(s)
+		}
 		return s, nil
 	}
 	search, _ := in["search"].(string)
@@ -505,15 +542,11 @@ func (tb *Toolbox) editedSource(ctx context.Context, nb Notebook, id string, in 
 	}
 	replace, _ := in["replace"].(string)
 	all, _ := in["replace_all"].(bool)
-	c, err := cellOf(ctx, nb, id)
-	if err != nil {
-		return "", err
-	}
 	switch n := strings.Count(c.Source, search); {
 	case n == 0:
-		return "", fmt.Errorf("cell %s: search text not found; read the cell and copy the text exactly", id)
+		return "", fmt.Errorf("cell %s: search text not found; read the cell and copy the text exactly", c.ID)
 	case n > 1 && !all:
-		return "", fmt.Errorf("cell %s: search text found %d times; include more of the text around it, or set replace_all", id, n)
+		return "", fmt.Errorf("cell %s: search text found %d times; include more of the text around it, or set replace_all", c.ID, n)
 	}
 	if all {
 		return strings.ReplaceAll(c.Source, search, replace), nil
@@ -589,69 +622,17 @@ func (tb *Toolbox) notebookRun(ctx context.Context, in map[string]any, out func(
 	if err != nil {
 		return Result{}, err
 	}
-	id, err := resolveCell(ctx, nb, in)
-	if err != nil {
-		return Result{}, fmt.Errorf("notebook_run_cell: %w", err)
+	code, checked := in["code"].(string)
+	if !checked { // run outside a task (Tool.Execute): the cell as it is now
+		if in, _, err = tb.checkCell(ToolNotebookRun)(ctx, in); err != nil {
+			return Result{}, fmt.Errorf("notebook_run_cell: %w", err)
+		}
+		code = in["code"].(string)
 	}
-	cr, err := nb.Run(ctx, id, out)
+	id := in["id"].(string)
+	cr, err := nb.Run(ctx, id, code, out)
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_run_cell %s: %w", id, err)
 	}
 	return tb.codeResult(cr), nil
-}
-
-// wrote records that the agent left cell id with source: changing it
-// again, while it still holds that, asks nobody.
-func (tb *Toolbox) wrote(id, source string) {
-	tb.cellsMu.Lock()
-	defer tb.cellsMu.Unlock()
-	if tb.cells == nil {
-		tb.cells = map[string]string{}
-	}
-	tb.cells[id] = source
-}
-
-func (tb *Toolbox) forget(id string) {
-	tb.cellsMu.Lock()
-	defer tb.cellsMu.Unlock()
-	delete(tb.cells, id)
-}
-
-// agentCell reports whether cell c is as the agent left it.
-func (tb *Toolbox) agentCell(c NotebookCell) bool {
-	tb.cellsMu.Lock()
-	defer tb.cellsMu.Unlock()
-	s, ok := tb.cells[c.ID]
-	return ok && s == c.Source
-}
-
-// reviewNotebookCall looks at a notebook edit the policy would ask about:
-// own is true when it changes only a cell the agent wrote (and the user
-// has not changed since), which needs no ask; diff shows the change, per
-// cell, for the ask.
-func (tb *Toolbox) reviewNotebookCall(ctx context.Context, name string, in map[string]any) (own bool, diff string) {
-	nb, err := tb.notebook()
-	if err != nil {
-		return false, ""
-	}
-	id, err := resolveCell(ctx, nb, in)
-	if err != nil {
-		return false, ""
-	}
-	c, err := cellOf(ctx, nb, id)
-	if err != nil {
-		return false, ""
-	}
-	own = tb.agentCell(c)
-	switch name {
-	case ToolNotebookEdit:
-		after, err := tb.editedSource(ctx, nb, id, in)
-		if err != nil {
-			return own, ""
-		}
-		return own, fmt.Sprintf("cell %s:\n%s", id, linesDiff(c.Source, after))
-	case ToolNotebookDelete:
-		return own, fmt.Sprintf("cell %s (deleted):\n%s", id, linesDiff(c.Source, ""))
-	}
-	return own, ""
 }

@@ -20,6 +20,7 @@ type memNotebook struct {
 	active string
 	n      int
 	ran    []string
+	prompt bool // its cells are in prompt mode
 }
 
 func (m *memNotebook) Read(_ context.Context, maxOutput int) (NotebookView, error) {
@@ -95,14 +96,17 @@ func (m *memNotebook) Delete(_ context.Context, id string) (NotebookCell, error)
 	return c, nil
 }
 
-func (m *memNotebook) Run(_ context.Context, id string, _ func(CodeOutput)) (CodeResult, error) {
+func (m *memNotebook) Run(_ context.Context, id, code string, _ func(CodeOutput)) (CodeResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i, err := m.find(id)
 	if err != nil {
 		return CodeResult{}, err
 	}
-	m.ran = append(m.ran, m.cells[i].Source)
+	if _, now := ParseCell(m.cells[i].Source, m.prompt); now != code {
+		return CodeResult{}, fmt.Errorf("cell %s changed: %w", id, ErrConflict)
+	}
+	m.ran = append(m.ran, code)
 	m.cells[i].ExecutionCount = len(m.ran)
 	m.cells[i].Outputs = []CellOutput{{Type: "stream", Text: "ran " + id + "\n"}}
 	return CodeResult{Stdout: "ran " + id + "\n"}, nil
@@ -316,29 +320,39 @@ func TestNotebookPermissions(t *testing.T) {
 		{ToolNotebookMove, `{"id": "aaaa0002", "to": 0}`, Allow},
 		{ToolNotebookEdit, `{"id": "aaaa0002", "source": "x"}`, Ask},
 		{ToolNotebookDelete, `{"id": "aaaa0002"}`, Ask},
-		{ToolNotebookRun, `{"id": "aaaa0002"}`, Ask},
+		{ToolNotebookRun, `{"id": "aaaa0002", "code": "df = pd.read_csv('sales.csv')"}`, Ask},
 	} {
 		if d := p.Decide(call(tt.name, tt.input)); d.Verdict != tt.want {
 			t.Errorf("%s: %v (%s), want %v", tt.name, d.Verdict, d.Reason, tt.want)
 		}
 	}
+	// A run whose call was not checked has no code to screen: refused,
+	// whatever the mode.
+	if err := p.SetPermissionMode(PermissionBypass); err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decide(call(ToolNotebookRun, `{"id": "aaaa0002"}`)); d.Verdict != Deny || !d.Hard {
+		t.Errorf("an unchecked run in bypass mode: %v (%s)", d.Verdict, d.Reason)
+	}
+	if err := p.SetPermissionMode(PermissionDefault); err != nil {
+		t.Fatal(err)
+	}
 	// The review: a user's cell, with its diff; the agent's own, not asked.
-	in := map[string]any{"id": "aaaa0002", "search": "sales.csv", "replace": "sales-2026.csv"}
-	own, diff := tb.reviewNotebookCall(context.Background(), ToolNotebookEdit, in)
-	if own || !strings.Contains(diff, "cell aaaa0002") || !strings.Contains(diff, "- df = pd.read_csv('sales.csv')") ||
-		!strings.Contains(diff, "+ df = pd.read_csv('sales-2026.csv')") {
-		t.Errorf("review of a user's cell: own %v, diff %q", own, diff)
+	rv := checkedReview(t, tb, ToolNotebookEdit, `{"index": 1, "search": "sales.csv", "replace": "sales-2026.csv"}`)
+	if rv.own || !strings.Contains(rv.diff, "cell aaaa0002") || !strings.Contains(rv.diff, "- df = pd.read_csv('sales.csv')") ||
+		!strings.Contains(rv.diff, "+ df = pd.read_csv('sales-2026.csv')") {
+		t.Errorf("review of a user's cell: own %v, diff %q", rv.own, rv.diff)
 	}
 	ins := mustRun(t, tb, ToolNotebookInsert, `{"source": "df.head()"}`)
 	id := strings.Fields(strings.TrimPrefix(ins.Text, "Inserted code cell "))[0]
-	if own, _ := tb.reviewNotebookCall(context.Background(), ToolNotebookEdit, map[string]any{"id": id, "source": "df.tail()"}); !own {
+	if rv := checkedReview(t, tb, ToolNotebookEdit, `{"id": "`+id+`", "source": "df.tail()"}`); !rv.own {
 		t.Error("the agent's own cell is reviewed as the user's")
 	}
 	// The user changes it: it is theirs again.
 	if _, err := nb.SetSource(context.Background(), id, "df.head(20)"); err != nil {
 		t.Fatal(err)
 	}
-	if own, _ := tb.reviewNotebookCall(context.Background(), ToolNotebookEdit, map[string]any{"id": id, "source": "df.tail()"}); own {
+	if rv := checkedReview(t, tb, ToolNotebookEdit, `{"id": "`+id+`", "source": "df.tail()"}`); rv.own {
 		t.Error("a cell the user changed after the agent is still the agent's")
 	}
 	if err := p.SetPermissionMode(PermissionPlan); err != nil {
@@ -355,5 +369,95 @@ func TestNotebookPermissions(t *testing.T) {
 	}
 	if !errors.Is(fmt.Errorf("x: %w", ErrNoCell), ErrNoCell) {
 		t.Fatal("ErrNoCell does not wrap")
+	}
+}
+
+// checkedReview is the review of a notebook call, checked as a task
+// checks it before deciding.
+func checkedReview(t *testing.T, tb *Toolbox, name, input string) review {
+	t.Helper()
+	tool, _ := tb.Lookup(name)
+	_, rv, err := tb.checkCall(context.Background(), tool, provider.ToolCall{ID: "c", Name: name, Input: json.RawMessage(input)})
+	if err != nil {
+		t.Fatalf("check %s %s: %v", name, input, err)
+	}
+	return rv
+}
+
+// TestNotebookPromptMode: in a prompt-mode notebook (a bare code cell is
+// a request to the agent) a code cell the agent writes starts with a
+// %%code line — inserted, given back by a whole edit, proposed — unless it
+// says itself what it is; a run runs the code without the line and refuses
+// a request; the tools' descriptions say so, and only in prompt mode. In
+// code mode a %%agent cell and an %agent command are not run either.
+func TestNotebookPromptMode(t *testing.T) {
+	nb := &memNotebook{prompt: true, cells: []NotebookCell{
+		{ID: "md000001", Kind: MarkdownCell, Source: "# Sales"},
+		{ID: "ask00001", Kind: CodeCell, Source: "Plot the sales by month"},
+		{ID: "code0001", Kind: CodeCell, Source: "%%code\nx = 1"},
+	}}
+	tb := testToolbox(t, ToolboxOptions{Notebook: func() Notebook { return nb }, PromptCells: true})
+	ins := mustRun(t, tb, ToolNotebookInsert, `{"source": "df.describe()", "index": 3}`)
+	mustRun(t, tb, ToolNotebookInsert, `{"source": "%%code\ny = 2", "index": 4}`)
+	mustRun(t, tb, ToolNotebookInsert, `{"source": "## Notes", "type": "markdown", "index": 5}`)
+	mustRun(t, tb, ToolNotebookInsert, `{"source": "%%agent\nSummarize the table", "index": 6}`)
+	if got := nb.sources()[3:]; !slices.Equal(got, []string{"%%code\ndf.describe()", "%%code\ny = 2", "## Notes", "%%agent\nSummarize the table"}) {
+		t.Fatalf("inserted %q", got)
+	}
+	if !strings.Contains(ins.Text, "Its first line is %%code") {
+		t.Errorf("the model is not told of the line it did not write: %s", ins.Text)
+	}
+	mustRun(t, tb, ToolNotebookEdit, `{"id": "code0001", "source": "x = 2"}`)
+	mustRun(t, tb, ToolNotebookEdit, `{"id": "ask00001", "source": "Plot the sales by week"}`)
+	mustRun(t, tb, ToolNotebookEdit, `{"id": "code0001", "search": "x = 2", "replace": "x = 3"}`)
+	if got := nb.sources()[1:3]; !slices.Equal(got, []string{"Plot the sales by week", "%%code\nx = 3"}) {
+		t.Fatalf("edited %q", got)
+	}
+	mustRun(t, tb, ToolNotebookRun, `{"id": "code0001"}`)
+	if !slices.Equal(nb.ran, []string{"x = 3"}) {
+		t.Fatalf("ran %q, want the code without its %%%%code line", nb.ran)
+	}
+	for _, id := range []string{"ask00001", "md000001"} {
+		if _, err := run(t, tb, ToolNotebookRun, `{"id": "`+id+`"}`); err == nil || len(nb.ran) != 1 {
+			t.Errorf("run of %s: %v, ran %q", id, err, nb.ran)
+		}
+	}
+	if _, err := run(t, tb, ToolNotebookRun, `{"id": "ask00001"}`); err == nil || !strings.Contains(err.Error(), "request to the agent") {
+		t.Errorf("a request run: %v", err)
+	}
+	if res := mustRun(t, tb, ToolProposeCell, `{"code": "df.plot()"}`); res.SetNextInput != "%%code\ndf.plot()" {
+		t.Errorf("proposed %q", res.SetNextInput)
+	}
+	for _, pt := range tb.Tools(context.Background()) {
+		if IsNotebookTool(pt.Name) && pt.Name != ToolNotebookMove && pt.Name != ToolNotebookDelete && !strings.Contains(pt.Description, "%%code") {
+			t.Errorf("%s does not say what %%%%code means here: %s", pt.Name, pt.Description)
+		}
+	}
+
+	// Code mode: the descriptions are as ever; requests and commands are
+	// not run, %%code is no line of ours.
+	nb = &memNotebook{cells: []NotebookCell{
+		{ID: "ask00001", Kind: CodeCell, Source: "%%agent\nPlot the sales"},
+		{ID: "cmd00001", Kind: CodeCell, Source: "%agent model openai:gpt-5"},
+		{ID: "code0001", Kind: CodeCell, Source: "x = 1"},
+	}}
+	tb = testToolbox(t, ToolboxOptions{Notebook: func() Notebook { return nb }})
+	for _, pt := range tb.Tools(context.Background()) {
+		if strings.Contains(pt.Description, "%%code") {
+			t.Errorf("code mode's %s speaks of %%%%code: %s", pt.Name, pt.Description)
+		}
+	}
+	for id, want := range map[string]string{"ask00001": "request to the agent (a %%agent cell)", "cmd00001": "%agent command"} {
+		if _, err := run(t, tb, ToolNotebookRun, `{"id": "`+id+`"}`); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("run of %s: %v, want %q", id, err, want)
+		}
+	}
+	mustRun(t, tb, ToolNotebookInsert, `{"source": "y = 2"}`)
+	mustRun(t, tb, ToolNotebookRun, `{"id": "code0001"}`)
+	if got := nb.sources()[3]; got != "y = 2" || !slices.Equal(nb.ran, []string{"x = 1"}) {
+		t.Errorf("code mode: inserted %q, ran %q", got, nb.ran)
+	}
+	if res := mustRun(t, tb, ToolProposeCell, `{"code": "df.plot()"}`); res.SetNextInput != "df.plot()" {
+		t.Errorf("code mode proposed %q", res.SetNextInput)
 	}
 }

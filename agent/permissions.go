@@ -136,6 +136,9 @@ const AllowPrompt = "Allow? [y]es / [a]lways / [n]o: "
 func AskQuestion(ask messages.UIMessage) string {
 	switch ask.Ask {
 	case messages.AskCommand:
+		if ask.Cell != "" {
+			return "The agent wants to run cell " + ask.Cell + " of the notebook:\n\n" + ask.Text + "\n"
+		}
 		return "The agent wants to run this code:\n\n" + ask.Text + "\n"
 	case messages.AskUseMCPServer:
 		if a, ok := ParseMCPAsk(ask); ok {
@@ -200,14 +203,16 @@ func ParseReply(in, by string) (r Response, ok bool) {
 // matched both as written and as resolved: an allow rule must match both, a
 // deny rule either.
 //
-// For execute_code and propose_cell SPEC is a pattern on the code, matched
-// line by line after collapsing runs of white space; blank lines and "#"
+// For execute_code, propose_cell and notebook_run_cell (the cell's code)
+// SPEC is a pattern on the code, matched line by line after collapsing
+// runs of white space; blank lines and "#"
 // comments are ignored, and a leading IPython "!" or "%" may be left out
 // ("pip install *" matches "%pip install numpy" and "!pip install numpy").
 // "*" is the only wildcard. An allow rule matches when every line matches,
 // and its "*" does not match any of ; & | ` $ < > so an allowed command
 // cannot be chained to another one. A deny rule matches when any line
-// matches, and its "*" matches anything.
+// matches, and its "*" matches anything. A rule on execute_code also
+// holds for notebook_run_cell, which runs a cell's code the same way.
 //
 // Other tools take no SPEC. The tools of MCP servers are named
 // mcp__SERVER__TOOL; a rule "mcp__SERVER" covers every tool of the server,
@@ -455,7 +460,9 @@ func (p *Policy) ResetSession() {
 //  2. hard refusals, in every mode: a file path outside the workspace
 //     (through "..", an absolute path or a symlink) or protected (see
 //     protect.Path, also when reached through a symlink), and dangerous
-//     code in execute_code or propose_cell (see [DangerousCode]);
+//     code in execute_code, propose_cell or notebook_run_cell (see
+//     [DangerousCode]; a run's call carries its cell's code, which
+//     Task's check puts in it);
 //  3. a matching deny rule denies;
 //  4. read-only tools are allowed;
 //  5. in plan mode, everything else is denied;
@@ -492,6 +499,11 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 				Reason: fmt.Sprintf("path %q is protected (%s)", subject, why)}
 		}
 	case t.subject == "code":
+		if _, read := in[t.subject]; t.check != nil && !read {
+			// A run's code is the cell's, read by the check: a call
+			// that was not checked has none to screen.
+			return Decision{Verdict: Deny, Hard: true, Reason: t.name + ": the cell's code was not read (the call was not checked)"}
+		}
 		if why := DangerousCode(subject); why != "" {
 			return Decision{Verdict: Deny, Hard: true, Reason: "dangerous code refused: " + why}
 		}
@@ -501,7 +513,7 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 		if r.name != nil {
 			return r.name.MatchString(t.name)
 		}
-		if r.Tool != "*" && r.Tool != t.name {
+		if !r.covers(t.name) {
 			return false
 		}
 		if r.re == nil {
@@ -562,6 +574,12 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 	return Decision{Verdict: Ask, Reason: fmt.Sprintf("%s needs approval in %s mode", t.name, mode), ext: t.external}
 }
 
+// covers reports whether the rule is about the tool called name: its own,
+// every tool ("*"), or a run of a notebook cell for an execute_code rule.
+func (r compiledRule) covers(name string) bool {
+	return r.Tool == "*" || r.Tool == name || r.Tool == ToolExecuteCode && name == ToolNotebookRun
+}
+
 // Answer applies the user's answer to a call that Decide asked about and
 // returns the final decision (Allow or Deny). AnswerAllowAll also adds the
 // tool to the session's allow-all set. The call is decided again first, so
@@ -587,7 +605,8 @@ func (p *Policy) Answer(call provider.ToolCall, a Answer) Decision {
 
 // DecisionMessage turns a decision on call into the UI message that records
 // it, so that every decision is in the UI history: an Ask becomes ask
-// "command" (execute_code; Text is the code) or ask "tool" (Text is JSON
+// "command" (execute_code, and notebook_run_cell with Cell its cell; Text
+// is the code) or ask "tool" (Text is JSON
 // {"tool", "input", "reason"}); an Allow becomes say "text" and a Deny say
 // "error", each naming the call and the reason. ts is the message's
 // timestamp (from the session's messages.Clock).
@@ -601,13 +620,14 @@ func DecisionMessage(ts int64, call provider.ToolCall, d Decision) messages.UIMe
 			m.Text = mcpAskText(d.ext, call)
 			return m
 		}
-		if call.Name == ToolExecuteCode {
+		if call.Name == ToolExecuteCode || call.Name == ToolNotebookRun {
 			m.Ask = messages.AskCommand
 			var in struct {
 				Code string `json:"code"`
+				ID   string `json:"id"`
 			}
 			_ = json.Unmarshal(call.Input, &in)
-			m.Text = in.Code
+			m.Text, m.Cell = in.Code, in.ID
 			return m
 		}
 		m.Ask = messages.AskTool

@@ -118,7 +118,7 @@ func (t *Task) recordingFor(p provider.Provider) recording {
 
 // askApproval asks whoever answers asks (Respond: stdin, panel, policy).
 func (t *Task) askApproval(ctx context.Context, ask messages.UIMessage) (Response, error) {
-	return t.ask(ctx, ask.Ask, ask.Text)
+	return t.askMessage(ctx, messages.UIMessage{Ask: ask.Ask, Text: ask.Text, Cell: ask.Cell})
 }
 
 // replayApprovals answers as the recording did, and records the ask as
@@ -133,7 +133,7 @@ func (t *Task) replayApprovals(ap Approvals) approveFunc {
 		if err != nil {
 			return Response{}, &errReplay{err}
 		}
-		m := messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeAsk, Ask: ask.Ask, Text: ask.Text, IsAnswered: true}
+		m := messages.UIMessage{TS: t.clock.Next(), Type: messages.TypeAsk, Ask: ask.Ask, Text: ask.Text, Cell: ask.Cell, IsAnswered: true}
 		if err := t.create(ctx, m); err != nil {
 			return Response{}, err
 		}

@@ -29,12 +29,18 @@ type param struct {
 	// blank allows an empty or all-space required string (file content,
 	// a replacement); other required strings must have text.
 	blank bool
+	// internal marks a field the tool's check sets (a run's code): it is
+	// not in the schema, and a caller's input may not give it.
+	internal bool
 }
 
 func (t *Tool) schema() (json.RawMessage, error) {
 	props := map[string]any{}
 	required := []string{}
 	for _, p := range t.params {
+		if p.internal {
+			continue
+		}
 		s := map[string]any{"description": p.desc}
 		switch p.typ {
 		case tString:
@@ -78,19 +84,8 @@ func (t *Tool) validate(input json.RawMessage) (map[string]any, error) {
 			return nil, bad("", "not valid JSON: %v", err)
 		}
 	}
-	names := make([]string, len(t.params))
-	for i, p := range t.params {
-		names[i] = p.name
-	}
-	extra := []string{}
-	for k := range raw {
-		if !slices.Contains(names, k) {
-			extra = append(extra, k)
-		}
-	}
-	if len(extra) > 0 {
-		slices.Sort(extra)
-		return nil, bad(extra[0], "unknown field (the fields are: %s)", strings.Join(names, ", "))
+	if extra := t.unknownFields(raw, true); len(extra) > 0 {
+		return nil, t.unknownField(extra[0])
 	}
 	out := map[string]any{}
 	for _, p := range t.params {
@@ -138,6 +133,31 @@ func (t *Tool) validate(input json.RawMessage) (map[string]any, error) {
 		}
 	}
 	return out, nil
+}
+
+// unknownFields are the fields of raw the tool does not take, sorted; the
+// fields its check sets are known only with internal.
+func (t *Tool) unknownFields(raw map[string]json.RawMessage, internal bool) []string {
+	extra := []string{}
+	for k := range raw {
+		if !slices.ContainsFunc(t.params, func(p param) bool { return p.name == k && (internal || !p.internal) }) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return extra
+}
+
+// unknownField is the error of a field the tool does not take: it names
+// the fields a caller may give.
+func (t *Tool) unknownField(name string) error {
+	var names []string
+	for _, p := range t.params {
+		if !p.internal {
+			names = append(names, p.name)
+		}
+	}
+	return &InputError{Tool: t.name, Field: name, Reason: fmt.Sprintf("unknown field (the fields are: %s)", strings.Join(names, ", "))}
 }
 
 func jsonKind(v json.RawMessage) string {

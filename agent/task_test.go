@@ -139,6 +139,11 @@ type setup struct {
 	mode   agent.PermissionMode
 	answer func(*env, messages.UIMessage) // answers interactive asks
 	cfg    func(*agent.Config)
+	// notebook, when set, is the notebook the agent works in, its cells
+	// in prompt mode with prompt; allow and deny are the policy's rules.
+	notebook    agent.Notebook
+	prompt      bool
+	allow, deny []string
 }
 
 func newEnv(t *testing.T, s setup) *env {
@@ -157,11 +162,15 @@ func newEnv(t *testing.T, s setup) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws})
+	opts := agent.ToolboxOptions{Workspace: ws, PromptCells: s.prompt}
+	if s.notebook != nil {
+		opts.Notebook = func() agent.Notebook { return s.notebook }
+	}
+	tb, err := agent.NewToolbox(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := agent.NewPolicy(tb, agent.PolicyOptions{Mode: s.mode})
+	pol, err := agent.NewPolicy(tb, agent.PolicyOptions{Mode: s.mode, Allow: s.allow, Deny: s.deny})
 	if err != nil {
 		t.Fatal(err)
 	}

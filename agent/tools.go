@@ -244,6 +244,13 @@ type ToolboxOptions struct {
 	// notebook tools (notebook_read, notebook_insert_cell, …) are offered
 	// while it gives one.
 	Notebook NotebookSource
+	// PromptCells says the notebook is in prompt mode (the "Agent"
+	// kernel): a bare code cell is a request to the agent, and code runs
+	// under a %%code line (see ParseCell). The notebook tools then write
+	// code cells, and propose_cell its cell, with that line, run a cell's
+	// code without it, refuse to run a request, and say so in their
+	// descriptions. False: code mode, where a %%agent cell is a request.
+	PromptCells bool
 	// Files, when set, is where read_file, write_file and edit_file read
 	// and write text: an editor's buffers, unsaved changes included (an
 	// ACP client's fs/read_text_file and fs/write_text_file). Nil: the
@@ -378,9 +385,13 @@ type Tool struct {
 	params      []param
 	inputSchema json.RawMessage
 	// subject is the field the permission rules look at: the path of file
-	// tools, the code of execute_code and propose_cell; "" for none.
+	// tools, the code of execute_code, propose_cell and notebook_run_cell
+	// (the cell's, which check puts in the input); "" for none.
 	subject string
-	run     func(ctx context.Context, in map[string]any) (Result, error)
+	// check, when set, reads what a call is about before it is decided
+	// (the notebook tools' cell; see Toolbox.checkCall).
+	check func(ctx context.Context, in map[string]any) (map[string]any, review, error)
+	run   func(ctx context.Context, in map[string]any) (Result, error)
 	// runCode, set instead of run for execute_code, is also given the
 	// running turn's output sink.
 	runCode func(ctx context.Context, in map[string]any, out func(CodeOutput)) (Result, error)

@@ -17,8 +17,10 @@ import (
 	"github.com/agentkernel/agentkernel/internal/nbcomm"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/session/surfacetest"
+	"github.com/agentkernel/agentkernel/webview/paneltest"
 )
 
 // fakeFrontend is a frontend's notebook behind the notebook comm: it
@@ -181,9 +183,10 @@ func (f *fakeFrontend) sources() []string {
 // TestNotebookComm: a frontend that opens the notebook comm is where the
 // agent's notebook tools work: the prompt cell's agent reads the
 // frontend's cells, inserts, edits its own cell without asking, runs it
-// (the outputs land in the frontend's cell) and deletes one after the
-// user's yes, all while the prompt cell runs; a frontend that stops
-// answering fails the call with a clear error, and the cell still ends.
+// after the user's yes to its code on stdin (the outputs land in the
+// frontend's cell) and deletes one after the user's yes, all while
+// the prompt cell runs; a frontend that stops answering fails the call
+// with a clear error, and the cell still ends.
 func TestNotebookComm(t *testing.T) {
 	h := surfacetest.NewHost(t)
 	conn, stop := serveBridge(t, h, PromptCells)
@@ -230,13 +233,14 @@ func TestNotebookComm(t *testing.T) {
 	if len(ran.Outputs) != 1 || ran.ExecutionCount == nil {
 		t.Errorf("the run cell in the frontend: outputs %s, count %v", ran.Outputs, ran.ExecutionCount)
 	}
-	if ranCode := h.Runner.Ran(); !slices.Contains(ranCode, "answer = 42") {
+	if ranCode := h.Runner.Ran(); !slices.Equal(ranCode, []string{"answer = 42"}) {
 		t.Errorf("the kernel ran %q", ranCode)
 	}
-	// Two asks: the run (code), and the delete of the user's cell, with
-	// its diff; the edit of the agent's own cell was not asked.
-	if len(asked) != 2 || !strings.Contains(asked[0], "notebook_run_cell") || !strings.Contains(asked[1], "notebook_delete_cell") ||
-		!strings.Contains(asked[1], "- old = 1") {
+	// Two asks: the run, with the cell's code and its id, and the delete
+	// of the user's cell, with its diff; the edit of the agent's own cell
+	// was not asked.
+	if len(asked) != 2 || !strings.Contains(asked[0], "The agent wants to run cell fe000001 of the notebook:\n\nanswer = 42\n") ||
+		!strings.Contains(asked[1], "notebook_delete_cell") || !strings.Contains(asked[1], "- old = 1") {
 		t.Errorf("asks %q", asked)
 	}
 
@@ -259,6 +263,50 @@ func TestNotebookComm(t *testing.T) {
 	last, _ := h.Script.Last()
 	if !strings.Contains(string(last.Raw), "frontend has gone away") {
 		t.Errorf("the model was not told the frontend went away: %s", last.Raw)
+	}
+}
+
+// TestNotebookRunAskedInThePanel: with the Agent sidebar open, a run of a
+// cell is asked in the panel as code is: the ask's frame carries the
+// cell's code (and the stored ask names the cell), and what was approved
+// is what the kernel runs.
+func TestNotebookRunAskedInThePanel(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	br, conn, stop := serveBridgeOf(t, h.Host, h.Runner, CodeCells)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	fe := &fakeFrontend{id: uuid.NewString(), cells: []nbcomm.Cell{{ID: "user0001", CellType: "code", Source: "total = 6 * 7\nprint(total)"}}}
+	c := fe.connect(ctx, t, conn, "work.ipynb")
+	defer c.Close()
+	openedNotebook(t, br)
+	panel, err := paneltest.Surface(ctx, func(ctx context.Context) (paneltest.Conn, error) { return dialComm(ctx, conn) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer panel.Close()
+	h.Script.Enqueue(
+		scripted.Reply(scripted.ToolCall("x1", agent.ToolNotebookRun, `{"id": "user0001"}`)),
+		scripted.Reply(scripted.Text("It printed 42.")),
+	)
+	turn, err := panel.Prompt(ctx, "Run my cell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(turn.Asked, []string{"total = 6 * 7\nprint(total)"}) {
+		t.Fatalf("the panel was asked %q", turn.Asked)
+	}
+	if ran := h.Runner.Ran(); !slices.Equal(ran, []string{"total = 6 * 7\nprint(total)"}) {
+		t.Fatalf("the kernel ran %q", ran)
+	}
+	var cells []string
+	for _, m := range h.Conversation().UI() {
+		if m.Type == messages.TypeAsk && m.Ask == messages.AskCommand {
+			cells = append(cells, m.Cell)
+		}
+	}
+	if !slices.Equal(cells, []string{"user0001"}) {
+		t.Errorf("the stored asks name the cells %q", cells)
 	}
 }
 

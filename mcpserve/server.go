@@ -15,8 +15,10 @@ package mcpserve
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -198,7 +200,7 @@ func (s *Server) notebookCall(ctx context.Context, req *sdk.CallToolRequest, nam
 		input = json.RawMessage("{}")
 	}
 	call := provider.ToolCall{ID: "mcp_" + uuid.NewString(), Name: name, Input: input}
-	approve, ask, err := s.approver(ctx, req, call, fmt.Sprintf("agentkernel: %s with %s?", name, input))
+	approve, ask, err := s.approver(ctx, req, call, "")
 	if err != nil {
 		return failed("%s: %v", name, err)
 	}
@@ -300,9 +302,12 @@ const askKey = "approve"
 // approver answers the asks of call. A client that can be asked
 // (elicitation) is asked in a round trip of MCP's own, before the call
 // runs: the first request returns the question (InputRequests) when the
-// policy says ask, and the client calls again with the answer, which
-// approver then gives. ok is false when the question is to be sent: res
-// holds it. Any other client gets the approval policy's answer.
+// policy says ask — question, or "" for the ask as a person reads it
+// (agent.AskQuestion: a notebook cell's code, a change's diff) — and the
+// client calls again with the answer, which approver then gives to that
+// ask only: one that changed since (a cell the user edited meanwhile) is
+// denied, to be asked again. ok is false when the question is to be sent:
+// res holds it. Any other client gets the approval policy's answer.
 func (s *Server) approver(ctx context.Context, req *sdk.CallToolRequest, call provider.ToolCall, question string) (approve agent.Approver, res *sdk.CallToolResult, err error) {
 	ss := req.Session
 	p := ss.InitializeParams()
@@ -314,9 +319,16 @@ func (s *Server) approver(ctx context.Context, req *sdk.CallToolRequest, call pr
 		by = "mcp client " + p.ClientInfo.Name
 	}
 	if r, ok := req.Params.InputResponses[askKey].(*sdk.ElicitResult); ok {
-		return func(context.Context, messages.UIMessage) (agent.Response, bool) { return answer(r, by), true }, nil, nil
+		asked := req.Params.RequestState
+		return func(_ context.Context, ask messages.UIMessage) (agent.Response, bool) {
+			if asked != "" && asked != askState(ask) {
+				return agent.Response{Kind: agent.ResponseMessage, By: by,
+					Text: "what the call does changed since it was asked about (a cell's code, say): call again to be asked anew"}, true
+			}
+			return answer(r, by), true
+		}, nil, nil
 	}
-	d, err := s.o.Host.Decide(ctx, call)
+	d, checked, err := s.o.Host.Decide(ctx, call)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -324,8 +336,20 @@ func (s *Server) approver(ctx context.Context, req *sdk.CallToolRequest, call pr
 		// A hook may still ask: the policy answers then.
 		return s.o.Approve.Approver(), nil, nil
 	}
+	ask := agent.DecisionMessage(0, checked, d)
+	if question == "" {
+		question = "agentkernel: " + agent.AskQuestion(ask)
+	}
 	q := &sdk.ElicitParams{Message: question, RequestedSchema: decisionSchema}
-	return nil, &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{askKey: q}, RequestState: "ask"}, nil
+	return nil, &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{askKey: q}, RequestState: askState(ask)}, nil
+}
+
+// askState names an ask by what it asks (agent.AskQuestion), as the
+// request state a client echoes with its answer: the answer is given to
+// that ask only.
+func askState(ask messages.UIMessage) string {
+	sum := sha256.Sum256([]byte(agent.AskQuestion(ask)))
+	return "ask-" + hex.EncodeToString(sum[:16])
 }
 
 // answer is the client's answer to an ask.

@@ -112,11 +112,14 @@ type Decision struct {
 // session: it is unique and increases along the history (see [Clock]).
 // Exactly one of Ask and Say is set, matching Type.
 type UIMessage struct {
-	TS                       int64              `json:"ts"`
-	Type                     Type               `json:"type"`
-	Ask                      Ask                `json:"ask,omitempty"`
-	Say                      Say                `json:"say,omitempty"`
-	Text                     string             `json:"text,omitempty"`
+	TS   int64  `json:"ts"`
+	Type Type   `json:"type"`
+	Ask  Ask    `json:"ask,omitempty"`
+	Say  Say    `json:"say,omitempty"`
+	Text string `json:"text,omitempty"`
+	// Cell is the notebook cell, by id, whose code an ask "command"
+	// runs (the agent's notebook_run_cell); "" for other code.
+	Cell                     string             `json:"cell,omitempty"`
 	Images                   []string           `json:"images,omitempty"`
 	Decision                 *Decision          `json:"decision,omitempty"`
 	Partial                  bool               `json:"partial,omitempty"`

@@ -43,14 +43,16 @@ func (h *Host) Note(ctx context.Context, name, arg string) {
 	h.logCommand(ctx, c, name, arg)
 }
 
-// Decide is what the current session's permission policy says of call
-// now, before the hooks (which run with the call itself): a surface that
-// must ask before it calls (an MCP client answers in a second round trip)
-// asks it first.
-func (h *Host) Decide(ctx context.Context, call provider.ToolCall) (agent.Decision, error) {
+// Decide is what the current session decides of call now, before the
+// hooks (which run with the call itself), and the call as it is decided,
+// as agent.Task.Decide says: a surface that must ask before it calls (an
+// MCP client answers in a second round trip) asks it first. An error is a
+// call that cannot be done (a notebook call's unknown cell): there is
+// nothing to ask.
+func (h *Host) Decide(ctx context.Context, call provider.ToolCall) (agent.Decision, provider.ToolCall, error) {
 	c, err := h.session(ctx)
 	if err != nil {
-		return agent.Decision{}, err
+		return agent.Decision{}, call, err
 	}
-	return c.task.Policy().Decide(call), nil
+	return c.task.Decide(ctx, call)
 }

@@ -187,10 +187,7 @@ func TestRewindPutsCellsBack(t *testing.T) {
 	yes := Follow{Approve: agent.ApproveAll.Approver()}
 	original := nb.state()
 
-	srv.Enqueue(scripted.Reply(scripted.Text("Ready.")))
-	if _, err := h.Submit(ctx, "warm up", yes); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, h, srv)
 	srv.Enqueue(
 		scripted.Reply(scripted.ToolCall("i1", agent.ToolNotebookInsert, `{"source": "answer = 21", "index": 1}`)),
 		scripted.Reply(scripted.ToolCall("e1", agent.ToolNotebookEdit, `{"id": "code2", "search": "1", "replace": "2"}`)),

@@ -8,7 +8,6 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/backing"
-	"github.com/agentkernel/agentkernel/kernel/client"
 )
 
 // TestCompleteKnowsTheKernel: an inline completion is asked of the model
@@ -16,15 +15,8 @@ import (
 // signature), asked quietly; the answer comes back without the fence the
 // model added; nothing reaches the history, and the cost is counted.
 func TestCompleteKnowsTheKernel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a kernel")
-	}
-	if _, err := client.FindSpec("python3"); err != nil {
-		t.Skipf("no python3 kernelspec: %v", err)
-	}
+	r := liveKernel(t)
 	srv, open := scriptedModels(t)
-	r := backing.NewLocal(backing.LocalOptions{Kernel: "python3"})
-	t.Cleanup(func() { r.Close() })
 	h := newHost(t, Config{Store: openStore(t), Runner: r, Model: "openai:m", OpenModel: open})
 	ctx := context.Background()
 	setup := "class Frame:\n    columns = ['revenue', 'region']\n    dtypes = ['float64', 'object']\n    shape = (12, 2)\n" +

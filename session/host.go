@@ -64,6 +64,10 @@ type Config struct {
 	// changed now (nil when nowhere): the notebook tools are offered
 	// while it gives one.
 	Cells func() Cells
+	// PromptCells says the notebook of Cells is in prompt mode (a bare
+	// code cell is a request to the agent, code runs under a %%code line:
+	// agent.ToolboxOptions.PromptCells).
+	PromptCells bool
 	// OpenNotebook opens the .ipynb at path as Cells: where a rewind puts
 	// back the cells of a notebook no frontend shows any more. nil: such
 	// cells are left as they are.
@@ -206,6 +210,7 @@ func New(cfg Config) *Host {
 	h := &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
 		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
 	h.models.h, h.modes.h, h.world.h, h.code.h, h.tools.h = h, h, h, h, h
+	h.tools.prompt = cfg.PromptCells
 	return h
 }
 
@@ -434,7 +439,8 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	}
 	c.ws = ws
 	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.tools.mcpSource(),
-		Files: h.tools.filesNow(), WebFetch: h.cfg.WebFetch, KernelServers: h.tools.clientServers(), Notebook: h.tools.notebookSource(c)})
+		Files: h.tools.filesNow(), WebFetch: h.cfg.WebFetch, KernelServers: h.tools.clientServers(), Notebook: h.tools.notebookSource(c),
+		PromptCells: h.tools.promptCells()})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}

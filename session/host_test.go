@@ -88,6 +88,31 @@ func scriptedModels(t *testing.T) (*scripted.Server, ModelOpener) {
 	}
 }
 
+// liveKernel is a real ipykernel (the python3 kernelspec's), closed when
+// the test ends; the test is skipped with -short or without one.
+func liveKernel(t *testing.T) *backing.Local {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a kernel")
+	}
+	if _, err := client.FindSpec("python3"); err != nil {
+		t.Skipf("no python3 kernelspec: %v", err)
+	}
+	r := backing.NewLocal(backing.LocalOptions{Kernel: "python3"})
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// warmUp is a first prompt, answered: the prompts after it are the
+// user's feedback, whose stamps promptTS finds.
+func warmUp(t *testing.T, h *Host, srv *scripted.Server) {
+	t.Helper()
+	srv.Enqueue(scripted.Reply(scripted.Text("Ready.")))
+	if _, err := h.Submit(context.Background(), "warm up", Follow{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newHost(t *testing.T, cfg Config) *Host {
 	t.Helper()
 	if cfg.Workspace == "" {

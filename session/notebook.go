@@ -151,6 +151,13 @@ func (t *Tools) OpenNotebookFile(path string) (FileCells, error) {
 	return h.cfg.OpenNotebook(path)
 }
 
+// promptCells is Config.PromptCells.
+func (t *Tools) promptCells() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.prompt
+}
+
 // ExpectCells says that SetFrontends will be called (a kernel's bridge, whose
 // frontend opens the notebook comm after the session may exist): sessions
 // opened before get the notebook tools too.
@@ -222,10 +229,10 @@ func (n notebook) SetOutputs(ctx context.Context, id string, outputs []json.RawM
 	return n.cells.SetOutputs(ctx, id, outputs, count)
 }
 
-// Run implements agent.Notebook: the cell's code runs in the backing
-// kernel, its outputs go to the turn's output sink and, as nbformat
-// outputs, into the cell.
-func (n notebook) Run(ctx context.Context, id string, sink func(agent.CodeOutput)) (agent.CodeResult, error) {
+// Run implements agent.Notebook: code — the cell's, as approved — runs in
+// the backing kernel when the cell still holds it, its outputs go to the
+// turn's output sink and, as nbformat outputs, into the cell.
+func (n notebook) Run(ctx context.Context, id, code string, sink func(agent.CodeOutput)) (agent.CodeResult, error) {
 	v, err := n.Read(ctx, 0)
 	if err != nil {
 		return agent.CodeResult{}, err
@@ -242,6 +249,10 @@ func (n notebook) Run(ctx context.Context, id string, sink func(agent.CodeOutput
 	case cell.Kind != agent.CodeCell:
 		return agent.CodeResult{}, fmt.Errorf("cell %s is a %s cell: only code cells run", id, cell.Kind)
 	}
+	if use, now := agent.ParseCell(cell.Source, n.h.tools.promptCells()); use != agent.UseCode || now != code {
+		return agent.CodeResult{}, fmt.Errorf("cell %s changed since its code was read and approved, so it was not run; "+
+			"read it, and run it again if it is still to run (%w)", id, agent.ErrConflict)
+	}
 	r := n.h.cfg.Runner
 	if r == nil {
 		return agent.CodeResult{}, errors.New("no backing kernel to run code in")
@@ -251,13 +262,13 @@ func (n notebook) Run(ctx context.Context, id string, sink func(agent.CodeOutput
 	}
 	var out backing.CellOutputs
 	anchor := n.c.task.Stamp()
-	res, err := r.Execute(ctx, backing.Exec{Code: cell.Source, Output: func(o backing.Output) {
+	res, err := r.Execute(ctx, backing.Exec{Code: code, Output: func(o backing.Output) {
 		out.Add(o)
 		if sink != nil {
 			sink(agent.CodeOutput(o))
 		}
 	}})
-	n.h.code.record(ctx, n.c, anchor, "agent", cell.Source, res.Status)
+	n.h.code.record(ctx, n.c, anchor, "agent", code, res.Status)
 	outs, count := out.Result()
 	if serr := n.SetOutputs(context.WithoutCancel(ctx), id, outs, count); serr != nil {
 		err = errors.Join(err, fmt.Errorf("the outputs could not be put in the cell: %w", serr))

@@ -450,6 +450,9 @@ func ErrorText(err error) string {
 func DescribeAsk(ask messages.UIMessage) string {
 	switch ask.Ask {
 	case messages.AskCommand:
+		if ask.Cell != "" {
+			return "notebook_run_cell " + ask.Cell + ": " + messages.FirstLine(ask.Text, 80)
+		}
 		return "execute_code: " + messages.FirstLine(ask.Text, 80)
 	case messages.AskTool:
 		if t, ok := messages.ParseToolAsk(ask); ok {

@@ -129,12 +129,18 @@ async function scenario(page, server, name, tag) {
     await shot(page, tag + "-inserted");
   });
 
-  await step(`${tag}: it runs a cell (approved in the sidebar): its output and execution count appear in that cell`, async () => {
+  await step(`${tag}: it runs a cell, approved in the sidebar, which shows the cell's code and names it: its output and execution count appear in that cell`, async () => {
     await model.enqueue(call("notebook_run_cell", { index: 3 }), say("It prints 7."));
     await send(page, "Run it");
-    const approve = sidebar(page).locator("#approve");
+    const sb = sidebar(page);
+    const approve = sb.locator("#approve");
     await approve.waitFor({ state: "visible", timeout: TIMEOUT });
     assert.equal((await approve.innerText()).trim(), "Approve", "a run is approved, not reviewed");
+    const [, id] = (await sb.locator("#askText").innerText()).trim().match(/^Run cell (\S+) of the notebook\?$/) || [];
+    assert.ok(id, "the ask does not name the cell: " + (await sb.locator("#askText").innerText()));
+    const asked = sb.locator("#timeline article.msg .askbody").last();
+    assert.equal((await asked.locator(".label").innerText()).trim(), `The agent wants to run cell ${id} of the notebook`);
+    assert.equal((await asked.locator("pre.code").innerText()).trim(), "totals = {'north': 3, 'south': 4}\nprint(sum(totals.values()))");
     await approve.click();
     const cell = cells(page).nth(3);
     await cell.locator(".jp-OutputArea-output", { hasText: /^\s*7\s*$/ }).waitFor({ timeout: TIMEOUT });
@@ -237,7 +243,7 @@ async function scenario(page, server, name, tag) {
     await model.enqueue(call("notebook_move_cell", { id: "no-such-cell", to: 0 }), say("There is no such cell."));
     await send(page, "Move the cell no-such-cell up");
     await turnDone(page, model);
-    assert.match((await lastToolResults()).join("\n"), /no cell no-such-cell/);
+    assert.match((await lastToolResults()).join("\n"), /cell no-such-cell: no such cell/);
   });
 
   await step(`${tag}: saved (Ctrl+S), the notebook on disk has the edits and validates with nbformat`, async () => {

@@ -1,5 +1,5 @@
 // agentkernel's web panel, bundled from webview/panel/src by webview/panel/build.mjs: do not edit.
-// sources sha256 e70eb6ff317f19d3edda84d883df5b367d7596463368bcc8fa780ff83bd26d2e
+// sources sha256 d2c3db714e981dafb464ded865a4fa513b990c539add339d03fa5f36355ff715
 (() => {
   // src/dom.js
   var $ = (id) => document.getElementById(id);
@@ -345,7 +345,8 @@
     const answered = m.isAnswered ? " (answered)" : "";
     switch (m.ask) {
       case "command": {
-        d.appendChild(el("div", "label", m.isAnswered ? "Code (answered)" : "The agent wants to run code"));
+        const what = m.cell ? "cell " + m.cell + " of the notebook" : "code";
+        d.appendChild(el("div", "label", m.isAnswered ? (m.cell ? "Cell " + m.cell : "Code") + " (answered)" : "The agent wants to run " + what));
         const pre = el("pre", "code");
         pre.appendChild(el("code", "", m.text));
         d.appendChild(pre);
@@ -717,7 +718,7 @@
         txt.appendChild(md(q.question));
         for (const s of q.suggest || []) sug.appendChild(button("suggestion", s, () => this.respond("messageResponse", s)));
       } else if (p.ask === "command") {
-        txt.textContent = "Run this code?";
+        txt.textContent = p.cell ? "Run cell " + p.cell + " of the notebook?" : "Run this code?";
       } else if (p.ask === "use_mcp_server") {
         const a = parseJSON(p.text) || {};
         txt.textContent = "Allow the MCP tool " + a.toolName + " of " + a.serverName + "?";

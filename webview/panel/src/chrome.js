@@ -119,7 +119,7 @@ export class AskBox {
       txt.appendChild(md(q.question));
       for (const s of q.suggest || []) sug.appendChild(button("suggestion", s, () => this.respond("messageResponse", s)));
     } else if (p.ask === "command") {
-      txt.textContent = "Run this code?";
+      txt.textContent = p.cell ? "Run cell " + p.cell + " of the notebook?" : "Run this code?";
     } else if (p.ask === "use_mcp_server") {
       const a = parseJSON(p.text) || {};
       txt.textContent = "Allow the MCP tool " + a.toolName + " of " + a.serverName + "?";

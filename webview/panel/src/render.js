@@ -123,7 +123,9 @@ function askBody(m) {
   const answered = m.isAnswered ? " (answered)" : "";
   switch (m.ask) {
     case "command": {
-      d.appendChild(el("div", "label", m.isAnswered ? "Code (answered)" : "The agent wants to run code"));
+      // A notebook cell's code names its cell (notebook_run_cell).
+      const what = m.cell ? "cell " + m.cell + " of the notebook" : "code";
+      d.appendChild(el("div", "label", m.isAnswered ? (m.cell ? "Cell " + m.cell : "Code") + " (answered)" : "The agent wants to run " + what));
       const pre = el("pre", "code");
       pre.appendChild(el("code", "", m.text));
       d.appendChild(pre);

@@ -25,6 +25,17 @@ func NotebookFile(path string) (session.FileCells, error) {
 	return docCells{d: d, name: filepath.Base(path)}, nil
 }
 
+// promptFile reports whether cells are a notebook file (NotebookFile's)
+// of agentkernel's prompt mode, by its kernelspec (notebooks.PromptMode).
+func promptFile(cells session.Cells) bool {
+	c, ok := cells.(docCells)
+	if !ok {
+		return false
+	}
+	nb, err := c.d.Notebook()
+	return err == nil && notebooks.PromptMode(nb)
+}
+
 // Path implements session.Cells.
 func (c docCells) Path() string { return c.name }
 

@@ -44,7 +44,9 @@ type Surface struct {
 	// workspace per session (OpenWorkspace), as sessions and acp do.
 	NoHost bool
 	// Cells, when set, is the notebook the agent works in
-	// (session.Config.Cells): NotebookFile for ask --notebook.
+	// (session.Config.Cells): NotebookFile for ask --notebook, whose
+	// kernelspec says whether its cells are in prompt mode
+	// (session.Config.PromptCells).
 	Cells session.Cells
 	// Logger; default a null logger.
 	Logger hclog.Logger
@@ -127,6 +129,7 @@ func (a *App) host(workspace, kind string, r backing.Runner) *session.Host {
 	hc.Store, hc.Runner, hc.Workspace, hc.Kind, hc.Logger, hc.EventLog = a.Store, r, workspace, kind, a.surface.Logger, a.Log
 	if cells := a.surface.Cells; cells != nil {
 		hc.Cells = func() session.Cells { return cells }
+		hc.PromptCells = promptFile(cells)
 	}
 	hc.OpenNotebook = NotebookFile
 	if b := a.surface.Backing; b != nil {

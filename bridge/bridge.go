@@ -170,6 +170,7 @@ func New(cfg Config) (*Bridge, error) {
 		CompleteTarget: &completeComms{b: b}}, b.log.Warn)
 	cfg.Host.Tools().SetFrontends(b.notebooks)
 	cfg.Host.Tools().ExpectCells()
+	cfg.Host.Tools().SetPromptCells(cfg.Cells == PromptCells)
 	if cfg.Notebook != "" {
 		f, err := cfg.Host.Tools().OpenNotebookFile(cfg.Notebook)
 		if err != nil {

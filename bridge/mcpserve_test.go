@@ -77,7 +77,8 @@ func TestMCPServeNotebook(t *testing.T) {
 	if text, res := callTool(ctx, t, cs, agent.ToolNotebookInsert, map[string]any{"source": "answer = 21 * 2"}); res.IsError {
 		t.Fatalf("notebook_insert_cell: %s", text)
 	}
-	if got := fe.sources(); !slices.Contains(got, "answer = 21 * 2") {
+	// A code cell of this prompt-mode kernel, as the agent's are.
+	if got := fe.sources(); !slices.Contains(got, "%%code\nanswer = 21 * 2") {
 		t.Fatalf("the frontend's cells %q lack the inserted one", got)
 	}
 

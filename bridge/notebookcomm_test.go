@@ -182,9 +182,10 @@ func (f *fakeFrontend) sources() []string {
 
 // TestNotebookComm: a frontend that opens the notebook comm is where the
 // agent's notebook tools work: the prompt cell's agent reads the
-// frontend's cells, inserts, edits its own cell without asking, runs it
-// after the user's yes to its code on stdin (the outputs land in the
-// frontend's cell) and deletes one after the user's yes, all while
+// frontend's cells, inserts (a code cell of this prompt-mode kernel under
+// a %%code line), edits its own cell without asking, runs it after the
+// user's yes to its code on stdin (the code alone runs; the outputs land
+// in the frontend's cell) and deletes one after the user's yes, all while
 // the prompt cell runs; a frontend that stops answering fails the call
 // with a clear error, and the cell still ends.
 func TestNotebookComm(t *testing.T) {
@@ -221,7 +222,7 @@ func TestNotebookComm(t *testing.T) {
 	if st.Status != "ok" {
 		t.Fatalf("the prompt cell: %s", rep.Content)
 	}
-	if got := fe.sources(); !slices.Equal(got, []string{"# Plan\nDouble the answer.", "answer = 42"}) {
+	if got := fe.sources(); !slices.Equal(got, []string{"# Plan\nDouble the answer.", "%%code\nanswer = 42"}) {
 		t.Fatalf("the frontend's cells %q", got)
 	}
 	if !strings.Contains(string(h.Script.Requests()[1].Raw), "Double the answer.") {

@@ -347,7 +347,7 @@ func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Follow) (
 		c.endWithError(count, "AgentError", err.Error())
 	default:
 		c.flushErr()
-		b.replyOK(r, count, b.proposedCell(res.NextInput))
+		b.replyOK(r, count, res.NextInput)
 	}
 }
 
@@ -356,16 +356,6 @@ func (b *Bridge) follow(r *kernel.Request, count int, run func(session.Follow) (
 func (b *Bridge) promptSession() string {
 	s, _ := b.promptFrom.Load().(string)
 	return s
-}
-
-// proposedCell is the code the agent proposed (propose_cell) as the next
-// cell holds it: in prompt mode a bare cell is a prompt, so the code goes
-// under %%code; in code mode it is bare.
-func (b *Bridge) proposedCell(code string) string {
-	if code == "" || b.cfg.Cells != PromptCells {
-		return code
-	}
-	return "%%code\n" + code
 }
 
 // approver answers the agent's asks for cell r: on the frontend's stdin

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/agentkernel/agentkernel/kernel/client"
 )
 
 // Doc is an .ipynb file (OpenFile) whose cells are changed by id, as the
@@ -231,4 +233,27 @@ func (d *Doc) SetOutputs(id string, outputs []json.RawMessage, count *int) error
 		nb.Cells[i].Outputs, nb.Cells[i].ExecutionCount = outs, count
 		return nil
 	})
+}
+
+// PromptMode reports whether nb is a notebook of agentkernel's prompt
+// mode — the "Agent" kernel, where a bare code cell is a request to the
+// agent and code runs under a %%code line — by its kernelspec: installed
+// here, an agentkernel one says its mode in its metadata; one not
+// installed here (or that says none) by the language the notebook gives
+// it, markdown for a prompt-mode kernel.
+func PromptMode(nb *Notebook) bool {
+	ks, ok := nb.Kernelspec()
+	if !ok {
+		return false
+	}
+	if spec, err := client.FindSpec(ks.Name); err == nil {
+		ak, ours := spec.Metadata["agentkernel"].(map[string]any)
+		if !ours {
+			return false
+		}
+		if mode, ok := ak["mode"].(string); ok {
+			return mode == "prompt"
+		}
+	}
+	return ks.Language == "markdown"
 }

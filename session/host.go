@@ -66,7 +66,8 @@ type Config struct {
 	Cells func() Cells
 	// PromptCells says the notebook of Cells is in prompt mode (a bare
 	// code cell is a request to the agent, code runs under a %%code line:
-	// agent.ToolboxOptions.PromptCells).
+	// agent.ToolboxOptions.PromptCells). A bridge says its own mode
+	// (Tools.SetPromptCells).
 	PromptCells bool
 	// OpenNotebook opens the .ipynb at path as Cells: where a rewind puts
 	// back the cells of a notebook no frontend shows any more. nil: such

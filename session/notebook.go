@@ -151,7 +151,18 @@ func (t *Tools) OpenNotebookFile(path string) (FileCells, error) {
 	return h.cfg.OpenNotebook(path)
 }
 
-// promptCells is Config.PromptCells.
+// SetPromptCells says whether the notebooks the agent works in are in
+// prompt mode (a bare code cell is a request to the agent; code runs under
+// a %%code line: agent.ToolboxOptions.PromptCells), for the sessions
+// opened from now on: a kernel's bridge says its mode. Until then it is
+// Config.PromptCells.
+func (t *Tools) SetPromptCells(on bool) {
+	t.mu.Lock()
+	t.prompt = on
+	t.mu.Unlock()
+}
+
+// promptCells is what SetPromptCells said, else Config.PromptCells.
 func (t *Tools) promptCells() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

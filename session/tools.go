@@ -25,7 +25,7 @@ type Tools struct {
 	// cellsLater says they will be set (ExpectCells).
 	frontends  Frontends
 	cellsLater bool
-	prompt     bool // the notebooks' cells are in prompt mode (Config.PromptCells)
+	prompt     bool // the notebooks' cells are in prompt mode (SetPromptCells)
 }
 
 // mcpServers returns the host's MCP manager, making it on first use from

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,6 +82,63 @@ func TestAskWorksOnANotebook(t *testing.T) {
 	}
 }
 
+// TestAskWorksOnAPromptNotebook: ask --notebook on a notebook of the
+// prompt-mode kernel (its kernelspec's language is markdown, as such a
+// kernelspec's is): the code cell the agent inserts starts with %%code, a
+// whole edit keeps the line, a run sends the kernel the code alone (its
+// output lands in the file), and the user's request (a bare cell) is not
+// run.
+func TestAskWorksOnAPromptNotebook(t *testing.T) {
+	srv, ws := askEnv(t)
+	path := filepath.Join(ws, "double.ipynb")
+	nb := notebooks.New()
+	// A kernelspec not installed here: its language tells the mode.
+	_ = nb.Metadata.Set("kernelspec", map[string]string{"name": "agent-not-installed", "display_name": "Agent", "language": "markdown"})
+	nb.Cells = append(nb.Cells,
+		&notebooks.Cell{ID: "ask00001", CellType: notebooks.Code, Source: "Double x", Metadata: notebooks.Metadata{}, Outputs: []*notebooks.Output{}},
+		&notebooks.Cell{ID: "code0001", CellType: notebooks.Code, Source: "%%code\nx = 21", Metadata: notebooks.Metadata{}, Outputs: []*notebooks.Output{}})
+	if err := notebooks.WriteFile(path, nb); err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("i1", "notebook_insert_cell", `{"source": "print(x * 2)", "index": 2}`)),
+		scripted.Reply(scripted.ToolCall("e1", "notebook_edit_cell", `{"id": "code0001", "source": "x = 20 + 1"}`)),
+		scripted.Reply(scripted.ToolCall("x1", "notebook_run_cell", `{"id": "code0001"}`)),
+		scripted.Reply(scripted.ToolCall("x2", "notebook_run_cell", `{"index": 2}`)),
+		scripted.Reply(scripted.ToolCall("x3", "notebook_run_cell", `{"id": "ask00001"}`)),
+		scripted.Reply(scripted.Text("x doubled is 42.")),
+	)
+	out, err := ask(t, strings.NewReader(""), "Double x", "--notebook", path, "--approve", "all", "--output-format", "json")
+	if err != nil {
+		t.Fatalf("ask: %v\n%s", err, out)
+	}
+	reqs := srv.Requests()
+	if !strings.Contains(string(reqs[0].Raw), "%%code") {
+		t.Errorf("the tools the model was offered do not say what %%%%code means in this notebook")
+	}
+	if !strings.Contains(string(reqs[len(reqs)-1].Raw), "request to the agent, not code") {
+		t.Error("the run of the user's request was not refused")
+	}
+	got, err := notebooks.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, c := range got.Cells {
+		sources = append(sources, c.Source)
+	}
+	if want := []string{"Double x", "%%code\nx = 20 + 1", "%%code\nprint(x * 2)"}; strings.Join(sources, " | ") != strings.Join(want, " | ") {
+		t.Fatalf("cells %q, want %q", sources, want)
+	}
+	if ran := got.Cells[2]; ran.ExecutionCount == nil || len(ran.Outputs) != 1 || ran.Outputs[0].Text != "42\n" {
+		b, _ := json.Marshal(ran.Outputs)
+		t.Fatalf("the run cell: count %v, outputs %s", ran.ExecutionCount, b)
+	}
+	if req := got.Cells[0]; req.ExecutionCount != nil || len(req.Outputs) != 0 {
+		t.Errorf("the user's request ran: %+v", req)
+	}
+}
+
 // TestAskReadsA10MBOutput: a cell whose run prints 10 MB, run by the agent
 // in a real kernel, then read: what the model is told of it stays bounded
 // (the run's result and the read), and the output is whole in the file.
@@ -129,10 +187,11 @@ func TestAskReadsA10MBOutput(t *testing.T) {
 }
 
 // TestRunInsertsCells: agentkernel run opens the notebook comm for the
-// notebook it runs; a prompt cell's agent reads it and inserts a cell,
-// which is in the notebook written out (not run again by the runner); the
-// notebook validates, and the agent's cell runs with plain ipykernel under
-// nbclient.
+// notebook it runs; a prompt cell's agent reads it and inserts a cell — a
+// code cell of this prompt-mode notebook, under a %%code line — which is in
+// the notebook written out (not run again by the runner); the notebook
+// validates, and run again headless, without the prompt, the agent's cell
+// runs as code: it prints the total, and the model is asked nothing.
 func TestRunInsertsCells(t *testing.T) {
 	c := newCLI(t)
 	srv := scripted.New(t)
@@ -155,22 +214,31 @@ func TestRunInsertsCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Cells) != 3 || got.Cells[2].Source != "print(sum([1, 2, 3]))" || len(got.Cells[2].Outputs) != 0 {
+	if len(got.Cells) != 3 || got.Cells[2].Source != "%%code\nprint(sum([1, 2, 3]))" || len(got.Cells[2].Outputs) != 0 {
 		t.Fatalf("cells of the written notebook: %+v", got.Cells)
 	}
-	py := "/usr/bin/python3"
-	if _, err := os.Stat(py); err != nil {
-		t.Skip("no /usr/bin/python3 to validate with")
+	if py := "/usr/bin/python3"; exec.Command(py, "-c", "import nbformat").Run() == nil {
+		check := exec.Command(py, "-c", "import nbformat, sys; nbformat.validate(nbformat.read(sys.argv[1], 4))", out)
+		if b, err := check.CombinedOutput(); err != nil {
+			t.Errorf("nbformat does not validate the notebook: %v\n%s", err, b)
+		}
 	}
-	check := exec.Command(py, "-c", `import nbformat, nbclient, sys
-nb = nbformat.read(sys.argv[1], 4)
-nbformat.validate(nb)
-nbclient.NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=60).execute()
-print(nb.cells[2].outputs[0]["text"], end="")`, out)
-	check.Env = append(os.Environ(), "JUPYTER_PATH=")
-	b, err := check.CombinedOutput()
-	if err != nil || !strings.HasSuffix(string(b), "6\n") {
-		t.Errorf("nbformat and nbclient with ipykernel: %v\n%s", err, b)
+	got.Cells = slices.Delete(got.Cells, 1, 2) // the prompt
+	again := filepath.Join(tmp, "again.ipynb")
+	if err := notebooks.WriteFile(again, got); err != nil {
+		t.Fatal(err)
+	}
+	asked := len(srv.Requests())
+	if _, stderr, err := c.run(t, scriptedEnv(srv), "run", again, "-o", again, "--model", "openai:scripted"); err != nil {
+		t.Fatalf("run again: %v\n%s", err, stderr)
+	}
+	ran, err := notebooks.ReadFile(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs := ran.Cells[1].Outputs; len(outs) != 1 || outs[0].Text != "6\n" || len(srv.Requests()) != asked {
+		b, _ := json.Marshal(outs)
+		t.Fatalf("the agent's cell run again: outputs %s, %d model requests", b, len(srv.Requests())-asked)
 	}
 }
 
@@ -212,7 +280,7 @@ print(nb.cells[1].outputs[0]["text"], end="")`, path, tmp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Cells) != 4 || got.Cells[3].Source != "print(4 + 5)" {
+	if len(got.Cells) != 4 || got.Cells[3].Source != "%%code\nprint(4 + 5)" {
 		t.Fatalf("the file's cells: %+v", got.Cells)
 	}
 	check := exec.Command(py, "-c", "import nbformat, sys; nbformat.validate(nbformat.read(sys.argv[1], 4))", path)

@@ -5,6 +5,7 @@
 // The review of a change in the sidebar (light and dark), "Ask the agent"
 // and "Fix with the agent", Ctrl+Z, saving, a rewind from the sidebar that
 // puts the cells back; two pages on one kernel (the prompting one acts);
+// a prompt-mode notebook, whose agent's cells run as code on Shift+Enter;
 // bad input (malformed requests, an unknown cell, a cell the user is
 // typing in, a page that goes away or goes silent mid-turn, a notebook of
 // 2,000 cells, a cell with 10 MB of output). Run by run.sh.
@@ -333,7 +334,7 @@ async function run(tmp) {
   // The app exposed (window.jupyterapp): the steps wait for the page's
   // notebook comm, and the malformed requests' step hands it requests.
   const lab = { ...(await startJupyter({ python, app: "jupyterlab", tmp, env, args: ["--LabApp.expose_app_in_browser=True"] })),
-    work, python };
+    work, python, env };
   const browser = await browse(tmp);
   try {
     const page = await browser.newPage();
@@ -367,6 +368,7 @@ async function run(tmp) {
     await malformed(page);
     await severalFrontends(browser, lab);
     await badInput(browser, page, lab);
+    await promptMode(browser, page, lab);
   } finally {
     await browser.close();
   }
@@ -495,6 +497,63 @@ async function severalFrontends(browser, lab) {
   });
 }
 
+/**
+ * A notebook on the Agent kernel (prompt mode: a bare code cell is a
+ * request to the agent): the code cell the agent inserts, and runs after
+ * the sidebar's approval, starts with %%code, so the user's Shift+Enter
+ * runs it as code (the model is asked nothing), and the notebook saved,
+ * run headless by agentkernel run, gives the same output.
+ */
+async function promptMode(browser, page, lab) {
+  await step("lab: in a prompt-mode notebook the agent's cell is code: Shift+Enter runs it with no model request, and agentkernel run gives its output", async () => {
+    const path = join(lab.work, "prompt.ipynb");
+    writeNotebook(path, "agent", "Agent", [{ id: "spare", cell_type: "code", metadata: {}, source: "", outputs: [], execution_count: null }]);
+    const p = await sidebarPage(browser, lab, "prompt.ipynb");
+    await model.enqueue(call("notebook_insert_cell", { source: "print(6 * 7)", index: 0 }), call("notebook_run_cell", { index: 0 }),
+      say("It prints 42."));
+    await send(p, "Add a cell that prints 6 * 7, and run it");
+    const sb = sidebar(p);
+    await sb.locator("#approve").waitFor({ state: "visible", timeout: TIMEOUT });
+    assert.equal((await sb.locator("#timeline article.msg .askbody pre.code").last().innerText()).trim(), "print(6 * 7)",
+      "the ask does not show the code that runs");
+    await sb.locator("#approve").click();
+    // By its text: the tabs the workspace restores hold cells of their own.
+    const cell = cellWith(p, "print(6 * 7)");
+    const output = cell.locator(".jp-OutputArea-output", { hasText: /^\s*42\s*$/ });
+    await output.waitFor({ timeout: TIMEOUT });
+    assert.equal((await cell.locator(".jp-InputArea-editor").innerText()).replace(/\u200b/g, ""), "%%code\nprint(6 * 7)");
+    await turnDone(p, model);
+
+    // The user runs it again, with its output cleared first.
+    const asked = (await model.requests()).length;
+    await p.evaluate(() => window.jupyterapp.shell.currentWidget.content.widgets[0].model.outputs.clear());
+    await until("the output cleared", async () => (await cell.locator(".jp-OutputArea-output").count()) === 0);
+    await cell.locator(".cm-content").click();
+    await p.keyboard.press("Shift+Enter");
+    await output.waitFor({ timeout: TIMEOUT });
+    await kernelIdle(lab, "prompt.ipynb");
+    assert.equal((await model.requests()).length, asked, "the cell went to the model");
+
+    await cell.locator(".jp-InputPrompt").click();
+    await p.keyboard.press("Control+s");
+    const src = (c) => [].concat(c.source).join("");
+    const outputs = (c) => c.outputs.map((o) => ({ ...o, text: [].concat(o.text).join("") }));
+    const saved = await until("the notebook saved", async () => {
+      const nb = JSON.parse(readFileSync(path, "utf8"));
+      return nb.cells[0] && src(nb.cells[0]).startsWith("%%code") && nb.cells[0].outputs.length ? nb : null;
+    });
+    const out = join(lab.work, "prompt-run.ipynb");
+    execFileSync(process.env.AGENTKERNEL_BIN, ["run", path, "-o", out], { env: lab.env, cwd: lab.work });
+    const ran = JSON.parse(readFileSync(out, "utf8"));
+    log("headless run of the saved notebook:", JSON.stringify(outputs(ran.cells[0])));
+    assert.equal(src(ran.cells[0]), "%%code\nprint(6 * 7)");
+    assert.deepEqual(outputs(ran.cells[0]), outputs(saved.cells[0]));
+    assert.equal((await model.requests()).length, asked, "the headless run asked the model");
+    await p.close();
+    steps.page = page;
+  });
+}
+
 /** A notebook of n code cells, each with an output of size characters. */
 function bigNotebook(n, size) {
   const out = "x".repeat(size - 1) + "\n";
@@ -594,7 +653,10 @@ async function badInput(browser, page, lab) {
     const result = (await lastToolResults()).join("\n");
     log("conflict:", result.replace(/\s+/g, " ").slice(0, 200));
     assert.match(result, /the user is typing in cell draft: not changed; try again when they stop/);
-    assert.equal(await sourceOf(p, 0), "draft = 1" + typed, "the user's typing was lost");
+    // By its text: the tabs the workspace restores (lab.ipynb, big.ipynb)
+    // hold cells of their own in the page.
+    const draft = await cellWith(p, "draft = 1").locator(".jp-InputArea-editor").innerText();
+    assert.equal(draft.replace(/\u200b/g, ""), "draft = 1" + typed, "the user's typing was lost");
     const shared = await p.evaluate(() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells[0].getSource());
     assert.equal(shared, "draft = 1" + typed);
     await p.close();

@@ -45,9 +45,7 @@ func (tb *Toolbox) builtins() []*Tool {
 	return []*Tool{
 		{
 			name: ToolExecuteCode, class: ClassExecute, subject: "code",
-			description: "Run code in the notebook's backing kernel (Python with IPython by default: " +
-				"`!cmd` and `%%bash` work). Variables persist between calls. Returns stdout, stderr, " +
-				"the result, a summary of images, and the error with its traceback if the code raised.",
+			description: "Run code in the kernel. Variables persist between calls.", // executeCodeDescription, when offered
 			params:  []param{{name: "code", typ: tString, required: true, desc: "The code to run."}},
 			runCode: tb.executeCode,
 		},
@@ -131,6 +129,31 @@ func (tb *Toolbox) builtins() []*Tool {
 			run:    tb.proposeCell,
 		},
 	}
+}
+
+// executeCodeDescription is execute_code's description in the toolbox's
+// Environment: the kernel's language, whose variables they are, that the
+// code is not kept, and the cap on what it returns.
+func (tb *Toolbox) executeCodeDescription() string {
+	env := tb.environment()
+	lang := languageName(env.Language)
+	var b strings.Builder
+	b.WriteString("Run ")
+	if lang != "" {
+		b.WriteString(lang + " ")
+	}
+	if env.Cells != "" {
+		b.WriteString("code in the user's live kernel, the notebook's: their variables are there, and what the code " +
+			"defines stays. The code itself is not kept in the notebook.")
+	} else {
+		b.WriteString("code in the session's kernel. Variables persist between calls.")
+	}
+	if lang == "Python" {
+		b.WriteString(" IPython syntax works (`!cmd`, `%%bash`).")
+	}
+	fmt.Fprintf(&b, " Returns stdout, stderr, the result, a summary of images, and the error with its traceback "+
+		"if the code raised; past %d characters, the head and tail are kept.", tb.opts.MaxOutputChars)
+	return b.String()
 }
 
 func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any, out func(CodeOutput)) (Result, error) {

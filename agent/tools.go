@@ -244,6 +244,11 @@ type ToolboxOptions struct {
 	// notebook tools (notebook_read, notebook_insert_cell, …) are offered
 	// while it gives one.
 	Notebook NotebookSource
+	// Environment, when set, tells where the agent works now (the
+	// kernel's language, the notebook, its cell mode): the system prompt
+	// and execute_code's description say it. It is called for each
+	// request, so it must be quick (no wait on a kernel's start).
+	Environment func() Environment
 	// Files, when set, is where read_file, write_file and edit_file read
 	// and write text: an editor's buffers, unsaved changes included (an
 	// ACP client's fs/read_text_file and fs/write_text_file). Nil: the
@@ -326,7 +331,11 @@ func (tb *Toolbox) Tools(ctx context.Context) []provider.Tool {
 		if t.name == ToolExecuteCode && elsewhere != "" || noNotebook && IsNotebookTool(t.name) {
 			continue
 		}
-		out = append(out, t.Spec())
+		spec := t.Spec()
+		if t.name == ToolExecuteCode {
+			spec.Description = tb.executeCodeDescription()
+		}
+		out = append(out, spec)
 	}
 	for _, st := range ext {
 		out = append(out, st.Spec)

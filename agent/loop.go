@@ -173,7 +173,7 @@ func (t *Task) userMessage(ctx context.Context, p Prompt, extra string) error {
 	sent := text
 	var cellImages []Image
 	if t.cfg.Context != nil {
-		c, ims := t.cfg.Context()
+		c, ims := t.cfg.Context(ctx)
 		if c != "" {
 			sent = c + "\n\n" + text
 		}

@@ -81,10 +81,11 @@ type Config struct {
 	// MaxSteps bounds model requests in one turn; default 50.
 	MaxSteps int
 	// Context returns text to prepend to the next user message (the
-	// session host gives the cells the user ran since the last prompt),
-	// and images those cells displayed, which a model that takes images is
-	// shown after it; may be nil.
-	Context func() (string, []Image)
+	// session host gives its <notebook_context> block: the cells the user
+	// ran since the last prompt, the live namespace, …), and images those
+	// cells displayed, which a model that takes images is shown after it;
+	// may be nil.
+	Context func(ctx context.Context) (string, []Image)
 	// World, when set, is told of the steps that may change the world
 	// beside the conversation (files, the backing kernel), so that a
 	// rewind can turn them back.

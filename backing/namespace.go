@@ -29,19 +29,29 @@ type Variable struct {
 	Signature string `json:"signature,omitempty"`
 }
 
-// maxNamespace bounds how many names Namespace returns.
-const maxNamespace = 300
+// maxVariables and maxModules bound how many names Namespace returns.
+const (
+	maxVariables = 300
+	maxModules   = 50
+	maxNamespace = maxVariables + maxModules
+)
 
 // namespaceProgram summarises the user's names (g, their globals) into r:
 // base64-encoded JSON, whatever it meets cut (reprlib, 50 columns, 300
-// names); a name whose summary raises is given by its type alone.
+// names, then at most 50 modules, type "module" and their import name as
+// Repr); a name whose summary raises is given by its type alone.
 const namespaceProgram = `import json, base64, inspect, reprlib, itertools
 out = []
+mods = []
 for k, o in list(g.items()):
-    if k.startswith('_') or k in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'open') or inspect.ismodule(o):
+    if k.startswith('_') or k in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'open'):
+        continue
+    if inspect.ismodule(o):
+        if len(mods) < 50:
+            mods.append({'name': k, 'type': 'module', 'repr': getattr(o, '__name__', k)})
         continue
     if len(out) >= 300:
-        break
+        continue
     d = {'name': k, 'type': type(o).__name__}
     try:
         if inspect.isfunction(o) or inspect.isclass(o):
@@ -60,7 +70,7 @@ for k, o in list(g.items()):
     except Exception:
         pass
     out.append(d)
-r = base64.b64encode(json.dumps(out).encode()).decode()
+r = base64.b64encode(json.dumps(out + mods).encode()).decode()
 `
 
 // namespaceExpr runs namespaceProgram as a user expression of a silent

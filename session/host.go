@@ -177,6 +177,7 @@ type current struct {
 	mu    sync.Mutex
 	cells []cell   // %%code cells since the last prompt, for the model
 	notes []string // what the model must be told at the next prompt
+	seen  seenKernel // what the model was told of the kernel (context.go)
 	turn  turnLog  // for the event log
 }
 
@@ -455,7 +456,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	}
 	if c.task, err = agent.New(agent.Config{
 		SessionID: id, Store: agentstore.New(st), Toolbox: tb, Provider: prov, Policy: c.policy,
-		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: c.takeCells, World: steps{h: h, c: c},
+		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: h.takeContext(c), World: steps{h: h, c: c},
 		Hooks: h.hooks, Rules: h.modes.turnRules(c),
 	}); err != nil {
 		return nil, fmt.Errorf("session: %w", err)

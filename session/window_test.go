@@ -20,7 +20,7 @@ func TestOllamaWindowCondenses(t *testing.T) {
 	srv := scripted.New(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(`{"parameters":"","model_info":{"general.architecture":"llama","llama.context_length":1500}}`))
+		w.Write([]byte(`{"parameters":"","model_info":{"general.architecture":"llama","llama.context_length":4000}}`))
 	})
 	mux.Handle("/", srv) // /v1/chat/completions: the scripted model
 	ollama := httptest.NewServer(mux)
@@ -34,7 +34,7 @@ func TestOllamaWindowCondenses(t *testing.T) {
 		}})
 	}
 	srv.Enqueue(
-		scripted.Reply(scripted.Text(strings.Repeat("x", 4000))),
+		scripted.Reply(scripted.Text(strings.Repeat("x", 8000))),
 		scripted.Reply(scripted.Text("the summary")), // the condense request
 		scripted.Reply(scripted.Text("short answer")),
 	)

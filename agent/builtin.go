@@ -23,6 +23,9 @@ import (
 
 func (tb *Toolbox) define() []*Tool {
 	tools := tb.builtins()
+	if tb.opts.Variables != nil {
+		tools = append(tools, tb.variableTools()...)
+	}
 	if tb.opts.Notebook != nil {
 		tools = append(tools, tb.notebookTools()...)
 	}
@@ -127,6 +130,46 @@ func (tb *Toolbox) builtins() []*Tool {
 				"reviews and runs it.",
 			params: []param{{name: "code", typ: tString, required: true, desc: "The cell's code."}},
 			run:    tb.proposeCell,
+		},
+	}
+}
+
+// The variable tools.
+const (
+	ToolListVariables   = "list_variables"
+	ToolInspectVariable = "inspect_variable"
+)
+
+// variableTools read the user's namespace without running code: read
+// class, so that ask and plan modes have them.
+func (tb *Toolbox) variableTools() []*Tool {
+	return []*Tool{
+		{
+			name: ToolListVariables, class: ClassRead,
+			description: "List the variables in the user's live kernel: name, type, shape, a table's columns with " +
+				"dtypes, a function's signature, a short value. Runs no cell and changes nothing.",
+			run: func(ctx context.Context, _ map[string]any) (Result, error) {
+				s, err := tb.opts.Variables.List(ctx)
+				if err != nil {
+					return Result{}, fmt.Errorf("list_variables: %w", err)
+				}
+				return Result{Text: s}, nil
+			},
+		},
+		{
+			name: ToolInspectVariable, class: ClassRead,
+			description: "Describe one variable of the user's live kernel without running a cell: a DataFrame's " +
+				"shape, dtypes, nulls per column, head and describe(); a Series' or array's dtype, shape and values; " +
+				"a container's length and a sample; a function's signature and docstring. At most 8,000 characters.",
+			params: []param{{name: "name", typ: tString, required: true,
+				desc: "The variable's name, or name.attribute (df.columns); not an expression."}},
+			run: func(ctx context.Context, in map[string]any) (Result, error) {
+				s, err := tb.opts.Variables.Inspect(ctx, in["name"].(string))
+				if err != nil {
+					return Result{}, fmt.Errorf("inspect_variable: %w", err)
+				}
+				return Result{Text: s}, nil
+			},
 		},
 	}
 }

@@ -128,6 +128,9 @@ func (p promptFacts) intro() string {
 	if p.kernel != "" {
 		can = append(can, "run code in the user's own kernel, the notebook's, with "+p.kernel)
 	}
+	if p.has[ToolInspectVariable] {
+		can = append(can, "look at the kernel's variables with list_variables and inspect_variable, which run no cell")
+	}
 	reads := p.offered(ToolReadFile, ToolListFiles, ToolSearchFiles)
 	edits := p.offered(ToolWriteFile, ToolEditFile)
 	switch {
@@ -256,6 +259,9 @@ func (p promptFacts) notebookPractice() string {
 			"not kept. Code the user should keep is proposed as a cell with propose_cell.")
 	case p.runs():
 		rules = append(rules, run+" runs in the user's kernel, with their variables; its code is not kept in the notebook.")
+	}
+	if p.has[ToolInspectVariable] && p.runs() {
+		rules = append(rules, "To look at a variable, use inspect_variable rather than code: it asks nobody and leaves no trace.")
 	}
 	if len(p.cellTools()) > 0 {
 		rules = append(rules,

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -35,6 +36,7 @@ func promptCases() []promptCase {
 	withNotebook := func(o *ToolboxOptions) {
 		nb := &memNotebook{}
 		o.Notebook = func() Notebook { return nb }
+		o.Variables = noVariables{}
 	}
 	withEverything := func(o *ToolboxOptions) {
 		withNotebook(o)
@@ -184,4 +186,12 @@ func (s mcpSource) Lookup(_ context.Context, name string) (SourceTool, bool) {
 }
 func (mcpSource) Call(context.Context, string, json.RawMessage, func(string)) (Result, error) {
 	return Result{Text: "issue"}, nil
+}
+
+// noVariables is a kernel with no variables.
+type noVariables struct{}
+
+func (noVariables) List(context.Context) (string, error) { return "No variables.", nil }
+func (noVariables) Inspect(_ context.Context, name string) (string, error) {
+	return "", errors.New(name + ": no such variable")
 }

@@ -244,6 +244,9 @@ type ToolboxOptions struct {
 	// notebook tools (notebook_read, notebook_insert_cell, …) are offered
 	// while it gives one.
 	Notebook NotebookSource
+	// Variables, when set, reads the user's live namespace without a
+	// visible cell: list_variables and inspect_variable are offered.
+	Variables Variables
 	// Environment, when set, tells where the agent works now (the
 	// kernel's language, the notebook, its cell mode): the system prompt
 	// and execute_code's description say it. It is called for each
@@ -254,6 +257,18 @@ type ToolboxOptions struct {
 	// ACP client's fs/read_text_file and fs/write_text_file). Nil: the
 	// disk.
 	Files Files
+}
+
+// Variables reads the user's live namespace, quietly: nothing runs in a
+// cell, no execution count moves, no history entry is made.
+type Variables interface {
+	// List is the namespace, one variable a line (name, type, shape, a
+	// table's columns, a function's signature, a short value), bounded.
+	List(ctx context.Context) (string, error)
+	// Inspect describes the variable name (or name.attribute), bounded: a
+	// table's shape, dtypes, nulls, head and describe(), a container's
+	// length and a sample, a callable's signature and docstring.
+	Inspect(ctx context.Context, name string) (string, error)
 }
 
 // Files reads and writes the text of files for the file tools. Paths are

@@ -2,14 +2,10 @@ package backing
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/agentkernel/agentkernel/kernel/client"
-	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 // Variable is one name of the user's namespace in a kernel, as a completer
@@ -86,39 +82,12 @@ var namespaceExpr = func() string {
 // computes the summary, so that nothing shows in any cell and the
 // kernel's history and execution count are untouched. At most 300 names.
 func Namespace(ctx context.Context, r Runner) ([]Variable, error) {
-	var li struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(r.LanguageInfo(ctx), &li)
-	if li.Name != "" && li.Name != "python" {
-		return nil, fmt.Errorf("backing: the namespace of a %s kernel is not known (Python kernels only)", li.Name)
-	}
-	no := false
-	reply, err := r.Do(ctx, client.Request{MsgType: wire.MsgExecuteRequest, Content: wire.ExecuteRequest{
-		Silent: true, StoreHistory: &no, UserExpressions: map[string]string{"ns": namespaceExpr}}}, client.Handlers{})
-	if err != nil {
+	if err := python(ctx, r); err != nil {
 		return nil, fmt.Errorf("backing: namespace: %w", err)
 	}
-	var rep wire.ExecuteReply
-	if err := json.Unmarshal(reply.Content, &rep); err != nil {
-		return nil, fmt.Errorf("backing: namespace: the kernel's reply: %w", err)
-	}
-	var v struct {
-		Status string            `json:"status"`
-		Data   map[string]string `json:"data"`
-		EName  string            `json:"ename"`
-		EValue string            `json:"evalue"`
-	}
-	raw, _ := json.Marshal(rep.UserExpressions["ns"])
-	if err := json.Unmarshal(raw, &v); err != nil || v.Status != "ok" {
-		if v.EName != "" {
-			return nil, fmt.Errorf("backing: namespace: %s: %s", v.EName, v.EValue)
-		}
-		return nil, errors.New("backing: namespace: the kernel did not evaluate the summary")
-	}
-	b, err := base64.StdEncoding.DecodeString(strings.Trim(v.Data["text/plain"], `'"`))
+	b, err := quietValue(ctx, r, namespaceExpr)
 	if err != nil {
-		return nil, fmt.Errorf("backing: namespace: the kernel's answer: %w", err)
+		return nil, fmt.Errorf("backing: namespace: %w", err)
 	}
 	var vars []Variable
 	if err := json.Unmarshal(b, &vars); err != nil {

@@ -74,3 +74,37 @@ func TestContextBlockCarriesTheNamespace(t *testing.T) {
 		t.Errorf("nothing ran, yet the namespace was told again:\n%s", got)
 	}
 }
+
+// TestInspectVariableInPlanMode: in plan mode (read-only), the agent still
+// looks at the user's table with inspect_variable — no cell runs, nobody
+// is asked — and gets its columns, dtypes and nulls.
+func TestInspectVariableInPlanMode(t *testing.T) {
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveNone}})
+	if rep, _ := h.cell("import pandas as pd\ndf = pd.DataFrame({'city': ['Oslo', None], 'sales': [1.5, 2.0]})"); rep["status"] != "ok" {
+		t.Skipf("pandas: %v", rep)
+	}
+	if rep, _ := h.cell("%agent permissions plan"); rep["status"] != "ok" {
+		t.Fatalf("plan mode: %v", rep)
+	}
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("c1", "inspect_variable", `{"name":"df"}`)),
+		scripted.Reply(scripted.Text("Two columns.")),
+	)
+	if rep, _ := h.cell("%%agent\nDescribe df."); rep["status"] != "ok" {
+		t.Fatalf("prompt: %v", rep)
+	}
+	reqs := srv.Requests()
+	last := string(reqs[len(reqs)-1].Raw)
+	for _, want := range []string{"shape: (2, 2)", "city: object, 1 null", "sales: float64, 0 null"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the tool's result lacks %q: %s", want, last)
+		}
+	}
+	if strings.Contains(last, "Permission denied") {
+		t.Errorf("inspect_variable was refused in plan mode: %s", last)
+	}
+}

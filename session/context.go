@@ -141,7 +141,7 @@ func (h *Host) focusNote() string {
 // last read, the kernel is not running (it is not started for this), or
 // it does not answer within contextNamespaceWait.
 func (h *Host) namespaceNote(ctx context.Context, c *current) string {
-	r := h.cfg.Runner
+	r := h.quietRunner()
 	if r == nil || !r.Running() {
 		return ""
 	}

@@ -139,6 +139,9 @@ type Host struct {
 	world  World
 	code   CodeLog
 	tools  Tools
+	// quiet reads the backing kernel's namespace (nil: no runner): through
+	// a subshell of its own while a cell runs, where the kernel has them.
+	quiet *backing.Quiet
 
 	mu       sync.Mutex // guards what follows; never held across a turn, a store write or a call out
 	st       *store.Store
@@ -207,7 +210,22 @@ func New(cfg Config) *Host {
 	h := &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
 		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
 	h.models.h, h.modes.h, h.world.h, h.code.h, h.tools.h = h, h, h, h, h
+	if cfg.Runner != nil {
+		h.quiet = backing.NewQuiet(cfg.Runner)
+	}
 	return h
+}
+
+// quietRunner is the runner namespace reads go through (nil: none).
+func (h *Host) quietRunner() *backing.Quiet { return h.quiet }
+
+// variablesOf is the agent's reader of the kernel's variables, nil when
+// the host has no kernel.
+func (h *Host) variablesOf() agent.Variables {
+	if h.quiet == nil {
+		return nil
+	}
+	return variables{h: h}
 }
 
 // Conversation is the current session's record.
@@ -436,7 +454,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	c.ws = ws
 	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.tools.mcpSource(),
 		Files: h.tools.filesNow(), WebFetch: h.cfg.WebFetch, KernelServers: h.tools.clientServers(), Notebook: h.tools.notebookSource(c),
-		Environment: h.environment})
+		Environment: h.environment, Variables: h.variablesOf()})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}

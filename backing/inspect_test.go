@@ -140,3 +140,37 @@ func TestQuietAnswersBesideARunningCell(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkNamespace200 reads a namespace of 200 variables (numbers,
+// lists, functions, pandas tables) the way the context block of a prompt
+// does: the kernel's side and the round trip, per read.
+func BenchmarkNamespace200(b *testing.B) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		b.Skip("no python3")
+	}
+	r := NewLocal(LocalOptions{})
+	defer r.Close()
+	ctx := context.Background()
+	setup := `import pandas as pd
+for i in range(150):
+    globals()['n%d' % i] = i
+for i in range(30):
+    globals()['l%d' % i] = list(range(i * 10))
+for i in range(10):
+    exec('def f%d(x, y=%d):\n    return x + y' % (i, i))
+for i in range(10):
+    globals()['t%d' % i] = pd.DataFrame({'a%d' % j: range(100) for j in range(12)})`
+	if res, err := r.Execute(ctx, Exec{Code: setup}); err != nil || res.Error != nil {
+		b.Skipf("setup: %v %+v", err, res.Error)
+	}
+	q := NewQuiet(r)
+	vars, err := Namespace(ctx, q)
+	if err != nil || len(vars) < 200 {
+		b.Fatalf("%d variables, %v", len(vars), err)
+	}
+	for b.Loop() {
+		if _, err := Namespace(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -35,7 +35,9 @@ const (
 // namespaceProgram summarises the user's names (g, their globals) into r:
 // base64-encoded JSON, whatever it meets cut (reprlib, 50 columns, 300
 // names, then at most 50 modules, type "module" and their import name as
-// Repr); a name whose summary raises is given by its type alone.
+// Repr); a name whose summary raises is given by its type alone. A table
+// is told by its class's (or its own) columns and dtypes, looked up
+// without reading them: pandas builds a Series for each read of dtypes.
 const namespaceProgram = `import json, base64, inspect, reprlib, itertools
 out = []
 mods = []
@@ -55,7 +57,7 @@ for k, o in list(g.items()):
                 d['signature'] = k + str(inspect.signature(o))
             except (TypeError, ValueError):
                 pass
-        elif hasattr(o, 'columns') and hasattr(o, 'dtypes'):
+        elif all(hasattr(type(o), a) or a in getattr(o, '__dict__', ()) for a in ('columns', 'dtypes')):
             d['columns'] = [str(c) + ': ' + str(t) for c, t in itertools.islice(zip(o.columns, o.dtypes), 50)]
             d['shape'] = str(tuple(o.shape))
         else:

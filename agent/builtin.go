@@ -49,8 +49,8 @@ func (tb *Toolbox) builtins() []*Tool {
 		{
 			name: ToolExecuteCode, class: ClassExecute, subject: "code",
 			description: "Run code in the kernel. Variables persist between calls.", // executeCodeDescription, when offered
-			params:  []param{{name: "code", typ: tString, required: true, desc: "The code to run."}},
-			runCode: tb.executeCode,
+			params:      []param{{name: "code", typ: tString, required: true, desc: "The code to run."}},
+			runCode:     tb.executeCode,
 		},
 		{
 			name: ToolReadFile, class: ClassRead, subject: "path",

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
 )
 
 // Variable is one name of the user's namespace in a kernel, as a completer

@@ -178,10 +178,10 @@ type current struct {
 	replayPending atomic.Bool
 
 	mu    sync.Mutex
-	cells []cell   // %%code cells since the last prompt, for the model
-	notes []string // what the model must be told at the next prompt
+	cells []cell     // %%code cells since the last prompt, for the model
+	notes []string   // what the model must be told at the next prompt
 	seen  seenKernel // what the model was told of the kernel (context.go)
-	turn  turnLog  // for the event log
+	turn  turnLog    // for the event log
 }
 
 // note queues text for the model, given with the next prompt.

@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentkernel/agentkernel/internal/protect"
 	"github.com/agentkernel/agentkernel/messages"
@@ -33,7 +35,9 @@ func (tb *Toolbox) define() []*Tool {
 		tools = append(tools, &Tool{
 			name: ToolWebFetch, class: ClassFetch,
 			description: "Fetch a web page of an allowed site (" + strings.Join(w.Allow, ", ") + ") and return its text " +
-				"(an HTML page without its markup), capped. Other sites are refused.",
+				"(an HTML page without its markup): at most " + strconv.Itoa(w.maxBytes()) + " bytes of the response are " +
+				"read, and at most " + strconv.Itoa(tb.opts.MaxOutputChars) + " characters of text returned (a longer " +
+				"text keeps its head and tail). Other sites are refused.",
 			params: []param{{name: "url", typ: tString, required: true, desc: "The http or https URL."}},
 			run:    tb.webFetch,
 		})
@@ -55,7 +59,8 @@ func (tb *Toolbox) builtins() []*Tool {
 		{
 			name: ToolReadFile, class: ClassRead, subject: "path",
 			description: "Read a text file in the workspace. Lines are numbered (\"12 | text\"); " +
-				"the numbers are not part of the file. Use start_line/end_line for large files.",
+				"the numbers are not part of the file. One read returns at most " + strconv.Itoa(tb.readLimit()) +
+				" characters of whole lines; a longer file says where to read on (start_line).",
 			params: []param{
 				pathParam("File path, relative to the workspace root."),
 				{name: "start_line", typ: tInteger, min: 1, desc: "First line to read (1-based). Default 1."},
@@ -174,6 +179,17 @@ func (tb *Toolbox) variableTools() []*Tool {
 	}
 }
 
+// readLimit is how many characters of lines (numbers included) one
+// read_file returns: MaxReadBytes, within what a tool result may hold
+// (MaxOutputChars, less room for the note), so that a read ends at a whole
+// line the model can read on from, never cut in its middle.
+func (tb *Toolbox) readLimit() int {
+	return min(tb.opts.MaxReadBytes, tb.opts.MaxOutputChars-200)
+}
+
+// lineMark is the length of read_file's "N | " before line n.
+func lineMark(n int64) int { return len(strconv.FormatInt(n, 10)) + 3 }
+
 // executeCodeDescription is execute_code's description in the toolbox's
 // Environment: the kernel's language, whose variables they are, that the
 // code is not kept, and the cap on what it returns.
@@ -288,6 +304,7 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 		defer file.Close()
 		f = file
 	}
+	limit := tb.readLimit()
 	head := make([]byte, 8000)
 	n, _ := io.ReadFull(f, head)
 	if bytes.IndexByte(head[:n], 0) >= 0 {
@@ -302,7 +319,7 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 		if s != "" {
 			line++
 			if line >= start && line <= end {
-				if first != 0 && out+len(s) > tb.opts.MaxReadBytes {
+				if first != 0 && out+len(s)+lineMark(line) > limit {
 					capped = true
 					break
 				}
@@ -310,7 +327,7 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 					first = line
 				}
 				last = line
-				out += len(s)
+				out += utf8.RuneCountInString(s) + lineMark(line)
 				fmt.Fprintf(&b, "%d | %s\n", line, strings.TrimRight(s, "\r\n"))
 			}
 			if line >= end {
@@ -328,8 +345,8 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 	var note string
 	switch {
 	case capped:
-		note = fmt.Sprintf("[lines %d-%d; stopped at the %s read limit: use start_line=%d to read on]",
-			first, last, humanBytes(tb.opts.MaxReadBytes), last+1)
+		note = fmt.Sprintf("[lines %d-%d; stopped at the read limit of %d characters: use start_line=%d to read on]",
+			first, last, limit, last+1)
 	case line == 0:
 		note = "[empty file]"
 	case first == 0:

@@ -25,6 +25,9 @@ import (
 
 func (tb *Toolbox) define() []*Tool {
 	tools := tb.builtins()
+	if tb.opts.Runner != nil || tb.opts.Notebook != nil {
+		tools = append(tools, tb.runTools()...)
+	}
 	if tb.opts.Variables != nil {
 		tools = append(tools, tb.variableTools()...)
 	}
@@ -53,8 +56,11 @@ func (tb *Toolbox) builtins() []*Tool {
 		{
 			name: ToolExecuteCode, class: ClassExecute, subject: "code",
 			description: "Run code in the kernel. Variables persist between calls.", // executeCodeDescription, when offered
-			params:      []param{{name: "code", typ: tString, required: true, desc: "The code to run."}},
-			runCode:     tb.executeCode,
+			params: []param{
+				{name: "code", typ: tString, required: true, desc: "The code to run."},
+				timeoutParam,
+			},
+			runCode: tb.executeCode,
 		},
 		{
 			name: ToolReadFile, class: ClassRead, subject: "path",
@@ -225,12 +231,19 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any, out func(
 	if tb.opts.Runner == nil {
 		return Result{}, errors.New("execute_code: no backing kernel is available")
 	}
-	cr, err := tb.opts.Runner.Run(ctx, in["code"].(string), out)
+	code := in["code"].(string)
+	res, err := tb.runCode(ctx, in, out, func(ctx context.Context, out func(CodeOutput)) (CodeResult, error) {
+		return tb.opts.Runner.Run(ctx, code, out)
+	})
 	if err != nil {
 		return Result{}, fmt.Errorf("execute_code: %w", err)
 	}
-	return tb.codeResult(cr), nil
+	return res, nil
 }
+
+// timeoutParam is the timeout of the tools that run code.
+var timeoutParam = param{name: "timeout", typ: tInteger, min: 1,
+	desc: "Seconds to wait before returning \"still running\" with the output so far (the code goes on). Default 120, at most 3600."}
 
 // codeResult is what code that ran tells the model: its streams, result,
 // images (the first few as images too) and error.

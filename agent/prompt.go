@@ -118,60 +118,49 @@ func (p promptFacts) offered(names ...string) []string {
 	return out
 }
 
-// intro says what the agent is and what it can do, and what the mode
-// keeps it from.
+// intro says what the agent is and what it can do (each kind of tool
+// offered, briefly: the tools' descriptions say the rest), and what the
+// mode keeps it from.
 func (p promptFacts) intro() string {
 	var can []string
-	if p.has[ToolExecuteCode] {
-		can = append(can, "run code in the notebook's kernel with execute_code (its outputs, plots included, are shown to the user)")
+	with := func(what string, tools ...string) {
+		if len(tools) > 0 {
+			can = append(can, what+" ("+strings.Join(tools, ", ")+")")
+		}
 	}
-	if p.kernel != "" {
-		can = append(can, "run code in the user's own kernel, the notebook's, with "+p.kernel)
-	}
-	if p.has[ToolInspectVariable] {
-		can = append(can, "look at the kernel's variables with list_variables and inspect_variable, which run no cell")
+	with("run code in the kernel", p.offered(ToolExecuteCode, p.kernel)...)
+	with("look at the kernel's variables without running code", p.offered(ToolInspectVariable, ToolListVariables)...)
+	cells := p.cellTools()
+	switch nb := append(cells, p.offered(ToolNotebookRun)...); {
+	case p.has[ToolNotebookRead] && len(nb) > 0:
+		with("read the notebook's cells, change them and run them", append([]string{ToolNotebookRead}, nb...)...)
+	case p.has[ToolNotebookRead]:
+		with("read the notebook's cells", ToolNotebookRead)
 	}
 	reads := p.offered(ToolReadFile, ToolListFiles, ToolSearchFiles)
 	edits := p.offered(ToolWriteFile, ToolEditFile)
 	switch {
 	case len(reads) > 0 && len(edits) > 0:
-		can = append(can, "read the workspace's files with "+andList(reads)+" and change them with "+andList(edits))
+		with("read and change the workspace's files", append(reads, edits...)...)
 	case len(reads) > 0:
-		can = append(can, "read the workspace's files with "+andList(reads))
+		with("read the workspace's files", reads...)
 	case len(edits) > 0:
-		can = append(can, "change the workspace's files with "+andList(edits))
+		with("change the workspace's files", edits...)
 	}
-	cells := p.cellTools()
-	switch {
-	case p.has[ToolNotebookRead] && len(cells) > 0:
-		can = append(can, "read the notebook the user works in with notebook_read (every cell, by id) and change its cells with "+
-			andList(cells))
-	case p.has[ToolNotebookRead]:
-		can = append(can, "read the notebook the user works in with notebook_read (every cell, by id)")
-	}
-	if p.has[ToolNotebookRun] {
-		can = append(can, "run a cell of the notebook with notebook_run_cell (its outputs land in that cell)")
-	}
-	if p.has[ToolWebFetch] {
-		can = append(can, "read web pages of the sites the user allowed with web_fetch")
-	}
+	with("fetch pages of the sites the user allowed", p.offered(ToolWebFetch)...)
 	if p.classes[ClassMCP] {
 		can = append(can, "use the tools of the user's MCP servers")
 	}
-	if p.has[ToolAskFollowupQuestion] {
-		can = append(can, "ask the user with ask_followup_question")
-	}
-	if p.has[ToolProposeCell] {
-		can = append(can, "suggest a new cell with propose_cell")
-	}
+	with("ask the user", p.offered(ToolAskFollowupQuestion)...)
+	with("suggest a cell for the user to run", p.offered(ToolProposeCell)...)
 	var b strings.Builder
-	b.WriteString("You are a coding agent working inside a Jupyter notebook, beside its user: you work in their live kernel, their notebook and their files.")
+	b.WriteString("You are a coding agent in a Jupyter notebook, beside its user: you work in their live kernel, notebook and files.")
 	if len(can) > 0 {
+		b.WriteString(" You can " + strings.Join(can, "; "))
 		if p.has[ToolAttemptCompletion] {
-			b.WriteString(" You can " + strings.Join(can, ", ") + ", and finish with attempt_completion.")
-		} else {
-			b.WriteString(" You can " + andList(can) + ".")
+			b.WriteString("; and finish with attempt_completion")
 		}
+		b.WriteString(".")
 	} else if p.has[ToolAttemptCompletion] {
 		b.WriteString(" Finish with attempt_completion.")
 	}
@@ -271,6 +260,10 @@ func (p promptFacts) notebookPractice() string {
 		if p.has[ToolNotebookEdit] {
 			rules = append(rules, "When a cell fails, fix that cell in place and run it again, rather than adding a new one.")
 		}
+	}
+	if p.has[ToolExecuteCode] || p.has[ToolNotebookRun] {
+		rules = append(rules, "Code waits up to its call's timeout (120 s unless you give one), then the call returns "+
+			"what it printed so far and \"still running\": the code goes on, and you are offered tools to wait for it or stop it.")
 	}
 	if p.runs() || p.has[ToolNotebookRun] {
 		install := "installing packages"

@@ -207,6 +207,9 @@ type Task struct {
 	// the rule files they came from (Config.Rules), under mu.
 	turnInstr string
 	turnRules []string
+	// carry: what the model is told with the next message (how code it
+	// left running ended), under mu.
+	carry []string
 	// stopHookActive: a Stop hook made the running turn go on;
 	// startContext: what SessionStart hooks said, for the next prompt.
 	stopHookActive bool
@@ -574,6 +577,7 @@ func (t *Task) Close() error {
 	t.mu.Unlock()
 	t.Cancel()
 	t.wg.Wait()
+	t.cfg.Toolbox.runs.close()
 	return nil
 }
 

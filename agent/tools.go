@@ -308,6 +308,8 @@ type Toolbox struct {
 
 	cellsMu sync.Mutex
 	cells   map[string]string // the notebook cells the agent wrote: id → the source it left
+
+	runs runs // the code the agent left running (runs.go)
 }
 
 // NewToolbox returns the toolbox of all tools.
@@ -345,6 +347,9 @@ func (tb *Toolbox) Tools(ctx context.Context) []provider.Tool {
 	for _, t := range tb.tools {
 		if t.name == ToolExecuteCode && elsewhere != "" || noNotebook && IsNotebookTool(t.name) {
 			continue
+		}
+		if (t.name == ToolWaitCode || t.name == ToolInterruptCode) && tb.runs.current() == nil {
+			continue // offered while code the agent left running goes on
 		}
 		spec := t.Spec()
 		if t.name == ToolExecuteCode {

@@ -66,7 +66,8 @@ func (tb *Toolbox) builtins() []*Tool {
 			name: ToolReadFile, class: ClassRead, subject: "path",
 			description: "Read a text file in the workspace. Lines are numbered (\"12 | text\"); " +
 				"the numbers are not part of the file. One read returns at most " + strconv.Itoa(tb.readLimit()) +
-				" characters of whole lines; a longer file says where to read on (start_line).",
+				" characters of whole lines; a longer file says where to read on (start_line). A PNG, JPEG or GIF " +
+				"comes back as an image, a notebook (.ipynb) as its cells.",
 			params: []param{
 				pathParam("File path, relative to the workspace root."),
 				{name: "start_line", typ: tInteger, min: 1, desc: "First line to read (1-based). Default 1."},
@@ -302,6 +303,12 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 	if end < start {
 		return Result{}, fmt.Errorf("read_file %s: end_line %d is before start_line %d", path, end, start)
 	}
+	if mime := imageType(abs); mime != "" && tb.opts.Files == nil {
+		return tb.readImage(path, abs, mime)
+	}
+	if strings.EqualFold(filepath.Ext(abs), ".ipynb") && tb.opts.NotebookFile != nil {
+		return tb.readNotebookFile(ctx, path, abs, in)
+	}
 	var f io.Reader
 	if files := tb.opts.Files; files != nil {
 		text, err := files.ReadTextFile(ctx, abs)
@@ -516,6 +523,9 @@ func (tb *Toolbox) writeFile(ctx context.Context, in map[string]any) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
+	if err := tb.notOpenNotebook(ToolWriteFile, path, abs); err != nil {
+		return Result{}, err
+	}
 	mode, verb := fs.FileMode(0o644), "created"
 	if fi, err := os.Stat(abs); err == nil {
 		if fi.IsDir() {
@@ -538,6 +548,9 @@ func (tb *Toolbox) editFile(ctx context.Context, in map[string]any) (Result, err
 	all, _ := in["replace_all"].(bool)
 	abs, err := tb.resolveFile(path)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := tb.notOpenNotebook(ToolEditFile, path, abs); err != nil {
 		return Result{}, err
 	}
 	tooLarge := func(size int64) error {

@@ -247,6 +247,10 @@ type ToolboxOptions struct {
 	// Variables, when set, reads the user's live namespace without a
 	// visible cell: list_variables and inspect_variable are offered.
 	Variables Variables
+	// NotebookFile, when set, reads a notebook file (.ipynb) as its cells,
+	// each output's text cut to maxOutput characters: read_file gives a
+	// notebook as notebook_read does, not as its JSON.
+	NotebookFile func(ctx context.Context, abs string, maxOutput int) (NotebookView, error)
 	// Environment, when set, tells where the agent works now (the
 	// kernel's language, the notebook, its cell mode): the system prompt
 	// and execute_code's description say it. It is called for each

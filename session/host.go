@@ -454,7 +454,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	c.ws = ws
 	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.tools.mcpSource(),
 		Files: h.tools.filesNow(), WebFetch: h.cfg.WebFetch, KernelServers: h.tools.clientServers(), Notebook: h.tools.notebookSource(c),
-		Environment: h.environment, Variables: h.variablesOf()})
+		Environment: h.environment, Variables: h.variablesOf(), NotebookFile: h.notebookFile()})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}

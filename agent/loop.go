@@ -205,7 +205,7 @@ func (t *Task) userMessage(ctx context.Context, p Prompt, extra string) error {
 	sent := text
 	var cellImages []Image
 	if t.cfg.Context != nil {
-		c, ims := t.cfg.Context(ctx)
+		c, ims := t.cfg.Context(ctx, text)
 		if c != "" {
 			sent = c + "\n\n" + text
 		}

@@ -82,10 +82,11 @@ type Config struct {
 	MaxSteps int
 	// Context returns text to prepend to the next user message (the
 	// session host gives its <notebook_context> block: the cells the user
-	// ran since the last prompt, the live namespace, …), and images those
+	// ran since the last prompt, the live namespace, what the prompt's
+	// @-mentions name, …), and images those
 	// cells displayed, which a model that takes images is shown after it;
 	// may be nil.
-	Context func(ctx context.Context) (string, []Image)
+	Context func(ctx context.Context, prompt string) (string, []Image)
 	// World, when set, is told of the steps that may change the world
 	// beside the conversation (files, the backing kernel), so that a
 	// rewind can turn them back.

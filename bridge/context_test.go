@@ -108,3 +108,28 @@ func TestInspectVariableInPlanMode(t *testing.T) {
 		t.Errorf("inspect_variable was refused in plan mode: %s", last)
 	}
 }
+
+// TestMentionedVariable: a %%agent prompt that mentions @sales gives the
+// model the table's description from the real kernel, and the prompt as
+// typed.
+func TestMentionedVariable(t *testing.T) {
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveNone}})
+	if rep, _ := h.cell("import pandas as pd\nsales = pd.DataFrame({'city': ['Oslo', None], 'total': [1.5, 2.0]})"); rep["status"] != "ok" {
+		t.Skipf("pandas: %v", rep)
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("Two rows.")))
+	if rep, _ := h.cell("%%agent\nHow many rows has @sales?"); rep["status"] != "ok" {
+		t.Fatalf("prompt: %v", rep)
+	}
+	req, _ := srv.Last()
+	raw := string(req.Raw)
+	for _, want := range []string{`@sales (a variable of the kernel):\nsales: pandas.core.frame.DataFrame\nshape: (2, 2)`, `How many rows has @sales?`} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("the request lacks %q: %s", want, raw)
+		}
+	}
+}

@@ -54,8 +54,8 @@ type seenKernel struct {
 // block of the next user message (and the images of the cells it names,
 // for a model that takes images). It returns "" when there is nothing to
 // say.
-func (h *Host) takeContext(c *current) func(ctx context.Context) (string, []agent.Image) {
-	return func(ctx context.Context) (string, []agent.Image) {
+func (h *Host) takeContext(c *current) func(ctx context.Context, prompt string) (string, []agent.Image) {
+	return func(ctx context.Context, prompt string) (string, []agent.Image) {
 		notes, cells, images := c.takeCells()
 		var parts []string
 		parts = append(parts, notes...)
@@ -70,6 +70,9 @@ func (h *Host) takeContext(c *current) func(ctx context.Context) (string, []agen
 		}
 		if ns := h.namespaceNote(ctx, c); ns != "" {
 			parts = append(parts, ns)
+		}
+		if m := h.mentionsNote(ctx, c, prompt); m != "" {
+			parts = append(parts, m)
 		}
 		if len(parts) == 0 {
 			return "", images

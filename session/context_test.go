@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -110,5 +112,56 @@ func TestDescribeNamespace(t *testing.T) {
 	got := describeNamespace(nil, false, many, order, nil)
 	if len(got) > maxNamespaceChars+100 || !strings.Contains(got, "more: inspect_variable or list_variables give them]") {
 		t.Errorf("not bounded: %d characters", len(got))
+	}
+}
+
+// TestMentions: @path gives the model the file's head, a protected file
+// (.env) is not read, an address is no mention, and the user's words keep
+// the mention as typed.
+func TestMentions(t *testing.T) {
+	if got := Mentions("see @df and @data/sales.csv, mail ada@example.org (@cell:3) @df."); strings.Join(got, " ") != "df data/sales.csv cell:3" {
+		t.Errorf("Mentions: %q", got)
+	}
+	srv, open := scriptedModels(t)
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ws, "data", "sales.csv"), []byte("city,sales\nOslo,3\nLima,4\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, ".env"), []byte("API_KEY=sk-secret-123\n"), 0o644)
+	h := newHost(t, Config{Store: openStore(t), Workspace: ws, Model: "openai:m", OpenModel: open, Kind: "prompt"})
+	srv.Enqueue(scripted.Reply(scripted.Text("ok")))
+	if _, err := h.Submit(context.Background(), "Summarise @data/sales.csv, and what is in @.env?", Follow{}); err != nil {
+		t.Fatal(err)
+	}
+	got := lastUserText(t, srv)
+	if !strings.Contains(got, "@data/sales.csv (a file; the first lines at most):\n1 | city,sales\n2 | Oslo,3") {
+		t.Errorf("the file's head is not given:\n%s", got)
+	}
+	if strings.Contains(got, "sk-secret-123") {
+		t.Errorf("a protected file was read:\n%s", got)
+	}
+	if !strings.HasSuffix(got, "Summarise @data/sales.csv, and what is in @.env?") {
+		t.Errorf("the user's words changed:\n%s", got)
+	}
+	for _, m := range h.Conversation().UI() {
+		if m.Say == "text" && m.Text != "Summarise @data/sales.csv, and what is in @.env?" && strings.Contains(m.Text, "Summarise") {
+			t.Errorf("the UI history does not show the prompt as typed: %q", m.Text)
+		}
+	}
+}
+
+// TestMentionedCell: @cell:ID gives the model that cell's source.
+func TestMentionedCell(t *testing.T) {
+	srv, open := scriptedModels(t)
+	nb := &memCells{path: "work.ipynb", cells: []Cell{{ID: "c1", Kind: "markdown", Source: "# Work"}, {ID: "c2", Kind: "code", Source: "total = sum(rows)"}}}
+	h := newHost(t, Config{Store: openStore(t), Model: "openai:m", OpenModel: open, Kind: "prompt", Cells: func() Cells { return nb }})
+	srv.Enqueue(scripted.Reply(scripted.Text("ok")))
+	if _, err := h.Submit(context.Background(), "Why does @cell:c2 fail? And @cell:zz?", Follow{}); err != nil {
+		t.Fatal(err)
+	}
+	got := lastUserText(t, srv)
+	if !strings.Contains(got, "@cell:c2 (cell c2, index 1, code):\ntotal = sum(rows)") || !strings.Contains(got, "@cell:zz: the notebook has no such cell") {
+		t.Errorf("the cells are not given:\n%s", got)
 	}
 }

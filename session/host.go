@@ -170,8 +170,9 @@ type current struct {
 	// elsewhere is the workspace the session was started in, when not the
 	// host's: its file changes were made there, and are not restored here.
 	elsewhere string
-	// ws is the workspace its file tools resolve paths in.
+	// ws is the workspace its file tools resolve paths in, tb its tools.
 	ws       *agent.Workspace
+	tb       *agent.Toolbox
 	unlisten func()
 
 	// replayPending: the kernel state must be rebuilt before code runs.
@@ -458,6 +459,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
+	c.tb = tb
 	// The tools ready now: opening a session waits for no MCP server (the
 	// first model request does).
 	now, stop := context.WithCancel(ctx)

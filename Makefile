@@ -63,8 +63,10 @@ check: $(STATICCHECK) $(DEADCODE)
 	@out=$$($(DEADCODE) ./cmd/agentkernel ./scripts/... ./tests/browser/harness | grep -Ev '$(DEADCODE_ALLOW)'); \
 		if [ -n "$$out" ]; then echo "deadcode: unreachable from the binaries (remove it, or allow it in the Makefile with a reason):"; echo "$$out"; exit 1; fi
 
+# AGENTKERNEL_MODERN_PYTHON: the PyPI stack's Python (ipykernel 7, with
+# kernel subshells), for the backing tests that need a kernel with them.
 test-go: mcp-server acp-client
-	$(GOTEST) -timeout 20m ./...
+	AGENTKERNEL_MODERN_PYTHON=$$(scripts/modern-venv.sh) $(GOTEST) -timeout 20m ./...
 
 # Race builds read and write sockets through the runtime's poller (the race
 # detector cannot see raw system calls); this runs the raw I/O path that

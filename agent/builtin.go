@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentkernel/agentkernel/internal/protect"
 	"github.com/agentkernel/agentkernel/messages"
@@ -23,6 +25,12 @@ import (
 
 func (tb *Toolbox) define() []*Tool {
 	tools := tb.builtins()
+	if tb.opts.Runner != nil || tb.opts.Notebook != nil {
+		tools = append(tools, tb.runTools()...)
+	}
+	if tb.opts.Variables != nil {
+		tools = append(tools, tb.variableTools()...)
+	}
 	if tb.opts.Notebook != nil {
 		tools = append(tools, tb.notebookTools()...)
 	}
@@ -30,7 +38,9 @@ func (tb *Toolbox) define() []*Tool {
 		tools = append(tools, &Tool{
 			name: ToolWebFetch, class: ClassFetch,
 			description: "Fetch a web page of an allowed site (" + strings.Join(w.Allow, ", ") + ") and return its text " +
-				"(an HTML page without its markup), capped. Other sites are refused.",
+				"(an HTML page without its markup): at most " + strconv.Itoa(w.maxBytes()) + " bytes of the response are " +
+				"read, and at most " + strconv.Itoa(tb.opts.MaxOutputChars) + " characters of text returned (a longer " +
+				"text keeps its head and tail). Other sites are refused.",
 			params: []param{{name: "url", typ: tString, required: true, desc: "The http or https URL."}},
 			run:    tb.webFetch,
 		})
@@ -45,16 +55,19 @@ func (tb *Toolbox) builtins() []*Tool {
 	return []*Tool{
 		{
 			name: ToolExecuteCode, class: ClassExecute, subject: "code",
-			description: "Run code in the notebook's backing kernel (Python with IPython by default: " +
-				"`!cmd` and `%%bash` work). Variables persist between calls. Returns stdout, stderr, " +
-				"the result, a summary of images, and the error with its traceback if the code raised.",
-			params:  []param{{name: "code", typ: tString, required: true, desc: "The code to run."}},
+			description: "Run code in the kernel. Variables persist between calls.", // executeCodeDescription, when offered
+			params: []param{
+				{name: "code", typ: tString, required: true, desc: "The code to run."},
+				timeoutParam,
+			},
 			runCode: tb.executeCode,
 		},
 		{
 			name: ToolReadFile, class: ClassRead, subject: "path",
 			description: "Read a text file in the workspace. Lines are numbered (\"12 | text\"); " +
-				"the numbers are not part of the file. Use start_line/end_line for large files.",
+				"the numbers are not part of the file. One read returns at most " + strconv.Itoa(tb.readLimit()) +
+				" characters of whole lines; a longer file says where to read on (start_line). A PNG, JPEG or GIF " +
+				"comes back as an image, a notebook (.ipynb) as its cells.",
 			params: []param{
 				pathParam("File path, relative to the workspace root."),
 				{name: "start_line", typ: tInteger, min: 1, desc: "First line to read (1-based). Default 1."},
@@ -133,6 +146,82 @@ func (tb *Toolbox) builtins() []*Tool {
 	}
 }
 
+// The variable tools.
+const (
+	ToolListVariables   = "list_variables"
+	ToolInspectVariable = "inspect_variable"
+)
+
+// variableTools read the user's namespace without running code: read
+// class, so that ask and plan modes have them.
+func (tb *Toolbox) variableTools() []*Tool {
+	return []*Tool{
+		{
+			name: ToolListVariables, class: ClassRead,
+			description: "List the variables in the user's live kernel: name, type, shape, a table's columns with " +
+				"dtypes, a function's signature, a short value. Runs no cell and changes nothing.",
+			run: func(ctx context.Context, _ map[string]any) (Result, error) {
+				s, err := tb.opts.Variables.List(ctx)
+				if err != nil {
+					return Result{}, fmt.Errorf("list_variables: %w", err)
+				}
+				return Result{Text: s}, nil
+			},
+		},
+		{
+			name: ToolInspectVariable, class: ClassRead,
+			description: "Describe one variable of the user's live kernel without running a cell: a DataFrame's " +
+				"shape, dtypes, nulls per column, head and describe(); a Series' or array's dtype, shape and values; " +
+				"a container's length and a sample; a function's signature and docstring. At most 8,000 characters.",
+			params: []param{{name: "name", typ: tString, required: true,
+				desc: "The variable's name, or name.attribute (df.columns); not an expression."}},
+			run: func(ctx context.Context, in map[string]any) (Result, error) {
+				s, err := tb.opts.Variables.Inspect(ctx, in["name"].(string))
+				if err != nil {
+					return Result{}, fmt.Errorf("inspect_variable: %w", err)
+				}
+				return Result{Text: s}, nil
+			},
+		},
+	}
+}
+
+// readLimit is how many characters of lines (numbers included) one
+// read_file returns: MaxReadBytes, within what a tool result may hold
+// (MaxOutputChars, less room for the note), so that a read ends at a whole
+// line the model can read on from, never cut in its middle.
+func (tb *Toolbox) readLimit() int {
+	return min(tb.opts.MaxReadBytes, tb.opts.MaxOutputChars-200)
+}
+
+// lineMark is the length of read_file's "N | " before line n.
+func lineMark(n int64) int { return len(strconv.FormatInt(n, 10)) + 3 }
+
+// executeCodeDescription is execute_code's description in the toolbox's
+// Environment: the kernel's language, whose variables they are, that the
+// code is not kept, and the cap on what it returns.
+func (tb *Toolbox) executeCodeDescription() string {
+	env := tb.environment()
+	lang := languageName(env.Language)
+	var b strings.Builder
+	b.WriteString("Run ")
+	if lang != "" {
+		b.WriteString(lang + " ")
+	}
+	if env.Cells != "" {
+		b.WriteString("code in the user's live kernel, the notebook's: their variables are there, and what the code " +
+			"defines stays. The code itself is not kept in the notebook.")
+	} else {
+		b.WriteString("code in the session's kernel. Variables persist between calls.")
+	}
+	if lang == "Python" {
+		b.WriteString(" IPython syntax works (`!cmd`, `%%bash`).")
+	}
+	fmt.Fprintf(&b, " Returns stdout, stderr, the result, a summary of images, and the error with its traceback "+
+		"if the code raised; past %d characters, the head and tail are kept.", tb.opts.MaxOutputChars)
+	return b.String()
+}
+
 func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any, out func(CodeOutput)) (Result, error) {
 	if tb.opts.Source != nil && len(tb.opts.KernelServers) > 0 {
 		if other := tb.kernelCode(tb.opts.Source.Tools(ctx)); other != "" {
@@ -143,12 +232,19 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any, out func(
 	if tb.opts.Runner == nil {
 		return Result{}, errors.New("execute_code: no backing kernel is available")
 	}
-	cr, err := tb.opts.Runner.Run(ctx, in["code"].(string), out)
+	code := in["code"].(string)
+	res, err := tb.runCode(ctx, in, out, func(ctx context.Context, out func(CodeOutput)) (CodeResult, error) {
+		return tb.opts.Runner.Run(ctx, code, out)
+	})
 	if err != nil {
 		return Result{}, fmt.Errorf("execute_code: %w", err)
 	}
-	return tb.codeResult(cr), nil
+	return res, nil
 }
+
+// timeoutParam is the timeout of the tools that run code.
+var timeoutParam = param{name: "timeout", typ: tInteger, min: 1,
+	desc: "Seconds to wait before returning \"still running\" with the output so far (the code goes on). Default 120, at most 3600."}
 
 // codeResult is what code that ran tells the model: its streams, result,
 // images (the first few as images too) and error.
@@ -207,6 +303,12 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 	if end < start {
 		return Result{}, fmt.Errorf("read_file %s: end_line %d is before start_line %d", path, end, start)
 	}
+	if mime := imageType(abs); mime != "" && tb.opts.Files == nil {
+		return tb.readImage(path, abs, mime)
+	}
+	if strings.EqualFold(filepath.Ext(abs), ".ipynb") && tb.opts.NotebookFile != nil {
+		return tb.readNotebookFile(ctx, path, abs, in)
+	}
 	var f io.Reader
 	if files := tb.opts.Files; files != nil {
 		text, err := files.ReadTextFile(ctx, abs)
@@ -222,6 +324,7 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 		defer file.Close()
 		f = file
 	}
+	limit := tb.readLimit()
 	head := make([]byte, 8000)
 	n, _ := io.ReadFull(f, head)
 	if bytes.IndexByte(head[:n], 0) >= 0 {
@@ -236,7 +339,7 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 		if s != "" {
 			line++
 			if line >= start && line <= end {
-				if first != 0 && out+len(s) > tb.opts.MaxReadBytes {
+				if first != 0 && out+len(s)+lineMark(line) > limit {
 					capped = true
 					break
 				}
@@ -244,7 +347,7 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 					first = line
 				}
 				last = line
-				out += len(s)
+				out += utf8.RuneCountInString(s) + lineMark(line)
 				fmt.Fprintf(&b, "%d | %s\n", line, strings.TrimRight(s, "\r\n"))
 			}
 			if line >= end {
@@ -262,8 +365,8 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 	var note string
 	switch {
 	case capped:
-		note = fmt.Sprintf("[lines %d-%d; stopped at the %s read limit: use start_line=%d to read on]",
-			first, last, humanBytes(tb.opts.MaxReadBytes), last+1)
+		note = fmt.Sprintf("[lines %d-%d; stopped at the read limit of %d characters: use start_line=%d to read on]",
+			first, last, limit, last+1)
 	case line == 0:
 		note = "[empty file]"
 	case first == 0:
@@ -420,6 +523,9 @@ func (tb *Toolbox) writeFile(ctx context.Context, in map[string]any) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
+	if err := tb.notOpenNotebook(ToolWriteFile, path, abs); err != nil {
+		return Result{}, err
+	}
 	mode, verb := fs.FileMode(0o644), "created"
 	if fi, err := os.Stat(abs); err == nil {
 		if fi.IsDir() {
@@ -442,6 +548,9 @@ func (tb *Toolbox) editFile(ctx context.Context, in map[string]any) (Result, err
 	all, _ := in["replace_all"].(bool)
 	abs, err := tb.resolveFile(path)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := tb.notOpenNotebook(ToolEditFile, path, abs); err != nil {
 		return Result{}, err
 	}
 	tooLarge := func(size int64) error {

@@ -34,8 +34,75 @@ func EstimateTokens(system string, tools []provider.Tool, msgs []messages.APIMes
 }
 
 const condensePrompt = "Summarize the conversation so far for yourself, so that you can continue the task " +
-	"without the earlier messages: the user's goal, what was done (code run, files changed, results), " +
-	"what is left, and any facts you need. Be concise; plain text."
+	"without the earlier messages. Keep: the user's goal and their words on how to do it; the variables in " +
+	"the kernel that matter (name, type, shape, columns) and how they were made; the notebook's cells you " +
+	"wrote or changed (their ids) and what each does; the files changed; results and numbers found; errors " +
+	"met and how they were fixed; what is left to do. Be concise; plain text."
+
+// maxSummaryResult caps the text of one tool result in the condense
+// request: the summary needs what a call found, not all of its output.
+const maxSummaryResult = 4000
+
+// forSummary is the history eff as the condense request sends it: tool
+// calls and their results turned into text (a request with tool blocks
+// must define tools on Anthropic's API, and the summary must not call
+// one), long results cut, images and reasoning left out.
+func forSummary(eff []messages.APIMessage) []messages.APIMessage {
+	out := make([]messages.APIMessage, 0, len(eff))
+	for _, m := range eff {
+		var b strings.Builder
+		for _, c := range m.Content {
+			switch c.Type {
+			case messages.BlockText:
+				b.WriteString(c.Text + "\n")
+			case messages.BlockImage:
+				b.WriteString("[an image]\n")
+			case messages.BlockToolUse:
+				fmt.Fprintf(&b, "[tool call %s %s: %s]\n", c.Name, c.ID, c.Input)
+			case messages.BlockToolResult:
+				var r strings.Builder
+				for _, rc := range c.Content {
+					if rc.Type == messages.BlockImage {
+						r.WriteString("[an image]\n")
+						continue
+					}
+					r.WriteString(rc.Text)
+				}
+				text, cut := cutRunes(r.String(), maxSummaryResult)
+				state := "result"
+				if c.IsError {
+					state = "error"
+				}
+				fmt.Fprintf(&b, "[tool %s of %s]\n%s\n", state, c.ToolUseID, text)
+				if cut > 0 {
+					fmt.Fprintf(&b, "[… %d more characters]\n", cut)
+				}
+			}
+		}
+		text := strings.TrimSpace(b.String())
+		if text == "" {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+			out[n-1].Content[0].Text += "\n\n" + text
+			continue
+		}
+		out = append(out, messages.APIMessage{Role: m.Role, Content: []messages.ContentBlock{{Type: messages.BlockText, Text: text}}})
+	}
+	return out
+}
+
+// cutRunes cuts s to at most n characters, and says how many were left out.
+func cutRunes(s string, n int) (string, int) {
+	if len(s) <= n {
+		return s, 0
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s, 0
+	}
+	return string(r[:n]), len(r) - n
+}
 
 // manageContext condenses the history (or, failing that, truncates it) when
 // the next request would exceed the threshold share of the model's window.
@@ -99,9 +166,9 @@ func (t *Task) shrink(ctx context.Context, prov provider.Provider) (bool, error)
 func (t *Task) condense(ctx context.Context, prov provider.Provider, system string, tools []provider.Tool, api, eff []messages.APIMessage, prev int) error {
 	req := provider.Request{
 		System: system,
-		Messages: append(append([]messages.APIMessage(nil), eff...), messages.APIMessage{
+		Messages: forSummary(append(append([]messages.APIMessage(nil), eff...), messages.APIMessage{
 			Role: messages.RoleUser, Content: []messages.ContentBlock{{Type: messages.BlockText, Text: condensePrompt}},
-		}),
+		})),
 	}
 	s, err := prov.Stream(ctx, req)
 	if err != nil {

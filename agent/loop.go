@@ -47,6 +47,9 @@ func (t *Task) runTurn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, li
 	t.lis.Emit(Event{Kind: EventTaskStarted})
 	t.lis.Emit(Event{Kind: EventTaskActive})
 	err := t.turn(ctx, p, resumeFrom, lim)
+	if werr := t.waitRuns(ctx); werr != nil && err == nil {
+		err = werr
+	}
 	switch {
 	case errors.Is(err, errStop):
 		err = nil
@@ -154,6 +157,35 @@ func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim L
 	return errStop
 }
 
+// waitRuns waits for the code the turn left running (a run whose call
+// timed out): the turn, and its cell, end when the code does, an
+// interrupt of the turn stops it, and the model is told how it ended with
+// the next message.
+func (t *Task) waitRuns(ctx context.Context) error {
+	tb := t.cfg.Toolbox
+	r := tb.runs.current()
+	if r == nil {
+		return nil
+	}
+	wctx := context.WithoutCancel(ctx)
+	if _, err := t.say(wctx, messages.SayText, fmt.Sprintf("The agent's code is still running (run %s): this cell "+
+		"ends when it does. Interrupt to stop it.", r.id), nil); err != nil {
+		return err
+	}
+	tb.runs.wait(ctx) // ctx ending interrupts it
+	r.mu.Lock()
+	res := r.res
+	r.mu.Unlock()
+	out := tb.ended(r, res)
+	if _, err := t.say(wctx, messages.SayCommandOutput, out.Text, nil); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.carry = append(t.carry, fmt.Sprintf("The code the agent left running (run %s) ended after your last message:\n%s", r.id, out.Text))
+	t.mu.Unlock()
+	return nil
+}
+
 // NoModelHelp is what a prompt says when no model is configured.
 const NoModelHelp = "No model is configured. Set AGENTKERNEL_MODEL (for example openai:gpt-4.1, " +
 	"anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder or replay:FILE) with the API key in OPENAI_API_KEY " +
@@ -173,11 +205,18 @@ func (t *Task) userMessage(ctx context.Context, p Prompt, extra string) error {
 	sent := text
 	var cellImages []Image
 	if t.cfg.Context != nil {
-		c, ims := t.cfg.Context()
+		c, ims := t.cfg.Context(ctx, text)
 		if c != "" {
 			sent = c + "\n\n" + text
 		}
 		cellImages = ims
+	}
+	t.mu.Lock()
+	carry := t.carry
+	t.carry = nil
+	t.mu.Unlock()
+	if len(carry) > 0 {
+		sent = strings.Join(carry, "\n\n") + "\n\n" + sent
 	}
 	if extra != "" {
 		sent = extra + "\n\n" + sent

@@ -81,10 +81,12 @@ type Config struct {
 	// MaxSteps bounds model requests in one turn; default 50.
 	MaxSteps int
 	// Context returns text to prepend to the next user message (the
-	// session host gives the cells the user ran since the last prompt),
-	// and images those cells displayed, which a model that takes images is
-	// shown after it; may be nil.
-	Context func() (string, []Image)
+	// session host gives its <notebook_context> block: the cells the user
+	// ran since the last prompt, the live namespace, what the prompt's
+	// @-mentions name, …), and images those
+	// cells displayed, which a model that takes images is shown after it;
+	// may be nil.
+	Context func(ctx context.Context, prompt string) (string, []Image)
 	// World, when set, is told of the steps that may change the world
 	// beside the conversation (files, the backing kernel), so that a
 	// rewind can turn them back.
@@ -206,6 +208,9 @@ type Task struct {
 	// the rule files they came from (Config.Rules), under mu.
 	turnInstr string
 	turnRules []string
+	// carry: what the model is told with the next message (how code it
+	// left running ended), under mu.
+	carry []string
 	// stopHookActive: a Stop hook made the running turn go on;
 	// startContext: what SessionStart hooks said, for the next prompt.
 	stopHookActive bool
@@ -573,6 +578,7 @@ func (t *Task) Close() error {
 	t.mu.Unlock()
 	t.Cancel()
 	t.wg.Wait()
+	t.cfg.Toolbox.runs.close()
 	return nil
 }
 

@@ -607,8 +607,8 @@ func TestNoModel(t *testing.T) {
 }
 
 func TestCondenseWhenOverWindow(t *testing.T) {
-	long := strings.Repeat("x", 4000)
-	e := newEnv(t, setup{window: 1500, turns: []turn{
+	long := strings.Repeat("x", 12000)
+	e := newEnv(t, setup{window: 4500, turns: []turn{
 		say(long),
 		say("the summary"), // the condense request
 		say("short answer"),

@@ -251,11 +251,35 @@ type ToolboxOptions struct {
 	// code without it, refuse to run a request, and say so in their
 	// descriptions. False: code mode, where a %%agent cell is a request.
 	PromptCells bool
+	// Variables, when set, reads the user's live namespace without a
+	// visible cell: list_variables and inspect_variable are offered.
+	Variables Variables
+	// NotebookFile, when set, reads a notebook file (.ipynb) as its cells,
+	// each output's text cut to maxOutput characters: read_file gives a
+	// notebook as notebook_read does, not as its JSON.
+	NotebookFile func(ctx context.Context, abs string, maxOutput int) (NotebookView, error)
+	// Environment, when set, tells where the agent works now (the
+	// kernel's language, the notebook, its cell mode): the system prompt
+	// and execute_code's description say it. It is called for each
+	// request, so it must be quick (no wait on a kernel's start).
+	Environment func() Environment
 	// Files, when set, is where read_file, write_file and edit_file read
 	// and write text: an editor's buffers, unsaved changes included (an
 	// ACP client's fs/read_text_file and fs/write_text_file). Nil: the
 	// disk.
 	Files Files
+}
+
+// Variables reads the user's live namespace, quietly: nothing runs in a
+// cell, no execution count moves, no history entry is made.
+type Variables interface {
+	// List is the namespace, one variable a line (name, type, shape, a
+	// table's columns, a function's signature, a short value), bounded.
+	List(ctx context.Context) (string, error)
+	// Inspect describes the variable name (or name.attribute), bounded: a
+	// table's shape, dtypes, nulls, head and describe(), a container's
+	// length and a sample, a callable's signature and docstring.
+	Inspect(ctx context.Context, name string) (string, error)
 }
 
 // Files reads and writes the text of files for the file tools. Paths are
@@ -295,6 +319,8 @@ type Toolbox struct {
 
 	cellsMu sync.Mutex
 	cells   map[string]string // the notebook cells the agent wrote: id → the source it left
+
+	runs runs // the code the agent left running (runs.go)
 }
 
 // NewToolbox returns the toolbox of all tools.
@@ -333,7 +359,14 @@ func (tb *Toolbox) Tools(ctx context.Context) []provider.Tool {
 		if t.name == ToolExecuteCode && elsewhere != "" || noNotebook && IsNotebookTool(t.name) {
 			continue
 		}
-		out = append(out, t.Spec())
+		if (t.name == ToolWaitCode || t.name == ToolInterruptCode) && tb.runs.current() == nil {
+			continue // offered while code the agent left running goes on
+		}
+		spec := t.Spec()
+		if t.name == ToolExecuteCode {
+			spec.Description = tb.executeCodeDescription()
+		}
+		out = append(out, spec)
 	}
 	for _, st := range ext {
 		out = append(out, st.Spec)

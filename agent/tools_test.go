@@ -309,7 +309,7 @@ func TestReadFile(t *testing.T) {
 		{"range", `{"path": "ten.txt", "start_line": 3, "end_line": 4}`, "[lines 3-4]\n3 | line3\n4 | line4"},
 		{"from to end", `{"path": "ten.txt", "start_line": 9}`, "[lines 9-10 of 10]\n9 | line9\n10 | line10"},
 		{"past the end", `{"path": "ten.txt", "start_line": 20}`, "[the file has 10 lines; none in the range 20-"},
-		{"read cap", `{"path": "ten.txt"}`, "[lines 1-6; stopped at the 40 B read limit: use start_line=7 to read on]\n1 | line1\n"},
+		{"read cap", `{"path": "ten.txt"}`, "[lines 1-4; stopped at the read limit of 40 characters: use start_line=5 to read on]\n1 | line1\n"},
 		{"via symlink inside", `{"path": "in_file"}`, "1 | print(1)"},
 	}
 	for _, tt := range tests {

@@ -307,6 +307,9 @@ func (l *Local) Restart(ctx context.Context) error {
 	return nil
 }
 
+// Generation implements Generations.
+func (l *Local) Generation() int { return l.kernels.generation() }
+
 // LanguageInfo implements Runner.
 func (l *Local) LanguageInfo(ctx context.Context) json.RawMessage {
 	return l.info.wait(ctx, l.kernels.starting()).LanguageInfo

@@ -2,14 +2,9 @@ package backing
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/agentkernel/agentkernel/kernel/client"
-	"github.com/agentkernel/agentkernel/kernel/wire"
 )
 
 // Variable is one name of the user's namespace in a kernel, as a completer
@@ -29,19 +24,31 @@ type Variable struct {
 	Signature string `json:"signature,omitempty"`
 }
 
-// maxNamespace bounds how many names Namespace returns.
-const maxNamespace = 300
+// maxVariables and maxModules bound how many names Namespace returns.
+const (
+	maxVariables = 300
+	maxModules   = 50
+	maxNamespace = maxVariables + maxModules
+)
 
 // namespaceProgram summarises the user's names (g, their globals) into r:
 // base64-encoded JSON, whatever it meets cut (reprlib, 50 columns, 300
-// names); a name whose summary raises is given by its type alone.
+// names, then at most 50 modules, type "module" and their import name as
+// Repr); a name whose summary raises is given by its type alone. A table
+// is told by its class's (or its own) columns and dtypes, looked up
+// without reading them: pandas builds a Series for each read of dtypes.
 const namespaceProgram = `import json, base64, inspect, reprlib, itertools
 out = []
+mods = []
 for k, o in list(g.items()):
-    if k.startswith('_') or k in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'open') or inspect.ismodule(o):
+    if k.startswith('_') or k in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'open'):
+        continue
+    if inspect.ismodule(o):
+        if len(mods) < 50:
+            mods.append({'name': k, 'type': 'module', 'repr': getattr(o, '__name__', k)})
         continue
     if len(out) >= 300:
-        break
+        continue
     d = {'name': k, 'type': type(o).__name__}
     try:
         if inspect.isfunction(o) or inspect.isclass(o):
@@ -49,7 +56,7 @@ for k, o in list(g.items()):
                 d['signature'] = k + str(inspect.signature(o))
             except (TypeError, ValueError):
                 pass
-        elif hasattr(o, 'columns') and hasattr(o, 'dtypes'):
+        elif all(hasattr(type(o), a) or a in getattr(o, '__dict__', ()) for a in ('columns', 'dtypes')):
             d['columns'] = [str(c) + ': ' + str(t) for c, t in itertools.islice(zip(o.columns, o.dtypes), 50)]
             d['shape'] = str(tuple(o.shape))
         else:
@@ -60,7 +67,7 @@ for k, o in list(g.items()):
     except Exception:
         pass
     out.append(d)
-r = base64.b64encode(json.dumps(out).encode()).decode()
+r = base64.b64encode(json.dumps(out + mods).encode()).decode()
 `
 
 // namespaceExpr runs namespaceProgram as a user expression of a silent
@@ -76,39 +83,12 @@ var namespaceExpr = func() string {
 // computes the summary, so that nothing shows in any cell and the
 // kernel's history and execution count are untouched. At most 300 names.
 func Namespace(ctx context.Context, r Runner) ([]Variable, error) {
-	var li struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(r.LanguageInfo(ctx), &li)
-	if li.Name != "" && li.Name != "python" {
-		return nil, fmt.Errorf("backing: the namespace of a %s kernel is not known (Python kernels only)", li.Name)
-	}
-	no := false
-	reply, err := r.Do(ctx, client.Request{MsgType: wire.MsgExecuteRequest, Content: wire.ExecuteRequest{
-		Silent: true, StoreHistory: &no, UserExpressions: map[string]string{"ns": namespaceExpr}}}, client.Handlers{})
-	if err != nil {
+	if err := python(ctx, r); err != nil {
 		return nil, fmt.Errorf("backing: namespace: %w", err)
 	}
-	var rep wire.ExecuteReply
-	if err := json.Unmarshal(reply.Content, &rep); err != nil {
-		return nil, fmt.Errorf("backing: namespace: the kernel's reply: %w", err)
-	}
-	var v struct {
-		Status string            `json:"status"`
-		Data   map[string]string `json:"data"`
-		EName  string            `json:"ename"`
-		EValue string            `json:"evalue"`
-	}
-	raw, _ := json.Marshal(rep.UserExpressions["ns"])
-	if err := json.Unmarshal(raw, &v); err != nil || v.Status != "ok" {
-		if v.EName != "" {
-			return nil, fmt.Errorf("backing: namespace: %s: %s", v.EName, v.EValue)
-		}
-		return nil, errors.New("backing: namespace: the kernel did not evaluate the summary")
-	}
-	b, err := base64.StdEncoding.DecodeString(strings.Trim(v.Data["text/plain"], `'"`))
+	b, err := quietValue(ctx, r, namespaceExpr)
 	if err != nil {
-		return nil, fmt.Errorf("backing: namespace: the kernel's answer: %w", err)
+		return nil, fmt.Errorf("backing: namespace: %w", err)
 	}
 	var vars []Variable
 	if err := json.Unmarshal(b, &vars); err != nil {

@@ -40,7 +40,8 @@ except ImportError:
     pass
 for i in range(100000):
     globals()['v%d' % i] = i
-count = 42`
+count = 42
+import json as js`
 	res, err := r.Execute(ctx, Exec{Code: setup})
 	if err != nil || res.Error != nil {
 		t.Fatalf("setup: %v %+v", err, res.Error)
@@ -72,6 +73,9 @@ count = 42`
 	if b, _ := json.Marshal(vars); len(b) > 64<<10 {
 		t.Errorf("the summary of 100,000 names is %d bytes", len(b))
 	}
+	if v := byName["js"]; v.Type != "module" || v.Repr != "json" {
+		t.Errorf("a module imported as js: %+v", v)
+	}
 	if v := byName["total"]; v.Signature != "total(rows, tax=0.2)" || v.Describe() != "total: function total(rows, tax=0.2)" {
 		t.Errorf("total: %+v %q", v, v.Describe())
 	}
@@ -81,7 +85,7 @@ count = 42`
 	if v, ok := byName["broken"]; !ok || v.Type != "Broken" {
 		t.Errorf("broken: %+v, %v", v, ok)
 	}
-	if v := byName["count"]; v.Describe() != "count: int = 42" && len(vars) < maxNamespace {
+	if v := byName["count"]; v.Describe() != "count: int = 42" && len(vars)-1 < maxVariables { // js is a module
 		t.Errorf("count: %q", v.Describe())
 	}
 	// Nothing left behind: no new name, and the next cell's count is the

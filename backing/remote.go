@@ -378,10 +378,14 @@ func (r *Remote) Restart(ctx context.Context) error {
 	if err := r.api(ctx, http.MethodPost, "/api/kernels/"+k.id+"/restart", nil, nil); err != nil {
 		return fmt.Errorf("backing: restart: %w", err)
 	}
+	r.kernels.restarted()
 	// The kernel answers on the same channels once it is back.
 	_, err = k.Do(ctx, client.Request{MsgType: wire.MsgKernelInfoRequest}, client.Handlers{})
 	return err
 }
+
+// Generation implements Generations.
+func (r *Remote) Generation() int { return r.kernels.generation() }
 
 // LanguageInfo implements Runner.
 func (r *Remote) LanguageInfo(ctx context.Context) json.RawMessage {

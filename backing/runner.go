@@ -58,6 +58,15 @@ type Runner interface {
 	Close() error
 }
 
+// Generations is a Runner that counts the kernels it has run: the count
+// grows when a kernel starts, when one that died is replaced and when one
+// restarts, so a caller that saw a smaller count knows that the variables
+// it knew of are gone. 0: no kernel has run yet. Local and Remote are
+// Generations.
+type Generations interface {
+	Generation() int
+}
+
 // Exec is code to run with Runner.Execute.
 type Exec struct {
 	Code string

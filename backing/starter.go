@@ -26,6 +26,7 @@ type starter[K comparable] struct {
 	interrupted chan struct{} // closed by interrupt while a start runs; then replaced
 	waiting     int           // callers waiting for a start
 	closed      bool
+	gen         int // kernels run so far: see Generations
 }
 
 func newStarter[K comparable](wg *sync.WaitGroup, launch func() (K, error), alive func(K) bool, discard func(K)) *starter[K] {
@@ -56,6 +57,9 @@ func (s *starter[K]) beginLocked() chan struct{} {
 		closed := s.closed
 		if !closed {
 			s.k, s.err = k, err
+			if err == nil {
+				s.gen++
+			}
 		}
 		s.ch = nil
 		s.mu.Unlock()
@@ -145,7 +149,22 @@ func (s *starter[K]) replace(k K) (old K) {
 		return k
 	}
 	old, s.k, s.err = s.k, k, nil
+	s.gen++
 	return old
+}
+
+// restarted counts a kernel restarted in place (its state is gone).
+func (s *starter[K]) restarted() {
+	s.mu.Lock()
+	s.gen++
+	s.mu.Unlock()
+}
+
+// generation is how many kernels have run: see Generations.
+func (s *starter[K]) generation() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
 }
 
 // drop forgets k if it is the kernel (it died).

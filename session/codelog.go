@@ -151,6 +151,13 @@ func (l *CodeLog) add(runs ...store.CodeRun) {
 	}
 }
 
+// lastSeq is the seq of the last code run: it grows whenever code runs.
+func (l *CodeLog) lastSeq() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq
+}
+
 // reset forgets what the kernel ran: it was restarted.
 func (l *CodeLog) reset() {
 	l.mu.Lock()

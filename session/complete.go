@@ -38,7 +38,7 @@ func (m *Models) Complete(ctx context.Context, r agent.CompletionRequest) (strin
 	if prov == nil {
 		return "", ErrNoCompletions
 	}
-	if run := h.cfg.Runner; run != nil && run.Running() {
+	if run := h.quietRunner(); run != nil && run.Running() {
 		nctx, cancel := context.WithTimeout(ctx, namespaceWait)
 		vars, err := backing.Namespace(nctx, run)
 		cancel()

@@ -144,6 +144,9 @@ type Host struct {
 	world  World
 	code   CodeLog
 	tools  Tools
+	// quiet reads the backing kernel's namespace (nil: no runner): through
+	// a subshell of its own while a cell runs, where the kernel has them.
+	quiet *backing.Quiet
 
 	mu       sync.Mutex // guards what follows; never held across a turn, a store write or a call out
 	st       *store.Store
@@ -172,17 +175,19 @@ type current struct {
 	// elsewhere is the workspace the session was started in, when not the
 	// host's: its file changes were made there, and are not restored here.
 	elsewhere string
-	// ws is the workspace its file tools resolve paths in.
+	// ws is the workspace its file tools resolve paths in, tb its tools.
 	ws       *agent.Workspace
+	tb       *agent.Toolbox
 	unlisten func()
 
 	// replayPending: the kernel state must be rebuilt before code runs.
 	replayPending atomic.Bool
 
 	mu    sync.Mutex
-	cells []cell   // %%code cells since the last prompt, for the model
-	notes []string // what the model must be told at the next prompt
-	turn  turnLog  // for the event log
+	cells []cell     // %%code cells since the last prompt, for the model
+	notes []string   // what the model must be told at the next prompt
+	seen  seenKernel // what the model was told of the kernel (context.go)
+	turn  turnLog    // for the event log
 }
 
 // note queues text for the model, given with the next prompt.
@@ -212,7 +217,22 @@ func New(cfg Config) *Host {
 		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
 	h.models.h, h.modes.h, h.world.h, h.code.h, h.tools.h = h, h, h, h, h
 	h.tools.prompt = cfg.PromptCells
+	if cfg.Runner != nil {
+		h.quiet = backing.NewQuiet(cfg.Runner)
+	}
 	return h
+}
+
+// quietRunner is the runner namespace reads go through (nil: none).
+func (h *Host) quietRunner() *backing.Quiet { return h.quiet }
+
+// variablesOf is the agent's reader of the kernel's variables, nil when
+// the host has no kernel.
+func (h *Host) variablesOf() agent.Variables {
+	if h.quiet == nil {
+		return nil
+	}
+	return variables{h: h}
 }
 
 // Conversation is the current session's record.
@@ -441,10 +461,11 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	c.ws = ws
 	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.tools.mcpSource(),
 		Files: h.tools.filesNow(), WebFetch: h.cfg.WebFetch, KernelServers: h.tools.clientServers(), Notebook: h.tools.notebookSource(c),
-		PromptCells: h.tools.promptCells()})
+		PromptCells: h.tools.promptCells(), Environment: h.environment, Variables: h.variablesOf(), NotebookFile: h.notebookFile()})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
+	c.tb = tb
 	// The tools ready now: opening a session waits for no MCP server (the
 	// first model request does).
 	now, stop := context.WithCancel(ctx)
@@ -461,7 +482,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	}
 	if c.task, err = agent.New(agent.Config{
 		SessionID: id, Store: agentstore.New(st), Toolbox: tb, Provider: prov, Policy: c.policy,
-		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: c.takeCells, World: steps{h: h, c: c},
+		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: h.takeContext(c), World: steps{h: h, c: c},
 		Hooks: h.hooks, Rules: h.modes.turnRules(c),
 	}); err != nil {
 		return nil, fmt.Errorf("session: %w", err)

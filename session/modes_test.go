@@ -50,7 +50,7 @@ func TestUserModeToolList(t *testing.T) {
 		tools = append(tools, fn["name"].(string))
 	}
 	slices.Sort(tools)
-	if want := []string{"attempt_completion", "list_files", "read_file", "search_files"}; !slices.Equal(tools, want) {
+	if want := []string{"attempt_completion", "inspect_variable", "list_files", "list_variables", "read_file", "search_files"}; !slices.Equal(tools, want) {
 		t.Errorf("reviewer mode offered %v, want %v", tools, want)
 	}
 	msgs := req["messages"].([]any)

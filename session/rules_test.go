@@ -48,7 +48,7 @@ func TestRulesReachTheModel(t *testing.T) {
 		return s
 	}
 	sys := system(0)
-	if !strings.HasPrefix(sys, "You are a coding agent working inside a Jupyter notebook. You can run code") || !strings.Contains(sys, "Always answer in French.") ||
+	if !strings.HasPrefix(sys, "You are a coding agent in a Jupyter notebook") || !strings.Contains(sys, "You can run code") || !strings.Contains(sys, "Always answer in French.") ||
 		!strings.Contains(sys, "Use polars, not pandas.") {
 		t.Errorf("the system prompt lacks the rules:\n%s", sys)
 	}

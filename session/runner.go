@@ -118,28 +118,27 @@ func (c *current) addCell(entry cell) {
 	c.mu.Unlock()
 }
 
-// takeCells returns (and forgets) the cells run since the last prompt:
-// their text, and the newest maxCellImages of the images they displayed.
-func (c *current) takeCells() (string, []agent.Image) {
+// takeCells returns (and forgets) what the model is told with the next
+// prompt: the host's notes, the cells run since the last prompt (their
+// text) and the newest maxCellImages of the images they displayed.
+func (c *current) takeCells() (notes []string, cells string, images []agent.Image) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var parts []string
-	parts = append(parts, c.notes...)
-	var images []agent.Image
+	notes = c.notes
 	if len(c.cells) > 0 {
 		texts := make([]string, len(c.cells))
 		for i, cl := range c.cells {
 			texts[i] = cl.text
 			images = append(images, cl.images...)
 		}
-		parts = append(parts, capText("The user ran these cells in the notebook's kernel since the last message:\n\n"+
-			strings.Join(texts, "\n\n"), 20000))
+		cells = capText("The user ran these cells in the notebook's kernel since the last message:\n\n"+
+			strings.Join(texts, "\n\n"), 20000)
 	}
 	if len(images) > maxCellImages {
 		images = images[len(images)-maxCellImages:]
 	}
 	c.notes, c.cells = nil, nil
-	return strings.Join(parts, "\n\n"), images
+	return notes, cells, images
 }
 
 // capText keeps the head and tail of s within n bytes.

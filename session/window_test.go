@@ -20,7 +20,7 @@ func TestOllamaWindowCondenses(t *testing.T) {
 	srv := scripted.New(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(`{"parameters":"","model_info":{"general.architecture":"llama","llama.context_length":1500}}`))
+		w.Write([]byte(`{"parameters":"","model_info":{"general.architecture":"llama","llama.context_length":4000}}`))
 	})
 	mux.Handle("/", srv) // /v1/chat/completions: the scripted model
 	ollama := httptest.NewServer(mux)
@@ -34,7 +34,7 @@ func TestOllamaWindowCondenses(t *testing.T) {
 		}})
 	}
 	srv.Enqueue(
-		scripted.Reply(scripted.Text(strings.Repeat("x", 4000))),
+		scripted.Reply(scripted.Text(strings.Repeat("x", 8000))),
 		scripted.Reply(scripted.Text("the summary")), // the condense request
 		scripted.Reply(scripted.Text("short answer")),
 	)
@@ -147,4 +147,50 @@ func kindsOf(ui []messages.UIMessage) string {
 		ks = append(ks, k)
 	}
 	return strings.Join(ks, ",")
+}
+
+// TestCondenseAfterToolsOnBothWires: a history that holds tool calls and
+// their results condenses on both wire formats. Anthropic's API refuses a
+// request with tool_use or tool_result blocks that defines no tools, and
+// the scripted server refuses it as the API does: the summary request
+// gives the calls and results to the model as text.
+func TestCondenseAfterToolsOnBothWires(t *testing.T) {
+	for _, model := range []string{"openai:gpt-4.1", "anthropic:claude-sonnet-4-5"} {
+		t.Run(model, func(t *testing.T) {
+			srv := scripted.New(t)
+			srv.Enqueue(
+				scripted.Reply(scripted.ToolCall("toolu_1", "list_files", `{"path":"."}`)),
+				scripted.Reply(scripted.Text(strings.Repeat("earlier work ", 2000))),
+				scripted.ContextExceeded(),
+				scripted.Reply(scripted.Text("the summary")), // the condense request
+				scripted.Reply(scripted.Text("It fits now.")),
+			)
+			h := newHost(t, Config{Store: openStore(t), OpenModel: scriptedEnv(srv), Model: model})
+			ctx := context.Background()
+			if _, err := h.Submit(ctx, "first", Follow{}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := h.Submit(ctx, "second", Follow{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ui := h.Conversation().UI()
+			if k := kindsOf(ui); !strings.Contains(k, string(messages.SayCondenseContext)) || strings.Contains(k, string(messages.SayCondenseContextError)) {
+				for _, m := range ui {
+					if m.Say == messages.SayCondenseContextError {
+						t.Log(m.Text)
+					}
+				}
+				t.Fatalf("no clean condense: %s", k)
+			}
+			if !strings.Contains(res.Text, "It fits now.") {
+				t.Errorf("answer %q", res.Text)
+			}
+			reqs := srv.Requests()
+			summary := string(reqs[3].Raw)
+			if !strings.Contains(summary, "list_files") {
+				t.Errorf("the summary request does not show the tool call: %s", summary)
+			}
+		})
+	}
 }

@@ -20,6 +20,14 @@
 // pings, mid-stream error events, a dropped connection, raw lines. The same
 // script plays in either format: the endpoint a request arrives at decides.
 //
+// It refuses what the real APIs refuse, with their 400 and error bodies,
+// and takes no turn for it: on Anthropic's, tool_use or tool_result blocks
+// with no tools defined, a tool_use whose tool_result is not in the next
+// turn (or the reverse), an empty text block; on OpenAI's, a tool message
+// that answers no tool call of the assistant message before it, or tool
+// calls left unanswered. Consecutive messages of one role are one turn, as
+// Anthropic's API combines them.
+//
 // Requests that do not stream are answered in the OpenAI format only: one
 // chat.completion object (Jupyter AI's magics, langchain's invoke). Each
 // recorded Request says when it was read, when its answer's first content

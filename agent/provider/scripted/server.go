@@ -187,6 +187,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	req.N = len(s.requests) + 1
 	s.requests = append(s.requests, req)
+	if why := f.refusal(req.Body); why != "" {
+		s.mu.Unlock()
+		f.writeError(w, http.StatusBadRequest, "invalid_request_error", why, "")
+		return
+	}
 	var turn Turn
 	ok := len(s.turns) > 0
 	if ok {
@@ -250,6 +255,9 @@ func (s *Server) timed(n int, sw *sseWriter) {
 
 // format writes one API's wire format.
 type format interface {
+	// refusal is why the real API would refuse a request's body ("": it
+	// takes it).
+	refusal(body map[string]any) string
 	writeError(w http.ResponseWriter, status int, typ, msg, retryAfter string)
 	stream(sw *sseWriter, t Turn, req Request)
 }

@@ -307,3 +307,61 @@ func TestWholeAnswer(t *testing.T) {
 		t.Errorf("an Anthropic request that does not stream: HTTP %d, want 400", resp.StatusCode)
 	}
 }
+
+// TestRefusesWhatTheAPIsRefuse: a request the real API would turn away
+// gets its 400 and error body, and takes no scripted turn; a well-formed
+// one with the same blocks is served.
+func TestRefusesWhatTheAPIsRefuse(t *testing.T) {
+	const (
+		use    = `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f","input":{}}]}`
+		result = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]}`
+		tools  = `"tools":[{"name":"f","input_schema":{"type":"object"}}]`
+		call   = `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`
+		answer = `{"role":"tool","tool_call_id":"call_1","content":"ok"}`
+	)
+	tests := []struct {
+		name, path, body, want string // want "": served
+	}{
+		{"anthropic tool blocks without tools", "/v1/messages",
+			`{"stream":true,"messages":[{"role":"user","content":"hi"},` + use + `,` + result + `]}`,
+			"Requests which include `tool_use` or `tool_result` blocks must define tools."},
+		{"anthropic tool_use without its result", "/v1/messages",
+			`{"stream":true,` + tools + `,"messages":[{"role":"user","content":"hi"},` + use + `,{"role":"user","content":"go on"}]}`,
+			"`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1"},
+		{"anthropic tool_result without its use", "/v1/messages",
+			`{"stream":true,` + tools + `,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"x"},` + result + `]}`,
+			"unexpected `tool_use_id` found in `tool_result` blocks: toolu_1"},
+		{"anthropic empty text block", "/v1/messages",
+			`{"stream":true,"messages":[{"role":"user","content":[{"type":"text","text":""}]}]}`,
+			"text content blocks must be non-empty"},
+		{"anthropic paired, one role twice", "/v1/messages",
+			`{"stream":true,` + tools + `,"messages":[{"role":"user","content":"hi"},{"role":"user","content":"more"},` + use + `,` + result + `]}`, ""},
+		{"openai tool message with no call before", "/v1/chat/completions",
+			`{"stream":true,"messages":[{"role":"user","content":"hi"},` + answer + `]}`,
+			"messages with role 'tool' must be a response to a preceeding message with 'tool_calls'"},
+		{"openai call not answered", "/v1/chat/completions",
+			`{"stream":true,"messages":[{"role":"user","content":"hi"},` + call + `,{"role":"user","content":"go on"}]}`,
+			"The following tool_call_ids did not have response messages: call_1"},
+		{"openai paired", "/v1/chat/completions",
+			`{"stream":true,"messages":[{"role":"user","content":"hi"},` + call + `,` + answer + `]}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := New(t)
+			srv.Enqueue(Reply(Text("served")))
+			resp, body := post(t, newClient(t), srv.URL()+tt.path, tt.body)
+			if tt.want == "" {
+				if resp.StatusCode != 200 || !strings.Contains(body, "served") || srv.Pending() != 0 {
+					t.Fatalf("not served: %d %s", resp.StatusCode, body)
+				}
+				return
+			}
+			if resp.StatusCode != 400 || !strings.Contains(body, tt.want) || !strings.Contains(body, "invalid_request_error") {
+				t.Errorf("want a 400 saying %q, got %d %s", tt.want, resp.StatusCode, body)
+			}
+			if srv.Pending() != 1 || len(srv.Requests()) != 1 {
+				t.Errorf("the refused request took a turn (%d left) or was not recorded (%d)", srv.Pending(), len(srv.Requests()))
+			}
+		})
+	}
+}

@@ -37,10 +37,9 @@ func (tb *Toolbox) define() []*Tool {
 	if w := tb.opts.WebFetch; w != nil && len(w.Allow) > 0 {
 		tools = append(tools, &Tool{
 			name: ToolWebFetch, class: ClassFetch,
-			description: "Fetch a web page of an allowed site (" + strings.Join(w.Allow, ", ") + ") and return its text " +
-				"(an HTML page without its markup): at most " + strconv.Itoa(w.maxBytes()) + " bytes of the response are " +
-				"read, and at most " + strconv.Itoa(tb.opts.MaxOutputChars) + " characters of text returned (a longer " +
-				"text keeps its head and tail). Other sites are refused.",
+			description: "Fetch a web page of an allowed site (" + strings.Join(w.Allow, ", ") + ") as text (HTML without " +
+				"its markup): it reads at most " + strconv.Itoa(w.maxBytes()) + " bytes, returns at most " +
+				strconv.Itoa(tb.opts.MaxOutputChars) + " characters (head and tail). Other sites are refused.",
 			params: []param{{name: "url", typ: tString, required: true, desc: "The http or https URL."}},
 			run:    tb.webFetch,
 		})
@@ -158,8 +157,8 @@ func (tb *Toolbox) variableTools() []*Tool {
 	return []*Tool{
 		{
 			name: ToolListVariables, class: ClassRead,
-			description: "List the variables in the user's live kernel: name, type, shape, a table's columns with " +
-				"dtypes, a function's signature, a short value. Runs no cell and changes nothing.",
+			description: "List the live kernel's variables: name, type, shape, a table's columns and dtypes, a " +
+				"function's signature, a short value. Runs no cell.",
 			run: func(ctx context.Context, _ map[string]any) (Result, error) {
 				s, err := tb.opts.Variables.List(ctx)
 				if err != nil {
@@ -170,9 +169,9 @@ func (tb *Toolbox) variableTools() []*Tool {
 		},
 		{
 			name: ToolInspectVariable, class: ClassRead,
-			description: "Describe one variable of the user's live kernel without running a cell: a DataFrame's " +
-				"shape, dtypes, nulls per column, head and describe(); a Series' or array's dtype, shape and values; " +
-				"a container's length and a sample; a function's signature and docstring. At most 8,000 characters.",
+			description: "Describe a variable of the live kernel without running a cell: a DataFrame's shape, " +
+				"dtypes, nulls, head and describe(); an array's dtype, shape and values; a container's length and " +
+				"sample; a function's signature and docstring. At most 8,000 characters.",
 			params: []param{{name: "name", typ: tString, required: true,
 				desc: "The variable's name, or name.attribute (df.columns); not an expression."}},
 			run: func(ctx context.Context, in map[string]any) (Result, error) {
@@ -217,8 +216,8 @@ func (tb *Toolbox) executeCodeDescription() string {
 	if lang == "Python" {
 		b.WriteString(" IPython syntax works (`!cmd`, `%%bash`).")
 	}
-	fmt.Fprintf(&b, " Returns stdout, stderr, the result, a summary of images, and the error with its traceback "+
-		"if the code raised; past %d characters, the head and tail are kept.", tb.opts.MaxOutputChars)
+	fmt.Fprintf(&b, " Returns its output, result, images (summarised) and any error with its traceback; past %d "+
+		"characters, the head and tail are kept.", tb.opts.MaxOutputChars)
 	return b.String()
 }
 
@@ -244,7 +243,7 @@ func (tb *Toolbox) executeCode(ctx context.Context, in map[string]any, out func(
 
 // timeoutParam is the timeout of the tools that run code.
 var timeoutParam = param{name: "timeout", typ: tInteger, min: 1,
-	desc: "Seconds to wait before returning \"still running\" with the output so far (the code goes on). Default 120, at most 3600."}
+	desc: "Seconds to wait, then \"still running\" and the output so far (the code goes on). Default 120, at most 3600."}
 
 // codeResult is what code that ran tells the model: its streams, result,
 // images (the first few as images too) and error.

@@ -230,9 +230,10 @@ func NotebookToolSpecs() []provider.Tool {
 // notebookTools are the notebook tools of tb.
 func (tb *Toolbox) notebookTools() []*Tool {
 	ref := []param{
-		{name: "id", typ: tString, desc: "The cell's id (from notebook_read)."},
-		{name: "index", typ: tInteger, desc: "The cell's index (0-based), when its id is not known."},
+		{name: "id", typ: tString, desc: "The cell's id (from notebook_read; ids are stable)."},
+		{name: "index", typ: tInteger, desc: "The cell's index (0-based; indexes shift as cells come and go), if the id is not known."},
 	}
+	kinds := []string{string(CodeCell), string(MarkdownCell)}
 	// In prompt mode a bare code cell is a request to the agent: the
 	// tools say what %%code means here (code mode's texts are unchanged).
 	prompt := func(code, text string) string {
@@ -247,8 +248,7 @@ func (tb *Toolbox) notebookTools() []*Tool {
 			description: prompt("Read the notebook the user works in: each cell's id, type and source, a code cell's "+
 				"execution count and outputs (text cut, images named), and the cell the user is in. Bounded: "+
 				"give start/end (cell indexes) or max_tokens for a large notebook.",
-				"In this notebook a code cell whose first line is %%code is code; any other code cell is a request "+
-					"the user made to you (a prompt), not code."),
+				"A code cell without a first line %%code is a request to you, not code."),
 			params: []param{
 				{name: "start", typ: tInteger, desc: "First cell (index). Default 0."},
 				{name: "end", typ: tInteger, desc: "Stop before this cell (index). Default: the end."},
@@ -260,11 +260,10 @@ func (tb *Toolbox) notebookTools() []*Tool {
 			name: ToolNotebookInsert, class: ClassNotebook,
 			description: prompt("Insert a new code or markdown cell into the notebook. By default it goes below the cell "+
 				"the user is in (else at the end); give index or after_id to place it. Returns its id. It is not run.",
-				"In this notebook a code cell starts with a %%code line (a bare one is a request to the agent): it is "+
-					"added to your code when missing, so that the user can run the cell as code."),
+				"A code cell gets a first line %%code when it has none, so that it runs as code."),
 			params: []param{
 				{name: "source", typ: tString, required: true, blank: true, desc: "The cell's text."},
-				{name: "type", typ: tString, desc: "code (default) or markdown."},
+				{name: "type", typ: tString, enum: kinds, desc: "code (default) or markdown."},
 				{name: "index", typ: tInteger, desc: "Where it goes (0: first)."},
 				{name: "after_id", typ: tString, desc: "Put it after the cell with this id."},
 			},
@@ -272,14 +271,16 @@ func (tb *Toolbox) notebookTools() []*Tool {
 		},
 		{
 			name: ToolNotebookEdit, class: ClassNotebook,
-			description: prompt("Change a cell's source: all of it (source), or by replacing text in it (search must "+
-				"match once, unless replace_all). Changing a cell the agent did not write asks the user.",
+			description: prompt("Change a cell: its source whole (source), or by replacing text in it (search must "+
+				"match once, unless replace_all), not both; and its type (type). Changing a cell the agent did not "+
+				"write asks the user.",
 				"A code cell keeps its first line %%code (given back when a new source leaves it out)."),
 			params: append(append([]param(nil), ref...),
 				param{name: "source", typ: tString, blank: true, desc: "The cell's new text, whole."},
 				param{name: "search", typ: tString, desc: "Exact text to find in the cell."},
 				param{name: "replace", typ: tString, blank: true, desc: "Text to put in its place."},
 				param{name: "replace_all", typ: tBoolean, desc: "Replace every occurrence. Default false."},
+				param{name: "type", typ: tString, enum: kinds, desc: "Make it this type of cell (its id and place stay)."},
 			),
 			run:   tb.notebookEdit,
 			check: tb.checkCell(ToolNotebookEdit),
@@ -305,10 +306,10 @@ func (tb *Toolbox) notebookTools() []*Tool {
 			name: ToolNotebookRun, class: ClassExecute, subject: "code",
 			description: prompt("Run a code cell of the notebook in the live kernel, as if the user had: its outputs and "+
 				"execution count appear in that cell. Returns what it printed, its result and any error.",
-				"Its code runs without its %%code line; a cell without one is a request to the agent, and is not run."),
+				"The code under its %%code line runs; a cell without one is a request, and is not run."),
 			// code is the cell's, read by the check: what the policy, the
 			// hooks and the ask see, and what runs.
-			params: append(append([]param(nil), ref...), param{name: "code", typ: tString, internal: true,
+			params: append(append([]param(nil), ref...), timeoutParam, param{name: "code", typ: tString, internal: true,
 				desc: "The cell's code, as read."}),
 			runCode: tb.notebookRun,
 			check:   tb.checkCell(ToolNotebookRun),
@@ -517,19 +518,67 @@ func (tb *Toolbox) notebookEdit(ctx context.Context, in map[string]any) (Result,
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_edit_cell: %w", err)
 	}
-	before, err := nb.SetSource(ctx, id, source)
+	kind := c.Kind
+	if t, _ := in["type"].(string); t != "" {
+		kind = CellKind(t)
+	}
+	var before NotebookCell
+	if kind == c.Kind {
+		before, err = nb.SetSource(ctx, id, source)
+	} else {
+		before, err = tb.retype(ctx, nb, c, kind, source)
+		source = tb.typed(kind, source)
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_edit_cell %s: %w", id, err)
 	}
 	tb.wrote(id, source)
-	return Result{Text: fmt.Sprintf("Changed cell %s (%d → %d lines).", id, countLines(before.Source), countLines(source)),
-		Diff: linesDiff(before.Source, source)}, nil
+	text := fmt.Sprintf("Changed cell %s (%d → %d lines).", id, countLines(before.Source), countLines(source))
+	if kind != c.Kind {
+		text = fmt.Sprintf("Changed cell %s from %s to %s (%d → %d lines).", id, c.Kind, kind, countLines(before.Source), countLines(source))
+	}
+	return Result{Text: text, Diff: linesDiff(before.Source, source)}, nil
+}
+
+// Retyper is a Notebook that can change a cell's type: the cell keeps its
+// id and place, and takes source. It returns the cell as it was.
+type Retyper interface {
+	SetKind(ctx context.Context, id string, kind CellKind, source string) (NotebookCell, error)
+}
+
+// retype makes cell c of nb a kind cell holding source.
+func (tb *Toolbox) retype(ctx context.Context, nb Notebook, c NotebookCell, kind CellKind, source string) (NotebookCell, error) {
+	r, ok := nb.(Retyper)
+	if !ok {
+		return NotebookCell{}, errors.New("this notebook cannot change a cell's type: insert a new cell and delete this one")
+	}
+	return r.SetKind(ctx, c.ID, kind, tb.typed(kind, source))
+}
+
+// typed is source as a cell of kind holds it: a code cell the agent
+// writes as asCode says; a markdown cell without a %%code line.
+func (tb *Toolbox) typed(kind CellKind, source string) string {
+	if kind == CodeCell {
+		return tb.asCode(source)
+	}
+	if body, ok := CutCellMagic(source, CodeMagic); ok {
+		return body
+	}
+	return source
 }
 
 // editedSource is the source an edit's input gives cell c: source whole
 // (in prompt mode a code cell's %%code line given back when it leaves it
 // out), or search replaced in the cell's source.
 func (tb *Toolbox) editedSource(c NotebookCell, in map[string]any) (string, error) {
+	_, whole := in["source"].(string)
+	_, replacing := in["search"].(string)
+	if whole && replacing {
+		return "", errors.New("give source (the whole new text) or search and replace, not both")
+	}
+	if _, retype := in["type"].(string); retype && !whole && !replacing {
+		return c.Source, nil // the type alone changes
+	}
 	if s, ok := in["source"].(string); ok {
 		if use, _ := ParseCell(c.Source, tb.opts.PromptCells); c.Kind == CodeCell && use == UseCode {
 			s = tb.asCode(s)
@@ -630,9 +679,11 @@ func (tb *Toolbox) notebookRun(ctx context.Context, in map[string]any, out func(
 		code = in["code"].(string)
 	}
 	id := in["id"].(string)
-	cr, err := nb.Run(ctx, id, code, out)
+	res, err := tb.runCode(ctx, in, out, func(ctx context.Context, out func(CodeOutput)) (CodeResult, error) {
+		return nb.Run(ctx, id, code, out)
+	})
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_run_cell %s: %w", id, err)
 	}
-	return tb.codeResult(cr), nil
+	return res, nil
 }

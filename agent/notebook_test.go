@@ -180,7 +180,9 @@ func TestNotebookTools(t *testing.T) {
 		{ToolNotebookDelete, `{"index": 99}`, "the notebook has 5 cells"},
 		{ToolNotebookEdit, `{"id": "aaaa0002", "search": "not there", "replace": "x"}`, "search text not found"},
 		{ToolNotebookEdit, `{"id": "aaaa0002"}`, "give source"},
-		{ToolNotebookInsert, `{"source": "x", "type": "raw"}`, "want code or markdown"},
+		{ToolNotebookInsert, `{"source": "x", "type": "raw"}`, "want one of code, markdown"},
+		{ToolNotebookEdit, `{"id": "aaaa0002", "source": "x", "search": "df", "replace": "y"}`, "not both"},
+		{ToolNotebookEdit, `{"id": "aaaa0002", "type": "python"}`, "want one of code, markdown"},
 		{ToolNotebookMove, `{"id": "aaaa0002"}`, "give to"},
 	} {
 		if _, err := run(t, tb, tt.tool, tt.input); err == nil || !strings.Contains(err.Error(), tt.want) {

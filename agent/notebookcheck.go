@@ -87,7 +87,12 @@ func (tb *Toolbox) checkCell(name string) func(ctx context.Context, in map[strin
 			if err != nil {
 				return nil, review{}, err
 			}
-			return out, review{own: tb.agentCell(c), diff: fmt.Sprintf("cell %s:\n%s", c.ID, linesDiff(c.Source, after))}, nil
+			head := "cell " + c.ID
+			if t, _ := in["type"].(string); t != "" && CellKind(t) != c.Kind {
+				after = tb.typed(CellKind(t), after)
+				head += fmt.Sprintf(" (%s → %s)", c.Kind, t)
+			}
+			return out, review{own: tb.agentCell(c), diff: fmt.Sprintf("%s:\n%s", head, linesDiff(c.Source, after))}, nil
 		case ToolNotebookDelete:
 			return out, review{own: tb.agentCell(c), diff: fmt.Sprintf("cell %s (deleted):\n%s", c.ID, linesDiff(c.Source, ""))}, nil
 		case ToolNotebookMove:

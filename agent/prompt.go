@@ -223,9 +223,8 @@ func (p promptFacts) contextBlock() string {
 		return "" // no notebook: the host writes no such block
 	}
 	return "A user message may open with a <notebook_context> block, written by the kernel, not the user: the cells " +
-		"the user ran since the last message (code and output), the cell they are in and what they selected, the " +
-		"variables in the kernel (names, types, shapes, columns; a summary, cut), and kernel restarts. It is current " +
-		"as of the message: use it, and do not ask for what it shows."
+		"the user ran since the last message (code and output), the cell they are in and their selection, what their " +
+		"@-mentions name, the kernel's variables (a summary, cut) and restarts. Use it; do not ask for what it shows."
 }
 
 // notebookPractice is how to work in a notebook: scratch code against
@@ -256,7 +255,7 @@ func (p promptFacts) notebookPractice() string {
 		rules = append(rules,
 			"Small cells, one task each; Markdown cells for the narrative.",
 			"Put new cells below the cell the user is in, unless told otherwise.",
-			"Read a cell (notebook_read) before you change it. Ids are stable; indexes shift after an insert or delete.")
+			"Read a cell (notebook_read) before you change it.")
 		if p.has[ToolNotebookEdit] {
 			rules = append(rules, "When a cell fails, fix that cell in place and run it again, rather than adding a new one.")
 		}

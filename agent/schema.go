@@ -32,6 +32,8 @@ type param struct {
 	// internal marks a field the tool's check sets (a run's code): it is
 	// not in the schema, and a caller's input may not give it.
 	internal bool
+	// enum, for a string, are the values it may take.
+	enum []string
 }
 
 func (t *Tool) schema() (json.RawMessage, error) {
@@ -45,6 +47,9 @@ func (t *Tool) schema() (json.RawMessage, error) {
 		switch p.typ {
 		case tString:
 			s["type"] = "string"
+			if len(p.enum) > 0 {
+				s["enum"] = p.enum
+			}
 		case tInteger:
 			s["type"] = "integer"
 			s["minimum"] = p.min
@@ -104,6 +109,9 @@ func (t *Tool) validate(input json.RawMessage) (map[string]any, error) {
 			}
 			if p.required && !p.blank && strings.TrimSpace(s) == "" {
 				return nil, bad(p.name, "empty")
+			}
+			if len(p.enum) > 0 && !slices.Contains(p.enum, s) {
+				return nil, bad(p.name, "want one of %s, got %q", strings.Join(p.enum, ", "), s)
 			}
 			out[p.name] = s
 		case tInteger:

@@ -301,3 +301,42 @@ func TestRewindPutsCellsBack(t *testing.T) {
 		t.Errorf("the files' restore turned the notebook's file back to %q (%+v)", b, rw.Files)
 	}
 }
+
+// TestEditChangesACellsType: notebook_edit_cell with a type makes a code
+// cell markdown with its id and place kept, and a rewind makes it code
+// again, as it was.
+func TestEditChangesACellsType(t *testing.T) {
+	srv, open := scriptedModels(t)
+	nb := &memCells{path: "work.ipynb", cells: []Cell{
+		{ID: "a", Kind: agent.CodeCell, Source: "x = 1"},
+		{ID: "note", Kind: agent.CodeCell, Source: "Explain the data"},
+		{ID: "c", Kind: agent.CodeCell, Source: "y = 2"},
+	}}
+	h := newHost(t, Config{Store: openStore(t), Model: "openai:m", OpenModel: open, Workspace: t.TempDir()})
+	h.Tools().SetFrontends(&fakeFrontends{nb: nb, open: true})
+	ctx := context.Background()
+	warmUp(t, h, srv)
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("e1", agent.ToolNotebookEdit, `{"id": "note", "type": "markdown", "source": "## About the data"}`)),
+		scripted.Reply(scripted.Text("Done.")),
+	)
+	if _, err := h.Submit(ctx, "make it a heading", Follow{Approve: agent.ApproveAll.Approver()}); err != nil {
+		t.Fatal(err)
+	}
+	nb.mu.Lock()
+	got := nb.cells[1]
+	nb.mu.Unlock()
+	if got.ID != "note" || got.Kind != agent.MarkdownCell || got.Source != "## About the data" {
+		t.Fatalf("the cell is %+v", got)
+	}
+	if _, err := h.World().Rewind(ctx, promptTS(t, h, "make it a heading"), RewindOptions{NoKernel: true}); err != nil {
+		t.Fatal(err)
+	}
+	nb.mu.Lock()
+	got = nb.cells[1]
+	n := len(nb.cells)
+	nb.mu.Unlock()
+	if n != 3 || got.ID != "note" || got.Kind != agent.CodeCell || got.Source != "Explain the data" {
+		t.Fatalf("after the rewind the cell is %+v (%d cells)", got, n)
+	}
+}

@@ -219,20 +219,54 @@ func (n notebook) Move(ctx context.Context, id string, index int) error {
 
 // Delete implements agent.Notebook.
 func (n notebook) Delete(ctx context.Context, id string) (agent.NotebookCell, error) {
-	gone, at, err := n.cells.Delete(ctx, id)
+	gone, _, err := n.remove(ctx, id)
 	if err != nil {
 		return agent.NotebookCell{}, err
+	}
+	out := agent.NotebookCell{ID: gone.ID, Kind: gone.Kind, Source: gone.Source, ExecutionCount: gone.ExecutionCount}
+	for _, o := range gone.Outputs {
+		out.Outputs = append(out.Outputs, SummarizeOutput(o, 0))
+	}
+	return out, nil
+}
+
+// remove deletes cell id, records it (a rewind puts it back) and returns
+// it whole with the index it was at.
+func (n notebook) remove(ctx context.Context, id string) (Cell, int, error) {
+	gone, at, err := n.cells.Delete(ctx, id)
+	if err != nil {
+		return Cell{}, 0, err
 	}
 	st := &cellState{Index: at, Kind: gone.Kind, Source: gone.Source, ExecutionCount: gone.ExecutionCount, Outputs: gone.Outputs}
 	if size(gone.Outputs) > maxKeptOutputs {
 		st.Outputs, st.ExecutionCount = nil, 0 // put back without them
 	}
 	n.record(ctx, cellDelete, id, st, nil)
-	out := agent.NotebookCell{ID: gone.ID, Kind: gone.Kind, Source: gone.Source, ExecutionCount: gone.ExecutionCount}
-	for _, o := range gone.Outputs {
-		out.Outputs = append(out.Outputs, SummarizeOutput(o, 0))
+	return gone, at, nil
+}
+
+// SetKind implements agent.Retyper: the cell is taken out and put back
+// at its place, with its id, as a kind cell holding source — two changes,
+// each recorded, which a rewind undoes latest first. Were the second to
+// fail, the cell is put back as it was.
+func (n notebook) SetKind(ctx context.Context, id string, kind agent.CellKind, source string) (agent.NotebookCell, error) {
+	gone, at, err := n.remove(ctx, id)
+	if err != nil {
+		return agent.NotebookCell{}, err
 	}
-	return out, nil
+	if at < 0 {
+		at = 0
+	}
+	if _, err := n.cells.Insert(ctx, at, Cell{ID: id, Kind: kind, Source: source}); err != nil {
+		back := gone
+		back.ID = id
+		if _, perr := n.cells.Insert(context.WithoutCancel(ctx), at, back); perr != nil {
+			err = errors.Join(err, fmt.Errorf("and the cell could not be put back: %w", perr))
+		}
+		return agent.NotebookCell{}, err
+	}
+	n.record(ctx, cellInsert, id, nil, &cellState{Index: at, Kind: kind, Source: source})
+	return agent.NotebookCell{ID: id, Kind: gone.Kind, Source: gone.Source, ExecutionCount: gone.ExecutionCount}, nil
 }
 
 // SetOutputs puts a run's outputs in the cell.

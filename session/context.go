@@ -210,8 +210,8 @@ func describeNamespace(prev map[string]string, diff bool, now map[string]string,
 		for _, name := range order {
 			lines = append(lines, now[name])
 		}
-		if len(lines) == 0 {
-			lines = append(lines, "(none)")
+		if len(lines) == 0 && len(modules) == 0 {
+			return "" // an empty namespace: nothing to tell
 		}
 		if len(modules) > 0 {
 			lines = append(lines, "Modules: "+strings.Join(modules, ", "))

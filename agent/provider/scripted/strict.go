@@ -17,7 +17,8 @@ import (
 //   - a tool_use whose tool_result is not in the next message, or a
 //     tool_result with no tool_use in the message before;
 //   - an empty text block, or a message with no content;
-//   - a role other than user and assistant.
+//   - a role other than user, assistant and system (Claude Code sends
+//     system messages among the turns; they are not turns).
 //
 // Consecutive messages of one role are combined into one turn, as the API
 // documents, before the turns are checked.
@@ -32,8 +33,12 @@ func anthropicRefusal(body map[string]any) string {
 	for i, m := range list {
 		msg, _ := m.(map[string]any)
 		role, _ := msg["role"].(string)
-		if role != "user" && role != "assistant" {
-			return fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i)
+		switch role {
+		case "user", "assistant":
+		case "system":
+			continue // Claude Code sends system messages among the turns, and the API takes them
+		default:
+			return fmt.Sprintf("messages.%d.role: Input should be 'user', 'assistant' or 'system'", i)
 		}
 		var blocks []map[string]any
 		switch c := msg["content"].(type) {

@@ -245,11 +245,12 @@ func (tb *Toolbox) notebookTools() []*Tool {
 	return []*Tool{
 		{
 			name: ToolNotebookRead, class: ClassRead,
-			description: prompt("Read the notebook the user works in: each cell's id, type and source, a code cell's "+
-				"execution count and outputs (text cut, images named), and the cell the user is in. Bounded: "+
-				"give start/end (cell indexes) or max_tokens for a large notebook.",
+			description: prompt("Read the notebook the user works in: each cell's id, type, source, execution count "+
+				"and outputs (text cut, images named), and the cell the user is in. Bounded by start/end (cell "+
+				"indexes) or max_tokens; id reads one cell whole.",
 				"A code cell without a first line %%code is a request to you, not code."),
 			params: []param{
+				{name: "id", typ: tString, desc: "One cell, whole (cut only to max_tokens)."},
 				{name: "start", typ: tInteger, desc: "First cell (index). Default 0."},
 				{name: "end", typ: tInteger, desc: "Stop before this cell (index). Default: the end."},
 				{name: "max_tokens", typ: tInteger, min: 100, desc: "About how long the answer may be. Default 8000."},
@@ -368,6 +369,9 @@ func (tb *Toolbox) notebookRead(ctx context.Context, in map[string]any) (Result,
 	if n, ok := intArg(in, "max_tokens"); ok {
 		budget = n
 	}
+	if id, _ := in["id"].(string); id != "" {
+		return tb.readOneCell(ctx, nb, id, budget)
+	}
 	// Only what can be shown is read: the page sends the cells that fit
 	// in the answer's characters, and the count of the rest.
 	r := ReadRange{MaxChars: budget * 4, MaxOutput: min(4000, budget*2)}
@@ -389,6 +393,25 @@ func (tb *Toolbox) notebookRead(ctx context.Context, in map[string]any) (Result,
 		end = start
 	}
 	return Result{Text: renderNotebook(v, start, end, r.MaxChars)}, nil
+}
+
+// readOneCell reads cell id whole: its outputs cut only to the answer's
+// budget (of tokens), not to a share of a page of cells.
+func (tb *Toolbox) readOneCell(ctx context.Context, nb Notebook, id string, budget int) (Result, error) {
+	v, err := nb.Read(ctx, 0) // sources only: where the cell is
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_read: %w", err)
+	}
+	i := indexOf(v, id)
+	if i < 0 {
+		return Result{}, fmt.Errorf("notebook_read: cell %s: %w", id, ErrNoCell)
+	}
+	r := ReadRange{Start: i, End: i + 1, MaxChars: budget * 4, MaxOutput: budget * 4}
+	part, err := ReadCells(ctx, nb, r)
+	if err != nil {
+		return Result{}, fmt.Errorf("notebook_read: %w", err)
+	}
+	return Result{Text: renderNotebook(part, i, i+1, r.MaxChars)}, nil
 }
 
 // renderNotebook writes cells [start, end) of v (a part from v.Start on)

@@ -223,6 +223,14 @@ func TestNotebookReadIsBounded(t *testing.T) {
 	if !strings.Contains(res.Text, "[1999] id=c01999") || strings.Contains(res.Text, "[1989]") {
 		t.Fatalf("read from 1990:\n%s", res.Text)
 	}
+	// One cell by id: its output to the budget, not a page's share.
+	res = mustRun(t, tb, ToolNotebookRead, `{"id": "c00003"}`)
+	if !strings.Contains(res.Text, "[3] id=c00003 code") || strings.Contains(res.Text, "[4]") || strings.Count(res.Text, "y") < 30000 {
+		t.Fatalf("read of one cell: %d characters:\n%.300s", len(res.Text), res.Text)
+	}
+	if _, err := run(t, tb, ToolNotebookRead, `{"id": "nope"}`); err == nil || !strings.Contains(err.Error(), "no such cell") {
+		t.Errorf("read of an unknown cell: %v", err)
+	}
 }
 
 // rangeNotebook reads ranges itself, as the frontend's comm does: only the

@@ -254,8 +254,7 @@ func (p promptFacts) notebookPractice() string {
 	if len(p.cellTools()) > 0 {
 		rules = append(rules,
 			"Small cells, one task each; Markdown cells for the narrative.",
-			"Put new cells below the cell the user is in, unless told otherwise.",
-			"Read a cell (notebook_read) before you change it.")
+			"Put new cells below the cell the user is in, unless told otherwise.")
 		if p.has[ToolNotebookEdit] {
 			rules = append(rules, "When a cell fails, fix that cell in place and run it again, rather than adding a new one.")
 		}
@@ -290,8 +289,13 @@ func (p promptFacts) dataPractice() string {
 // toolUse is how to use tools: read first, reads together, denials.
 func (p promptFacts) toolUse() string {
 	var rules []string
-	if len(p.offered(ToolEditFile, ToolWriteFile)) > 0 {
+	switch files, cells := len(p.offered(ToolEditFile, ToolWriteFile)) > 0, len(p.cellTools()) > 0; {
+	case files && cells:
+		rules = append(rules, "Read a file or a cell before you change it.")
+	case files:
 		rules = append(rules, "Read a file before you change it.")
+	case cells:
+		rules = append(rules, "Read a cell before you change it.")
 	}
 	rules = append(rules, "Calls that do not depend on each other (reads, above all) may go in one step.",
 		"When a call is denied, do not retry it or reach the same end another way: change the plan, or ask the user.")

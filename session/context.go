@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -155,9 +156,7 @@ func (h *Host) namespaceNote(ctx context.Context, c *current) string {
 	if same {
 		return "" // nothing ran since: the model has it
 	}
-	nctx, cancel := context.WithTimeout(ctx, contextNamespaceWait)
-	vars, err := backing.Namespace(nctx, r)
-	cancel()
+	vars, err := h.ns.read(ctx, r, h.kernelGeneration(), seq)
 	if err != nil {
 		h.log.Debug("namespace for the context", "error", err)
 		return ""
@@ -239,4 +238,38 @@ func truncate(s string, n int) string {
 		i--
 	}
 	return s[:i] + " …"
+}
+
+// namespaceCache is the host's last read of its kernel's namespace, by
+// the kernel generation and code log seq it was read at: every session of
+// the host shares it (the namespace is the kernel's), so that a new
+// session's first prompt, or a prompt after one that made no change, asks
+// the kernel nothing.
+type namespaceCache struct {
+	mu       sync.Mutex
+	gen, seq int64
+	vars     []backing.Variable
+	ok       bool
+}
+
+// read returns the namespace at (gen, seq): the cached one, else read
+// from r within contextNamespaceWait.
+func (nc *namespaceCache) read(ctx context.Context, r backing.Runner, gen, seq int64) ([]backing.Variable, error) {
+	nc.mu.Lock()
+	if nc.ok && nc.gen == gen && nc.seq == seq {
+		vars := nc.vars
+		nc.mu.Unlock()
+		return vars, nil
+	}
+	nc.mu.Unlock()
+	nctx, cancel := context.WithTimeout(ctx, contextNamespaceWait)
+	vars, err := backing.Namespace(nctx, r)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	nc.mu.Lock()
+	nc.gen, nc.seq, nc.vars, nc.ok = gen, seq, vars, true
+	nc.mu.Unlock()
+	return vars, nil
 }

@@ -147,6 +147,7 @@ type Host struct {
 	// quiet reads the backing kernel's namespace (nil: no runner): through
 	// a subshell of its own while a cell runs, where the kernel has them.
 	quiet *backing.Quiet
+	ns    namespaceCache // the last read of the kernel's namespace (context.go)
 
 	mu       sync.Mutex // guards what follows; never held across a turn, a store write or a call out
 	st       *store.Store

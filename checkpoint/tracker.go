@@ -30,7 +30,7 @@
 // MaxFiles are tracked by their stat only; .git, node_modules, caches and
 // virtual environments, and what the workspace's top-level .gitignore names
 // are not scanned (a file tool's write to one is still recorded); Jupyter's
-// own state (JupyterState) is neither scanned nor kept; symbolic links are
+// own state (jupyterState) is neither scanned nor kept; symbolic links are
 // neither followed nor restored.
 //
 // Secrets are never kept: a protected file (internal/protect's list, the
@@ -134,7 +134,7 @@ func (o Options) withDefaults() Options {
 var defaultIgnore = []string{".git/", ".hg/", ".svn/", "node_modules/", "__pycache__/",
 	".venv/", "venv/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", ".tox/", "*.pyc", ".DS_Store"}
 
-// JupyterState is Jupyter's own state where it sits in a workspace:
+// jupyterState is Jupyter's own state where it sits in a workspace:
 // jupyter-collaboration's document store (SQLite, with its journal and
 // WAL) beside the notebooks, the contents manager's notebook checkpoints
 // and the copy it keeps while it saves a notebook (".~NAME.ipynb"),
@@ -145,7 +145,7 @@ var defaultIgnore = []string{".git/", ".hg/", ".svn/", "node_modules/", "__pycac
 // workspace: not scanned, its content never kept (as Options.Ignore), so a
 // rewind never puts an older copy back under a running server. The user
 // extends the list with Options.Ignore.
-var JupyterState = []string{".jupyter_ystore.db*", ".ipynb_checkpoints/", ".~*.ipynb", ".virtual_documents/",
+var jupyterState = []string{".jupyter_ystore.db*", ".ipynb_checkpoints/", ".~*.ipynb", ".virtual_documents/",
 	"**/jupyter/runtime/", "file_id_manager.db*"}
 
 // Unkept is the hash recorded for a file whose content was not kept (over
@@ -200,7 +200,7 @@ type Tracker struct {
 	blobs  Blobs
 	index  Index // nil: not kept between processes
 	ignore []pattern
-	// never are JupyterState and the user's patterns (Options.Ignore): not
+	// never are jupyterState and the user's patterns (Options.Ignore): not
 	// scanned, and never kept (withheld).
 	never []pattern
 	watch *watcher // nil: every scan walks
@@ -232,7 +232,7 @@ func New(root string, blobs Blobs, opts Options) (*Tracker, error) {
 		lines = append(lines, strings.Split(string(b), "\n")...)
 	}
 	t.ignore = parsePatterns(lines)
-	t.never = parsePatterns(append(append([]string(nil), JupyterState...), opts.Ignore...))
+	t.never = parsePatterns(append(append([]string(nil), jupyterState...), opts.Ignore...))
 	if !opts.NoWatch {
 		t.watch = newWatcher()
 	}

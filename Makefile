@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build wheel wheels install panel test check test-go test-norace test-fuzz test-python test-python-modern test-browser screenshots bench-notebook mcp-server acp-client bench clean
+.PHONY: build wheel wheels install panel test check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser screenshots bench-notebook mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -37,7 +37,7 @@ install: build
 panel:
 	cd webview/panel && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
-test: check test-go test-norace test-fuzz test-python test-python-modern test-browser
+test: check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser
 
 # staticcheck and deadcode, pinned, built into bin/tools.
 TOOLS       := $(abspath bin/tools)
@@ -73,6 +73,17 @@ test-go: mcp-server acp-client
 # production builds use through the same socket and kernel tests.
 test-norace:
 	$(GO) test -count=1 -timeout 10m ./internal/zmtp ./kernel/...
+
+# The tests of what waits on a timer once more beside a CPU hog (busy
+# loops, four per core: the load of a shared CI host or a busy laptop),
+# race builds made before the hog starts (scripts/underload.sh): a big
+# output that comes long after its reply stays the cell's, a kernel's
+# outputs and idle come through the proxy, a stalled panel client is still
+# dropped and counted. 2.5 to 3.3 minutes measured on 2 cores that other
+# builds shared; TestAskReadsA10MBOutput is most of it.
+LOAD_TESTS := ^(TestFakeKernel|TestOutputsAfterTheReply|TestKernel|TestLocal|TestCodeMode|TestStalledClientDropped|TestTimedOutWriteIsADrop|TestAskReadsA10MBOutput)$$
+test-load:
+	GO=$(GO) scripts/underload.sh -run '$(LOAD_TESTS)' ./kernel/client ./backing ./bridge ./webview ./cmd/agentkernel
 
 test-fuzz:
 	$(GO) test -run=NONE -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./kernel/wire

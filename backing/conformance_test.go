@@ -57,6 +57,25 @@ func testRunner(t *testing.T, open func(t *testing.T) Runner) {
 			t.Errorf("state did not persist: %+v", res)
 		}
 	})
+	t.Run("outputs after the reply", func(t *testing.T) {
+		// The cell's output is made, then ipykernel's output thread is
+		// held past the idle wait (5 s) while the reply goes out on
+		// shell: the output and the idle come seconds after the reply,
+		// as a big output's do on a busy machine. They are the cell's all
+		// the same. (The flushes before the reply give up at once and
+		// say so on the kernel's stderr.)
+		r := open(t)
+		res := run(t, r, `import sys, time
+print("late")
+sys.stdout.flush_timeout = sys.stderr.flush_timeout = 0.1
+def hold():
+    sys.stdout._flush()  # the output, for this cell, waits behind the sleep
+    time.sleep(8)
+sys.stdout.pub_thread.schedule(hold)`)
+		if res.Stdout != "late\n" || strings.Contains(res.Stderr, "may be missing") {
+			t.Fatalf("%+v: want the output that came after the reply, and no note of missing outputs", res)
+		}
+	})
 	t.Run("errors are results", func(t *testing.T) {
 		r := open(t)
 		res := run(t, r, "1/0")

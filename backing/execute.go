@@ -2,6 +2,8 @@ package backing
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -58,6 +60,22 @@ func runCell(ctx, life context.Context, grace time.Duration, log hclog.Logger, e
 	rep, err := do(ectx, req, h)
 	close(done)
 	wg.Wait()
+	if errors.Is(err, client.ErrIncomplete) {
+		// The code ran; the cell and the result say what may be missing.
+		h.IOPub(IncompleteNote())
+		err = nil
+	}
 	col.AddReply(rep)
 	return col.Result(), err
 }
+
+// IncompleteNote is the output a cell is given when the kernel's status
+// idle for it was lost on the way (client.ErrIncomplete): a stderr stream
+// that says some of its outputs may be missing, so that neither the
+// notebook nor the model takes what came for whole.
+func IncompleteNote() *wire.Message {
+	content, _ := json.Marshal(wire.Stream{Name: "stderr", Text: incompleteText})
+	return &wire.Message{Header: wire.Header{MsgType: wire.MsgStream}, Content: content}
+}
+
+const incompleteText = "[agentkernel] Some outputs of this cell may be missing: the backing kernel's messages were dropped on the way (its status idle never came after its reply).\n"

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
@@ -139,6 +142,31 @@ func TestCollectorAddReply(t *testing.T) {
 	ok.AddReply(msg("execute_reply", `{"status":"ok"}`))
 	if e := ok.Result().Error; e != nil {
 		t.Fatalf("ok reply made an error: %+v", e)
+	}
+}
+
+// TestIncompleteCellSaysSo: a cell whose idle was lost on the way
+// (client.ErrIncomplete: outputs may be missing too) is a result all the
+// same, and both its outputs (what the notebook shows) and its result (what
+// the model is told) say that some outputs may be missing.
+func TestIncompleteCellSaysSo(t *testing.T) {
+	var shown []Output
+	e := Exec{Code: "print(1)", Output: func(o Output) { shown = append(shown, o) }}
+	do := func(_ context.Context, req client.Request, h client.Handlers) (*wire.Message, error) {
+		h.IOPub(&wire.Message{Header: wire.Header{MsgType: wire.MsgStream}, Content: json.RawMessage(`{"name":"stdout","text":"1\n"}`)})
+		rep := &wire.Message{Header: wire.Header{MsgType: wire.MsgExecuteReply}, Content: json.RawMessage(`{"status":"ok","execution_count":1}`)}
+		return rep, fmt.Errorf("execute_request: %w", client.ErrIncomplete)
+	}
+	interrupt := func(context.Context) error { return nil }
+	res, err := runCell(context.Background(), context.Background(), time.Second, hclog.NewNullLogger(), e, interrupt, do)
+	if err != nil || res.Status != "ok" || res.Stdout != "1\n" {
+		t.Fatalf("%+v, %v: want the cell's result", res, err)
+	}
+	if !strings.Contains(res.Stderr, "may be missing") {
+		t.Errorf("the result does not say outputs may be missing: stderr %q", res.Stderr)
+	}
+	if len(shown) != 2 || !strings.Contains(string(shown[1].Content), "may be missing") {
+		t.Errorf("the cell's outputs do not say so: %+v", shown)
 	}
 }
 

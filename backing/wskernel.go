@@ -100,8 +100,23 @@ type wsPending struct {
 	reply   *wire.Message
 	replied chan struct{} // closed when the reply came
 	idle    chan struct{} // closed at the request's status idle
+	seen    chan struct{} // cap 1: an iopub message for the request came
+	status  chan struct{} // cap 1: a status for it came
 	failed  chan struct{} // closed with err
 	err     error
+}
+
+func newWSPending(h client.Handlers) *wsPending {
+	return &wsPending{h: h, replied: make(chan struct{}), idle: make(chan struct{}), seen: make(chan struct{}, 1),
+		status: make(chan struct{}, 1), failed: make(chan struct{})}
+}
+
+// poke signals ch (cap 1) without waiting.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // wsKernel is one kernel on a Jupyter server, reached over its channels
@@ -244,7 +259,9 @@ func (k *wsKernel) dispatch(c *websocket.Conn, m wsMsg, bufs [][]byte) {
 			if json.Unmarshal(m.Content, &st) == nil && st.ExecutionState == wire.StateIdle {
 				closeOnce(p.idle)
 			}
+			poke(p.status)
 		}
+		poke(p.seen)
 	case "shell", "control":
 		if p == nil {
 			return
@@ -317,17 +334,75 @@ var noReply = map[string]bool{wire.MsgCommOpen: true, wire.MsgCommMsg: true, wir
 // exists while it waits for a reply.
 const probeInterval = 2 * time.Second
 
-// idleTimeout is how long Do waits for a request's status idle once its
-// reply has come, in case the idle was lost.
+// idleTimeout is how long Do waits, once a request's reply has come and
+// nothing more for it, before it probes for a lost idle, as
+// client.Client.Do does with its IdleTimeout.
 const idleTimeout = 5 * time.Second
 
 // Do sends one request and streams back what the kernel sends for it, as
-// client.Client.Do does.
+// client.Client.Do does: outputs that come well after the reply are still
+// the request's, and a lost idle (a probe's status came before it) is
+// the reply with an error wrapping client.ErrIncomplete.
 func (k *wsKernel) Do(ctx context.Context, req client.Request, h client.Handlers) (*wire.Message, error) {
 	c, err := k.link(ctx)
 	if err != nil {
 		return nil, err
 	}
+	p := newWSPending(h)
+	id, err := k.send(ctx, c, req, p)
+	if err != nil {
+		return nil, err
+	}
+	defer k.forget(id)
+	if h.Sent != nil {
+		h.Sent()
+	}
+	if noReply[hdrType(req)] {
+		t := time.NewTimer(idleTimeout)
+		defer t.Stop()
+		select {
+		case <-p.idle:
+		case <-t.C:
+		case <-p.failed:
+			return nil, p.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return nil, nil
+	}
+	probe := time.NewTicker(probeInterval)
+	defer probe.Stop()
+wait:
+	for {
+		select {
+		case <-p.replied:
+			break wait
+		case <-p.failed:
+			return nil, p.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-probe.C:
+			if k.probe != nil {
+				if err := k.probe(ctx); errors.Is(err, client.ErrDead) {
+					return nil, err
+				}
+			}
+		}
+	}
+	return k.waitIdle(ctx, c, req, p)
+}
+
+// hdrType is req's message type.
+func hdrType(req client.Request) string {
+	if req.MsgType == "" && req.Header != nil {
+		return req.Header.MsgType
+	}
+	return req.MsgType
+}
+
+// send registers p as the pending request req and writes req; forget(id)
+// ends it.
+func (k *wsKernel) send(ctx context.Context, c *websocket.Conn, req client.Request, p *wsPending) (string, error) {
 	var hdr wire.Header
 	if req.Header != nil {
 		hdr = *req.Header
@@ -340,10 +415,11 @@ func (k *wsKernel) Do(ctx context.Context, req client.Request, h client.Handlers
 	}
 	content, ok := req.Content.(json.RawMessage)
 	if !ok {
+		var err error
 		if req.Content == nil {
 			content = json.RawMessage("{}")
 		} else if content, err = json.Marshal(req.Content); err != nil {
-			return nil, fmt.Errorf("backing: encode %s: %w", hdr.MsgType, err)
+			return "", fmt.Errorf("backing: encode %s: %w", hdr.MsgType, err)
 		}
 	}
 	metadata := req.Metadata
@@ -354,58 +430,119 @@ func (k *wsKernel) Do(ctx context.Context, req client.Request, h client.Handlers
 	if channel == "" {
 		channel = string(wire.Shell)
 	}
-	p := &wsPending{h: h, replied: make(chan struct{}), idle: make(chan struct{}), failed: make(chan struct{})}
 	k.mu.Lock()
 	k.pending[hdr.MsgID] = p
 	k.mu.Unlock()
-	defer func() {
-		k.mu.Lock()
-		delete(k.pending, hdr.MsgID)
-		k.mu.Unlock()
-	}()
 	m := wsMsg{Header: hdr, ParentHeader: json.RawMessage("{}"), Metadata: metadata, Content: content, Channel: channel}
 	if err := k.write(ctx, c, m, req.Buffers); err != nil {
-		return nil, fmt.Errorf("backing: send %s: %w", hdr.MsgType, err)
+		k.forget(hdr.MsgID)
+		return "", fmt.Errorf("backing: send %s: %w", hdr.MsgType, err)
 	}
-	if h.Sent != nil {
-		h.Sent()
-	}
-	if !noReply[hdr.MsgType] {
-		probe := time.NewTicker(probeInterval)
-		defer probe.Stop()
-	wait:
-		for {
-			select {
-			case <-p.replied:
-				break wait
-			case <-p.failed:
-				return nil, p.err
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-probe.C:
-				if k.probe != nil {
-					if err := k.probe(ctx); errors.Is(err, client.ErrDead) {
-						return nil, err
-					}
-				}
-			}
-		}
-	}
-	t := time.NewTimer(idleTimeout)
-	defer t.Stop()
-	select {
-	case <-p.idle:
-	case <-t.C:
-	case <-p.failed:
-		if noReply[hdr.MsgType] {
-			return nil, p.err
-		}
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return hdr.MsgID, nil
+}
+
+// forget ends the request id: what comes for it later goes to onIOPub.
+func (k *wsKernel) forget(id string) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	return p.reply, nil
+	delete(k.pending, id)
+	k.mu.Unlock()
+}
+
+// waitIdle waits for the status idle of p, whose reply has come. When
+// idleTimeout passes with nothing more for it, it probes the kernel with a
+// kernel_info_request on req's channel and subshell, as client.Client.Do
+// does, up to client.IdleProbes times; output that comes under a probe is
+// p's. A probe not answered within idleTimeout waits behind later
+// requests: p is taken at its reply.
+func (k *wsKernel) waitIdle(ctx context.Context, c *websocket.Conn, req client.Request, p *wsPending) (*wire.Message, error) {
+	reply := func() *wire.Message {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return p.reply
+	}
+	// noIdle gives up on the idle: only an execution's outputs can be
+	// missing (client.ErrIncomplete).
+	noIdle := func(why string) (*wire.Message, error) {
+		k.log.Warn("no status idle for a request", "msg_type", hdrType(req), "why", why)
+		if hdrType(req) != wire.MsgExecuteRequest {
+			return reply(), nil
+		}
+		return reply(), fmt.Errorf("%s: %w", why, client.ErrIncomplete)
+	}
+	quiet := time.NewTimer(idleTimeout)
+	defer quiet.Stop()
+	var (
+		probe    *wsPending // the last probe
+		probeIDs []string   // every probe's: what comes for any of them is seen to
+		answered bool       // the last probe's reply came
+	)
+	defer func() {
+		for _, id := range probeIDs {
+			k.forget(id)
+		}
+	}()
+	probeStatus := make(chan struct{}, 1) // any probe's status came
+	// A probe's output is p's (a kernel binds buffered output to the
+	// request it handles when it flushes it); its status says the kernel
+	// is past p.
+	probeOutput := client.Handlers{IOPub: func(m *wire.Message) {
+		if m.Header.MsgType == wire.MsgStatus {
+			return
+		}
+		if p.h.IOPub != nil {
+			p.h.IOPub(m)
+		}
+		poke(p.seen)
+	}}
+	for {
+		var probeReplied <-chan struct{}
+		if probe != nil && !answered {
+			probeReplied = probe.replied
+		}
+		select {
+		case <-p.idle:
+			return reply(), nil
+		case <-p.failed:
+			return noIdle("the connection was lost after the reply")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.seen:
+			quiet.Reset(idleTimeout)
+		case <-probeReplied:
+			answered = true
+			quiet.Reset(idleTimeout)
+		case <-probeStatus:
+			// One reader dispatches in order: p's messages before the
+			// probe's were handled before this.
+			select {
+			case <-p.idle:
+				return reply(), nil
+			default:
+			}
+			return noIdle("a probe's status came before the idle")
+		case <-quiet.C:
+			switch {
+			case probe != nil && !answered: // see client.Client.Do
+				return noIdle("the kernel is busy with later requests")
+			case len(probeIDs) >= client.IdleProbes:
+				return noIdle("no probe's status came")
+			default:
+				hdr := wire.NewHeader(k.session, k.user, wire.MsgKernelInfoRequest)
+				if req.Header != nil {
+					hdr.SubshellID = req.Header.SubshellID
+				}
+				probe = newWSPending(probeOutput)
+				probe.status = probeStatus
+				id, err := k.send(ctx, c, client.Request{Channel: req.Channel, MsgType: wire.MsgKernelInfoRequest, Header: &hdr}, probe)
+				if err != nil {
+					return noIdle("the probe could not be sent: " + err.Error())
+				}
+				probeIDs = append(probeIDs, id)
+				answered = false
+			}
+			quiet.Reset(idleTimeout)
+		}
+	}
 }
 
 // close drops the connection and waits for the goroutines.

@@ -256,6 +256,17 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 		Sent:  r.Busy,
 	})
 	switch {
+	case errors.Is(err, client.ErrIncomplete):
+		// The backing's idle was lost, and outputs may have been: a cell
+		// says so.
+		if r.Type() == wire.MsgExecuteRequest {
+			note := backing.IncompleteNote()
+			b.relay(r, note)
+			if col != nil {
+				col.add(note)
+			}
+		}
+		sendReply(rep)
 	case err != nil && replied:
 		// The frontend has its reply; only the backing's idle is missing.
 		b.log.Warn("backing kernel request ended after its reply", "msg_type", r.Type(), "error", err)

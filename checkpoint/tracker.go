@@ -29,8 +29,9 @@
 // Limits, all in Options: files larger than MaxFileSize and files past
 // MaxFiles are tracked by their stat only; .git, node_modules, caches and
 // virtual environments, and what the workspace's top-level .gitignore names
-// are not scanned (a file tool's write to one is still recorded); symbolic
-// links are neither followed nor restored.
+// are not scanned (a file tool's write to one is still recorded); Jupyter's
+// own state (jupyterState) is neither scanned nor kept; symbolic links are
+// neither followed nor restored.
 //
 // Secrets are never kept: a protected file (internal/protect's list, the
 // one the agent's file tools refuse: .env, keys, credentials, tokens), a
@@ -130,8 +131,22 @@ func (o Options) withDefaults() Options {
 }
 
 // defaultIgnore is never tracked: version control, dependencies, caches.
-var defaultIgnore = []string{".git/", ".hg/", ".svn/", "node_modules/", "__pycache__/", ".ipynb_checkpoints/",
+var defaultIgnore = []string{".git/", ".hg/", ".svn/", "node_modules/", "__pycache__/",
 	".venv/", "venv/", ".mypy_cache/", ".pytest_cache/", ".ruff_cache/", ".tox/", "*.pyc", ".DS_Store"}
+
+// jupyterState is Jupyter's own state where it sits in a workspace:
+// jupyter-collaboration's document store (SQLite, with its journal and
+// WAL) beside the notebooks, the contents manager's notebook checkpoints
+// and the copy it keeps while it saves a notebook (".~NAME.ipynb"),
+// jupyterlab-lsp's virtual documents, and, in a workspace that holds
+// Jupyter's data directory (a home directory), the runtime directory
+// (kernel connection files, servers' files, kernels' sockets) and
+// jupyter-server-fileid's database. It is never part of the user's
+// workspace: not scanned, its content never kept (as Options.Ignore), so a
+// rewind never puts an older copy back under a running server. The user
+// extends the list with Options.Ignore.
+var jupyterState = []string{".jupyter_ystore.db*", ".ipynb_checkpoints/", ".~*.ipynb", ".virtual_documents/",
+	"**/jupyter/runtime/", "file_id_manager.db*"}
 
 // Unkept is the hash recorded for a file whose content was not kept (over
 // the limits): a change from or to it cannot be turned back.
@@ -185,8 +200,8 @@ type Tracker struct {
 	blobs  Blobs
 	index  Index // nil: not kept between processes
 	ignore []pattern
-	// never are the user's patterns (Options.Ignore): not scanned, and
-	// never kept (withheld).
+	// never are jupyterState and the user's patterns (Options.Ignore): not
+	// scanned, and never kept (withheld).
 	never []pattern
 	watch *watcher // nil: every scan walks
 
@@ -217,7 +232,7 @@ func New(root string, blobs Blobs, opts Options) (*Tracker, error) {
 		lines = append(lines, strings.Split(string(b), "\n")...)
 	}
 	t.ignore = parsePatterns(lines)
-	t.never = parsePatterns(opts.Ignore)
+	t.never = parsePatterns(append(append([]string(nil), jupyterState...), opts.Ignore...))
 	if !opts.NoWatch {
 		t.watch = newWatcher()
 	}

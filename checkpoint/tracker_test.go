@@ -257,3 +257,66 @@ func BenchmarkSyncUnchanged(b *testing.B) {
 		scan(b, tr)
 	}
 }
+
+// TestJupyterStateNeverKept: jupyter-collaboration's document store and
+// its journal beside a notebook, Jupyter's notebook checkpoints and
+// runtime files are not the user's workspace: a step that changes them
+// records nothing of them and stores none of their bytes (a store that
+// grew by the whole database at every step), not even when a file tool
+// writes one, and a rewind leaves them as the running server has them.
+// The notebook and the user's files beside them are tracked as before.
+func TestJupyterStateNeverKept(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	state := []string{"work/.jupyter_ystore.db", "work/.jupyter_ystore.db-journal", "work/.ipynb_checkpoints/nb-checkpoint.ipynb",
+		"work/.~nb.ipynb", "work/.virtual_documents/nb.ipynb", ".local/share/jupyter/runtime/kernel-1.json",
+		".local/share/jupyter/file_id_manager.db"}
+	for _, p := range state {
+		write(t, root, p, "jupyterstate-1 "+p)
+	}
+	write(t, root, "work/nb.ipynb", "{}")
+	write(t, root, "work/data.csv", "1\n")
+	blobs := &keptBlobs{Store: openStore(t)}
+	tr, err := New(root, blobs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.Baseline(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range state { // the server writes its state at every step
+		write(t, root, p, "jupyterstate-2 "+p)
+	}
+	write(t, root, "work/nb.ipynb", `{"cells": []}`)
+	write(t, root, "work/data.csv", "1\n2\n")
+	ch := scan(t, tr)
+	if got, want := paths(ch), []string{"changed work/data.csv", "changed work/nb.ipynb"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("changes %v, want %v", got, want)
+	}
+	// A file tool's write to the store is recorded without its content.
+	write(t, root, "work/.jupyter_ystore.db", "jupyterstate-3")
+	tch, err := tr.Track(ctx, "work/.jupyter_ystore.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range tch {
+		if c.After != Withheld {
+			t.Errorf("a file tool's write to %s kept as %q", c.Path, c.After)
+		}
+	}
+	write(t, root, "work/.jupyter_ystore.db", "jupyterstate-4 the server's")
+	rep, err := tr.Restore(ctx, append(ch, tch...), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := read(t, root, "work/.jupyter_ystore.db"); s != "jupyterstate-4 the server's" {
+		t.Errorf("the rewind put back the document store: %q", s)
+	}
+	if s, _ := read(t, root, "work/data.csv"); s != "1\n" {
+		t.Errorf("data.csv = %q (restore report %+v)", s, rep)
+	}
+	if blobs.holding("jupyterstate") {
+		t.Error("the blob store was given Jupyter's state")
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -19,20 +18,25 @@ type Doc struct {
 	mu   sync.Mutex
 	nb   *Notebook
 	path string
-	seen time.Time // the file's modification time when last read or written
-	size int64
+	seen fileState // the file as last read or written
+	// hook, when set (tests), is called at each point of a save's swap
+	// ("written", "moved", "linked"): a writer can be timed into it.
+	hook func(step string)
 }
 
 // ErrNoCell is returned for a cell id the notebook does not have.
 var ErrNoCell = errors.New("no such cell")
 
 // ErrChanged is returned when the file changed on disk since the Doc read
-// it: nothing is written over a newer file.
-var ErrChanged = errors.New("the notebook file changed on disk since it was read")
+// it: nothing is written over a newer file, and the change was not made
+// (read the notebook again and redo it).
+var ErrChanged = errors.New("the notebook file changed on disk since it was read: the change was not made; read the notebook again")
 
 // OpenFile returns a Doc of the .ipynb at path. Each change reads the file
 // again when it changed (someone saved it) and is written at once, unless
-// the file changed between that read and the write (ErrChanged).
+// the file changed between that read and the write (ErrChanged): a save
+// that lost a race with another writer, however close, leaves that
+// writer's file in place (see swap).
 func OpenFile(path string) (*Doc, error) {
 	d := &Doc{path: path}
 	if err := d.reload(); err != nil {
@@ -50,18 +54,20 @@ func (d *Doc) reload() error {
 	if d.path == "" {
 		return nil
 	}
-	fi, err := os.Stat(d.path)
-	if err != nil {
-		return fmt.Errorf("notebooks: %w", err)
+	if d.nb != nil {
+		same, err := d.seen.same(d.path)
+		if err != nil {
+			return fmt.Errorf("notebooks: %w", err)
+		}
+		if same {
+			return nil
+		}
 	}
-	if d.nb != nil && fi.ModTime().Equal(d.seen) && fi.Size() == d.size {
-		return nil
-	}
-	nb, err := ReadFile(d.path)
+	nb, st, err := readState(d.path)
 	if err != nil {
 		return err
 	}
-	d.nb, d.seen, d.size = nb, fi.ModTime(), fi.Size()
+	d.nb, d.seen = nb, st
 	return nil
 }
 
@@ -71,20 +77,30 @@ func (d *Doc) save() error {
 	if d.path == "" {
 		return nil
 	}
-	fi, err := os.Stat(d.path)
+	same, err := d.seen.same(d.path)
 	if err != nil {
 		return fmt.Errorf("notebooks: %w", err)
 	}
-	if !fi.ModTime().Equal(d.seen) || fi.Size() != d.size {
+	if !same {
 		d.nb = nil // read it again next time
-		return fmt.Errorf("notebooks: %s: %w", d.path, ErrChanged)
+		return changedErr(d.path, nil)
 	}
-	if err := WriteFile(d.path, d.nb); err != nil {
+	b, err := Marshal(d.nb)
+	if err != nil {
+		return fmt.Errorf("%w (%s)", err, d.path)
+	}
+	seen := time.Now()
+	tmp, fi, err := writeSynced(d.path, b)
+	if err != nil {
 		return err
 	}
-	if fi, err = os.Stat(d.path); err == nil {
-		d.seen, d.size = fi.ModTime(), fi.Size()
+	if err := d.swap(tmp); err != nil {
+		if errors.Is(err, ErrChanged) {
+			d.nb = nil
+		}
+		return err
 	}
+	d.seen = stateOf(fi, b, seen)
 	return nil
 }
 

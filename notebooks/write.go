@@ -56,6 +56,21 @@ func WriteFile(path string, nb *Notebook) error {
 	if err != nil {
 		return fmt.Errorf("%w (%s)", err, path)
 	}
+	tmp, _, err := writeSynced(path, b)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("notebooks: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeSynced writes b to a new temporary file beside path, with path's mode
+// (0644 when path does not exist), synced, and returns its name and its
+// stat after the sync. On an error no temporary file remains.
+func writeSynced(path string, b []byte) (string, os.FileInfo, error) {
 	mode := fs.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
 		mode = fi.Mode().Perm()
@@ -66,13 +81,13 @@ func WriteFile(path string, nb *Notebook) error {
 	}
 	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {
-		return fmt.Errorf("notebooks: write %s: %w", path, err)
+		return "", nil, fmt.Errorf("notebooks: write %s: %w", path, err)
 	}
 	tmp := f.Name()
-	fail := func(err error) error {
+	fail := func(err error) (string, os.FileInfo, error) {
 		f.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("notebooks: write %s: %w", path, err)
+		return "", nil, fmt.Errorf("notebooks: write %s: %w", path, err)
 	}
 	if _, err := f.Write(b); err != nil {
 		return fail(err)
@@ -83,15 +98,15 @@ func WriteFile(path string, nb *Notebook) error {
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("notebooks: write %s: %w", path, err)
+		return "", nil, fmt.Errorf("notebooks: write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("notebooks: write %s: %w", path, err)
-	}
-	return nil
+	return tmp, fi, nil
 }
 
 // Validate reports the first structural problem of nb as a *[FormatError]:

@@ -40,8 +40,8 @@ func (c *conn) offer(frame []byte) bool {
 
 // drop ends the conn with reason: the writer closes the transport with it
 // once its current write ends (a stalled peer's write ends at
-// WriteTimeout). Either way the conn is out of the hub already, so nobody
-// waits for it. drop never blocks.
+// WriteTimeout). Nobody waits for it meanwhile: offer queues nothing
+// more for a dropped conn. drop never blocks.
 func (c *conn) drop(reason string) {
 	c.once.Do(func() {
 		c.reason = reason

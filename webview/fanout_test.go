@@ -227,6 +227,64 @@ func TestStalledClientDropped(t *testing.T) {
 	}
 }
 
+// TestTimedOutWriteIsADrop: a client whose write timed out is dropped
+// (counted, logged) even when its transport's reader notices first and
+// detaches it — a WebSocket whose write times out is closed, so the
+// server's read loop ends at once too. Under load the write timeout
+// comes before the queue fills, and that race lost the stalled client
+// from the count (TestStalledClientDropped never saw it dropped).
+func TestTimedOutWriteIsADrop(t *testing.T) {
+	p := NewPanel(newFake(), PanelOptions{WriteTimeout: 50 * time.Millisecond})
+	defer p.Close()
+	tr := &readerFirst{p: p, client: make(chan *Client, 1), detached: make(chan struct{})}
+	cl, err := p.Attach(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.client <- cl
+	<-tr.detached
+	if d := p.hub.dropped.Load(); d != 1 {
+		t.Fatalf("%d clients dropped, want the one whose write timed out", d)
+	}
+	if n := p.Clients(); n != 0 {
+		t.Fatalf("%d clients left", n)
+	}
+}
+
+// readerFirst is a peer that reads nothing: its first write lasts until
+// the write's deadline, and then its reader sees the connection end and
+// detaches the client before the write returns.
+type readerFirst struct {
+	p        *Panel
+	client   chan *Client
+	detached chan struct{}
+}
+
+func (r *readerFirst) Write(ctx context.Context, _ []byte) error {
+	<-ctx.Done()
+	cl := <-r.client
+	go func() { // waited for by the test (detached)
+		defer close(r.detached)
+		cl.Detach()
+	}()
+	// Return once Detach has made its first move, whichever it is.
+	for !isDropped(cl.c) && r.p.Clients() != 0 {
+		runtime.Gosched()
+	}
+	return ctx.Err()
+}
+
+func (r *readerFirst) Close(string, bool) {}
+
+func isDropped(c *conn) bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // BenchmarkFanOut is the figure: 100 clients attached while the
 // agent streams 10,000 updates. It reports the p50/p99/max latency from
 // the agent's event to a client's decoded frame, and the server's memory.

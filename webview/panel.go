@@ -133,11 +133,14 @@ func (p *Panel) Attach(t Transport) (*Client, error) {
 func (cl *Client) ID() string { return cl.c.id }
 
 // Detach removes the client and waits for its writer to end (the
-// transport is closed unless it failed already).
+// transport is closed unless it failed already). The writer ends first,
+// still a client of the hub: a write that failed is a drop (Dropped),
+// whichever noticed first — the transport's reader often does, as a
+// WebSocket whose write timed out is closed under both.
 func (cl *Client) Detach() {
-	cl.p.hub.remove(cl.c)
 	cl.c.drop("closed")
 	<-cl.c.written
+	cl.p.hub.remove(cl.c)
 }
 
 // Handle runs one inbound frame of the client's: a command, answered with
@@ -182,8 +185,12 @@ func (p *Panel) writeLoop(c *conn, t Transport) {
 			err := t.Write(wctx, msg)
 			cancel()
 			if err != nil {
+				reason := "write failed"
+				if errors.Is(err, context.DeadlineExceeded) {
+					reason = "stopped reading (a write timed out); reconnect to resync"
+				}
 				p.hub.mu.Lock()
-				p.hub.dropLocked(c, "write failed")
+				p.hub.dropLocked(c, reason)
 				p.hub.mu.Unlock()
 				return
 			}

@@ -376,7 +376,7 @@ func (c *Client) dispatch(l *link, channel string, m *wire.Message) {
 	c.mu.Lock()
 	p := c.pending[parent.MsgID]
 	if p != nil {
-		p.push(event{channel: channel, msg: m})
+		p.push(event{channel: channel, msg: m, parent: parent.MsgID})
 		c.mu.Unlock()
 		return
 	}

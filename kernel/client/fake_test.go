@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -146,9 +147,9 @@ func TestFakeKernel(t *testing.T) {
 			return
 		}
 		switch m.Header.MsgType {
-		case "no_idle_request": // reply, but the idle is lost
+		case "no_idle_request", "execute_request": // reply, but the idle is lost
 			f.status(m, "busy")
-			f.reply(f.shell, m, "no_idle_reply", nil)
+			f.reply(f.shell, m, strings.TrimSuffix(m.Header.MsgType, "_request")+"_reply", nil)
 		case "forged_request": // a badly signed reply first, then the real one
 			r, _ := wire.Reply(m, f.session, "forged_reply", map[string]string{"who": "forger"})
 			frames, _ := f.signer.Encode(r)
@@ -174,9 +175,16 @@ func TestFakeKernel(t *testing.T) {
 		}})
 
 	t.Run("reply without idle", func(t *testing.T) {
+		// The probe's status comes, the idle never did: it was lost.
+		// A request that makes no outputs is its reply; of an execution
+		// Do says that outputs may have been lost too.
 		r, err := c.Do(testCtx(t), Request{MsgType: "no_idle_request"}, Handlers{})
-		if err != nil || r.Header.MsgType != "no_idle_reply" {
-			t.Fatalf("got %v, %v", r, err)
+		if err != nil || r == nil || r.Header.MsgType != "no_idle_reply" {
+			t.Fatalf("got %v, %v; want the reply", r, err)
+		}
+		r, err = c.Do(testCtx(t), Request{MsgType: "execute_request"}, Handlers{})
+		if !errors.Is(err, ErrIncomplete) || r == nil || r.Header.MsgType != "execute_reply" {
+			t.Fatalf("an execution: got %v, %v; want the reply and ErrIncomplete", r, err)
 		}
 	})
 	t.Run("forged reply dropped", func(t *testing.T) {
@@ -206,6 +214,117 @@ func TestFakeKernel(t *testing.T) {
 			if _, err := c.Do(testCtx(t), req, Handlers{}); err == nil {
 				t.Errorf("%+v: no error", req)
 			}
+		}
+	})
+}
+
+// TestOutputsAfterTheReply: a kernel whose outputs and idle come well
+// after its reply (a big output on a busy machine: the reply is small and
+// on another socket) keeps them in the request. Here the kernel publishes
+// them only once Do has waited IdleTimeout and probed; Do returned at the
+// end of that wait before, without them. Output sent under the probe is
+// the request's. A kernel that answers the probes but never publishes a
+// status for them is given up on, with ErrIncomplete, after IdleProbes.
+func TestOutputsAfterTheReply(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		owed   *wire.Message // a request whose outputs are still to come
+		probes int
+		silent atomic.Bool           // kernel_info gets its reply only
+		bound  atomic.Bool           // the late output is bound to the probe (ipykernel binds output when it flushes it)
+		held   = make(chan struct{}) // a busy kernel goes on at a send (or the close at the end)
+	)
+	defer close(held)
+	f := newFakeKernel(t, func(f *fakeKernel, m *wire.Message) {
+		switch m.Header.MsgType {
+		case "late_request":
+			f.status(m, "busy")
+			f.reply(f.shell, m, "late_reply", nil)
+			mu.Lock()
+			owed = m
+			mu.Unlock()
+		case "busy_request", "execute_request":
+			var code struct{ Code string }
+			_ = m.DecodeContent(&code)
+			if code.Code == "lost" { // the idle is lost
+				f.status(m, "busy")
+				f.reply(f.shell, m, "execute_reply", nil)
+				return
+			}
+			// A reply without status, then busy with what follows.
+			f.reply(f.shell, m, "busy_reply", nil)
+			<-held
+		case "kernel_info_request":
+			mu.Lock()
+			late := owed
+			owed = nil
+			probes++
+			mu.Unlock()
+			if late != nil {
+				to := late
+				if bound.Load() {
+					to = m
+				}
+				f.publish(to, "stream", map[string]string{"name": "stdout", "text": "late output"})
+				f.status(late, "idle")
+			}
+			if silent.Load() {
+				f.reply(f.shell, m, "kernel_info_reply", map[string]string{"status": "ok"})
+				return
+			}
+			standard(f, m)
+		}
+	})
+	c := dialFake(t, f, Options{IdleTimeout: 50 * time.Millisecond, HeartbeatInterval: -1})
+	t.Run("outputs after the reply", func(t *testing.T) {
+		col := &collector{}
+		r, err := c.Do(testCtx(t), Request{MsgType: "late_request"}, col.handlers())
+		if err != nil || r == nil || r.Header.MsgType != "late_reply" {
+			t.Fatalf("got %v, %v", r, err)
+		}
+		if got := col.types(); !contains(got, "stream:stdout") || !contains(got, "status:idle") {
+			t.Fatalf("the request's iopub: %v; want the output and the idle that came after the reply", got)
+		}
+	})
+	t.Run("output under the probe", func(t *testing.T) {
+		bound.Store(true)
+		defer bound.Store(false)
+		col := &collector{}
+		if _, err := c.Do(testCtx(t), Request{MsgType: "late_request"}, col.handlers()); err != nil {
+			t.Fatal(err)
+		}
+		if got := col.types(); !contains(got, "stream:stdout") {
+			t.Fatalf("the request's iopub: %v; want the output the kernel sent under the probe", got)
+		}
+	})
+	t.Run("kernel busy after a reply without status", func(t *testing.T) {
+		// The probe waits behind what the kernel does next: the reply is
+		// taken as it is, and an execution's outputs may be missing.
+		r, err := c.Do(testCtx(t), Request{MsgType: "busy_request"}, Handlers{})
+		held <- struct{}{}
+		if err != nil || r == nil {
+			t.Fatalf("got %v, %v; want the reply", r, err)
+		}
+		_, err = c.Do(testCtx(t), Request{MsgType: "execute_request", Content: map[string]string{"code": "busy"}}, Handlers{})
+		held <- struct{}{}
+		if !errors.Is(err, ErrIncomplete) {
+			t.Fatalf("an execution: %v, want ErrIncomplete", err)
+		}
+		if _, err := c.KernelInfo(testCtx(t)); err != nil { // after the probes that waited
+			t.Fatal(err)
+		}
+	})
+	t.Run("probes without status", func(t *testing.T) {
+		silent.Store(true)
+		mu.Lock()
+		probes = 0
+		mu.Unlock()
+		_, err := c.Do(testCtx(t), Request{MsgType: "execute_request", Content: map[string]string{"code": "lost"}}, Handlers{})
+		mu.Lock()
+		n := probes
+		mu.Unlock()
+		if !errors.Is(err, ErrIncomplete) || n != IdleProbes {
+			t.Fatalf("got %v after %d probes; want ErrIncomplete after %d", err, n, IdleProbes)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,12 +61,16 @@ var noReply = map[string]bool{"comm_open": true, "comm_msg": true, "comm_close":
 type event struct {
 	channel string // "shell", "control", "stdin" or "iopub"
 	msg     *wire.Message
+	parent  string // the msg_id it answers: the request's, or a probe's
 }
 
 // pending is a request waiting for its reply and idle. The receiving
 // goroutines push events; Do takes them.
 type pending struct {
-	id     string
+	id string
+	// ids are the msg_ids whose messages are the request's: its own, then
+	// its probes' (guarded by the Client's mu).
+	ids    []string
 	mu     sync.Mutex
 	events []event
 	err    error
@@ -73,7 +78,7 @@ type pending struct {
 }
 
 func newPending(id string) *pending {
-	return &pending{id: id, notify: make(chan struct{}, 1)}
+	return &pending{id: id, ids: []string{id}, notify: make(chan struct{}, 1)}
 }
 
 func (p *pending) push(ev event) {
@@ -124,6 +129,12 @@ func isIdle(m *wire.Message) bool {
 // what the kernel sends for the request goes to OnIOPub, even when it
 // comes before send returns.
 func (c *Client) send(ctx context.Context, req Request, track bool) (*pending, *link, error) {
+	return c.sendTo(ctx, req, track, nil)
+}
+
+// sendTo is send; with into set, what comes for req goes to that pending
+// request, whose messages req's are (Do's probes).
+func (c *Client) sendTo(ctx context.Context, req Request, track bool, into *pending) (*pending, *link, error) {
 	channel := req.Channel
 	if channel == "" {
 		channel = wire.Shell
@@ -152,7 +163,10 @@ func (c *Client) send(ctx context.Context, req Request, track bool) (*pending, *
 	if err != nil {
 		return nil, nil, fmt.Errorf("client: encode %s: %w", h.MsgType, err)
 	}
-	p := newPending(h.MsgID)
+	p := into
+	if p == nil {
+		p = newPending(h.MsgID)
+	}
 	var l *link
 	for l == nil {
 		c.mu.Lock()
@@ -172,6 +186,9 @@ func (c *Client) send(ctx context.Context, req Request, track bool) (*pending, *
 			l = c.link
 			if track {
 				c.pending[h.MsgID] = p
+				if into != nil {
+					p.ids = append(p.ids, h.MsgID)
+				}
 			}
 			c.mu.Unlock()
 			continue
@@ -213,8 +230,10 @@ func marshalContent(content any) (json.RawMessage, error) {
 // forget removes a finished request.
 func (c *Client) forget(p *pending) {
 	c.mu.Lock()
-	if c.pending[p.id] == p {
-		delete(c.pending, p.id)
+	for _, id := range p.ids {
+		if c.pending[id] == p {
+			delete(c.pending, id)
+		}
 	}
 	c.mu.Unlock()
 }
@@ -226,13 +245,16 @@ const maxAbandoned = 4096
 // abandon stops waiting for p: its later messages are dropped.
 func (c *Client) abandon(p *pending, idleSeen bool) {
 	c.mu.Lock()
-	if c.pending[p.id] == p {
-		delete(c.pending, p.id)
-		if !idleSeen {
+	for i, id := range p.ids {
+		if c.pending[id] != p {
+			continue
+		}
+		delete(c.pending, id)
+		if !idleSeen || i > 0 { // a probe's idle may still come
 			if len(c.abandoned) >= maxAbandoned {
 				clear(c.abandoned)
 			}
-			c.abandoned[p.id] = struct{}{}
+			c.abandoned[id] = struct{}{}
 		}
 	}
 	c.mu.Unlock()
@@ -241,9 +263,25 @@ func (c *Client) abandon(p *pending, idleSeen bool) {
 // Do sends req and returns its reply once both the reply and the status idle
 // for it have arrived (for comm_open, comm_msg and comm_close, which have no
 // reply, it returns nil, nil after idle). Meanwhile it calls h for the
-// request's iopub messages and stdin requests. If the reply came and the
-// idle does not follow within Options.IdleTimeout of the last message for
-// the request, Do returns the reply anyway.
+// request's iopub messages and stdin requests.
+//
+// A kernel sends its reply on one socket and its outputs and idle on
+// another, so the reply often comes first — long before a big output when
+// the machine is busy. Do never ends a request's outputs at its reply: when
+// Options.IdleTimeout passes after the reply with nothing more for the
+// request, it asks the kernel whether the idle was lost, with a probe (a
+// kernel_info_request on the same channel and subshell): the kernel
+// handles requests in order, so the probe's own status comes after all it
+// published for req. If that status comes first, the idle was dropped on
+// the way (a ZeroMQ publisher drops messages once its reader falls 1000
+// behind), and so may outputs have been: Do returns the reply, for an
+// execute_request with an error wrapping ErrIncomplete. A probe the kernel
+// answers without its status is sent again, up to IdleProbes in all; one
+// it does not answer within IdleTimeout waits behind later requests, and
+// Do returns the reply then, as when the idle was lost (an execution's
+// outputs may still have been on the way). Output that comes under a probe
+// is the request's: a kernel binds buffered output to the request it
+// handles when it flushes it (ipykernel does), and a probe makes none.
 //
 // When ctx ends Do returns ctx.Err() and the request is abandoned: later
 // messages for it are dropped (the kernel keeps running it; interrupt it if
@@ -251,6 +289,17 @@ func (c *Client) abandon(p *pending, idleSeen bool) {
 func (c *Client) Do(ctx context.Context, req Request, h Handlers) (*wire.Message, error) {
 	return c.do(ctx, req, h, true)
 }
+
+// ErrIncomplete is returned by Do, with the reply, when the status idle of
+// an execute_request never came (see Do): some of its outputs may be
+// missing too. Test with errors.Is.
+var ErrIncomplete = errors.New("client: the kernel's status idle for the request never came; some of its outputs may be missing")
+
+// IdleProbes bounds the probes of one request whose idle is late: a kernel
+// that answers them all but publishes no status for any is given up on. A
+// runner over another transport (a Jupyter server's WebSocket) keeps the
+// same rule.
+const IdleProbes = 6
 
 // Send sends req and returns once it is written, waiting for nothing: a
 // message with no reply (a frontend's comm_msg), whose iopub, if any, goes
@@ -278,8 +327,9 @@ func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool)
 	var (
 		reply *wire.Message
 		idle  bool
-		timer *time.Timer
+		timer *time.Timer // IdleTimeout since the last message, once the reply came
 		timeC <-chan time.Time
+		pr    idleProbe
 	)
 	defer func() {
 		if timer != nil {
@@ -299,6 +349,10 @@ func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool)
 		evs, err := p.take()
 		for _, ev := range evs {
 			switch {
+			case pr.owns(ev.parent):
+				if pr.take(ev) && h.IOPub != nil {
+					h.IOPub(ev.msg)
+				}
 			case ev.channel == "iopub":
 				if h.IOPub != nil {
 					h.IOPub(ev.msg)
@@ -332,20 +386,95 @@ func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool)
 		if reply == nil {
 			continue
 		}
-		if expired && len(evs) == 0 {
-			c.log.Warn("no status idle after reply; returning without it", "msg_type", msgType, "msg_id", p.id)
+		quiet := expired && len(evs) == 0
+		// The idle is lost when a probe's status came first, or when no
+		// probe's ever did; when the last probe is not answered, the
+		// kernel is busy with what came after the request: it answered
+		// that one without a status (agentkernel's comm_info for its panel
+		// does, to skip a running cell), or its idle was lost.
+		if pr.published || (quiet && (pr.gaveUp() || pr.waiting())) {
+			c.log.Warn("no status idle for a request", "msg_type", msgType, "msg_id", p.id,
+				"probes", pr.sent, "probe_status_seen", pr.published, "probe_answered", pr.answered)
 			c.abandon(p, false)
+			if msgType == wire.MsgExecuteRequest { // only an execution's outputs can be missing
+				return reply, fmt.Errorf("%s %s: %w", msgType, p.id, ErrIncomplete)
+			}
 			return reply, nil
 		}
-		if len(evs) > 0 || timer == nil {
-			if timer == nil {
-				timer = time.NewTimer(c.opts.IdleTimeout)
-				timeC = timer.C
-			} else {
-				timer.Reset(c.opts.IdleTimeout)
+		if quiet && pr.due() {
+			if err := pr.send(ctx, c, req, p); err != nil {
+				if ctx.Err() != nil {
+					c.abandon(p, false)
+					return nil, ctx.Err()
+				}
+				c.log.Debug("probe for a late idle", "error", err) // a dead kernel fails p too
 			}
 		}
+		if timer == nil {
+			timer = time.NewTimer(c.opts.IdleTimeout)
+			timeC = timer.C
+		} else if len(evs) > 0 || expired {
+			timer.Reset(c.opts.IdleTimeout)
+		}
 	}
+}
+
+// idleProbe is Do's probe of a request whose idle is late: the
+// kernel_info_requests it sent, whose messages come to the request's
+// pending (sendTo), and what came for them.
+type idleProbe struct {
+	ids       []string // the probes' msg_ids, the last one last
+	sent      int
+	answered  bool // the last probe's reply came
+	published bool // a probe's status came: the kernel is past the request
+}
+
+// owns reports whether a message answering parent is a probe's.
+func (pr *idleProbe) owns(parent string) bool { return slices.Contains(pr.ids, parent) }
+
+// take notes one of the probes' messages, and reports whether it is output
+// the request made (anything on iopub but a status).
+func (pr *idleProbe) take(ev event) bool {
+	switch {
+	case ev.channel != "iopub":
+		if ev.parent == pr.ids[len(pr.ids)-1] {
+			pr.answered = true
+		}
+	case ev.msg.Header.MsgType == wire.MsgStatus:
+		pr.published = true
+	default:
+		return true
+	}
+	return false
+}
+
+// due reports whether a probe should go now: none went yet, or the last
+// was answered without its status (which was lost as well) and fewer
+// than IdleProbes went.
+func (pr *idleProbe) due() bool {
+	return pr.sent == 0 || (pr.answered && pr.sent < IdleProbes)
+}
+
+// gaveUp reports whether IdleProbes were answered and none published.
+func (pr *idleProbe) gaveUp() bool { return pr.sent >= IdleProbes && pr.answered }
+
+// waiting reports whether the last probe went unanswered.
+func (pr *idleProbe) waiting() bool { return pr.sent > 0 && !pr.answered }
+
+// send sends a new probe for req, on its channel and subshell, its
+// messages to p.
+func (pr *idleProbe) send(ctx context.Context, c *Client, req Request, p *pending) error {
+	hdr := wire.NewHeader(c.session, c.user, wire.MsgKernelInfoRequest)
+	if req.Header != nil {
+		hdr.SubshellID = req.Header.SubshellID
+	}
+	if _, _, err := c.sendTo(ctx, Request{Channel: req.Channel, MsgType: wire.MsgKernelInfoRequest, Header: &hdr}, true, p); err != nil {
+		return err
+	}
+	pr.ids = append(pr.ids, hdr.MsgID)
+	pr.answered = false
+	pr.sent++
+	return nil
 }
 
 // AnswerInput asks h.Input for the answer to an input_request, as Input's

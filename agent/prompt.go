@@ -321,14 +321,6 @@ func (tb *Toolbox) environment() Environment {
 	return Environment{}
 }
 
-// andList joins items as "a, b and c".
-func andList(items []string) string {
-	if len(items) < 2 {
-		return strings.Join(items, "")
-	}
-	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
-}
-
 // languageName is a kernel language as prose: "Python", "R", "Julia".
 func languageName(lang string) string {
 	switch strings.ToLower(lang) {

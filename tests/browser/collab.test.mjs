@@ -165,7 +165,10 @@ async function run(tmp) {
       const prompt = sb.locator("article.msg.user").filter({ hasText: "Make the first 25 changes" });
       await prompt.hover();
       await prompt.locator("button.rewind").click();
-      await sb.locator("#rwDo").click(); // the default: the conversation, the files and the cells
+      // The conversation, the files and the cells, overwriting conflicts:
+      // what the server wrote since would be overwritten if the store were kept.
+      await sb.locator("#rwForce").check();
+      await sb.locator("#rwDo").click();
       await sb.locator("#rwSummary").filter({ hasText: `${4 * n} cell changes turned back` }).waitFor({ timeout: TIMEOUT });
       for (const p of [a, b]) {
         await until("the agent's cells gone from a page", async () => (await cells(p).count()) === 3);
@@ -174,11 +177,11 @@ async function run(tmp) {
       for (const p of [a, b]) assert.equal(await cellWith(p, "agent_").count(), 0);
       const report = await sb.locator("#rewindReport").innerText();
       log("rewind:", report.replace(/\s+/g, " "));
+      assert.equal(statSync(ystore).ino, before.ino, "the document store was replaced");
       assert.ok(!report.includes("jupyter_ystore"), "the rewind names the document store: " + report);
       // The cells' removal reaches the store as new updates, in the same file.
       await until("the rewind's changes in the document store", () => updates() > before.updates);
       const st = statSync(ystore);
-      assert.equal(st.ino, before.ino, "the document store was replaced");
       assert.ok(st.size >= before.size && st.mtimeMs >= before.mtimeMs, "the document store went back: " +
         JSON.stringify({ before, after: { size: st.size, mtimeMs: st.mtimeMs } }));
       await sb.locator("#rwClose").click();

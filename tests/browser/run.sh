@@ -56,5 +56,6 @@ node complete.test.mjs
 node mcpnotebook.test.mjs
 
 # The agent's notebook edits under real-time collaboration: two pages on one
-# notebook, with jupyter-collaboration 5.0 from PyPI (the same extension build).
+# notebook, with jupyter-collaboration 5.0 from PyPI (the same extension build);
+# its document store (.jupyter_ystore.db) neither kept by 50 tool calls' checkpoints nor put back by a rewind.
 LAB_PYTHON="$("$repo/scripts/modern-venv.sh" collab)" node collab.test.mjs

@@ -249,13 +249,22 @@ func TestNotebookComm(t *testing.T) {
 	// goes on, the cell ends.
 	fe.mu.Lock()
 	fe.hang = true
+	sent := len(fe.ops)
 	fe.mu.Unlock()
 	h.Script.Enqueue(
 		scripted.Reply(scripted.ToolCall("r2", agent.ToolNotebookRead, `{}`)),
 		scripted.Reply(scripted.Text("The notebook did not answer.")),
 	)
-	go func() { // the frontend's tab closes while the kernel waits
-		time.Sleep(300 * time.Millisecond)
+	go func() { // the frontend's tab closes while the kernel waits for its read
+		for {
+			fe.mu.Lock()
+			n := len(fe.ops)
+			fe.mu.Unlock()
+			if n > sent || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		c.Send(context.Background(), client.Request{MsgType: wire.MsgCommClose, Content: map[string]any{"comm_id": fe.id, "data": map[string]any{}}})
 	}()
 	if _, err := c.Execute(ctx, "Read it again", client.ExecuteOptions{}, client.Handlers{}); err != nil {

@@ -1,5 +1,5 @@
 // agentkernel's web panel, bundled from webview/panel/src by webview/panel/build.mjs: do not edit.
-// sources sha256 1886059a7652af0d7d5c20f0d4df65196b23b579a18a5431035d4de1155f2edf
+// sources sha256 c60013b751fe301f9a58b09f749a1ce86b8d8c76a84045564fa22691c6f573fc
 (() => {
   // src/dom.js
   var $ = (id) => document.getElementById(id);
@@ -943,6 +943,7 @@
       this.list = list;
       this.send = send2;
       this.prefix = null;
+      this.asked = /* @__PURE__ */ new Set();
       this.items = [];
       this.active = 0;
       box.addEventListener("input", () => this.update());
@@ -975,7 +976,17 @@
       }
       if (t.prefix === this.prefix) return;
       this.prefix = t.prefix;
-      this.send({ type: "completeMention", prefix: t.prefix, limit: LIMIT });
+      const f = { type: "completeMention", prefix: t.prefix, limit: LIMIT };
+      this.send(f);
+      if (this.asked.size > 100) this.asked.clear();
+      this.asked.add(f.id);
+    }
+    /**
+     * quiet says whether an error frame answers one of this list's frames:
+     * a list that cannot be had is no list, not a banner.
+     */
+    quiet(f) {
+      return this.asked.delete(f.id);
     }
     /** show draws a mentionCompletions frame, if it answers what is typed. */
     show(f) {
@@ -1362,6 +1373,7 @@
         mentions.show(f);
         break;
       case "error":
+        if (mentions.quiet(f)) break;
         showBanner(f.text || f.code, "error");
         break;
     }

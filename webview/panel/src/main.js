@@ -125,6 +125,7 @@ function reply(f) {
       mentions.show(f);
       break;
     case "error":
+      if (mentions.quiet(f)) break; // no completions of a mention: no list
       showBanner(f.text || f.code, "error");
       break;
   }

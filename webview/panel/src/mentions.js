@@ -26,6 +26,7 @@ export class MentionList {
     this.list = list;
     this.send = send;
     this.prefix = null; // the prefix asked for, null: no mention at the caret
+    this.asked = new Set(); // the ids of the completeMention frames sent
     this.items = [];
     this.active = 0;
     box.addEventListener("input", () => this.update());
@@ -61,7 +62,18 @@ export class MentionList {
     }
     if (t.prefix === this.prefix) return;
     this.prefix = t.prefix;
-    this.send({ type: "completeMention", prefix: t.prefix, limit: LIMIT });
+    const f = { type: "completeMention", prefix: t.prefix, limit: LIMIT };
+    this.send(f); // send stamps its id
+    if (this.asked.size > 100) this.asked.clear();
+    this.asked.add(f.id);
+  }
+
+  /**
+   * quiet says whether an error frame answers one of this list's frames:
+   * a list that cannot be had is no list, not a banner.
+   */
+  quiet(f) {
+    return this.asked.delete(f.id);
   }
 
   /** show draws a mentionCompletions frame, if it answers what is typed. */

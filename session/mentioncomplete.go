@@ -23,7 +23,7 @@ import (
 // namespace (the host's cached read, context.go), the notebook's cells,
 // the workspace's files one directory at a time. Bounded in what it
 // reads and returns, and quick: the namespace read waits at most
-// contextNamespaceWait, the notebook's at most cellsWait.
+// mentionNamespaceWait, the notebook's at most cellsWait.
 
 const (
 	// MaxMentionCompletions caps what CompleteMention returns.
@@ -32,6 +32,10 @@ const (
 	maxMentionDirEntries = 2000
 	// maxCompletionDetail caps a completion's detail, in bytes.
 	maxCompletionDetail = 80
+	// mentionNamespaceWait bounds the namespace's read for a completion
+	// (when it is not cached: code ran since the last read); a kernel
+	// busy with a cell and without subshells offers no variables.
+	mentionNamespaceWait = time.Second
 	// cellsWait bounds the notebook's read for a completion.
 	cellsWait = time.Second
 )
@@ -106,7 +110,7 @@ func (h *Host) variableCompletions(ctx context.Context, prefix string) []Mention
 	if r == nil || !r.Running() {
 		return nil
 	}
-	vars, err := h.ns.read(ctx, r, h.kernelGeneration(), h.code.lastSeq())
+	vars, err := h.ns.read(ctx, r, h.kernelGeneration(), h.code.lastSeq(), mentionNamespaceWait)
 	if err != nil {
 		h.log.Debug("namespace for a mention's completion", "error", err)
 		return nil

@@ -100,7 +100,7 @@ func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
 			return // the modelSettings frame answers it
 		}
 	case TypeCompleteMention:
-		if err = p.runCompleteMention(ctx, c, in); err == nil {
+		if err = p.runCompleteMention(c, in); err == nil {
 			return // the mentionCompletions frame answers it
 		}
 	case TypeListSessions:

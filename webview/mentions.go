@@ -3,6 +3,7 @@ package webview
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // The completion list of the prompt box's @-mentions: as the user types
@@ -16,8 +17,16 @@ import (
 // TypeCompleteMention is the client → server frame that asks for them.
 const TypeCompleteMention = "completeMention"
 
-// maxMentionPrefix caps a completeMention's prefix.
-const maxMentionPrefix = 256
+const (
+	// maxMentionPrefix caps a completeMention's prefix.
+	maxMentionPrefix = 256
+	// maxCompleting is how many completeMention frames are answered at
+	// once, over the panel's clients; one more gets an error (which the
+	// page shows nowhere: the next key typed asks again).
+	maxCompleting = 8
+	// completeWait bounds one answer.
+	completeWait = 5 * time.Second
+)
 
 // MentionCompleter is what an Agent offers the completion list, when it
 // offers one (an Agent that does not implement it answers completeMention
@@ -47,22 +56,45 @@ type mentionCompletionsFrame struct {
 	Completions []MentionCompletion `json:"completions"`
 }
 
-// runCompleteMention answers a completeMention of c's.
-func (p *Panel) runCompleteMention(ctx context.Context, c *conn, in Inbound) error {
+// runCompleteMention answers a completeMention of c's, from a goroutine
+// of its own: the client's next frames (a prompt sent, a Stop) do not
+// wait on a kernel that is slow to list its names. The page matches an
+// answer to what is typed by its prefix, so answers may overtake each
+// other.
+func (p *Panel) runCompleteMention(c *conn, in Inbound) error {
 	m, ok := p.agent.(MentionCompleter)
 	if !ok {
 		return errNoMentions
 	}
-	list, err := m.CompleteMention(ctx, in.Prefix, in.Limit)
-	if err != nil {
-		return err
+	if p.ctx.Err() != nil {
+		return ErrPanelClosed
 	}
-	if list == nil {
-		list = []MentionCompletion{}
+	select {
+	case p.completing <- struct{}{}:
+	default:
+		return errCompleting
 	}
-	p.hub.sendTo(c, mustJSON(mentionCompletionsFrame{V: ProtocolVersion, Type: "mentionCompletions", ID: in.ID, Prefix: in.Prefix, Completions: list}))
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() { <-p.completing }()
+		ctx, cancel := context.WithTimeout(p.ctx, completeWait)
+		defer cancel()
+		list, err := m.CompleteMention(ctx, in.Prefix, in.Limit)
+		if err != nil {
+			p.hub.sendTo(c, errorJSON(frameErr(CodeFailed, in.ID, "%s: %v", in.Type, err)))
+			return
+		}
+		if list == nil {
+			list = []MentionCompletion{}
+		}
+		p.hub.sendTo(c, mustJSON(mentionCompletionsFrame{V: ProtocolVersion, Type: "mentionCompletions", ID: in.ID, Prefix: in.Prefix, Completions: list}))
+	}()
 	return nil
 }
 
 // errNoMentions answers completeMention of an Agent without a list.
 var errNoMentions = errors.New("this kernel offers no completion of mentions")
+
+// errCompleting answers a completeMention while maxCompleting run.
+var errCompleting = errors.New("too many completions of mentions asked at once")

@@ -3,6 +3,7 @@ package hostagent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,12 +95,23 @@ func TestCompleteMentionFrame(t *testing.T) {
 	}
 	until("state", "")
 
-	send(map[string]any{"type": "completeMention", "id": "m1", "prefix": "d"})
-	f := until("mentionCompletions", "m1")
+	// The namespace is read within a second: a kernel slow to answer (a
+	// loaded machine) offers no variables that time, and the next key
+	// typed asks again.
+	var f map[string]any
 	var got []string
-	for _, c := range f["completions"].([]any) {
-		c := c.(map[string]any)
-		got = append(got, c["kind"].(string)+":"+c["mention"].(string)+"="+c["detail"].(string))
+	for i := range 20 {
+		id := fmt.Sprintf("m%d", i)
+		send(map[string]any{"type": "completeMention", "id": id, "prefix": "d"})
+		f = until("mentionCompletions", id)
+		got = got[:0]
+		for _, c := range f["completions"].([]any) {
+			c := c.(map[string]any)
+			got = append(got, c["kind"].(string)+":"+c["mention"].(string)+"="+c["detail"].(string))
+		}
+		if len(got) > 1 {
+			break
+		}
 	}
 	if want := "variable:df=Frame (3, 1) file:data.csv=8 B"; strings.Join(got, " ") != want || f["prefix"] != "d" {
 		t.Errorf("completeMention d: %q, want %q (%v)", strings.Join(got, " "), want, f)

@@ -37,7 +37,7 @@ func (m *memCells) Read(context.Context, int) (agent.NotebookView, error) {
 	defer m.mu.Unlock()
 	v := agent.NotebookView{Path: m.path}
 	for _, c := range m.cells {
-		v.Cells = append(v.Cells, agent.NotebookCell{ID: c.ID, Kind: c.Kind, Source: c.Source})
+		v.Cells = append(v.Cells, agent.NotebookCell{ID: c.ID, Kind: c.Kind, Source: c.Source, ExecutionCount: c.ExecutionCount})
 	}
 	return v, nil
 }

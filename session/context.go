@@ -156,7 +156,7 @@ func (h *Host) namespaceNote(ctx context.Context, c *current) string {
 	if same {
 		return "" // nothing ran since: the model has it
 	}
-	vars, err := h.ns.read(ctx, r, h.kernelGeneration(), seq)
+	vars, err := h.ns.read(ctx, r, h.kernelGeneration(), seq, contextNamespaceWait)
 	if err != nil {
 		h.log.Debug("namespace for the context", "error", err)
 		return ""
@@ -253,8 +253,8 @@ type namespaceCache struct {
 }
 
 // read returns the namespace at (gen, seq): the cached one, else read
-// from r within contextNamespaceWait.
-func (nc *namespaceCache) read(ctx context.Context, r backing.Runner, gen, seq int64) ([]backing.Variable, error) {
+// from r within wait.
+func (nc *namespaceCache) read(ctx context.Context, r backing.Runner, gen, seq int64, wait time.Duration) ([]backing.Variable, error) {
 	nc.mu.Lock()
 	if nc.ok && nc.gen == gen && nc.seq == seq {
 		vars := nc.vars
@@ -262,7 +262,7 @@ func (nc *namespaceCache) read(ctx context.Context, r backing.Runner, gen, seq i
 		return vars, nil
 	}
 	nc.mu.Unlock()
-	nctx, cancel := context.WithTimeout(ctx, contextNamespaceWait)
+	nctx, cancel := context.WithTimeout(ctx, wait)
 	vars, err := backing.Namespace(nctx, r)
 	cancel()
 	if err != nil {

@@ -99,6 +99,10 @@ func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
 		if err = p.runSettings(ctx, c, in); err == nil {
 			return // the modelSettings frame answers it
 		}
+	case TypeCompleteMention:
+		if err = p.runCompleteMention(c, in); err == nil {
+			return // the mentionCompletions frame answers it
+		}
 	case TypeListSessions:
 		var list []SessionInfo
 		if list, err = a.ListSessions(ctx, in.Search, orInt(in.Limit, 50)); err == nil {

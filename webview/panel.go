@@ -27,6 +27,9 @@ type Panel struct {
 	unsub  func()
 	nextID atomic.Uint64
 	once   sync.Once
+	// completing holds a token per completeMention being answered
+	// (mentions.go).
+	completing chan struct{}
 }
 
 // PanelOptions configure a Panel. The zero value works.
@@ -63,7 +66,8 @@ func (o PanelOptions) withDefaults() PanelOptions {
 func NewPanel(a Agent, opts PanelOptions) *Panel {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Panel{agent: a, log: opts.Logger, hub: newHub(a, opts.Logger), opts: opts, ctx: ctx, cancel: cancel}
+	p := &Panel{agent: a, log: opts.Logger, hub: newHub(a, opts.Logger), opts: opts, ctx: ctx, cancel: cancel,
+		completing: make(chan struct{}, maxCompleting)}
 	p.unsub = a.Subscribe(p.hub.publish)
 	p.hub.resync(ctx)
 	p.wg.Add(1)

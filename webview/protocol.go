@@ -90,6 +90,8 @@ type Inbound struct {
 	Provider string `json:"provider,omitempty"`
 	Key      string `json:"key,omitempty"`
 	Effort   string `json:"effort,omitempty"`
+	// Prefix is a completeMention's: what follows the @ (mentions.go).
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // FrameError is why an inbound frame was refused: Code is one of the
@@ -242,6 +244,10 @@ func (in *Inbound) validate() *FrameError {
 	case TypeSetEffort:
 		if len(in.Effort) > 32 {
 			return bad("setEffort needs an effort")
+		}
+	case TypeCompleteMention:
+		if len(in.Prefix) > maxMentionPrefix {
+			return bad("completeMention's prefix is longer than %d bytes", maxMentionPrefix)
 		}
 	case "":
 		return bad("frame has no type")

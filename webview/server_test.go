@@ -117,6 +117,9 @@ func TestInboundErrors(t *testing.T) {
 		{"trailing data", `{"type":"cancelTask"}{}`, CodeBadJSON},
 		{"oversized", `{"type":"newTask","text":"` + strings.Repeat("a", 5000) + `"}`, CodeTooLarge},
 		{"failing command", `{"type":"askResponse","id":"q","ts":5,"response":"yesButtonClicked"}`, CodeFailed},
+		{"a mention's prefix too long", `{"type":"completeMention","prefix":"` + strings.Repeat("d", 300) + `"}`, CodeBadFrame},
+		{"a mention's prefix not a string", `{"type":"completeMention","prefix":1}`, CodeBadFrame},
+		{"mentions of an Agent without them", `{"type":"completeMention","id":"m","prefix":"d"}`, CodeFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,6 +51,8 @@ node lab.test.mjs
 node notebook.test.mjs
 # Inline completions and the settings view's keys (issue 36).
 node complete.test.mjs
+# The prompt box's @-mention list: df offered, picked and sent (issue 42).
+node mention.test.mjs
 # An outside MCP client (npm's SDK) on the notebook open in JupyterLab, through
 # %agent mcp serve (issue 35).
 node mcpnotebook.test.mjs

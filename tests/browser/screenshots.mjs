@@ -166,6 +166,16 @@ async function run(tmp) {
       await sb.locator("#settingsView").waitFor({ state: "hidden", timeout: TIMEOUT });
     });
 
+    await step("mention.png: @d typed in the sidebar's prompt box, the list offering df", async () => {
+      const sb = sidebar(page);
+      await sb.locator("#prompt").click();
+      await sb.locator("#prompt").pressSequentially("Plot revenue by quarter from @d");
+      await sb.locator("#mentionList li.mention").filter({ hasText: "@df" }).first().waitFor({ timeout: TIMEOUT });
+      await save(page, "mention");
+      await page.keyboard.press("Escape");
+      await sb.locator("#prompt").fill("");
+    });
+
     await step("dark.png: the same in JupyterLab Dark", async () => {
       await themeMenu(page, "JupyterLab Dark");
       await until("the sidebar in the dark theme", async () =>

@@ -1,5 +1,5 @@
 // agentkernel's web panel, bundled from webview/panel/src by webview/panel/build.mjs: do not edit.
-// sources sha256 d2c3db714e981dafb464ded865a4fa513b990c539add339d03fa5f36355ff715
+// sources sha256 c60013b751fe301f9a58b09f749a1ce86b8d8c76a84045564fa22691c6f573fc
 (() => {
   // src/dom.js
   var $ = (id) => document.getElementById(id);
@@ -930,6 +930,154 @@
     }
   };
 
+  // src/mentions.js
+  var mentionAt = /(?:^|[\s(\[{"'])@([A-Za-z0-9_~][A-Za-z0-9_./~:-]*)?$/;
+  var LIMIT = 20;
+  var MentionList = class {
+    /**
+     * box is the prompt's textarea, list the element the list is drawn in,
+     * send sends a client frame.
+     */
+    constructor(box, list, send2) {
+      this.box = box;
+      this.list = list;
+      this.send = send2;
+      this.prefix = null;
+      this.asked = /* @__PURE__ */ new Set();
+      this.items = [];
+      this.active = 0;
+      box.addEventListener("input", () => this.update());
+      box.addEventListener("click", () => this.update());
+      box.addEventListener("keyup", (e) => {
+        if (e.key === "ArrowLeft" || e.key === "ArrowRight" || e.key === "Home" || e.key === "End") this.update();
+      });
+      box.addEventListener("blur", () => this.close());
+    }
+    /** Whether the list is shown. */
+    get isOpen() {
+      return !this.list.hidden;
+    }
+    // typed is the mention being typed at the caret: {start, prefix}, or null.
+    typed() {
+      const b = this.box;
+      if (b.selectionStart !== b.selectionEnd) return null;
+      const before = b.value.slice(0, b.selectionStart);
+      const m = mentionAt.exec(before);
+      if (!m) return null;
+      const prefix = m[1] || "";
+      return { start: before.length - prefix.length - 1, prefix };
+    }
+    /** update asks for the completions of the mention at the caret, if any. */
+    update() {
+      const t = this.typed();
+      if (!t) {
+        this.close();
+        return;
+      }
+      if (t.prefix === this.prefix) return;
+      this.prefix = t.prefix;
+      const f = { type: "completeMention", prefix: t.prefix, limit: LIMIT };
+      this.send(f);
+      if (this.asked.size > 100) this.asked.clear();
+      this.asked.add(f.id);
+    }
+    /**
+     * quiet says whether an error frame answers one of this list's frames:
+     * a list that cannot be had is no list, not a banner.
+     */
+    quiet(f) {
+      return this.asked.delete(f.id);
+    }
+    /** show draws a mentionCompletions frame, if it answers what is typed. */
+    show(f) {
+      const t = this.typed();
+      if (!t || f.prefix !== t.prefix || document.activeElement !== this.box) return;
+      this.items = (Array.isArray(f.completions) ? f.completions : []).filter((c) => c && typeof c.mention === "string");
+      this.active = 0;
+      if (!this.items.length) {
+        this.list.hidden = true;
+        return;
+      }
+      this.draw();
+      this.list.hidden = false;
+    }
+    draw() {
+      this.list.replaceChildren();
+      this.items.forEach((c, i) => {
+        const li = el("li", "mention" + (i === this.active ? " active" : ""));
+        li.id = "mention-" + i;
+        li.setAttribute("role", "option");
+        li.setAttribute("aria-selected", String(i === this.active));
+        li.dataset.kind = String(c.kind || "");
+        li.append(el("span", "mention-name", "@" + c.mention), el("span", "mention-detail", String(c.detail || "")));
+        li.addEventListener("mousedown", (e) => {
+          e.preventDefault();
+          this.pick(i);
+        });
+        this.list.append(li);
+      });
+      this.box.setAttribute("aria-activedescendant", "mention-" + this.active);
+      const a = this.list.children[this.active];
+      if (a && a.scrollIntoView) a.scrollIntoView({ block: "nearest" });
+    }
+    /**
+     * keydown handles the list's keys while it is shown; it returns true
+     * when it took the key (the box's own Enter does not send then).
+     */
+    keydown(e) {
+      if (!this.isOpen || e.isComposing) return false;
+      const n = this.items.length;
+      switch (e.key) {
+        case "ArrowDown":
+          this.active = (this.active + 1) % n;
+          break;
+        case "ArrowUp":
+          this.active = (this.active + n - 1) % n;
+          break;
+        case "Enter":
+        case "Tab":
+          if (e.shiftKey) return false;
+          this.pick(this.active);
+          break;
+        case "Escape":
+          this.close();
+          break;
+        default:
+          return false;
+      }
+      e.preventDefault();
+      e.stopPropagation();
+      if (this.isOpen) this.draw();
+      return true;
+    }
+    /** pick puts completion i in place of the mention being typed. */
+    pick(i) {
+      const c = this.items[i];
+      const t = this.typed();
+      if (!c || !t) {
+        this.close();
+        return;
+      }
+      const b = this.box;
+      const into = c.kind === "dir";
+      const text2 = "@" + c.mention + (into ? "" : " ");
+      const end = t.start + 1 + t.prefix.length;
+      b.value = b.value.slice(0, t.start) + text2 + b.value.slice(end);
+      const caret = t.start + text2.length;
+      b.setSelectionRange(caret, caret);
+      this.close();
+      if (into) this.update();
+    }
+    /** close hides the list; the next mention typed asks again. */
+    close() {
+      this.list.hidden = true;
+      this.list.replaceChildren();
+      this.items = [];
+      this.prefix = null;
+      this.box.removeAttribute("aria-activedescendant");
+    }
+  };
+
   // src/settings.js
   var SettingsView = class {
     constructor(send2) {
@@ -1164,6 +1312,7 @@
   }
   var askBox = new AskBox(respond);
   var settingsView = new SettingsView(send);
+  var mentions = new MentionList($("prompt"), $("mentionList"), send);
   var chrome = () => renderChrome(mirror.st, askBox);
   function loadOlder() {
     const st = mirror.st;
@@ -1220,7 +1369,11 @@
       case "modelSettings":
         settingsView.render(f, mirror.st);
         break;
+      case "mentionCompletions":
+        mentions.show(f);
+        break;
       case "error":
+        if (mentions.quiet(f)) break;
         showBanner(f.text || f.code, "error");
         break;
     }
@@ -1263,6 +1416,7 @@
       send(f);
     }
     $("prompt").value = "";
+    mentions.close();
     attachments.clear();
     stopEdit();
   }
@@ -1309,7 +1463,10 @@
     attachments.add(e.dataTransfer.files);
   });
   on("send", "click", submitPrompt);
-  on("prompt", "keydown", enter(submitPrompt));
+  var sendOnEnter = enter(submitPrompt);
+  on("prompt", "keydown", (e) => {
+    if (!mentions.keydown(e)) sendOnEnter(e);
+  });
   on("cancel", "click", () => send({ type: "cancelTask" }));
   on("cancelEdit", "click", () => {
     $("prompt").value = "";

@@ -8,7 +8,8 @@
 // transport.js carries frames; render.js draws the timeline, chrome.js the
 // rest, dialogs.js the sessions and the rewind; settings.js the settings
 // view (model, effort, modes, API keys); images.js the attached images;
-// theme.js wears the sidebar's theme. This file wires them to the page.
+// theme.js wears the sidebar's theme; mentions.js the prompt box's list of
+// @-mentions. This file wires them to the page.
 // The bundle (webview/static/panel.js) is built from these files by
 // webview/panel/build.mjs.
 
@@ -16,6 +17,7 @@ import { AskBox, hideBanner, renderChrome, showBanner } from "./chrome.js";
 import { $ } from "./dom.js";
 import { RewindDialog, renderHits, renderSessions, showRewindReport } from "./dialogs.js";
 import { Attachments, clipboardImages } from "./images.js";
+import { MentionList } from "./mentions.js";
 import { Timeline } from "./render.js";
 import { SettingsView } from "./settings.js";
 import { Mirror, takes } from "./state.js";
@@ -49,6 +51,7 @@ function respond(kind, text, images) {
 
 const askBox = new AskBox(respond);
 const settingsView = new SettingsView(send);
+const mentions = new MentionList($("prompt"), $("mentionList"), send);
 const chrome = () => renderChrome(mirror.st, askBox);
 
 // loadOlder asks for the page of messages before the oldest shown.
@@ -118,7 +121,11 @@ function reply(f) {
     case "modelSettings":
       settingsView.render(f, mirror.st);
       break;
+    case "mentionCompletions":
+      mentions.show(f);
+      break;
     case "error":
+      if (mentions.quiet(f)) break; // no completions of a mention: no list
       showBanner(f.text || f.code, "error");
       break;
   }
@@ -165,6 +172,7 @@ function submitPrompt() {
     send(f);
   }
   $("prompt").value = "";
+  mentions.close();
   attachments.clear();
   stopEdit();
 }
@@ -219,7 +227,10 @@ on("composer", "drop", (e) => {
   attachments.add(e.dataTransfer.files);
 });
 on("send", "click", submitPrompt);
-on("prompt", "keydown", enter(submitPrompt));
+const sendOnEnter = enter(submitPrompt);
+on("prompt", "keydown", (e) => {
+  if (!mentions.keydown(e)) sendOnEnter(e); // the list's keys first
+});
 on("cancel", "click", () => send({ type: "cancelTask" }));
 on("cancelEdit", "click", () => {
   $("prompt").value = "";

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -247,7 +248,7 @@ func (c *notebookComm) request(ctx context.Context, op string, args nbcomm.Args,
 }
 
 // agentCell is a cell of the protocol as the agent reads it.
-func agentCell(w nbcomm.Cell, maxOutput int) agent.NotebookCell {
+func agentCell(w nbcomm.Cell, maxOutput int, images bool) agent.NotebookCell {
 	c := agent.NotebookCell{ID: w.ID, Kind: agent.CellKind(w.CellType), Source: w.Source}
 	if w.ExecutionCount != nil {
 		c.ExecutionCount = *w.ExecutionCount
@@ -256,6 +257,9 @@ func agentCell(w nbcomm.Cell, maxOutput int) agent.NotebookCell {
 		// The frontend cut the text already, saying how much: the mark
 		// is kept.
 		c.Outputs = append(c.Outputs, session.SummarizeOutput(o, maxOutput+64))
+		if images {
+			c.Outputs[len(c.Outputs)-1].Pictures = session.OutputPictures(o)
+		}
 	}
 	return c
 }
@@ -275,7 +279,11 @@ func (c *notebookComm) ReadRange(ctx context.Context, r agent.ReadRange) (agent.
 	if budget <= 0 {
 		budget = math.MaxInt32 // no bound, and a frontend that knows ranges still says where it started
 	}
-	v, w, err := c.read(ctx, nbcomm.Args{MaxOutput: r.MaxOutput, Start: r.Start, End: r.End, MaxChars: budget})
+	a := nbcomm.Args{MaxOutput: r.MaxOutput, Start: r.Start, End: r.End, MaxChars: budget}
+	if r.Images {
+		a.MaxImage = base64.StdEncoding.EncodedLen(agent.MaxAttachedImageBytes)
+	}
+	v, w, err := c.read(ctx, a)
 	if err != nil || w.Count == nil {
 		return agent.PartOf(v, r), err
 	}
@@ -298,7 +306,7 @@ func (c *notebookComm) read(ctx context.Context, a nbcomm.Args) (agent.NotebookV
 	}
 	v.Cells = make([]agent.NotebookCell, 0, len(r.Cells))
 	for _, w := range r.Cells {
-		v.Cells = append(v.Cells, agentCell(w, a.MaxOutput))
+		v.Cells = append(v.Cells, agentCell(w, a.MaxOutput, a.MaxImage > 0))
 	}
 	return v, r, nil
 }
@@ -318,7 +326,7 @@ func (c *notebookComm) Insert(ctx context.Context, index int, cell session.Cell)
 		a.ExecutionCount = &cell.ExecutionCount
 	}
 	err := c.request(ctx, nbcomm.OpInsert, a, &r)
-	return agentCell(r.Cell, 0), err
+	return agentCell(r.Cell, 0, false), err
 }
 
 // SetSource implements session.Cells.
@@ -327,7 +335,7 @@ func (c *notebookComm) SetSource(ctx context.Context, id, source string) (agent.
 		Before nbcomm.Cell `json:"before"`
 	}
 	err := c.request(ctx, nbcomm.OpSetSource, nbcomm.Args{ID: id, Source: source}, &r)
-	return agentCell(r.Before, 0), err
+	return agentCell(r.Before, 0, false), err
 }
 
 // Move implements session.Cells.

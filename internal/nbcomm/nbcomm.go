@@ -64,9 +64,13 @@ type Args struct {
 	// MaxOutput) come to at most MaxChars characters (the first one
 	// always). MaxChars 0: every cell, as a frontend that knows no range
 	// answers.
-	Start          int               `json:"start,omitempty"`
-	End            int               `json:"end,omitempty"`
-	MaxChars       int               `json:"max_chars,omitempty"`
+	Start    int `json:"start,omitempty"`
+	End      int `json:"end,omitempty"`
+	MaxChars int `json:"max_chars,omitempty"`
+	// MaxImage, when set, asks for the outputs' image data: an image whose
+	// base64 data is at most MaxImage characters keeps it (a larger one is
+	// emptied, as every image is without it).
+	MaxImage       int               `json:"max_image,omitempty"`
 	Outputs        []json.RawMessage `json:"outputs,omitempty"`
 	ExecutionCount *int              `json:"execution_count"`
 }

@@ -103,6 +103,7 @@ type Args = {
   start?: unknown;
   end?: unknown;
   max_chars?: unknown;
+  max_image?: unknown;
   outputs?: unknown;
   execution_count?: unknown;
 };
@@ -148,10 +149,11 @@ function joined(v: nbformat.MultilineString | undefined): string {
 
 /**
  * An output as a read carries it: text cut to max characters, image data
- * emptied (the mime type kept, so the agent knows an image is there), the
+ * emptied (the mime type kept, so the agent knows an image is there) unless
+ * the read asked for images of up to maxImage characters of base64, the
  * other kinds of data (HTML, JSON, widgets) left out, no metadata.
  */
-export function readOutput(o: nbformat.IOutput, max: number): nbformat.IOutput {
+export function readOutput(o: nbformat.IOutput, max: number, maxImage = 0): nbformat.IOutput {
   switch (o.output_type) {
     case 'stream':
       return { output_type: 'stream', name: o.name, text: cut(joined(o.text as nbformat.MultilineString), max) };
@@ -164,7 +166,8 @@ export function readOutput(o: nbformat.IOutput, max: number): nbformat.IOutput {
       const data: nbformat.IMimeBundle = {};
       for (const [mime, v] of Object.entries((o.data ?? {}) as nbformat.IMimeBundle)) {
         if (mime.startsWith('image/')) {
-          data[mime] = '';
+          const image = joined(v as nbformat.MultilineString);
+          data[mime] = maxImage > 0 && image.length <= maxImage ? image : '';
         } else if (mime === 'text/plain') {
           data[mime] = cut(joined(v as nbformat.MultilineString), max);
         }
@@ -199,15 +202,15 @@ function count(v: unknown, fallback: number): number {
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : fallback;
 }
 
-/** cell as a read carries it; outputs only when max > 0. */
-function wireCell(cell: ISharedCell, max: number): WireCell {
+/** cell as a read carries it; outputs only when max > 0 (images: readOutput's maxImage). */
+function wireCell(cell: ISharedCell, max: number, maxImage = 0): WireCell {
   const code = cell.cell_type === 'code' ? (cell as ISharedCodeCell) : null;
   return {
     id: cell.id,
     cell_type: cell.cell_type,
     source: cell.getSource(),
     execution_count: code ? (code.execution_count ?? null) : null,
-    outputs: code && max > 0 ? code.getOutputs().map(o => readOutput(o, max)) : []
+    outputs: code && max > 0 ? code.getOutputs().map(o => readOutput(o, max, maxImage)) : []
   };
 }
 
@@ -369,6 +372,7 @@ export class NotebookOps {
     const all = this.model.cells;
     const active = this.panel.content.activeCell;
     const budget = count(args.max_chars, 0);
+    const maxImage = count(args.max_image, 0);
     let cells: WireCell[];
     let range: { start: number; count: number; active_index: number } | null = null;
     if (budget > 0) {
@@ -378,7 +382,7 @@ export class NotebookOps {
       cells = [];
       let used = 0;
       for (let i = start; i < end; i++) {
-        const c = wireCell(all[i], max);
+        const c = wireCell(all[i], max, maxImage);
         used += c.source.length + c.outputs.reduce((k, o) => k + outputChars(o), 0);
         if (i > start && used > budget) {
           break;

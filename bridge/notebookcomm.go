@@ -42,6 +42,9 @@ type notebookComms struct {
 	comms map[string]*notebookComm // by comm id
 	order []string                 // comm ids, oldest first
 	file  session.FileCells        // %agent notebook's: where the tools work when no comm is open
+	// early is the focus a page sent right after its comm_open, before
+	// the worker opened the comm (reply runs at once, open on the worker).
+	early map[string]nbcomm.Focus
 }
 
 // notebookComm is one frontend's notebook, as session.Cells.
@@ -53,6 +56,7 @@ type notebookComm struct {
 	mu      sync.Mutex
 	pending map[string]chan nbcomm.Reply
 	gone    chan struct{}
+	focus   nbcomm.Focus // where the user is, as the page last said
 }
 
 func (n *notebookComms) open(_ context.Context, m commMsg) {
@@ -72,6 +76,10 @@ func (n *notebookComms) open(_ context.Context, m commMsg) {
 	if old := n.comms[m.id]; old != nil {
 		old.end()
 	}
+	if f, ok := n.early[m.id]; ok {
+		c.focus = f
+		delete(n.early, m.id)
+	}
 	n.comms[m.id] = c
 	n.order = append(n.order, m.id)
 	n.b.log.Debug("notebook comm opened", "comm_id", m.id, "path", d.Path)
@@ -82,18 +90,36 @@ func (n *notebookComms) open(_ context.Context, m commMsg) {
 func (n *notebookComms) message(_ context.Context, m commMsg) { n.reply(m) }
 
 // reply implements replyTarget: a frontend's reply goes to the request
-// waiting for it.
+// waiting for it; its focus message is kept for Focus.
 func (n *notebookComms) reply(m commMsg) {
+	var d struct {
+		Reply *nbcomm.Reply `json:"reply"`
+		Focus *nbcomm.Focus `json:"focus"`
+	}
+	err := json.Unmarshal(m.data, &d)
 	n.mu.Lock()
 	c := n.comms[m.id]
+	if err == nil && d.Reply == nil && d.Focus != nil {
+		f := d.Focus.Bounded()
+		if c == nil {
+			if n.early == nil {
+				n.early = map[string]nbcomm.Focus{}
+			}
+			n.early[m.id] = f // the comm is being opened: it takes it
+		}
+		n.mu.Unlock()
+		if c != nil {
+			c.mu.Lock()
+			c.focus = f
+			c.mu.Unlock()
+		}
+		return
+	}
 	n.mu.Unlock()
 	if c == nil {
 		return
 	}
-	var d struct {
-		Reply *nbcomm.Reply `json:"reply"`
-	}
-	if err := json.Unmarshal(m.data, &d); err != nil || d.Reply == nil {
+	if err != nil || d.Reply == nil {
 		n.b.log.Warn("notebook comm: a message that is no reply", "comm_id", m.id)
 		return
 	}
@@ -110,6 +136,7 @@ func (n *notebookComms) closed(id string) {
 	n.mu.Lock()
 	c := n.comms[id]
 	delete(n.comms, id)
+	delete(n.early, id)
 	for i, o := range n.order {
 		if o == id {
 			n.order = append(n.order[:i], n.order[i+1:]...)
@@ -309,6 +336,14 @@ func (c *notebookComm) read(ctx context.Context, a nbcomm.Args) (agent.NotebookV
 		v.Cells = append(v.Cells, agentCell(w, a.MaxOutput, a.MaxImage > 0))
 	}
 	return v, r, nil
+}
+
+// Focus implements session.Focus: the cell the user is in and the text
+// selected there, as the page last said (its focus message).
+func (c *notebookComm) Focus() (active, selection string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.focus.Active, c.focus.Selection
 }
 
 // Path implements session.Cells: the notebook's path, as the frontend

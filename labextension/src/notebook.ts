@@ -30,6 +30,8 @@ import { ISharedCell, ISharedCodeCell, ISharedNotebook } from '@jupyter/ydoc';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Token } from '@lumino/coreutils';
 
+import { Focus, FocusWatch } from './focus';
+
 /** The kernel's comm target of the notebook (bridge.NotebookTarget). */
 export const NOTEBOOK_TARGET = 'agentkernel.notebook';
 
@@ -558,6 +560,7 @@ export class NotebookLink {
   private kernel: Kernel.IKernelConnection | null = null;
   private readonly typing: TypingWatch;
   private readonly ops: NotebookOps;
+  private readonly focus: FocusWatch;
   private disposed = false;
 
   constructor(
@@ -567,6 +570,7 @@ export class NotebookLink {
   ) {
     this.typing = new TypingWatch(panel);
     this.ops = new NotebookOps(panel, this.typing, localPath);
+    this.focus = new FocusWatch(panel, f => this.sendFocus(f));
     const ctx = panel.sessionContext;
     ctx.kernelChanged.connect(this.sync, this);
     ctx.statusChanged.connect(this.sync, this);
@@ -593,6 +597,7 @@ export class NotebookLink {
     ctx.specsManager.specsChanged.disconnect(this.sync, this);
     this.close(true);
     this.typing.dispose();
+    this.focus.dispose();
   }
 
   /** Opens, keeps or closes the comm, as the kernel now is. */
@@ -634,6 +639,21 @@ export class NotebookLink {
     };
     this.comm = comm;
     comm.open({ protocol: NOTEBOOK_PROTOCOL, path: this.localPath(this.panel.context.path) });
+    this.focus.resend();
+  }
+
+  /** Tells the kernel where the user is; false when the comm is not open. */
+  private sendFocus(focus: Focus): boolean {
+    const comm = this.comm;
+    if (!comm || comm.isDisposed) {
+      return false;
+    }
+    try {
+      comm.send({ focus } as any).dispose();
+    } catch {
+      return false; // the kernel went: sent again when a comm opens
+    }
+    return true;
   }
 
   private close(tell: boolean): void {

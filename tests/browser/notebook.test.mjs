@@ -648,6 +648,26 @@ async function badInput(browser, page, lab) {
     steps.page = page;
   });
 
+  await step("lab: the cell the user is in and the text they selected reach the model with their next prompt, unasked", async () => {
+    const code = (id, source) => ({ id, cell_type: "code", metadata: {}, source, outputs: [], execution_count: null });
+    writeNotebook(join(lab.work, "focus.ipynb"), "agent-code", "Agent (code)", [code("first", "a = 1"), code("total", "total = price * qty")]);
+    const p = await sidebarPage(browser, lab, "focus.ipynb");
+    await cells(p).nth(1).locator(".cm-content").click();
+    await p.keyboard.press("End");
+    for (let i = 0; i < "price * qty".length; i++) await p.keyboard.press("Shift+ArrowLeft");
+    await p.waitForTimeout(400); // the focus settles (150 ms) and is sent
+    const before = (await model.requests()).length;
+    await model.enqueue(say("It multiplies them."));
+    await send(p, "What does the selection do?");
+    await turnDone(p, model);
+    const reqs = await model.requests();
+    assert.equal(reqs.length, before + 1, "the prompt made more than one model request");
+    const sent = JSON.stringify(reqs[reqs.length - 1].body.messages.at(-1));
+    assert.ok(sent.includes("The user is in cell total.") && sent.includes('Selected there: \\"price * qty\\"'), sent.slice(0, 600));
+    await p.close();
+    steps.page = page;
+  });
+
   await step("lab: the user is typing in the cell the agent's edit is for: the edit is refused as a conflict, the user's text kept", async () => {
     const code = (id, source) => ({ id, cell_type: "code", metadata: {}, source, outputs: [], execution_count: null });
     writeNotebook(join(lab.work, "typing.ipynb"), "agent-code", "Agent (code)", [code("draft", "draft = 1"), code("other", "")]);

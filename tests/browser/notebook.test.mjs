@@ -652,7 +652,7 @@ async function badInput(browser, page, lab) {
     const code = (id, source) => ({ id, cell_type: "code", metadata: {}, source, outputs: [], execution_count: null });
     writeNotebook(join(lab.work, "focus.ipynb"), "agent-code", "Agent (code)", [code("first", "a = 1"), code("total", "total = price * qty")]);
     const p = await sidebarPage(browser, lab, "focus.ipynb");
-    await cells(p).nth(1).locator(".cm-content").click();
+    await cellWith(p, "total = price * qty").locator(".cm-content").click();
     await p.keyboard.press("End");
     for (let i = 0; i < "price * qty".length; i++) await p.keyboard.press("Shift+ArrowLeft");
     await p.waitForTimeout(400); // the focus settles (150 ms) and is sent

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/messages"
 )
 
 // This file: the notebook the agent works in, as the agent sees it. The
@@ -96,6 +97,9 @@ func (v NotebookView) activeIndex() int {
 // most MaxChars characters — the first one always. MaxChars 0: no bound.
 type ReadRange struct {
 	Start, End, MaxChars, MaxOutput int
+	// Images asks for the outputs' images themselves (CellOutput.Pictures),
+	// each at most MaxAttachedImageBytes; a read of one cell asks.
+	Images bool
 }
 
 // RangeReader is a Notebook that reads only the cells of a ReadRange
@@ -185,6 +189,10 @@ type CellOutput struct {
 	Cut  int
 	// Images are the mime types of its images (image/png), named only.
 	Images []string
+	// Pictures are the images themselves, when the read asked for them
+	// (ReadRange.Images): those the models take, within
+	// MaxAttachedImageBytes.
+	Pictures []Image
 }
 
 // Errors of a Notebook, for the model.
@@ -246,8 +254,8 @@ func (tb *Toolbox) notebookTools() []*Tool {
 		{
 			name: ToolNotebookRead, class: ClassRead,
 			description: prompt("Read the notebook the user works in: each cell's id, type, source, execution count "+
-				"and outputs (text cut, images named), and the cell the user is in. Bounded by start/end (cell "+
-				"indexes) or max_tokens; id reads one cell whole.",
+				"and outputs (text cut), and the cell the user is in. Bounded by start/end (cell "+
+				"indexes) or max_tokens; id reads one cell whole, images included.",
 				"A code cell without a first line %%code is a request to you, not code."),
 			params: []param{
 				{name: "id", typ: tString, desc: "One cell, whole (cut only to max_tokens)."},
@@ -392,7 +400,23 @@ func (tb *Toolbox) notebookRead(ctx context.Context, in map[string]any) (Result,
 	if r.End < 0 {
 		end = start
 	}
-	return Result{Text: renderNotebook(v, start, end, r.MaxChars)}, nil
+	text := renderNotebook(v, start, end, r.MaxChars)
+	if hasImages(v) {
+		text += "\n(Images are named only here: notebook_read with a cell's id shows them.)\n"
+	}
+	return Result{Text: text}, nil
+}
+
+// hasImages reports whether an output of v's cells has an image.
+func hasImages(v NotebookView) bool {
+	for _, c := range v.Cells {
+		for _, o := range c.Outputs {
+			if len(o.Images) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // readOneCell reads cell id whole: its outputs cut only to the answer's
@@ -406,12 +430,39 @@ func (tb *Toolbox) readOneCell(ctx context.Context, nb Notebook, id string, budg
 	if i < 0 {
 		return Result{}, fmt.Errorf("notebook_read: cell %s: %w", id, ErrNoCell)
 	}
-	r := ReadRange{Start: i, End: i + 1, MaxChars: budget * 4, MaxOutput: budget * 4}
+	r := ReadRange{Start: i, End: i + 1, MaxChars: budget * 4, MaxOutput: budget * 4, Images: true}
 	part, err := ReadCells(ctx, nb, r)
 	if err != nil {
 		return Result{}, fmt.Errorf("notebook_read: %w", err)
 	}
-	return Result{Text: renderNotebook(part, i, i+1, r.MaxChars)}, nil
+	res := Result{Text: renderNotebook(part, i, i+1, r.MaxChars)}
+	showPictures(&res, part)
+	return res, nil
+}
+
+// showPictures adds the images of v's outputs to res: the first
+// maxShownImages as image blocks (which a model without vision is not
+// sent: it keeps the text's description of each) and shown in the UI.
+func showPictures(res *Result, v NotebookView) {
+	var names []string
+	for _, c := range v.Cells {
+		for _, o := range c.Outputs {
+			for _, im := range o.Pictures {
+				if len(res.Blocks) >= maxShownImages || im.Data == "" || im.Bytes > maxShownImageBytes {
+					names = append(names, im.Summary()+" (not shown)")
+					continue
+				}
+				names = append(names, im.Summary())
+				res.Images = append(res.Images, im.Summary())
+				res.Shown = append(res.Shown, im.DataURL())
+				res.Blocks = append(res.Blocks, messages.ContentBlock{Type: messages.BlockImage,
+					Source: &messages.ImageSource{Type: "base64", MediaType: im.MIME, Data: im.Data}})
+			}
+		}
+	}
+	if len(names) > 0 {
+		res.Text += "\nImages of its outputs: " + strings.Join(names, ", ") + "\n"
+	}
 }
 
 // renderNotebook writes cells [start, end) of v (a part from v.Start on)

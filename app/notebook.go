@@ -68,7 +68,13 @@ func (c docCells) ReadRange(_ context.Context, r agent.ReadRange) (agent.Noteboo
 		return agent.NotebookView{}, err
 	}
 	v := agent.NotebookView{Path: c.name, Part: true, Count: len(nb.Cells), ActiveIndex: -1}
-	v.Start, v.Cells = r.Take(len(nb.Cells), func(i int) agent.NotebookCell { return agentCell(nb.Cells[i], r.MaxOutput) })
+	v.Start, v.Cells = r.Take(len(nb.Cells), func(i int) agent.NotebookCell {
+		c := agentCell(nb.Cells[i], r.MaxOutput)
+		if r.Images {
+			addPictures(&c, nb.Cells[i])
+		}
+		return c
+	})
 	return v, nil
 }
 
@@ -86,6 +92,18 @@ func agentCell(c *notebooks.Cell, maxOutput int) agent.NotebookCell {
 		out.Outputs = append(out.Outputs, session.SummarizeOutput(raw, maxOutput))
 	}
 	return out
+}
+
+// addPictures gives c's outputs (agentCell's of cell) their images.
+func addPictures(c *agent.NotebookCell, cell *notebooks.Cell) {
+	for i, o := range cell.Outputs {
+		if i >= len(c.Outputs) {
+			return
+		}
+		if raw, err := json.Marshal(o); err == nil {
+			c.Outputs[i].Pictures = session.OutputPictures(raw)
+		}
+	}
 }
 
 func (c docCells) Insert(_ context.Context, index int, in session.Cell) (agent.NotebookCell, error) {

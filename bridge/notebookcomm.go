@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,9 @@ type notebookComms struct {
 	comms map[string]*notebookComm // by comm id
 	order []string                 // comm ids, oldest first
 	file  session.FileCells        // %agent notebook's: where the tools work when no comm is open
+	// early is the focus a page sent right after its comm_open, before
+	// the worker opened the comm (reply runs at once, open on the worker).
+	early map[string]nbcomm.Focus
 }
 
 // notebookComm is one frontend's notebook, as session.Cells.
@@ -52,6 +56,7 @@ type notebookComm struct {
 	mu      sync.Mutex
 	pending map[string]chan nbcomm.Reply
 	gone    chan struct{}
+	focus   nbcomm.Focus // where the user is, as the page last said
 }
 
 func (n *notebookComms) open(_ context.Context, m commMsg) {
@@ -71,6 +76,10 @@ func (n *notebookComms) open(_ context.Context, m commMsg) {
 	if old := n.comms[m.id]; old != nil {
 		old.end()
 	}
+	if f, ok := n.early[m.id]; ok {
+		c.focus = f
+		delete(n.early, m.id)
+	}
 	n.comms[m.id] = c
 	n.order = append(n.order, m.id)
 	n.b.log.Debug("notebook comm opened", "comm_id", m.id, "path", d.Path)
@@ -81,18 +90,36 @@ func (n *notebookComms) open(_ context.Context, m commMsg) {
 func (n *notebookComms) message(_ context.Context, m commMsg) { n.reply(m) }
 
 // reply implements replyTarget: a frontend's reply goes to the request
-// waiting for it.
+// waiting for it; its focus message is kept for Focus.
 func (n *notebookComms) reply(m commMsg) {
+	var d struct {
+		Reply *nbcomm.Reply `json:"reply"`
+		Focus *nbcomm.Focus `json:"focus"`
+	}
+	err := json.Unmarshal(m.data, &d)
 	n.mu.Lock()
 	c := n.comms[m.id]
+	if err == nil && d.Reply == nil && d.Focus != nil {
+		f := d.Focus.Bounded()
+		if c == nil {
+			if n.early == nil {
+				n.early = map[string]nbcomm.Focus{}
+			}
+			n.early[m.id] = f // the comm is being opened: it takes it
+		}
+		n.mu.Unlock()
+		if c != nil {
+			c.mu.Lock()
+			c.focus = f
+			c.mu.Unlock()
+		}
+		return
+	}
 	n.mu.Unlock()
 	if c == nil {
 		return
 	}
-	var d struct {
-		Reply *nbcomm.Reply `json:"reply"`
-	}
-	if err := json.Unmarshal(m.data, &d); err != nil || d.Reply == nil {
+	if err != nil || d.Reply == nil {
 		n.b.log.Warn("notebook comm: a message that is no reply", "comm_id", m.id)
 		return
 	}
@@ -109,6 +136,7 @@ func (n *notebookComms) closed(id string) {
 	n.mu.Lock()
 	c := n.comms[id]
 	delete(n.comms, id)
+	delete(n.early, id)
 	for i, o := range n.order {
 		if o == id {
 			n.order = append(n.order[:i], n.order[i+1:]...)
@@ -247,7 +275,7 @@ func (c *notebookComm) request(ctx context.Context, op string, args nbcomm.Args,
 }
 
 // agentCell is a cell of the protocol as the agent reads it.
-func agentCell(w nbcomm.Cell, maxOutput int) agent.NotebookCell {
+func agentCell(w nbcomm.Cell, maxOutput int, images bool) agent.NotebookCell {
 	c := agent.NotebookCell{ID: w.ID, Kind: agent.CellKind(w.CellType), Source: w.Source}
 	if w.ExecutionCount != nil {
 		c.ExecutionCount = *w.ExecutionCount
@@ -256,6 +284,9 @@ func agentCell(w nbcomm.Cell, maxOutput int) agent.NotebookCell {
 		// The frontend cut the text already, saying how much: the mark
 		// is kept.
 		c.Outputs = append(c.Outputs, session.SummarizeOutput(o, maxOutput+64))
+		if images {
+			c.Outputs[len(c.Outputs)-1].Pictures = session.OutputPictures(o)
+		}
 	}
 	return c
 }
@@ -275,7 +306,11 @@ func (c *notebookComm) ReadRange(ctx context.Context, r agent.ReadRange) (agent.
 	if budget <= 0 {
 		budget = math.MaxInt32 // no bound, and a frontend that knows ranges still says where it started
 	}
-	v, w, err := c.read(ctx, nbcomm.Args{MaxOutput: r.MaxOutput, Start: r.Start, End: r.End, MaxChars: budget})
+	a := nbcomm.Args{MaxOutput: r.MaxOutput, Start: r.Start, End: r.End, MaxChars: budget}
+	if r.Images {
+		a.MaxImage = base64.StdEncoding.EncodedLen(agent.MaxAttachedImageBytes)
+	}
+	v, w, err := c.read(ctx, a)
 	if err != nil || w.Count == nil {
 		return agent.PartOf(v, r), err
 	}
@@ -298,9 +333,17 @@ func (c *notebookComm) read(ctx context.Context, a nbcomm.Args) (agent.NotebookV
 	}
 	v.Cells = make([]agent.NotebookCell, 0, len(r.Cells))
 	for _, w := range r.Cells {
-		v.Cells = append(v.Cells, agentCell(w, a.MaxOutput))
+		v.Cells = append(v.Cells, agentCell(w, a.MaxOutput, a.MaxImage > 0))
 	}
 	return v, r, nil
+}
+
+// Focus implements session.Focus: the cell the user is in and the text
+// selected there, as the page last said (its focus message).
+func (c *notebookComm) Focus() (active, selection string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.focus.Active, c.focus.Selection
 }
 
 // Path implements session.Cells: the notebook's path, as the frontend
@@ -318,7 +361,7 @@ func (c *notebookComm) Insert(ctx context.Context, index int, cell session.Cell)
 		a.ExecutionCount = &cell.ExecutionCount
 	}
 	err := c.request(ctx, nbcomm.OpInsert, a, &r)
-	return agentCell(r.Cell, 0), err
+	return agentCell(r.Cell, 0, false), err
 }
 
 // SetSource implements session.Cells.
@@ -327,7 +370,7 @@ func (c *notebookComm) SetSource(ctx context.Context, id, source string) (agent.
 		Before nbcomm.Cell `json:"before"`
 	}
 	err := c.request(ctx, nbcomm.OpSetSource, nbcomm.Args{ID: id, Source: source}, &r)
-	return agentCell(r.Before, 0), err
+	return agentCell(r.Before, 0, false), err
 }
 
 // Move implements session.Cells.

@@ -492,3 +492,53 @@ func openedNotebook(t testing.TB, br *Bridge) session.Cells {
 	}
 	return nb
 }
+
+// TestFocusReachesTheModel: the page's focus messages (the cell the user
+// is in, the text selected there) reach the model in the context block of
+// the next prompt, the last one said; the prompt asks the page nothing.
+func TestFocusReachesTheModel(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	conn, stop := serveBridge(t, h, PromptCells)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fe := &fakeFrontend{id: uuid.NewString(), cells: []nbcomm.Cell{
+		{ID: "user0001", CellType: "markdown", Source: "# Plan"},
+		{ID: "user0002", CellType: "code", Source: "total = price * qty"},
+	}}
+	c := fe.connect(ctx, t, conn, "work.ipynb")
+	defer c.Close()
+	focus := func(active, selection string) {
+		t.Helper()
+		if err := c.Send(ctx, client.Request{MsgType: wire.MsgCommMsg, Content: map[string]any{
+			"comm_id": fe.id, "data": map[string]any{"focus": map[string]string{"active": active, "selection": selection}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prompt := func(text string) string {
+		t.Helper()
+		h.Script.Enqueue(scripted.Reply(scripted.Text("Seen.")))
+		if _, err := c.Execute(ctx, text, client.ExecuteOptions{}, client.Handlers{}); err != nil {
+			t.Fatal(err)
+		}
+		last, _ := h.Script.Last()
+		raw := string(last.Raw)
+		return raw[strings.LastIndex(raw, "<notebook_context>")+1:] // this prompt's block
+	}
+	focus("user0001", "")
+	focus("user0002", "price * qty")
+	got := prompt("What does this do?")
+	if !strings.Contains(got, "The user is in cell user0002.") || !strings.Contains(got, `Selected there: \"price * qty\"`) {
+		t.Errorf("the context block does not carry the focus last said:\n%s", got)
+	}
+	focus("user0001", "")
+	if got := prompt("And this?"); !strings.Contains(got, "The user is in cell user0001.") || strings.Contains(got, "Selected there: \\\"price") {
+		t.Errorf("the second prompt's context:\n%s", got)
+	}
+	fe.mu.Lock()
+	ops := slices.Clone(fe.ops)
+	fe.mu.Unlock()
+	if len(ops) != 0 {
+		t.Errorf("the prompts asked the page %q", ops)
+	}
+}

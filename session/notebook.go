@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentkernel/agentkernel/agent"
@@ -370,6 +371,41 @@ func SummarizeOutput(raw json.RawMessage, maxText int) agent.CellOutput {
 	}
 	out.Text, out.Cut = cutText(text, maxText)
 	return out
+}
+
+// OutputPictures are the images of an nbformat output (raw): those whose
+// data it carries that the models take (PNG, JPEG, GIF, WebP) within
+// agent.MaxAttachedImageBytes, decoded and checked; an image that is
+// larger or broken is left out (SummarizeOutput still names it).
+func OutputPictures(raw json.RawMessage) []agent.Image {
+	var o struct {
+		Data map[string]json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(raw, &o) != nil {
+		return nil
+	}
+	var ims []agent.Image
+	for mime, v := range o.Data {
+		if !strings.HasPrefix(mime, "image/") {
+			continue
+		}
+		var data any
+		_ = json.Unmarshal(v, &data)
+		b64 := strings.Map(func(r rune) rune {
+			if r == '\n' || r == '\r' {
+				return -1
+			}
+			return r
+		}, joinLines(data))
+		if b64 == "" {
+			continue
+		}
+		if im, err := agent.ImageFromDataURL("data:" + mime + ";base64," + b64); err == nil {
+			ims = append(ims, im)
+		}
+	}
+	slices.SortFunc(ims, func(a, b agent.Image) int { return strings.Compare(a.MIME, b.MIME) })
+	return ims
 }
 
 // joinLines is nbformat's multiline string: a string or a list of them.

@@ -304,3 +304,64 @@ func promptNotebook(t *testing.T, path, markdown string, sources ...string) {
 		t.Fatal(err)
 	}
 }
+
+// TestNotebookReadShowsPlots: a cell whose matplotlib plot the agent ran
+// in a real kernel, read by its id, reaches a vision model as the image
+// itself; a model without vision gets the text's description of it (its
+// type, size and pixels) and no image. A read of the whole notebook names
+// the image and says how to see it.
+func TestNotebookReadShowsPlots(t *testing.T) {
+	for _, c := range []struct {
+		model  string
+		vision bool
+	}{{askModel, true}, {"openai:text-only-model", false}} {
+		t.Run(c.model, func(t *testing.T) {
+			srv, ws := askEnv(t)
+			path := filepath.Join(ws, "plot.ipynb")
+			nb := notebooks.New()
+			nb.Cells = append(nb.Cells, &notebooks.Cell{ID: "plot0001", CellType: notebooks.Code, Metadata: notebooks.Metadata{},
+				Outputs: []*notebooks.Output{},
+				Source:  "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.title('squares')\nplt.show()"})
+			if err := notebooks.WriteFile(path, nb); err != nil {
+				t.Fatal(err)
+			}
+			srv.Enqueue(
+				scripted.Reply(scripted.ToolCall("x1", "notebook_run_cell", `{"id": "plot0001"}`)),
+				scripted.Reply(scripted.ToolCall("r1", "notebook_read", `{}`)),
+				scripted.Reply(scripted.ToolCall("r2", "notebook_read", `{"id": "plot0001"}`)),
+				scripted.Reply(scripted.Text("A rising curve.")),
+			)
+			out, err := ask(t, strings.NewReader(""), "What does the plot show?", "--model", c.model, "--notebook", path,
+				"--approve", "all", "--output-format", "json")
+			if err != nil {
+				t.Fatalf("ask: %v\n%s", err, out)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 4 {
+				t.Fatalf("%d model requests, want 4", len(reqs))
+			}
+			whole, one := string(reqs[2].Raw), string(reqs[3].Raw)
+			if !strings.Contains(whole, "[image/png]") || !strings.Contains(whole, "notebook_read with a cell's id shows them") {
+				t.Errorf("the whole read does not name the plot or say how to see it:\n%s", tail(whole, 1500))
+			}
+			if strings.Count(whole, "data:image/png;base64,") > strings.Count(string(reqs[1].Raw), "data:image/png;base64,") {
+				t.Errorf("the whole read sent the image")
+			}
+			if !strings.Contains(one, "Images of its outputs: [image/png ") {
+				t.Errorf("the read by id does not describe the plot:\n%s", tail(one, 1500))
+			}
+			images := strings.Count(one, "data:image/png;base64,iVBOR") - strings.Count(whole, "data:image/png;base64,iVBOR")
+			if want := map[bool]int{true: 1, false: 0}[c.vision]; images != want {
+				t.Errorf("vision %v: the read by id sent %d images, want %d", c.vision, images, want)
+			}
+		})
+	}
+}
+
+// tail is the end of s, at most n bytes.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

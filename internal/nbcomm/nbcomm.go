@@ -6,7 +6,10 @@
 // TypeScript. It imports nothing of ours.
 package nbcomm
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
 
 // Target is the comm target; Protocol the version spoken.
 const (
@@ -64,9 +67,13 @@ type Args struct {
 	// MaxOutput) come to at most MaxChars characters (the first one
 	// always). MaxChars 0: every cell, as a frontend that knows no range
 	// answers.
-	Start          int               `json:"start,omitempty"`
-	End            int               `json:"end,omitempty"`
-	MaxChars       int               `json:"max_chars,omitempty"`
+	Start    int `json:"start,omitempty"`
+	End      int `json:"end,omitempty"`
+	MaxChars int `json:"max_chars,omitempty"`
+	// MaxImage, when set, asks for the outputs' image data: an image whose
+	// base64 data is at most MaxImage characters keeps it (a larger one is
+	// emptied, as every image is without it).
+	MaxImage       int               `json:"max_image,omitempty"`
 	Outputs        []json.RawMessage `json:"outputs,omitempty"`
 	ExecutionCount *int              `json:"execution_count"`
 }
@@ -79,6 +86,33 @@ type Cell struct {
 	Source         string            `json:"source"`
 	ExecutionCount *int              `json:"execution_count"`
 	Outputs        []json.RawMessage `json:"outputs"`
+}
+
+// Focus is the page's message of where the user is, sent as it changes
+// ({"focus": {...}}, no reply): the id of the cell they are in and the
+// text selected there ("" each when none).
+type Focus struct {
+	Active    string `json:"active"`
+	Selection string `json:"selection"`
+}
+
+// Bounded is f within the protocol's bounds: an id of at most 128 bytes,
+// a selection of at most 8,000 (cut at a rune).
+func (f Focus) Bounded() Focus {
+	f.Active = cutUTF8(f.Active, 128)
+	f.Selection = cutUTF8(f.Selection, 8000)
+	return f
+}
+
+// cutUTF8 is s cut to at most n bytes, never inside a rune.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // Moved is the result of move: the index the cell was at.

@@ -30,6 +30,8 @@ import { ISharedCell, ISharedCodeCell, ISharedNotebook } from '@jupyter/ydoc';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Token } from '@lumino/coreutils';
 
+import { Focus, FocusWatch } from './focus';
+
 /** The kernel's comm target of the notebook (bridge.NotebookTarget). */
 export const NOTEBOOK_TARGET = 'agentkernel.notebook';
 
@@ -103,6 +105,7 @@ type Args = {
   start?: unknown;
   end?: unknown;
   max_chars?: unknown;
+  max_image?: unknown;
   outputs?: unknown;
   execution_count?: unknown;
 };
@@ -148,10 +151,11 @@ function joined(v: nbformat.MultilineString | undefined): string {
 
 /**
  * An output as a read carries it: text cut to max characters, image data
- * emptied (the mime type kept, so the agent knows an image is there), the
+ * emptied (the mime type kept, so the agent knows an image is there) unless
+ * the read asked for images of up to maxImage characters of base64, the
  * other kinds of data (HTML, JSON, widgets) left out, no metadata.
  */
-export function readOutput(o: nbformat.IOutput, max: number): nbformat.IOutput {
+export function readOutput(o: nbformat.IOutput, max: number, maxImage = 0): nbformat.IOutput {
   switch (o.output_type) {
     case 'stream':
       return { output_type: 'stream', name: o.name, text: cut(joined(o.text as nbformat.MultilineString), max) };
@@ -164,7 +168,8 @@ export function readOutput(o: nbformat.IOutput, max: number): nbformat.IOutput {
       const data: nbformat.IMimeBundle = {};
       for (const [mime, v] of Object.entries((o.data ?? {}) as nbformat.IMimeBundle)) {
         if (mime.startsWith('image/')) {
-          data[mime] = '';
+          const image = joined(v as nbformat.MultilineString);
+          data[mime] = maxImage > 0 && image.length <= maxImage ? image : '';
         } else if (mime === 'text/plain') {
           data[mime] = cut(joined(v as nbformat.MultilineString), max);
         }
@@ -199,15 +204,15 @@ function count(v: unknown, fallback: number): number {
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : fallback;
 }
 
-/** cell as a read carries it; outputs only when max > 0. */
-function wireCell(cell: ISharedCell, max: number): WireCell {
+/** cell as a read carries it; outputs only when max > 0 (images: readOutput's maxImage). */
+function wireCell(cell: ISharedCell, max: number, maxImage = 0): WireCell {
   const code = cell.cell_type === 'code' ? (cell as ISharedCodeCell) : null;
   return {
     id: cell.id,
     cell_type: cell.cell_type,
     source: cell.getSource(),
     execution_count: code ? (code.execution_count ?? null) : null,
-    outputs: code && max > 0 ? code.getOutputs().map(o => readOutput(o, max)) : []
+    outputs: code && max > 0 ? code.getOutputs().map(o => readOutput(o, max, maxImage)) : []
   };
 }
 
@@ -369,6 +374,7 @@ export class NotebookOps {
     const all = this.model.cells;
     const active = this.panel.content.activeCell;
     const budget = count(args.max_chars, 0);
+    const maxImage = count(args.max_image, 0);
     let cells: WireCell[];
     let range: { start: number; count: number; active_index: number } | null = null;
     if (budget > 0) {
@@ -378,7 +384,7 @@ export class NotebookOps {
       cells = [];
       let used = 0;
       for (let i = start; i < end; i++) {
-        const c = wireCell(all[i], max);
+        const c = wireCell(all[i], max, maxImage);
         used += c.source.length + c.outputs.reduce((k, o) => k + outputChars(o), 0);
         if (i > start && used > budget) {
           break;
@@ -554,6 +560,7 @@ export class NotebookLink {
   private kernel: Kernel.IKernelConnection | null = null;
   private readonly typing: TypingWatch;
   private readonly ops: NotebookOps;
+  private readonly focus: FocusWatch;
   private disposed = false;
 
   constructor(
@@ -563,6 +570,7 @@ export class NotebookLink {
   ) {
     this.typing = new TypingWatch(panel);
     this.ops = new NotebookOps(panel, this.typing, localPath);
+    this.focus = new FocusWatch(panel, f => this.sendFocus(f));
     const ctx = panel.sessionContext;
     ctx.kernelChanged.connect(this.sync, this);
     ctx.statusChanged.connect(this.sync, this);
@@ -589,6 +597,7 @@ export class NotebookLink {
     ctx.specsManager.specsChanged.disconnect(this.sync, this);
     this.close(true);
     this.typing.dispose();
+    this.focus.dispose();
   }
 
   /** Opens, keeps or closes the comm, as the kernel now is. */
@@ -630,6 +639,21 @@ export class NotebookLink {
     };
     this.comm = comm;
     comm.open({ protocol: NOTEBOOK_PROTOCOL, path: this.localPath(this.panel.context.path) });
+    this.focus.resend();
+  }
+
+  /** Tells the kernel where the user is; false when the comm is not open. */
+  private sendFocus(focus: Focus): boolean {
+    const comm = this.comm;
+    if (!comm || comm.isDisposed) {
+      return false;
+    }
+    try {
+      comm.send({ focus } as any).dispose();
+    } catch {
+      return false; // the kernel went: sent again when a comm opens
+    }
+    return true;
   }
 
   private close(tell: boolean): void {

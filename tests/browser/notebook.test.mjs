@@ -628,6 +628,46 @@ async function badInput(browser, page, lab) {
     steps.page = page;
   });
 
+  await step("lab: a plot in a cell, read by the cell's id, reaches the model as an image (a read of all cells only names it)", async () => {
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    writeNotebook(join(lab.work, "plot.ipynb"), "agent-code", "Agent (code)", [{
+      id: "plot", cell_type: "code", metadata: {}, source: "plt.plot([1, 4, 9])", execution_count: 1,
+      outputs: [{ output_type: "display_data", metadata: {}, data: { "image/png": png + "\n", "text/plain": "<Figure size 640x480 with 1 Axes>" } }],
+    }]);
+    const p = await sidebarPage(browser, lab, "plot.ipynb");
+    await model.enqueue(call("notebook_read", {}), call("notebook_read", { id: "plot" }), say("A dot."));
+    await send(p, "What does the plot show?");
+    await turnDone(p, model);
+    const reqs = await model.requests();
+    const [whole, one] = reqs.slice(-2).map((r) => JSON.stringify(r.body.messages));
+    const images = (s) => s.split("data:image/png;base64," + png.slice(0, 20)).length - 1;
+    assert.ok(whole.includes("[image/png]") && whole.includes("notebook_read with a cell's id shows them"), whole.slice(-600));
+    assert.equal(images(whole), 0, "the read of all cells sent the image");
+    assert.equal(images(one), 1, "the read by id did not send the plot: " + one.slice(-600));
+    await p.close();
+    steps.page = page;
+  });
+
+  await step("lab: the cell the user is in and the text they selected reach the model with their next prompt, unasked", async () => {
+    const code = (id, source) => ({ id, cell_type: "code", metadata: {}, source, outputs: [], execution_count: null });
+    writeNotebook(join(lab.work, "focus.ipynb"), "agent-code", "Agent (code)", [code("first", "a = 1"), code("total", "total = price * qty")]);
+    const p = await sidebarPage(browser, lab, "focus.ipynb");
+    await cellWith(p, "total = price * qty").locator(".cm-content").click();
+    await p.keyboard.press("End");
+    for (let i = 0; i < "price * qty".length; i++) await p.keyboard.press("Shift+ArrowLeft");
+    await p.waitForTimeout(400); // the focus settles (150 ms) and is sent
+    const before = (await model.requests()).length;
+    await model.enqueue(say("It multiplies them."));
+    await send(p, "What does the selection do?");
+    await turnDone(p, model);
+    const reqs = await model.requests();
+    assert.equal(reqs.length, before + 1, "the prompt made more than one model request");
+    const sent = JSON.stringify(reqs[reqs.length - 1].body.messages.at(-1));
+    assert.ok(sent.includes("The user is in cell total.") && sent.includes('Selected there: \\"price * qty\\"'), sent.slice(0, 600));
+    await p.close();
+    steps.page = page;
+  });
+
   await step("lab: the user is typing in the cell the agent's edit is for: the edit is refused as a conflict, the user's text kept", async () => {
     const code = (id, source) => ({ id, cell_type: "code", metadata: {}, source, outputs: [], execution_count: null });
     writeNotebook(join(lab.work, "typing.ipynb"), "agent-code", "Agent (code)", [code("draft", "draft = 1"), code("other", "")]);

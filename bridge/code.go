@@ -154,9 +154,7 @@ func (b *Bridge) replayFirst(ctx context.Context, r *kernel.Request) {
 // promptCount is the execution count of a cell the bridge answers itself.
 func (b *Bridge) promptCount(silent, store bool) int {
 	if b.cfg.Cells == CodeCells {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.lastCount
+		return b.codeCount()
 	}
 	b.amu.Lock()
 	defer b.amu.Unlock()
@@ -164,6 +162,17 @@ func (b *Bridge) promptCount(silent, store bool) int {
 		b.count++
 	}
 	return b.count
+}
+
+// codeCount is the execution count, in code mode, of a cell the backing
+// kernel did not number: the backing kernel's last count, or 1 (the count
+// its first cell will get) before it numbered any. Never 0: JupyterLab
+// leaves a cell whose reply says 0 at [*]: (issue 41, item 8), so a magic
+// run before the first code cell is [1]:, as in ipykernel.
+func (b *Bridge) codeCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return max(b.lastCount, 1)
 }
 
 // cutCellMagic returns the body of a cell that starts with the cell magic.
@@ -314,9 +323,7 @@ func (b *Bridge) Unsolicited(m *wire.Message) {
 // fail answers r with an error: an error output (for execute) and an
 // error reply.
 func (b *Bridge) fail(r *kernel.Request, replyType, ename, evalue string) {
-	b.mu.Lock()
-	count := b.lastCount
-	b.mu.Unlock()
+	count := b.codeCount()
 	e := &wire.Error{EName: ename, EValue: evalue, Traceback: []string{ename + ": " + evalue}}
 	switch replyType {
 	case "":

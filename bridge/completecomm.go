@@ -46,11 +46,15 @@ type completeComms struct {
 
 // completeRequest is a frontend's request.
 type completeRequest struct {
-	ID     string   `json:"id"`
-	Prefix string   `json:"prefix"`
-	Suffix string   `json:"suffix"`
-	Before []string `json:"before"`
-	After  []string `json:"after"`
+	ID string `json:"id"`
+	// CellType is the type of the cell typed in (JupyterLab's cell type:
+	// "code", "markdown", "raw"); only code is completed. Absent (an older
+	// page) counts as code.
+	CellType string   `json:"cellType"`
+	Prefix   string   `json:"prefix"`
+	Suffix   string   `json:"suffix"`
+	Before   []string `json:"before"`
+	After    []string `json:"after"`
 }
 
 func (cc *completeComms) open(_ context.Context, m commMsg) {
@@ -160,13 +164,17 @@ func (cc *completeComms) done(comm, id string) {
 	}
 }
 
-// complete answers one request: in prompt mode only a %%code cell, told
+// complete answers one request: only a code cell's (never markdown or raw);
+// in prompt mode only a %%code cell, told
 // the %%code cells around it; in code mode any cell but a %%agent one (a
 // prompt), told the cells around it that are code; never a cell's first
 // line while it starts with % (a magic being typed). agent.Complete cuts
 // what is long (a cell of a megabyte) to its part around the cursor.
 func (cc *completeComms) complete(ctx context.Context, r completeRequest) (string, error) {
 	req := agent.CompletionRequest{Prefix: r.Prefix, Suffix: r.Suffix}
+	if r.CellType != "" && r.CellType != "code" {
+		return "", nil // prose (markdown, raw): not the model's to complete
+	}
 	if !strings.Contains(r.Prefix, "\n") && strings.HasPrefix(strings.TrimLeft(r.Prefix, " \t"), "%") {
 		// A magic's line being typed (%%agen…): whether the cell is code
 		// or a prompt is not known yet, and a magic is not the model's.

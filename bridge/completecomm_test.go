@@ -177,12 +177,20 @@ func TestCompleteCommCodeMode(t *testing.T) {
 	if r := cc.next(); r.ID != "p2" || !r.OK || r.Text != "" {
 		t.Errorf("a magic's line being typed was completed: %+v", r)
 	}
+	// A markdown (or raw) cell is prose, whatever its text looks like
+	// (issue 41, item 14).
+	for _, typ := range []string{"markdown", "raw"} {
+		cc.send(map[string]any{"request": map[string]any{"id": "m-" + typ, "cellType": typ, "prefix": "The total is sum(pri"}})
+		if r := cc.next(); r.ID != "m-"+typ || !r.OK || r.Text != "" {
+			t.Errorf("a %s cell was completed: %+v", typ, r)
+		}
+	}
 	if n := len(h.Script.Requests()); n != 0 {
-		t.Errorf("a prompt cost a model request (%d requests)", n)
+		t.Errorf("a prompt or a markdown cell cost a model request (%d requests)", n)
 	}
 
 	h.Script.Enqueue(scripted.Reply(scripted.Text("mean(prices)")))
-	cc.send(map[string]any{"request": map[string]any{"id": "c1", "prefix": "avg = ",
+	cc.send(map[string]any{"request": map[string]any{"id": "c1", "cellType": "code", "prefix": "avg = ",
 		"before": []string{"prices = [1, 2]", "%%agent\nSummarise the prices"}}})
 	if r := cc.next(); r.ID != "c1" || !r.OK || r.Text != "mean(prices)" {
 		t.Fatalf("reply %+v", r)

@@ -33,6 +33,16 @@ const NotebookTarget = nbcomm.Target
 // notebookRequestTimeout bounds a request the frontend does not answer.
 const notebookRequestTimeout = 30 * time.Second
 
+// notebookFailover is how long a request waits for a page's answer when
+// another page shows the same notebook: a page that says nothing for that
+// long is taken for gone (its browser closed, no comm_close came), dropped,
+// and the request goes to the next page (issue 41, item 13). A page that
+// answers comes in milliseconds.
+const notebookFailover = 5 * time.Second
+
+// errNoAnswer is a request's frontend saying nothing in time.
+var errNoAnswer = errors.New("the frontend did not answer")
+
 // notebookComms are the comms open to NotebookTarget: the notebooks of the
 // frontends on this kernel. A commTarget of the bridge's router.
 type notebookComms struct {
@@ -49,6 +59,7 @@ type notebookComms struct {
 
 // notebookComm is one frontend's notebook, as session.Cells.
 type notebookComm struct {
+	n       *notebookComms // the others: where a request goes when this page is gone
 	t       commTransport
 	session string // the frontend's Jupyter session (its messages' header)
 	path    string
@@ -67,7 +78,7 @@ func (n *notebookComms) open(_ context.Context, m commMsg) {
 		t.close(fmt.Sprintf("notebook comm protocol %d; this kernel speaks %d", d.Protocol, nbcomm.Protocol))
 		return
 	}
-	c := &notebookComm{t: t, session: m.r.Msg.Header.Session, path: d.Path, pending: map[string]chan nbcomm.Reply{}, gone: make(chan struct{})}
+	c := &notebookComm{n: n, t: t, session: m.r.Msg.Header.Session, path: d.Path, pending: map[string]chan nbcomm.Reply{}, gone: make(chan struct{})}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.comms == nil {
@@ -220,8 +231,55 @@ func (c *notebookComm) end() {
 }
 
 // request sends op with args to the frontend and decodes its result into
-// out (may be nil).
+// out (may be nil). When another page shows the same notebook, a page that
+// does not answer within notebookFailover is dropped and the request goes
+// to the next one; the last page is waited for notebookRequestTimeout.
 func (c *notebookComm) request(ctx context.Context, op string, args nbcomm.Args, out any) error {
+	for {
+		next := c.n.sibling(c)
+		wait := notebookRequestTimeout
+		if next != nil {
+			wait = notebookFailover
+		}
+		err := c.ask(ctx, op, args, out, wait)
+		if !errors.Is(err, errNoAnswer) || next == nil {
+			return err
+		}
+		c.n.b.log.Warn("notebook comm: the page did not answer; dropped, the next page is asked",
+			"comm_id", c.t.id, "op", op, "wait", wait)
+		c.n.drop(c, "the page did not answer in "+wait.String())
+		c = next
+	}
+}
+
+// sibling is the comm opened last, other than c, on c's notebook; nil when
+// c is the only one.
+func (n *notebookComms) sibling(c *notebookComm) *notebookComm {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := len(n.order) - 1; i >= 0; i-- {
+		if o := n.comms[n.order[i]]; o != nil && o != c && o.path == c.path {
+			return o
+		}
+	}
+	return nil
+}
+
+// drop forgets c, a page that stopped answering, and closes its comm
+// (a page still there would open a new one when its kernel restarts).
+func (n *notebookComms) drop(c *notebookComm, why string) {
+	n.mu.Lock()
+	mine := n.comms[c.t.id] == c
+	n.mu.Unlock()
+	if !mine {
+		return
+	}
+	n.closed(c.t.id)
+	c.t.close(why)
+}
+
+// ask sends one request to c's page and waits up to wait for its answer.
+func (c *notebookComm) ask(ctx context.Context, op string, args nbcomm.Args, out any, wait time.Duration) error {
 	id := uuid.NewString()
 	ch := make(chan nbcomm.Reply, 1)
 	c.mu.Lock()
@@ -245,7 +303,7 @@ func (c *notebookComm) request(ctx context.Context, op string, args nbcomm.Args,
 	if err := c.t.send(map[string]any{"request": nbcomm.Request{ID: id, Op: op, Args: raw}}); err != nil {
 		return fmt.Errorf("notebook %s: send: %w", op, err)
 	}
-	timer := time.NewTimer(notebookRequestTimeout)
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case r := <-ch:
@@ -268,7 +326,7 @@ func (c *notebookComm) request(ctx context.Context, op string, args nbcomm.Args,
 	case <-c.gone:
 		return fmt.Errorf("notebook %s: the notebook's frontend has gone away", op)
 	case <-timer.C:
-		return fmt.Errorf("notebook %s: the frontend did not answer in %s", op, notebookRequestTimeout)
+		return fmt.Errorf("notebook %s: %w in %s", op, errNoAnswer, wait)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

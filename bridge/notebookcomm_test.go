@@ -542,3 +542,54 @@ func TestFocusReachesTheModel(t *testing.T) {
 		t.Errorf("the prompts asked the page %q", ops)
 	}
 }
+
+// TestNotebookCommFailsOverToALivePage: two pages show one notebook and
+// the one opened last goes without a comm_close (its browser closed): the
+// next notebook call is answered by the other page, and the silent one is
+// dropped, so the calls after it go to the live page at once (issue 41,
+// item 13).
+func TestNotebookCommFailsOverToALivePage(t *testing.T) {
+	h := surfacetest.NewHost(t)
+	br, conn, stop := serveBridgeOf(t, h.Host, h.Runner, CodeCells)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	live := &fakeFrontend{id: uuid.NewString(), cells: []nbcomm.Cell{{ID: "live0001", CellType: "code", Source: "from_the_live_page = 1"}}}
+	defer live.connect(ctx, t, conn, "work.ipynb").Close()
+	openedNotebook(t, br)
+	gone := &fakeFrontend{id: uuid.NewString(), hang: true, cells: []nbcomm.Cell{{ID: "gone0001", CellType: "code", Source: "from_the_gone_page = 1"}}}
+	defer gone.connect(ctx, t, conn, "work.ipynb").Close()
+	for deadline := time.Now().Add(time.Minute); br.notebooks.sibling(live.comm(br)) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second page's notebook comm did not open")
+		}
+	}
+	for i := range 2 {
+		v, err := br.notebooks.Current().Read(ctx, 1000)
+		if err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		if len(v.Cells) != 1 || v.Cells[0].ID != "live0001" {
+			t.Fatalf("read %d: cells %+v, want the live page's", i, v.Cells)
+		}
+	}
+	gone.mu.Lock()
+	asked := len(gone.ops)
+	gone.mu.Unlock()
+	if asked != 1 {
+		t.Errorf("the silent page was asked %d times, want once (then dropped)", asked)
+	}
+	if c := br.notebooks.comm(gone.id); c != nil {
+		t.Error("the silent page's comm was kept")
+	}
+}
+
+// comm is f's notebook comm in br (nil until it opened).
+func (f *fakeFrontend) comm(br *Bridge) *notebookComm { return br.notebooks.comm(f.id) }
+
+// comm is the notebook comm id (nil when none is open).
+func (n *notebookComms) comm(id string) *notebookComm {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.comms[id]
+}

@@ -387,6 +387,38 @@ func TestCodeModeAgentCells(t *testing.T) {
 	}
 }
 
+// TestCodeModeMagicBeforeFirstCell: in code mode a %agent magic run before
+// any code cell is numbered as ipykernel numbers its first cell, never 0
+// (JupyterLab leaves a reply of 0 at [*]:, issue 41 item 8), in its
+// execute_input and its execute_reply; the first code cell after it keeps
+// the backing kernel's own count.
+func TestCodeModeMagicBeforeFirstCell(t *testing.T) {
+	h := start(t)
+	rep, o := h.cell("%agent permissions")
+	if rep["status"] != "ok" {
+		t.Fatalf("%%agent permissions: %v", rep)
+	}
+	n, _ := rep["execution_count"].(float64)
+	if n < 1 {
+		t.Fatalf("execute_reply execution_count %v, want ≥ 1", rep["execution_count"])
+	}
+	var input struct {
+		N float64 `json:"execution_count"`
+	}
+	for _, m := range o.msgs {
+		if m.Header.MsgType == wire.MsgExecuteInput {
+			json.Unmarshal(m.Content, &input)
+		}
+	}
+	if input.N != n {
+		t.Fatalf("execute_input execution_count %v, reply %v", input.N, n)
+	}
+	rep, _ = h.cell("1")
+	if c, _ := rep["execution_count"].(float64); rep["status"] != "ok" || c < n {
+		t.Fatalf("first code cell after the magic: %v", rep)
+	}
+}
+
 // TestAttachMagic: %agent attach queues images from files for the next
 // prompt only; a file that is no image, or too many, is refused and
 // queues nothing.

@@ -47,8 +47,12 @@ const GIVE_UP = 15000;
 
 const EMPTY: IInlineCompletionList = { items: [] };
 
-/** A request as the kernel takes it (without its id). */
-type Request = { prefix: string; suffix: string; before: string[]; after: string[] };
+/**
+ * A request as the kernel takes it (without its id). cellType is the
+ * active cell's type: only a code cell is completed, and the kernel refuses
+ * any other (issue 41, item 14).
+ */
+type Request = { cellType: string; prefix: string; suffix: string; before: string[]; after: string[] };
 
 type Reply = { id?: string; ok?: boolean; text?: string; error?: string; code?: string };
 
@@ -268,8 +272,11 @@ export class AgentInlineProvider implements IInlineCompletionProvider {
         return EMPTY; // typed on
       }
     }
-    const id = 'c' + seq + '-' + Date.now().toString(36);
     const cell = panel.content.activeCell;
+    if (cell?.model.type !== 'code') {
+      return EMPTY; // markdown and raw cells are prose: nothing asked
+    }
+    const id = 'c' + seq + '-' + Date.now().toString(36);
     const { prefix, suffix } = cellParts(request.text, request.offset);
     const { before, after } = neighbours(panel);
     this.open = { channel, id };
@@ -279,7 +286,7 @@ export class AgentInlineProvider implements IInlineCompletionProvider {
     cell?.model.contentChanged.connect(changed);
     const giveUp = setTimeout(() => this.open?.id === id && this.cancelOpen(), GIVE_UP);
     try {
-      const text = await channel.ask(id, { prefix, suffix, before, after });
+      const text = await channel.ask(id, { cellType: cell.model.type, prefix, suffix, before, after });
       return seq === this.seq && text ? { items: [{ insertText: text }] } : EMPTY;
     } finally {
       clearTimeout(giveUp);

@@ -576,6 +576,13 @@ export class NotebookLink {
     ctx.statusChanged.connect(this.sync, this);
     ctx.connectionStatusChanged.connect(this.sync, this);
     ctx.specsManager.specsChanged.connect(this.sync, this);
+    // Closed with the tab, while the kernel connection can still say so:
+    // the session context is disposed before its kernel connection (when
+    // the tab was the last view of the notebook, the context goes before
+    // the panel's disposed is emitted), the panel when another view keeps
+    // the context. Without the comm_close the kernel would keep routing
+    // the agent's notebook tools to a page that is gone (issue 41, item 13).
+    ctx.disposed.connect(this.dispose, this);
     panel.disposed.connect(this.dispose, this);
     void Promise.all([ctx.ready, panel.context.ready]).then(() => this.sync());
   }
@@ -595,6 +602,7 @@ export class NotebookLink {
     ctx.statusChanged.disconnect(this.sync, this);
     ctx.connectionStatusChanged.disconnect(this.sync, this);
     ctx.specsManager.specsChanged.disconnect(this.sync, this);
+    ctx.disposed.disconnect(this.dispose, this);
     this.close(true);
     this.typing.dispose();
     this.focus.dispose();

@@ -212,6 +212,32 @@ async function run(tmp) {
       await page.keyboard.press("Escape");
     });
 
+    await step("typing in a markdown cell asks nothing: no comm request, no model request; a code cell after it does", async () => {
+      const before = (await requests()).length;
+      const frames = sent.length;
+      const index = await newCell(page);
+      await page.keyboard.press("Escape");
+      await page.keyboard.press("m"); // the new cell becomes markdown
+      await until("a markdown cell", async () => (await cellOf(page, index).getAttribute("class")).includes("jp-MarkdownCell"));
+      await cellOf(page, index).locator(".cm-content").click();
+      await typeCode(page, "The total revenue is df.");
+      await page.waitForTimeout(2000); // eight times the delay a request waits for
+      const asked = sent.slice(frames).filter((f) => f.includes('"prefix"'));
+      assert.deepEqual(asked, [], "the page asked the kernel to complete a markdown cell");
+      assert.equal((await requests()).length, before, "the model was asked to complete a markdown cell");
+      assert.equal(await cellOf(page, index).locator(".jp-GhostText").count(), 0, "ghost text in a markdown cell");
+      await enqueue({ steps: [{ text: ["revenue.max()"] }] });
+      const code = await newCell(page);
+      await typeCode(page, "top = df.");
+      await cellOf(page, code).locator(".jp-GhostText").filter({ hasText: "revenue.max()" }).waitFor({ timeout: TIMEOUT });
+      const reqs = await requests();
+      assert.equal(reqs.length, before + 1, "one request, the code cell's");
+      assert.ok(JSON.stringify(reqs.at(-1).body).includes("top = df."), "the request was not the code cell's");
+      assert.ok(sent.slice(frames).some((f) => f.includes('"cellType":"code"')),
+        "the request did not say its cell type");
+      await page.keyboard.press("Escape");
+    });
+
     await step("completions off in the Settings Editor: typing asks nothing, the comm is closed; on again, ghost text is back", async () => {
       await setCompletions(page, lab, false);
       await until("the page to close the completion comm", async () => sent.some((f) => f.includes('"comm_close"')));
@@ -252,6 +278,30 @@ async function run(tmp) {
       const stored = readdirSync(join(tmp, "agent-data"), { recursive: true });
       assert.ok(stored.some((f) => /\.(db|sqlite)/.test(f)) && stored.some((f) => f.endsWith(".jsonl")),
         "no store or event log was looked at: " + JSON.stringify(stored));
+    });
+
+    await step("a %agent magic run first in an Agent (code) kernel gets the prompt [1]:, not [*]: forever", async () => {
+      // A notebook of its own (a fresh kernel: no code cell run yet), in a
+      // page of its own.
+      writeNotebook(join(tmp, "work", "magic.ipynb"), "agent-code", "Agent (code)");
+      const p = await browser.newPage();
+      try {
+        await p.goto(`${lab.base}/lab/tree/magic.ipynb?token=${lab.token}`);
+        const nb = p.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").filter({ has: p.locator(".jp-Notebook") });
+        await until("magic.ipynb's kernel", async () => {
+          const ss = await (await fetch(`${lab.base}/api/sessions?token=${lab.token}`)).json();
+          return ss.some((x) => x.path.endsWith("magic.ipynb") && x.kernel && x.kernel.execution_state === "idle");
+        });
+        const cell = nb.locator(".jp-Cell").first();
+        await cell.locator(".cm-content").click();
+        await p.keyboard.insertText("%agent permissions");
+        await p.keyboard.press("Shift+Enter");
+        await cell.locator(".jp-OutputArea-output").first().waitFor({ timeout: TIMEOUT });
+        await until("the magic cell's prompt [1]:", async () => (await cell.locator(".jp-InputPrompt").innerText()).trim() === "[1]:");
+        await steps.shot(p, "05-magic-first-cell");
+      } finally {
+        await p.close();
+      }
     });
   } finally {
     await browser.close();

@@ -6,7 +6,8 @@
 // (notebook_read: its markdown cell's text) and inserts a code cell
 // (notebook_insert_cell), which appears in the page without a reload,
 // through the notebook comm. A wrong token is 401; `%agent mcp stop` ends
-// the server. Run through run.sh (LAB_PYTHON, AGENTKERNEL_BIN, SCRIPTED_BIN,
+// the server. A second page on the notebook that goes (its tab closed, or
+// its browser) leaves the calls answered by the first page. Run through run.sh (LAB_PYTHON, AGENTKERNEL_BIN, SCRIPTED_BIN,
 // LAB_EXTENSION); screenshots go to tests/artifacts/mcpnotebook-*.png.
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
@@ -102,6 +103,49 @@ async function run(tmp) {
       assert.equal(await cells(page).count(), before + 1);
       await steps.shot(page, "inserted");
     });
+
+    // A second page on the notebook, opened last (the one an MCP call,
+    // which no page sent, is routed to), then gone: by File > Close Tab,
+    // or with its whole browser. The next call is answered by the first
+    // page (issue 41, item 13), not "the frontend did not answer in 30s".
+    for (const how of ["File > Close Tab", "its browser closed"]) {
+      await step(`a second page on the notebook goes (${how}): the next notebook_read is answered by the first page`, async () => {
+        const other = how === "File > Close Tab" ? browser : await chromium.launchPersistentContext(mkdtempSync(join(tmp, "chromium-")), {
+          executablePath: process.env.CHROMIUM || "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS,
+          viewport: { width: 1400, height: 900 },
+        });
+        let p2;
+        try {
+          p2 = await other.newPage();
+          steps.page = p2; // the one a failure's screenshot shows
+          const sent = []; // what the page sent the kernel, as text
+          p2.on("websocket", (ws) => ws.on("framesent", (f) => sent.push(typeof f.payload === "string" ? f.payload : Buffer.from(f.payload).toString("utf8"))));
+          await p2.goto(`${lab.base}/lab/tree/served.ipynb?token=${lab.token}`);
+          await cells(p2).first().waitFor({ timeout: TIMEOUT });
+          await commOpen(p2);
+          if (how === "File > Close Tab") {
+            await p2.locator(".lm-MenuBar-itemLabel", { hasText: /^File$/ }).click();
+            await p2.locator(".lm-Menu-itemLabel", { hasText: /^Close Tab$/ }).click();
+            // The page's notebook is marked changed on load: close it unsaved.
+            await p2.locator(".jp-Dialog button", { hasText: /^Discard$/ }).click();
+            await until("the tab to close", async () => (await p2.locator(".jp-NotebookPanel:visible").count()) === 0);
+            // The page said so: its notebook comm's comm_close went out.
+            const opened = sent.find((f) => f.includes('"target_name":"agentkernel.notebook"'));
+            const id = opened && /"comm_id":"([^"]+)"/.exec(opened)[1];
+            assert.ok(id, "the page opened no notebook comm");
+            await until("the notebook comm's comm_close", async () => sent.some((f) => f.includes("comm_close") && f.includes(id)));
+          } else {
+            await other.close();
+          }
+          const res = await client.callTool({ name: "notebook_read", arguments: {} });
+          assert.ok(!res.isError && textOf(res).includes(MARK), textOf(res));
+        } finally {
+          steps.page = page;
+          if (how === "File > Close Tab") await p2?.close();
+          else await other.close().catch(() => {});
+        }
+      });
+    }
 
     await step("%agent mcp stop ends the server", async () => {
       await client.close();

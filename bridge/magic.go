@@ -273,7 +273,7 @@ func (b *Bridge) listSessions(ctx context.Context, search string, all bool) (str
 	for _, s := range list {
 		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", messages.ShortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.MessageCount, s.Model, s.Title)
 		if all {
-			line += "\t" + orNone(s.Whose()) + "\t" + orNone(s.Workspace)
+			line += "\t" + orNone(s.Whose()) + "\t" + orNone(messages.Printable(s.Workspace, 0))
 		}
 		fmt.Fprintln(w, line)
 	}

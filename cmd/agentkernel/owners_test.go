@@ -297,3 +297,59 @@ func connectMCP(t *testing.T, s *mcpserve.Server) *sdk.ClientSession {
 	})
 	return cs
 }
+
+// TestOwnerNamesCannotForgeRows: Bob's display name ($KERNEL_USERNAME) is
+// his to choose. With a newline, terminal escape codes and a bidi override
+// in it, the session he shares with Alice is still one row of her
+// sessions list --all, and one Owner: line of sessions show, with none of
+// the codes reaching her terminal.
+func TestOwnerNamesCannotForgeRows(t *testing.T) {
+	srv, admin := sharedStore(t)
+	bob := roleURL(t, srv, admin, "ak_bob")
+	alice := roleURL(t, srv, admin, "ak_alice")
+	model, ws := askEnv(t)
+	sessions := func(args ...string) string {
+		t.Helper()
+		var o, e bytes.Buffer
+		if err := runSessions(args, strings.NewReader(""), &o, &e); err != nil {
+			t.Fatalf("sessions %v: %v\n%s%s", args, err, o.String(), e.String())
+		}
+		return o.String()
+	}
+	t.Setenv(store.EnvStore, bob)
+	t.Setenv("KERNEL_USERNAME", "Bob\n0badc0de  2026-01-01 00:00  1  $0.0000  m  pay alice's bill\x1b[1A\x1b[2K\x1b]0;owned\x07\u202e")
+	model.Enqueue(scripted.Reply(scripted.Text("Done.")))
+	bid, err := askIn(t, ws, "A plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions("share", bid, "ak_alice")
+
+	t.Setenv(store.EnvStore, alice)
+	t.Setenv("KERNEL_USERNAME", "Alice")
+	clean := func(what, out string) {
+		t.Helper()
+		if strings.ContainsAny(out, "\x1b\x07\u202e\r") {
+			t.Fatalf("%s passes control characters through: %q", what, out)
+		}
+	}
+	list := sessions("list", "--all")
+	clean("sessions list --all", list)
+	if lines := strings.Split(strings.TrimRight(list, "\n"), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "ak_bob (Bob 0badc0de") {
+		t.Fatalf("sessions list --all: want the header and Bob's one row, got %d lines:\n%s", len(lines), list)
+	}
+	show := sessions("show", bid)
+	clean("sessions show", show)
+	owner := 0
+	for i, l := range strings.Split(show, "\n") {
+		if strings.HasPrefix(l, "Owner:") {
+			owner++
+			if next := strings.Split(show, "\n")[i+1]; !strings.Contains(next, ":") {
+				t.Fatalf("sessions show: the Owner: line goes on in %q:\n%s", next, show)
+			}
+		}
+	}
+	if owner != 1 || !strings.Contains(show, "pay alice's bill") {
+		t.Fatalf("sessions show: want one Owner: line with the whole name on it:\n%s", show)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,6 +80,12 @@ func pgConnect(ctx context.Context, o Options) (*sql.DB, *pgxpool.Pool, error) {
 	if cfg.ConnConfig.RuntimeParams["synchronous_commit"] == "" {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = o.Sync.pgSynchronousCommit()
 	}
+	// No statement of ours waits without bound on a lock another user
+	// holds (a user may LOCK a table they may UPDATE): after BusyTimeout
+	// it fails with "the store is locked by another user" (pgLocked).
+	if cfg.ConnConfig.RuntimeParams["lock_timeout"] == "" {
+		cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10)
+	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "agentkernel"
 	}
@@ -142,6 +149,18 @@ func pgIs(err error, target error) bool {
 	}
 	return false
 }
+
+// pgLocked is a statement that gave up on a lock (lock_timeout), said as
+// what it is on a shared store: another user (or a kernel of the same
+// one) holds a lock on a table or row. It matches ErrLocked.
+type pgLocked struct{ err error }
+
+func (e pgLocked) Error() string {
+	return fmt.Sprintf("the store is locked by another user (a lock held longer than the store's busy timeout; "+
+		"try again, and if it lasts, an administrator finds its holder in pg_locks and pg_stat_activity): %v", e.err)
+}
+
+func (e pgLocked) Unwrap() error { return e.err }
 
 func pgConstraint(err error) bool {
 	var pe *pgconn.PgError

@@ -198,6 +198,131 @@ GRANT EXECUTE ON FUNCTION ak_search(tsquery, bigint, boolean, text, boolean) TO 
 	return nil
 }
 
+// pgPolicies are the policies pgSecure makes, by name, with the one role
+// each is for ("" is PUBLIC).
+var pgPolicies = map[string]string{"ak_own": UserRole, "ak_shared": UserRole, "ak_granted": UserRole,
+	"ak_admin": AdminRole, "ak_read": ""}
+
+// pgWidenedQuery lists what makes the store wider than pgSecure leaves
+// it, one row each (what, the object, the role, the privilege): a policy
+// on one of our tables that is not ours, or ours for another role; a
+// privilege on a table, one of its columns or the schema held by anyone
+// but the owner beyond the documented set — SELECT, INSERT, UPDATE and
+// DELETE for UserRole and AdminRole (SELECT only on agentkernel_schema),
+// USAGE on the schema. TRUNCATE, REFERENCES and TRIGGER pass row-level
+// security by, and CREATE on the schema lets its holder put a function
+// of theirs before pg_catalog in the search functions' search_path. The
+// catalogs it reads are readable by every role, so Open runs it as the
+// user. $1: the tables, $2: the policies' names, $3: their roles.
+const pgWidenedQuery = `WITH t AS (
+	SELECT c.oid, c.relname::text AS name, c.relowner, c.relacl FROM pg_class c
+	WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($1::text[])
+), want(name, role) AS (SELECT * FROM unnest($2::text[], $3::text[]))
+SELECT 'policy', t.name, p.polname::text, '' FROM t JOIN pg_policy p ON p.polrelid = t.oid
+	WHERE NOT EXISTS (SELECT 1 FROM want w WHERE w.name = p.polname
+		AND p.polroles = ARRAY[CASE WHEN w.role = '' THEN 0::oid ELSE (SELECT oid FROM pg_roles WHERE rolname = w.role) END])
+UNION ALL
+SELECT 'table', t.name, coalesce(r.rolname::text, 'PUBLIC'), a.privilege_type FROM t CROSS JOIN LATERAL aclexplode(t.relacl) a
+	LEFT JOIN pg_roles r ON r.oid = a.grantee
+	WHERE a.grantee <> t.relowner AND NOT (coalesce(r.rolname::text, '') IN ('` + UserRole + `', '` + AdminRole + `')
+		AND (a.privilege_type = 'SELECT' OR (t.name <> 'agentkernel_schema' AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE'))))
+UNION ALL
+SELECT 'column', t.name || '.' || at.attname, coalesce(r.rolname::text, 'PUBLIC'), a.privilege_type
+	FROM t JOIN pg_attribute at ON at.attrelid = t.oid AND at.attacl IS NOT NULL CROSS JOIN LATERAL aclexplode(at.attacl) a
+	LEFT JOIN pg_roles r ON r.oid = a.grantee WHERE a.grantee <> t.relowner
+UNION ALL
+SELECT 'schema', n.nspname::text, coalesce(r.rolname::text, 'PUBLIC'), a.privilege_type
+	FROM pg_namespace n CROSS JOIN LATERAL aclexplode(n.nspacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
+	WHERE n.oid = current_schema()::regnamespace AND a.grantee <> n.nspowner AND a.privilege_type <> 'USAGE'
+ORDER BY 1, 2, 3, 4`
+
+// pgWidening is one row of pgWidenedQuery.
+type pgWidening struct{ what, object, role, privilege string }
+
+// String says it for people: "policy handmade on ui_messages",
+// "TRUNCATE on blobs to bob".
+func (w pgWidening) String() string {
+	if w.what == "policy" {
+		return "policy " + w.role + " on " + w.object
+	}
+	on := w.object
+	switch w.what {
+	case "column":
+		on = "column " + w.object
+	case "schema":
+		on = "schema " + w.object
+	}
+	return w.privilege + " on " + on + " to " + w.role
+}
+
+// undo is the statement that takes w away.
+func (w pgWidening) undo() string {
+	role := "PUBLIC"
+	if w.role != "PUBLIC" {
+		role = pgx.Identifier{w.role}.Sanitize()
+	}
+	switch w.what {
+	case "policy":
+		return "DROP POLICY " + pgx.Identifier{w.role}.Sanitize() + " ON " + pgx.Identifier{w.object}.Sanitize()
+	case "column":
+		t, col, _ := strings.Cut(w.object, ".")
+		return "REVOKE " + w.privilege + " (" + pgx.Identifier{col}.Sanitize() + ") ON " + pgx.Identifier{t}.Sanitize() + " FROM " + role
+	case "schema":
+		return "REVOKE " + w.privilege + " ON SCHEMA " + pgx.Identifier{w.object}.Sanitize() + " FROM " + role
+	}
+	return "REVOKE " + w.privilege + " ON " + pgx.Identifier{w.object}.Sanitize() + " FROM " + role
+}
+
+// pgWidened runs pgWidenedQuery.
+func pgWidened(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) ([]pgWidening, error) {
+	names, roles := make([]string, 0, len(pgPolicies)), make([]string, 0, len(pgPolicies))
+	for n, r := range pgPolicies {
+		names, roles = append(names, n), append(roles, r)
+	}
+	rows, err := q.QueryContext(ctx, pgWidenedQuery, pgArray(pgTables), pgArray(names), pgArray(roles))
+	if err != nil {
+		return nil, fmt.Errorf("read the policies and grants: %w", err)
+	}
+	defer rows.Close()
+	var out []pgWidening
+	for rows.Next() {
+		var w pgWidening
+		if err := rows.Scan(&w.what, &w.object, &w.role, &w.privilege); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// pgArray is a text[] literal of ss.
+func pgArray(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+	}
+	return "{" + strings.Join(q, ",") + "}"
+}
+
+// pgNarrow takes away what pgWidened finds (pgSecure then makes the
+// store's own policies and grants) and returns it, for Init's report.
+func pgNarrow(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	wide, err := pgWidened(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, w := range wide {
+		if _, err := tx.ExecContext(ctx, w.undo()); err != nil {
+			return nil, fmt.Errorf("take away %s: %w", w, err)
+		}
+		removed = append(removed, w.String())
+	}
+	return removed, nil
+}
+
 // InitOptions configure Init.
 type InitOptions struct {
 	// AdminURL is the database as the role that owns (or creates) the
@@ -218,6 +343,10 @@ type InitReport struct {
 	// ExistingOwner owns the rows that had no owner ("" when there were
 	// none to give one).
 	ExistingOwner string
+	// Removed is what Init took away because it made the store wider than
+	// documented: policies not its own, privileges beyond the documented
+	// set ("policy handmade on ui_messages", "TRUNCATE on blobs to bob").
+	Removed []string
 }
 
 // Init creates or upgrades the schema of a shared PostgreSQL store and
@@ -285,8 +414,14 @@ func Init(ctx context.Context, o InitOptions) (InitReport, error) {
 	if hadRows {
 		rep.ExistingOwner = m.owner
 	}
+	if rep.Removed, err = pgNarrow(ctx, tx); err != nil {
+		return fail(err)
+	}
 	if err := pgSecure(ctx, tx); err != nil {
 		return fail(err)
+	}
+	if wide, err := pgWidened(ctx, tx); err != nil || len(wide) > 0 {
+		return fail(errors.Join(err, fmt.Errorf("still wider than documented after init: %v", wide)))
 	}
 	if err := tx.QueryRowContext(ctx, "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = to_regclass('sessions')").Scan(&rep.Owner); err != nil {
 		return fail(err)
@@ -449,6 +584,19 @@ func (s *Store) pgCheck(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("schema version %d is older than this build's (%d): %s", v, len(pgMigrations), initHint)
 	case secured != len(pgTables):
 		return fmt.Errorf("row-level security is not on for every table (%d of %d): %s", secured, len(pgTables), initHint)
+	}
+	wide, err := pgWidened(ctx, db)
+	if err != nil {
+		return err
+	}
+	if len(wide) > 0 {
+		said := make([]string, len(wide))
+		for i, w := range wide {
+			said[i] = w.String()
+		}
+		return fmt.Errorf("the store is wider than documented (%s): another role could read or destroy what row-level "+
+			"security keeps from it; an administrator takes it away with agentkernel store init --admin-url URL, "+
+			"as the schema owner (docs/scale-out.md)", strings.Join(said, "; "))
 	}
 	s.admin = admin
 	return nil

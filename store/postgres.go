@@ -319,11 +319,27 @@ CREATE INDEX cell_changes_session ON cell_changes(session_pk, anchor);
 	// 6: SQLite schema 7, sessions belong to their user (ownSessions,
 	// pgOwnSessions); row-level security is set up by pgSecure.
 	``,
+	// 7 (PostgreSQL only; a SQLite file is one OS user's): owners are
+	// bound to their role's identity, its OID, not only its name, so that
+	// a new role of a dropped one's name does not inherit its sessions
+	// (pgSecure: the policies and ak_bind). oid 0 is a role that is gone.
+	`
+CREATE TABLE ak_owners (
+	name TEXT PRIMARY KEY,
+	oid  OID  NOT NULL
+);
+`,
 }
 
 // pgVersion maps a PostgreSQL schema version to the SQLite one it matches
 // (migrationCode is keyed by SQLite's).
-func pgVersion(v int) int { return v + 1 }
+// From 7 on, PostgreSQL's versions are its own (0: no SQLite code runs).
+func pgVersion(v int) int {
+	if v > 6 {
+		return 0
+	}
+	return v + 1
+}
 
 // pgLockKey is the advisory lock that serialises migrations between
 // processes opening a fresh database at once.

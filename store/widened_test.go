@@ -103,3 +103,56 @@ func TestInitRepairsAWidenedStore(t *testing.T) {
 		t.Fatalf("init of a store as documented removed %v", rep.Removed)
 	}
 }
+
+// TestReusedRoleNameInheritsNothing: the owners are bound to their role's
+// identity, not its name. Alice's role is dropped while she owns a
+// session and is granted one of Bob's; a new role of the same name is
+// made. store grant refuses it, saying why; granted by hand, it opens no
+// store, and through psql it reads none of the former Alice's rows nor
+// Bob's grant to her, nor writes as her. The administrator's documented
+// hand-over (UPDATE ak_owners) gives it her sessions.
+func TestReusedRoleNameInheritsNothing(t *testing.T) {
+	onlyPostgres(t)
+	ctx := context.Background()
+	const name = "ak_former"
+	admin := pgAdminSchema(t)
+	first, err := Open(ctx, Options{URL: pgUserURL(t, admin, name)})
+	must(t, err)
+	id := newSession(t, first)
+	must(t, first.AppendUI(ctx, id, say(10, messages.SayText, "the former's words")))
+	first.Close()
+	bob := openAs(t, admin, roleBob)
+	bid := newSession(t, bob)
+	must(t, bob.Share(ctx, bid, name))
+
+	superExec(t, admin, "DROP ROLE "+name+"; CREATE ROLE "+name+" LOGIN")
+	err = Grant(ctx, admin, name, false)
+	if err == nil || !strings.Contains(err.Error(), "is not the role "+name+" whose sessions are in the store") {
+		t.Fatalf("store grant of the new %s: %v, want a refusal that says why", name, err)
+	}
+	superExec(t, admin, "GRANT "+UserRole+" TO "+name)
+	if _, err := Open(ctx, Options{URL: pgtest.WithUser(admin, name)}); err == nil ||
+		!strings.Contains(err.Error(), "that one was dropped") {
+		t.Fatalf("Open as the new %s: %v, want a refusal", name, err)
+	}
+	raw := rawAs(t, admin, name)
+	for _, tbl := range []string{"sessions", "ui_messages", "session_shares"} {
+		if n := count(t, raw, "SELECT count(*) FROM "+tbl); n != 0 {
+			t.Errorf("the new %s reads %d of the former's rows in %s", name, n, tbl)
+		}
+	}
+	if _, err := raw.Exec(ctx, "INSERT INTO sessions (id, created_at, updated_at) VALUES ('x', 0, 0)"); err == nil ||
+		!strings.Contains(err.Error(), "row-level security") {
+		t.Fatalf("the new %s writes as the former: %v", name, err)
+	}
+
+	superExec(t, admin, "UPDATE ak_owners SET oid = '"+name+"'::regrole WHERE name = '"+name+"'")
+	s, err := Open(ctx, Options{URL: pgtest.WithUser(admin, name)})
+	must(t, err)
+	defer s.Close()
+	list, err := s.ListSessions(ctx, ListOptions{})
+	must(t, err)
+	if got := ids(list); len(got) != 2 || got[id] != name || got[bid] != roleBob {
+		t.Fatalf("after the hand-over the new %s lists %v, want the former's session and bob's grant", name, got)
+	}
+}

@@ -121,8 +121,8 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		}
 		out := fmt.Sprintf("Resumed session %s (%d messages, model %s).", info.ID, info.Messages, orNone(info.Model))
 		if info.ForkOf != "" {
-			out = fmt.Sprintf("Session %s is %s's, shared with you to read: this is your own fork of it, %s (%d messages, model %s).",
-				messages.ShortID(info.ForkOf), info.ForkOfOwner, info.ID, info.Messages, orNone(info.Model))
+			out = fmt.Sprintf("Session %s is %s's, %s: this is your own fork of it, %s (%d messages, model %s).",
+				messages.ShortID(info.ForkOf), info.ForkOfOwner, info.ForkReason(), info.ID, info.Messages, orNone(info.Model))
 		}
 		if info.Interrupted {
 			out += "\n" + agent.ResumeText

@@ -268,6 +268,17 @@ func TestSessionsBelongToTheirUser(t *testing.T) {
 	if out := mustSessions("list"); strings.Contains(out, bid[:8]) {
 		t.Errorf("carol's own list:\n%s", out)
 	}
+	// Going on with Bob's, she is told the truth: nothing was shared with her.
+	model.Enqueue(scripted.Reply(scripted.Text("Audited.")))
+	var ao, ae bytes.Buffer
+	t.Chdir(ws)
+	if err := runAsk([]string{"--model", askModel, "--session", bid, "Audit it"}, strings.NewReader(""), &ao, &ae); err != nil {
+		t.Fatalf("carol's ask --session: %v\n%s", err, ae.String())
+	}
+	if e := ae.String(); !strings.Contains(e, "which you read as an administrator of the store (it was not shared with you)") ||
+		strings.Contains(e, "shared with you to read") {
+		t.Errorf("carol's ask --session on bob's session says:\n%s", e)
+	}
 	var who bytes.Buffer
 	if err := runStore([]string{"whoami"}, &who, &who); err != nil || !strings.Contains(who.String(), "administrator") {
 		t.Errorf("carol's whoami: %v %s", err, who.String())

@@ -121,8 +121,8 @@ func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (strin
 		}
 		out := fmt.Sprintf("Resumed session %s (%d messages, model %s).", info.ID, info.Messages, orNone(info.Model))
 		if info.ForkOf != "" {
-			out = fmt.Sprintf("Session %s is %s's, shared with you to read: this is your own fork of it, %s (%d messages, model %s).",
-				messages.ShortID(info.ForkOf), info.ForkOfOwner, info.ID, info.Messages, orNone(info.Model))
+			out = fmt.Sprintf("Session %s is %s's, %s: this is your own fork of it, %s (%d messages, model %s).",
+				messages.ShortID(info.ForkOf), info.ForkOfOwner, info.ForkReason(), info.ID, info.Messages, orNone(info.Model))
 		}
 		if info.Interrupted {
 			out += "\n" + agent.ResumeText
@@ -273,7 +273,7 @@ func (b *Bridge) listSessions(ctx context.Context, search string, all bool) (str
 	for _, s := range list {
 		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", messages.ShortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"), s.MessageCount, s.Model, s.Title)
 		if all {
-			line += "\t" + orNone(s.Whose()) + "\t" + orNone(s.Workspace)
+			line += "\t" + orNone(s.Whose()) + "\t" + orNone(messages.Printable(s.Workspace, 0))
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -171,8 +171,9 @@ type current struct {
 	model   string
 	resumed bool
 	tools   []string
-	// forkOf and forkOfOwner: see Info.
+	// forkOf, forkOfOwner and forkOfAdmin: see Info.
 	forkOf, forkOfOwner string
+	forkOfAdmin         bool
 	// elsewhere is the workspace the session was started in, when not the
 	// host's: its file changes were made there, and are not restored here.
 	elsewhere string
@@ -299,11 +300,23 @@ type Info struct {
 	// user's, shared with this one read-only: the id of that session, of
 	// which this one is the user's own fork; ForkOfOwner is whose it is.
 	ForkOf, ForkOfOwner string
+	// ForkOfAdmin: the user read ForkOf as an administrator, who reads
+	// every session, rather than because it was shared with them.
+	ForkOfAdmin bool
+}
+
+// ForkReason says, for people, why the user could read the session
+// ForkOf that they now go on in a fork of their own.
+func (i Info) ForkReason() string {
+	if i.ForkOfAdmin {
+		return "which you read as an administrator of the store (it was not shared with you)"
+	}
+	return "shared with you to read"
 }
 
 func (c *current) info() Info {
 	return Info{ID: c.id, Model: c.model, Resumed: c.resumed, Elsewhere: c.elsewhere, Messages: len(c.task.UI()), Tools: c.tools,
-		ForkOf: c.forkOf, ForkOfOwner: c.forkOfOwner}
+		ForkOf: c.forkOf, ForkOfOwner: c.forkOfOwner, ForkOfAdmin: c.forkOfAdmin}
 }
 
 // Current returns the current session, creating a new one on first use.
@@ -417,6 +430,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 		pending             bool
 		elsewhere           string
 		forkOf, forkOfOwner string
+		forkOfAdmin         bool
 	)
 	if resume != "" {
 		s, err := st.FindSession(ctx, resume)
@@ -434,7 +448,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 			if err != nil {
 				return nil, fmt.Errorf("session: fork %s's session %s: %w", s.Owner, s.ID, err)
 			}
-			forkOf, forkOfOwner, s = s.ID, s.Whose(), fork
+			forkOf, forkOfOwner, forkOfAdmin, s = s.ID, s.Whose(), st.Admin(), fork
 		}
 		if hist, err = st.Load(ctx, s.ID); err != nil {
 			return nil, fmt.Errorf("session: load %s: %w", s.ID, err)
@@ -453,7 +467,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 		}
 		id = s.ID
 	}
-	c := &current{id: id, model: model, resumed: resume != "", elsewhere: elsewhere, forkOf: forkOf, forkOfOwner: forkOfOwner}
+	c := &current{id: id, model: model, resumed: resume != "", elsewhere: elsewhere, forkOf: forkOf, forkOfOwner: forkOfOwner, forkOfAdmin: forkOfAdmin}
 	c.replayPending.Store(pending)
 	ws, err := agent.NewWorkspace(h.cfg.Workspace)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -75,6 +76,10 @@ func (s *Store) wrap(op string, err error) error {
 	var e *Error
 	if errors.As(err, &e) {
 		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		err = pgLocked{err}
 	}
 	return &Error{Op: op, Path: s.path, Err: err}
 }

@@ -65,7 +65,9 @@ type Options struct {
 	// Sync is the commit durability. Default SyncNormal (see package doc).
 	Sync Sync
 	// BusyTimeout is how long a statement waits for a lock held by another
-	// process before it fails with ErrLocked. Default 5s.
+	// process before it fails with ErrLocked. Default 5s. On PostgreSQL it
+	// is every connection's lock_timeout (unless the URL sets one), so no
+	// other user's lock stalls a statement of ours for longer.
 	BusyTimeout time.Duration
 	// Debounce is the longest a streaming (partial) UI message update waits
 	// before it is written. Default 500ms. Completed messages are never

@@ -106,6 +106,14 @@ func (s *Store) Share(ctx context.Context, id, grantee string) error {
 		if grantee == s.user {
 			return fmt.Errorf("the session is yours already (%s)", grantee)
 		}
+		// A grant is to this role, not to whoever takes its name later.
+		var bound bool
+		if err := tx.QueryRowContext(ctx, "SELECT ak_bind(?)", grantee).Scan(&bound); err != nil {
+			return err
+		}
+		if !bound {
+			return reusedName(grantee)
+		}
 		sr, err := lockSession(ctx, tx, id)
 		if err != nil {
 			return err

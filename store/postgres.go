@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,6 +80,12 @@ func pgConnect(ctx context.Context, o Options) (*sql.DB, *pgxpool.Pool, error) {
 	if cfg.ConnConfig.RuntimeParams["synchronous_commit"] == "" {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = o.Sync.pgSynchronousCommit()
 	}
+	// No statement of ours waits without bound on a lock another user
+	// holds (a user may LOCK a table they may UPDATE): after BusyTimeout
+	// it fails with "the store is locked by another user" (pgLocked).
+	if cfg.ConnConfig.RuntimeParams["lock_timeout"] == "" {
+		cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(o.BusyTimeout.Milliseconds(), 10)
+	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "agentkernel"
 	}
@@ -142,6 +149,18 @@ func pgIs(err error, target error) bool {
 	}
 	return false
 }
+
+// pgLocked is a statement that gave up on a lock (lock_timeout), said as
+// what it is on a shared store: another user (or a kernel of the same
+// one) holds a lock on a table or row. It matches ErrLocked.
+type pgLocked struct{ err error }
+
+func (e pgLocked) Error() string {
+	return fmt.Sprintf("the store is locked by another user (a lock held longer than the store's busy timeout; "+
+		"try again, and if it lasts, an administrator finds its holder in pg_locks and pg_stat_activity): %v", e.err)
+}
+
+func (e pgLocked) Unwrap() error { return e.err }
 
 func pgConstraint(err error) bool {
 	var pe *pgconn.PgError
@@ -300,11 +319,27 @@ CREATE INDEX cell_changes_session ON cell_changes(session_pk, anchor);
 	// 6: SQLite schema 7, sessions belong to their user (ownSessions,
 	// pgOwnSessions); row-level security is set up by pgSecure.
 	``,
+	// 7 (PostgreSQL only; a SQLite file is one OS user's): owners are
+	// bound to their role's identity, its OID, not only its name, so that
+	// a new role of a dropped one's name does not inherit its sessions
+	// (pgSecure: the policies and ak_bind). oid 0 is a role that is gone.
+	`
+CREATE TABLE ak_owners (
+	name TEXT PRIMARY KEY,
+	oid  OID  NOT NULL
+);
+`,
 }
 
 // pgVersion maps a PostgreSQL schema version to the SQLite one it matches
 // (migrationCode is keyed by SQLite's).
-func pgVersion(v int) int { return v + 1 }
+// From 7 on, PostgreSQL's versions are its own (0: no SQLite code runs).
+func pgVersion(v int) int {
+	if v > 6 {
+		return 0
+	}
+	return v + 1
+}
 
 // pgLockKey is the advisory lock that serialises migrations between
 // processes opening a fresh database at once.

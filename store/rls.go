@@ -29,12 +29,16 @@ import (
 //     may clean up every session (support, audits).
 //
 // Policies (pgSecure), on every table, with FORCE ROW LEVEL SECURITY:
-//   - ak_own (all commands, UserRole): owner = current_user;
+//   - ak_own (all commands, UserRole): owner = current_user, when
+//     ak_owners binds that name to the caller's role (its OID: a role made
+//     later under a dropped role's name owns none of its rows; Open, Share
+//     and Grant bind a name that is free with ak_bind);
 //   - ak_shared (SELECT, UserRole; sessions and their messages, code runs,
 //     file and cell changes): the row is the role's own, or its session is
 //     in session_shares (ak_shared_sessions), which a role sees for its own
 //     sessions and for the grants to it or to a group it is a member of
-//     (ak_granted: pg_has_role(current_user, grantee, 'MEMBER'));
+//     (ak_granted: pg_has_role(current_user, grantee, 'MEMBER'), the
+//     grantee bound in ak_owners too);
 //   - ak_admin (all commands, AdminRole): every row.
 //
 // They cost each statement of a user a little (an append's three, ~10%
@@ -43,8 +47,8 @@ import (
 // with messages is one UPDATE and its INSERTs (bumpSession), or one
 // statement for one message that is not the user's (pgAppendOne); a
 // listing of one page is one statement outside a transaction (readOne).
-// current_user is read once per statement, (SELECT current_user), an
-// InitPlan, not once per row. ak_shared tests the owner
+// The caller's bound name is read once per statement, a subquery of the
+// policy (an InitPlan), not once per row. ak_shared tests the owner
 // first: PostgreSQL ORs the policies in an order of its own, and so the
 // shares, a hashed SubPlan built on first use, are read only when a row
 // is another's. They are read through ak_shared_sessions, a function
@@ -63,7 +67,19 @@ const (
 
 // pgTables are agentkernel's tables: each has row-level security.
 var pgTables = []string{"sessions", "ui_messages", "api_messages", "code_runs", "file_changes",
-	"cell_changes", "blobs", "file_index", "session_shares", "agentkernel_schema"}
+	"cell_changes", "blobs", "file_index", "session_shares", "agentkernel_schema", "ak_owners"}
+
+// pgGrants are the privileges the group roles hold on a table (and
+// nothing else does, but its owner): SELECT, INSERT, UPDATE and DELETE,
+// but on agentkernel_schema (SELECT) and on ak_owners (SELECT; an
+// administrator may also write it, to hand a dropped role's sessions on).
+func pgGrants(table, role string) []string {
+	switch {
+	case table == "agentkernel_schema", table == "ak_owners" && role == UserRole:
+		return []string{"SELECT"}
+	}
+	return []string{"SELECT", "INSERT", "UPDATE", "DELETE"}
+}
 
 // pgChildren are the tables of a session's rows, which its readers read.
 var pgChildren = []string{"ui_messages", "api_messages", "code_runs", "file_changes", "cell_changes"}
@@ -142,32 +158,67 @@ SET search_path = %[1]s, pg_catalog, pg_temp AS $f$ SELECT session_pk FROM sessi
 REVOKE ALL ON FUNCTION ak_shared_sessions() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION ak_shared_sessions() TO %[2]s;
 `, ident, UserRole)
-	const own = "owner = (SELECT current_user)"
+	// The caller as an owner: current_user when ak_owners binds that name
+	// to this very role (its OID), else NULL, which owns nothing — so a
+	// role made later under a dropped one's name sees none of its rows.
+	// Read once per statement (an InitPlan), as current_user was. It is
+	// a subquery of the policy, not a function: planned with the statement
+	// (and kept with its plan), it costs two index lookups when the
+	// statement runs; a function would cost a call, or a plan, each time.
+	const own = "owner = (SELECT o.name FROM ak_owners o WHERE o.name = current_user::text " +
+		"AND o.oid = to_regrole(quote_ident(current_user)))"
 	for _, t := range pgTables {
 		fmt.Fprintf(&b, "ALTER TABLE %[1]s ENABLE ROW LEVEL SECURITY;\nALTER TABLE %[1]s FORCE ROW LEVEL SECURITY;\n", t)
 		fmt.Fprintf(&b, "REVOKE ALL ON %s FROM PUBLIC, %s, %s;\n", t, UserRole, AdminRole)
-		for _, p := range []string{"ak_own", "ak_shared", "ak_granted", "ak_admin", "ak_read"} {
+		for p := range pgPolicies {
 			fmt.Fprintf(&b, "DROP POLICY IF EXISTS %s ON %s;\n", p, t)
 		}
-		if t == "agentkernel_schema" {
+		for _, r := range []string{UserRole, AdminRole} {
+			fmt.Fprintf(&b, "GRANT %s ON %s TO %s;\n", strings.Join(pgGrants(t, r), ", "), t, r)
+		}
+		switch t {
+		case "agentkernel_schema":
 			// Everyone reads the version; only the owner (Init) writes it.
-			fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s, %s;\n", t, UserRole, AdminRole)
 			policy(t, "ak_read", "SELECT", "PUBLIC", "true", false)
 			continue
+		case "ak_owners":
+			// Users read the bindings (the policies); ak_bind and administrators write them.
+			policy(t, "ak_bound", "SELECT", UserRole, "true", false)
+			policy(t, "ak_admin", "ALL", AdminRole, "true", true)
+			continue
 		}
-		fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s, %s;\n", t, UserRole, AdminRole)
 		policy(t, "ak_own", "ALL", UserRole, own, true)
 		policy(t, "ak_admin", "ALL", AdminRole, "true", true)
 		switch {
 		case t == "sessions":
 			policy(t, "ak_shared", "SELECT", UserRole, own+" OR pk IN (SELECT ak_shared_sessions())", false)
 		case t == "session_shares":
-			policy(t, "ak_granted", "SELECT", UserRole,
-				"grantee IN (SELECT rolname FROM pg_roles WHERE pg_has_role(current_user, oid, 'MEMBER'))", false)
+			// A grant is to a role bound in ak_owners (Share binds it).
+			policy(t, "ak_granted", "SELECT", UserRole, "grantee IN (SELECT o.name FROM ak_owners o JOIN pg_roles r "+
+				"ON r.oid = o.oid AND r.rolname = o.name WHERE pg_has_role(current_user, r.oid, 'MEMBER'))", false)
 		case slices.Contains(pgChildren, t):
 			policy(t, "ak_shared", "SELECT", UserRole, own+" OR session_pk IN (SELECT ak_shared_sessions())", false)
 		}
 	}
+	// ak_bind binds the role name to its OID in ak_owners unless the name
+	// is bound already, and reports whether the name is (now) this role's:
+	// false for a role that took the name of a dropped one that owned
+	// rows, or for no such role. Open binds its user, Share its grantee,
+	// Grant its role. Run as AdminRole, which alone writes ak_owners.
+	fmt.Fprintf(&b, `CREATE OR REPLACE FUNCTION ak_bind(r text) RETURNS boolean LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = %[1]s, pg_catalog, pg_temp AS $f$
+DECLARE id oid := (SELECT oid FROM pg_roles WHERE rolname = r);
+BEGIN
+	IF id IS NULL THEN RETURN false; END IF;
+	INSERT INTO ak_owners (name, oid) VALUES (r, id) ON CONFLICT (name) DO NOTHING;
+	RETURN EXISTS (SELECT 1 FROM ak_owners WHERE name = r AND oid = id);
+END $f$;
+GRANT CREATE ON SCHEMA %[1]s TO %[2]s;
+ALTER FUNCTION ak_bind(text) OWNER TO %[2]s;
+REVOKE CREATE ON SCHEMA %[1]s FROM %[2]s;
+REVOKE ALL ON FUNCTION ak_bind(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ak_bind(text) TO %[3]s, %[2]s;
+`, ident, AdminRole, UserRole)
 	// Search through the GIN index. PostgreSQL does not use an index for a
 	// condition that is not leakproof (tsvector @@ tsquery is not) on a
 	// table under row-level security, so a search of every session would
@@ -198,6 +249,141 @@ GRANT EXECUTE ON FUNCTION ak_search(tsquery, bigint, boolean, text, boolean) TO 
 	return nil
 }
 
+// pgPolicies are the policies pgSecure makes, by name, with the one role
+// each is for ("" is PUBLIC).
+var pgPolicies = map[string]string{"ak_own": UserRole, "ak_shared": UserRole, "ak_granted": UserRole,
+	"ak_admin": AdminRole, "ak_read": "", "ak_bound": UserRole}
+
+// pgWidenedQuery lists what makes the store wider than pgSecure leaves
+// it, one row each (what, the object, the role, the privilege): a policy
+// on one of our tables that is not ours, or ours for another role; a
+// privilege on a table, one of its columns or the schema held by anyone
+// but the owner beyond the documented set — SELECT, INSERT, UPDATE and
+// DELETE for UserRole and AdminRole (SELECT only on agentkernel_schema),
+// USAGE on the schema. TRUNCATE, REFERENCES and TRIGGER pass row-level
+// security by, and CREATE on the schema lets its holder put a function
+// of theirs before pg_catalog in the search functions' search_path. The
+// catalogs it reads are readable by every role, so Open runs it as the
+// user. $1: the tables, $2: the policies' names, $3: their roles, $4-6:
+// the grants (pgGrants), table, role and privilege.
+const pgWidenedQuery = `WITH t AS (
+	SELECT c.oid, c.relname::text AS name, c.relowner, c.relacl FROM pg_class c
+	WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($1::text[])
+), want(name, role) AS (SELECT * FROM unnest($2::text[], $3::text[]))
+SELECT 'policy', t.name, p.polname::text, '' FROM t JOIN pg_policy p ON p.polrelid = t.oid
+	WHERE NOT EXISTS (SELECT 1 FROM want w WHERE w.name = p.polname
+		AND p.polroles = ARRAY[CASE WHEN w.role = '' THEN 0::oid ELSE (SELECT oid FROM pg_roles WHERE rolname = w.role) END])
+UNION ALL
+SELECT 'table', t.name, coalesce(r.rolname::text, 'PUBLIC'), a.privilege_type FROM t CROSS JOIN LATERAL aclexplode(t.relacl) a
+	LEFT JOIN pg_roles r ON r.oid = a.grantee
+	WHERE a.grantee <> t.relowner AND NOT EXISTS (SELECT 1 FROM unnest($4::text[], $5::text[], $6::text[]) g(tbl, role, priv)
+		WHERE g.tbl = t.name AND g.role = r.rolname AND g.priv = a.privilege_type)
+UNION ALL
+SELECT 'column', t.name || '.' || at.attname, coalesce(r.rolname::text, 'PUBLIC'), a.privilege_type
+	FROM t JOIN pg_attribute at ON at.attrelid = t.oid AND at.attacl IS NOT NULL CROSS JOIN LATERAL aclexplode(at.attacl) a
+	LEFT JOIN pg_roles r ON r.oid = a.grantee WHERE a.grantee <> t.relowner
+UNION ALL
+SELECT 'schema', n.nspname::text, coalesce(r.rolname::text, 'PUBLIC'), a.privilege_type
+	FROM pg_namespace n CROSS JOIN LATERAL aclexplode(n.nspacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
+	WHERE n.oid = current_schema()::regnamespace AND a.grantee <> n.nspowner AND a.privilege_type <> 'USAGE'
+ORDER BY 1, 2, 3, 4`
+
+// pgWidening is one row of pgWidenedQuery.
+type pgWidening struct{ what, object, role, privilege string }
+
+// String says it for people: "policy handmade on ui_messages",
+// "TRUNCATE on blobs to bob".
+func (w pgWidening) String() string {
+	if w.what == "policy" {
+		return "policy " + w.role + " on " + w.object
+	}
+	on := w.object
+	switch w.what {
+	case "column":
+		on = "column " + w.object
+	case "schema":
+		on = "schema " + w.object
+	}
+	return w.privilege + " on " + on + " to " + w.role
+}
+
+// undo is the statement that takes w away.
+func (w pgWidening) undo() string {
+	role := "PUBLIC"
+	if w.role != "PUBLIC" {
+		role = pgx.Identifier{w.role}.Sanitize()
+	}
+	switch w.what {
+	case "policy":
+		return "DROP POLICY " + pgx.Identifier{w.role}.Sanitize() + " ON " + pgx.Identifier{w.object}.Sanitize()
+	case "column":
+		t, col, _ := strings.Cut(w.object, ".")
+		return "REVOKE " + w.privilege + " (" + pgx.Identifier{col}.Sanitize() + ") ON " + pgx.Identifier{t}.Sanitize() + " FROM " + role
+	case "schema":
+		return "REVOKE " + w.privilege + " ON SCHEMA " + pgx.Identifier{w.object}.Sanitize() + " FROM " + role
+	}
+	return "REVOKE " + w.privilege + " ON " + pgx.Identifier{w.object}.Sanitize() + " FROM " + role
+}
+
+// pgWidened runs pgWidenedQuery.
+func pgWidened(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) ([]pgWidening, error) {
+	names, roles := make([]string, 0, len(pgPolicies)), make([]string, 0, len(pgPolicies))
+	for n, r := range pgPolicies {
+		names, roles = append(names, n), append(roles, r)
+	}
+	var gt, gr, gp []string
+	for _, t := range pgTables {
+		for _, r := range []string{UserRole, AdminRole} {
+			for _, p := range pgGrants(t, r) {
+				gt, gr, gp = append(gt, t), append(gr, r), append(gp, p)
+			}
+		}
+	}
+	rows, err := q.QueryContext(ctx, pgWidenedQuery, pgArray(pgTables), pgArray(names), pgArray(roles),
+		pgArray(gt), pgArray(gr), pgArray(gp))
+	if err != nil {
+		return nil, fmt.Errorf("read the policies and grants: %w", err)
+	}
+	defer rows.Close()
+	var out []pgWidening
+	for rows.Next() {
+		var w pgWidening
+		if err := rows.Scan(&w.what, &w.object, &w.role, &w.privilege); err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// pgArray is a text[] literal of ss.
+func pgArray(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+	}
+	return "{" + strings.Join(q, ",") + "}"
+}
+
+// pgNarrow takes away what pgWidened finds (pgSecure then makes the
+// store's own policies and grants) and returns it, for Init's report.
+func pgNarrow(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	wide, err := pgWidened(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, w := range wide {
+		if _, err := tx.ExecContext(ctx, w.undo()); err != nil {
+			return nil, fmt.Errorf("take away %s: %w", w, err)
+		}
+		removed = append(removed, w.String())
+	}
+	return removed, nil
+}
+
 // InitOptions configure Init.
 type InitOptions struct {
 	// AdminURL is the database as the role that owns (or creates) the
@@ -218,6 +404,10 @@ type InitReport struct {
 	// ExistingOwner owns the rows that had no owner ("" when there were
 	// none to give one).
 	ExistingOwner string
+	// Removed is what Init took away because it made the store wider than
+	// documented: policies not its own, privileges beyond the documented
+	// set ("policy handmade on ui_messages", "TRUNCATE on blobs to bob").
+	Removed []string
 }
 
 // Init creates or upgrades the schema of a shared PostgreSQL store and
@@ -285,8 +475,23 @@ func Init(ctx context.Context, o InitOptions) (InitReport, error) {
 	if hadRows {
 		rep.ExistingOwner = m.owner
 	}
+	// Every name that owns or is granted rows is bound: to its role's OID,
+	// or to 0 when the role is gone, so that no role made later under that
+	// name takes the rows over.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO ak_owners (name, oid)
+		SELECT n, coalesce((SELECT oid FROM pg_roles WHERE rolname = n), 0) FROM (SELECT owner FROM sessions
+			UNION SELECT owner FROM blobs UNION SELECT owner FROM file_index UNION SELECT grantee FROM session_shares) x(n)
+		ON CONFLICT (name) DO NOTHING`); err != nil {
+		return fail(fmt.Errorf("bind the owners to their roles: %w", err))
+	}
+	if rep.Removed, err = pgNarrow(ctx, tx); err != nil {
+		return fail(err)
+	}
 	if err := pgSecure(ctx, tx); err != nil {
 		return fail(err)
+	}
+	if wide, err := pgWidened(ctx, tx); err != nil || len(wide) > 0 {
+		return fail(errors.Join(err, fmt.Errorf("still wider than documented after init: %v", wide)))
 	}
 	if err := tx.QueryRowContext(ctx, "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = to_regclass('sessions')").Scan(&rep.Owner); err != nil {
 		return fail(err)
@@ -357,16 +562,19 @@ func Grant(ctx context.Context, adminURL, role string, admin bool) error {
 	if admin {
 		group = AdminRole
 	}
-	return pgAdminExec(ctx, adminURL, "grant "+role, role, "GRANT "+group+" TO ")
+	return pgAdminExec(ctx, adminURL, "grant "+role, role, "GRANT "+group+" TO ", true)
 }
 
 // Revoke takes both memberships (UserRole, AdminRole) from the role: it
 // can no longer use the shared store at adminURL. Its sessions stay.
 func Revoke(ctx context.Context, adminURL, role string) error {
-	return pgAdminExec(ctx, adminURL, "revoke "+role, role, "REVOKE "+UserRole+", "+AdminRole+" FROM ")
+	return pgAdminExec(ctx, adminURL, "revoke "+role, role, "REVOKE "+UserRole+", "+AdminRole+" FROM ", false)
 }
 
-func pgAdminExec(ctx context.Context, adminURL, op, role, stmt string) error {
+// pgAdminExec runs stmt+role as the administrator at adminURL; with bind,
+// first binds role's name to it (ak_bind), refusing a name that was a
+// dropped role's.
+func pgAdminExec(ctx context.Context, adminURL, op, role, stmt string, bind bool) error {
 	opts, err := Options{URL: adminURL}.withDefaults()
 	if err != nil {
 		return err
@@ -388,6 +596,15 @@ func pgAdminExec(ctx context.Context, adminURL, op, role, stmt string) error {
 	if err := pgRoleExists(ctx, tx, role); err != nil {
 		return fmt.Errorf("store: %s: %w (create it first: CREATE ROLE %s LOGIN PASSWORD '…')", op, err, role)
 	}
+	if bind {
+		var bound bool
+		if err := tx.QueryRowContext(ctx, "SELECT ak_bind(?)", role).Scan(&bound); err != nil {
+			return fmt.Errorf("store: %s: %w", op, err)
+		}
+		if !bound {
+			return fmt.Errorf("store: %s: %w", op, reusedName(role))
+		}
+	}
 	if _, err := tx.ExecContext(ctx, stmt+pgx.Identifier{role}.Sanitize()); err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
@@ -395,6 +612,14 @@ func pgAdminExec(ctx context.Context, adminURL, op, role, stmt string) error {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
 	return nil
+}
+
+// reusedName is the refusal of a role that took the name of a dropped
+// role, whose rows are still the old role's (ak_owners).
+func reusedName(role string) error {
+	return fmt.Errorf("role %[1]s is not the role %[1]s whose sessions are in the store: that one was dropped, and its "+
+		"sessions stay its own; an administrator hands them to this role or deletes them first "+
+		"(docs/scale-out.md, \"A role name used again\")", role)
 }
 
 // pgCheck is Open's check of a PostgreSQL store: the schema is this
@@ -449,6 +674,26 @@ func (s *Store) pgCheck(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("schema version %d is older than this build's (%d): %s", v, len(pgMigrations), initHint)
 	case secured != len(pgTables):
 		return fmt.Errorf("row-level security is not on for every table (%d of %d): %s", secured, len(pgTables), initHint)
+	}
+	wide, err := pgWidened(ctx, db)
+	if err != nil {
+		return err
+	}
+	if len(wide) > 0 {
+		said := make([]string, len(wide))
+		for i, w := range wide {
+			said[i] = w.String()
+		}
+		return fmt.Errorf("the store is wider than documented (%s): another role could read or destroy what row-level "+
+			"security keeps from it; an administrator takes it away with agentkernel store init --admin-url URL, "+
+			"as the schema owner (docs/scale-out.md)", strings.Join(said, "; "))
+	}
+	var bound bool
+	if err := db.QueryRowContext(ctx, "SELECT ak_bind(current_user::text)").Scan(&bound); err != nil {
+		return fmt.Errorf("bind the role: %w", err)
+	}
+	if !bound {
+		return reusedName(s.user)
 	}
 	s.admin = admin
 	return nil

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/agentkernel/agentkernel/messages"
 )
 
 // Session is one conversation: its metadata, running totals and the
@@ -58,12 +60,14 @@ type Session struct {
 }
 
 // Whose returns who the session belongs to, for people: the owner, with
-// the name they went by when it says more.
+// the name they went by when it says more, in one Printable line (a name
+// is the other user's to choose: it must not forge a row of a listing).
 func (s Session) Whose() string {
-	if s.OwnerName == "" || s.OwnerName == s.Owner {
-		return s.Owner
+	owner, name := messages.Printable(s.Owner, 0), messages.Printable(s.OwnerName, 0)
+	if name == "" || name == owner {
+		return owner
 	}
-	return s.Owner + " (" + s.OwnerName + ")"
+	return owner + " (" + name + ")"
 }
 
 // Archived reports whether the session is archived.
@@ -198,7 +202,17 @@ func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 	if archived.Valid {
 		ss.ArchivedAt = time.UnixMilli(archived.Int64)
 	}
+	printable(&ss)
 	return ss, nil
+}
+
+// printable makes the fields of ss that are only ever shown to people
+// (the title, the owner's name) Printable, whoever wrote them: one line,
+// no escape codes. Fields that name things (owner, workspace) keep their
+// value, and are made Printable where they are printed.
+func printable(ss *Session) {
+	ss.Title = messages.Printable(ss.Title, 0)
+	ss.OwnerName = messages.Printable(ss.OwnerName, 0)
 }
 
 // listFields is the number of fields listCols packs.
@@ -250,6 +264,7 @@ func scanListedSession(sc interface{ Scan(...any) error }) (Session, error) {
 	ss.DisplayName, ss.Title, ss.Model, ss.Provider, ss.Mode, ss.Workspace, ss.LastRole, ss.ArchiveReason, ss.ParentID =
 		t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13]
 	ss.Owner, ss.OwnerName, ss.LastMessage = t[14], t[15], t[16]
+	printable(&ss)
 	return ss, nil
 }
 
@@ -505,10 +520,10 @@ func likeEscape(s string) string {
 // boundary with "…" (TruncateTitle); else the first 8 characters of the id
 // and the creation date, "1b9d6bcd (2026-11-03)".
 func DeriveTitle(id, displayName, firstUser string, created time.Time) string {
-	if t := strings.TrimSpace(displayName); t != "" {
+	if t := messages.Printable(displayName, 0); t != "" {
 		return noUS(t)
 	}
-	if t := strings.Join(strings.Fields(firstUser), " "); t != "" {
+	if t := messages.Printable(firstUser, 0); t != "" {
 		return noUS(TruncateTitle(t, titleMax))
 	}
 	prefix := noUS(id)

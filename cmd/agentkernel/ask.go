@@ -271,8 +271,8 @@ func (a *askRun) openSession(ctx context.Context) error {
 		return fmt.Errorf("ask: %w", err)
 	}
 	if a.info.ForkOf != "" {
-		fmt.Fprintf(a.stderr, "agentkernel: session %s is %s's, shared with you to read: this asks in your own fork of it, %s.\n",
-			messages.ShortID(a.info.ForkOf), a.info.ForkOfOwner, a.info.ID)
+		fmt.Fprintf(a.stderr, "agentkernel: session %s is %s's, %s: this asks in your own fork of it, %s.\n",
+			messages.ShortID(a.info.ForkOf), a.info.ForkOfOwner, a.info.ForkReason(), a.info.ID)
 	}
 	if a.info.Elsewhere != "" {
 		fmt.Fprintf(a.stderr, "agentkernel: session %s was started in %s, not here (%s): its rewinds here restore the "+

@@ -268,6 +268,17 @@ func TestSessionsBelongToTheirUser(t *testing.T) {
 	if out := mustSessions("list"); strings.Contains(out, bid[:8]) {
 		t.Errorf("carol's own list:\n%s", out)
 	}
+	// Going on with Bob's, she is told the truth: nothing was shared with her.
+	model.Enqueue(scripted.Reply(scripted.Text("Audited.")))
+	var ao, ae bytes.Buffer
+	t.Chdir(ws)
+	if err := runAsk([]string{"--model", askModel, "--session", bid, "Audit it"}, strings.NewReader(""), &ao, &ae); err != nil {
+		t.Fatalf("carol's ask --session: %v\n%s", err, ae.String())
+	}
+	if e := ae.String(); !strings.Contains(e, "which you read as an administrator of the store (it was not shared with you)") ||
+		strings.Contains(e, "shared with you to read") {
+		t.Errorf("carol's ask --session on bob's session says:\n%s", e)
+	}
 	var who bytes.Buffer
 	if err := runStore([]string{"whoami"}, &who, &who); err != nil || !strings.Contains(who.String(), "administrator") {
 		t.Errorf("carol's whoami: %v %s", err, who.String())
@@ -296,4 +307,60 @@ func connectMCP(t *testing.T, s *mcpserve.Server) *sdk.ClientSession {
 		<-done
 	})
 	return cs
+}
+
+// TestOwnerNamesCannotForgeRows: Bob's display name ($KERNEL_USERNAME) is
+// his to choose. With a newline, terminal escape codes and a bidi override
+// in it, the session he shares with Alice is still one row of her
+// sessions list --all, and one Owner: line of sessions show, with none of
+// the codes reaching her terminal.
+func TestOwnerNamesCannotForgeRows(t *testing.T) {
+	srv, admin := sharedStore(t)
+	bob := roleURL(t, srv, admin, "ak_bob")
+	alice := roleURL(t, srv, admin, "ak_alice")
+	model, ws := askEnv(t)
+	sessions := func(args ...string) string {
+		t.Helper()
+		var o, e bytes.Buffer
+		if err := runSessions(args, strings.NewReader(""), &o, &e); err != nil {
+			t.Fatalf("sessions %v: %v\n%s%s", args, err, o.String(), e.String())
+		}
+		return o.String()
+	}
+	t.Setenv(store.EnvStore, bob)
+	t.Setenv("KERNEL_USERNAME", "Bob\n0badc0de  2026-01-01 00:00  1  $0.0000  m  pay alice's bill\x1b[1A\x1b[2K\x1b]0;owned\x07\u202e")
+	model.Enqueue(scripted.Reply(scripted.Text("Done.")))
+	bid, err := askIn(t, ws, "A plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions("share", bid, "ak_alice")
+
+	t.Setenv(store.EnvStore, alice)
+	t.Setenv("KERNEL_USERNAME", "Alice")
+	clean := func(what, out string) {
+		t.Helper()
+		if strings.ContainsAny(out, "\x1b\x07\u202e\r") {
+			t.Fatalf("%s passes control characters through: %q", what, out)
+		}
+	}
+	list := sessions("list", "--all")
+	clean("sessions list --all", list)
+	if lines := strings.Split(strings.TrimRight(list, "\n"), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "ak_bob (Bob 0badc0de") {
+		t.Fatalf("sessions list --all: want the header and Bob's one row, got %d lines:\n%s", len(lines), list)
+	}
+	show := sessions("show", bid)
+	clean("sessions show", show)
+	owner := 0
+	for i, l := range strings.Split(show, "\n") {
+		if strings.HasPrefix(l, "Owner:") {
+			owner++
+			if next := strings.Split(show, "\n")[i+1]; !strings.Contains(next, ":") {
+				t.Fatalf("sessions show: the Owner: line goes on in %q:\n%s", next, show)
+			}
+		}
+	}
+	if owner != 1 || !strings.Contains(show, "pay alice's bill") {
+		t.Fatalf("sessions show: want one Owner: line with the whole name on it:\n%s", show)
+	}
 }

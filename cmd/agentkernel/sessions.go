@@ -365,7 +365,7 @@ func (c *sessionsCmd) list(ctx context.Context, o store.ListOptions) error {
 		line := fmt.Sprintf("%s\t%s\t%d\t$%.4f\t%s\t%s", messages.ShortID(s.ID), s.UpdatedAt.Local().Format("2006-01-02 15:04"),
 			s.MessageCount, s.Usage.Cost, orDash(s.Model), messages.FirstLine(title, 60))
 		if o.Workspace == "" {
-			line += "\t" + orDash(s.Whose()) + "\t" + orDash(s.Workspace)
+			line += "\t" + orDash(s.Whose()) + "\t" + orDash(messages.Printable(s.Workspace, 0))
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -525,7 +525,7 @@ func (c *sessionsCmd) show(ctx context.Context, ref string, p showPage) error {
 	fmt.Fprintf(w, "Updated:\t%s\n", s.UpdatedAt.Local().Format(time.DateTime))
 	fmt.Fprintf(w, "Model:\t%s\n", orDash(s.Model))
 	fmt.Fprintf(w, "Mode:\t%s\n", orDash(s.Mode))
-	fmt.Fprintf(w, "Workspace:\t%s\n", orDash(s.Workspace))
+	fmt.Fprintf(w, "Workspace:\t%s\n", orDash(messages.Printable(s.Workspace, 0)))
 	if s.Owner != "" {
 		fmt.Fprintf(w, "Owner:\t%s\n", s.Whose())
 	}

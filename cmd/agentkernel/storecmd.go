@@ -26,7 +26,8 @@ Subcommands:
   init --admin-url URL [--existing-owner ROLE]
                       create or upgrade the schema and its row-level security, as
                       the role that owns it (a superuser, or a role with CREATEROLE);
-                      safe to run again: it repairs the policies and grants
+                      safe to run again: it repairs the policies and grants, and
+                      takes away (and names) any beyond the documented set
   grant ROLE [--admin] --admin-url URL
                       let the login ROLE use the store (a member of ` + store.UserRole + `),
                       or with --admin see and clean up every user's sessions
@@ -95,6 +96,9 @@ func runStore(args []string, stdout, stderr io.Writer) error {
 		} else {
 			fmt.Fprintf(stdout, "The store at %s went from schema %d to %d, with row-level security on every table.\n",
 				store.RedactURL(*adminURL), rep.From, rep.To)
+		}
+		for _, r := range rep.Removed {
+			fmt.Fprintf(stdout, "Removed, as wider than documented: %s.\n", r)
 		}
 		if rep.ExistingOwner != "" {
 			fmt.Fprintf(stdout, "The sessions written before owners are %s's.\n", rep.ExistingOwner)

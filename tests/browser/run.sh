@@ -51,6 +51,9 @@ node lab.test.mjs
 node notebook.test.mjs
 # Inline completions and the settings view's keys (issue 36).
 node complete.test.mjs
+# The first run with no model: the message's Open Settings, a base URL
+# saved in the settings view that the next prompt uses (issue 41).
+node settings.test.mjs
 # An outside MCP client (npm's SDK) on the notebook open in JupyterLab, through
 # %agent mcp serve (issue 35).
 node mcpnotebook.test.mjs

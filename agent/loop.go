@@ -76,7 +76,7 @@ func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim L
 		}
 	}
 	if t.Provider() == nil {
-		_, err := t.say(ctx, messages.SayError, NoModelHelp, nil)
+		_, err := t.say(ctx, messages.SayError, NoModelHelp, func(m *messages.UIMessage) { m.Settings = true })
 		if err != nil {
 			return err
 		}
@@ -186,10 +186,13 @@ func (t *Task) waitRuns(ctx context.Context) error {
 	return nil
 }
 
-// NoModelHelp is what a prompt says when no model is configured.
-const NoModelHelp = "No model is configured. Set AGENTKERNEL_MODEL (for example openai:gpt-4.1, " +
-	"anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder or replay:FILE) with the API key in OPENAI_API_KEY " +
-	"or ANTHROPIC_API_KEY, or run `%agent model NAME`. Code cells still run."
+// NoModelHelp is what a prompt says when no model is configured: the
+// settings first (they need no restart), then the environment.
+const NoModelHelp = "No model is configured. Open Settings in the Agent sidebar (or the web panel, `%agent webview`) " +
+	"to pick a model and save its API key, or the base URL of a local server (vLLM, llama.cpp, LM Studio, Ollama): " +
+	"no restart needed. Or set AGENTKERNEL_MODEL (for example openai:gpt-4.1, anthropic:claude-sonnet-4-5, " +
+	"ollama:qwen2.5-coder or replay:FILE) with OPENAI_API_KEY or ANTHROPIC_API_KEY before the kernel starts, " +
+	"or run `%agent model NAME`. Code cells still run."
 
 // userMessage records the user's text in both histories under one ts;
 // extra (the hooks' context), if any, goes to the model before it.

@@ -601,8 +601,14 @@ func TestNoModel(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	ui := e.task.UI()
-	if ui[len(ui)-1].Say != messages.SayError || !strings.Contains(ui[len(ui)-1].Text, "AGENTKERNEL_MODEL") {
+	last := ui[len(ui)-1]
+	if last.Say != messages.SayError || !strings.Contains(last.Text, "AGENTKERNEL_MODEL") {
 		t.Fatalf("ui %+v", ui)
+	}
+	// The settings come first, and the message says the settings mend it
+	// (the panel offers them; no "Fix with the agent").
+	if i, j := strings.Index(last.Text, "Settings"), strings.Index(last.Text, "AGENTKERNEL_MODEL"); i < 0 || i > j || !last.Settings {
+		t.Errorf("the no-model message does not point to the settings first: settings=%v %q", last.Settings, last.Text)
 	}
 }
 

@@ -15,10 +15,11 @@ import (
 	"github.com/agentkernel/agentkernel/internal/keys"
 )
 
-// Models and their keys: a model string is opened with the environment's
-// variables, where a provider's key variable (OPENAI_API_KEY,
-// ANTHROPIC_API_KEY) that is not set is the key the user saved in the
-// settings view (package keys). The environment wins: it is what an
+// Models, their keys and servers: a model string is opened with the
+// environment's variables, where a provider's key or base URL variable
+// (OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
+// OLLAMA_HOST) that is not set is what the user saved in the settings view
+// (package keys). The environment wins: it is what an
 // administrator or a kernelspec set, as the config file loses to it.
 
 // openModel opens spec as models.Open does, with the keys of kf behind the
@@ -45,7 +46,7 @@ func openModel(spec string, kf *keys.File, o models.Options) (provider.Provider,
 	name, _, _ := models.Parse(spec)
 	for _, kp := range keys.Providers {
 		if kp.Name == name && os.Getenv(kp.Env) == "" && strings.Contains(err.Error(), kp.Env) {
-			return nil, fmt.Errorf("%w; or save a key for %s in the Agent sidebar's settings", err, name)
+			return nil, fmt.Errorf("%w; or save a key (or a local server's base URL) for %s in the Agent sidebar's settings", err, name)
 		}
 	}
 	return nil, err

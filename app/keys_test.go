@@ -66,6 +66,45 @@ func TestOpenModelKeys(t *testing.T) {
 	}
 }
 
+// TestOpenModelBaseURLs: a base URL saved in the settings (an
+// OpenAI-compatible server's, Anthropic's, an Ollama host) is where the
+// provider sends its requests, with no variable set: a local server
+// needs no key; the environment's URL wins over the saved one.
+func TestOpenModelBaseURLs(t *testing.T) {
+	for _, v := range []string{"OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_HOST"} {
+		t.Setenv(v, "")
+	}
+	saved, other := scripted.New(t), scripted.New(t)
+	kf := &keys.File{Path: filepath.Join(t.TempDir(), keys.FileName)}
+	for _, tt := range []struct{ provider, url, spec string }{
+		{"openai", saved.OpenAIURL(), "openai:qwen2.5-coder-7b"}, // vLLM, llama.cpp, LM Studio: no key
+		{"ollama", saved.URL(), "ollama:qwen2.5-coder"},
+		{"anthropic", saved.AnthropicURL(), "anthropic:claude-sonnet-4-5"}, // a proxy
+	} {
+		if err := kf.SetURL(tt.provider, tt.url); err != nil {
+			t.Fatal(err)
+		}
+		p, err := openModel(tt.spec, kf, models.Options{})
+		if err != nil {
+			t.Fatalf("%s with a saved base URL: %v", tt.spec, err)
+		}
+		n := len(saved.Requests())
+		ask(t, saved, p)
+		if len(saved.Requests()) != n+1 {
+			t.Errorf("%s: the request did not reach the saved base URL", tt.spec)
+		}
+	}
+	t.Setenv("OPENAI_BASE_URL", other.OpenAIURL())
+	p, err := openModel("openai:qwen2.5-coder-7b", kf, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask(t, other, p)
+	if len(other.Requests()) != 1 {
+		t.Error("the environment's base URL did not win over the saved one")
+	}
+}
+
 // TestModelChoices: the picker offers the configured models first, each
 // once and with its provider, then the tables' models.
 func TestModelChoices(t *testing.T) {

@@ -131,6 +131,10 @@ type UIMessage struct {
 	ContextTruncation        *ContextTruncation `json:"contextTruncation,omitempty"`
 	IsProtected              bool               `json:"isProtected,omitempty"`
 	IsAnswered               bool               `json:"isAnswered,omitempty"`
+	// Settings marks an error that the settings mend, not the agent (no
+	// model is configured): a frontend offers its settings there, and no
+	// "Fix with the agent".
+	Settings bool `json:"settings,omitempty"`
 }
 
 // ProgressStatus is a short status a tool shows while it runs.

@@ -14,7 +14,7 @@ import (
 
 // ModelSettings is what a settings view shows: the model and the models
 // the configuration knows, the completion model, the effort, and each
-// provider's key as a mask — never a key.
+// provider's key as a mask — never a key — and its base URL.
 type ModelSettings struct {
 	// Model is the current session's (or the next one's) model.
 	Model string
@@ -25,7 +25,8 @@ type ModelSettings struct {
 	Models []string
 	// Effort is the reasoning effort of the next request.
 	Effort provider.Effort
-	// Keys are the providers' keys: where each comes from and its mask.
+	// Keys are the providers' keys and base URLs: where each comes from,
+	// the key's mask, the URL.
 	Keys []keys.Status
 	// KeysFile is where saved keys are kept; "" when keys cannot be
 	// saved here (Config.Keys is nil).
@@ -65,6 +66,28 @@ func (m *Models) SetKey(ctx context.Context, providerName, key string) error {
 		return err
 	}
 	h.log.Info("API key saved", "provider", providerName, "removed", key == "")
+	m.reopen(providerName)
+	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	return nil
+}
+
+// SetBaseURL saves u as the base URL of provider's server ("" removes
+// the saved one: the provider's default server, or the environment's) in
+// Config.Keys, beside the keys and as private; the next request of a model
+// of that provider goes there, without a restart, as after SetKey. The URL
+// is not logged (it may name a host the user keeps to themselves). An
+// environment variable of the provider (OPENAI_BASE_URL,
+// ANTHROPIC_BASE_URL, OLLAMA_HOST) still wins.
+func (m *Models) SetBaseURL(ctx context.Context, providerName, u string) error {
+	h := m.h
+	f := h.cfg.Keys
+	if f == nil {
+		return errors.New("session: base URLs cannot be saved here")
+	}
+	if err := f.SetURL(providerName, strings.TrimSpace(u)); err != nil {
+		return err
+	}
+	h.log.Info("base URL saved", "provider", providerName, "removed", strings.TrimSpace(u) == "")
 	m.reopen(providerName)
 	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return nil

@@ -95,7 +95,7 @@ func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
 	case TypeLoadOlder:
 		p.hub.olderFor(c, in.ID, in.TS, orInt(in.Limit, 200))
 		return
-	case TypeGetSettings, TypeSetKey, TypeSetEffort:
+	case TypeGetSettings, TypeSetKey, TypeSetBaseURL, TypeSetEffort:
 		if err = p.runSettings(ctx, c, in); err == nil {
 			return // the modelSettings frame answers it
 		}

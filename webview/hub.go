@@ -220,7 +220,7 @@ func appended(old, m messages.UIMessage) (text, reasoning string, ok bool) {
 		return "", "", false
 	}
 	if old.Type != m.Type || old.Ask != m.Ask || old.Say != m.Say || old.IsAnswered != m.IsAnswered ||
-		old.IsProtected != m.IsProtected || !slices.Equal(old.Images, m.Images) ||
+		old.IsProtected != m.IsProtected || old.Settings != m.Settings || !slices.Equal(old.Images, m.Images) ||
 		old.ConversationHistoryIndex != nil || m.ConversationHistoryIndex != nil ||
 		old.Checkpoint != nil || m.Checkpoint != nil || old.ProgressStatus != nil || m.ProgressStatus != nil ||
 		old.ContextCondense != nil || m.ContextCondense != nil || old.ContextTruncation != nil || m.ContextTruncation != nil {

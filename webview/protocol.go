@@ -86,9 +86,11 @@ type Inbound struct {
 	// Rewind chooses what deleteMessage (a rewind), forkSession and
 	// editMessage turn back besides the conversation; absent: everything.
 	Rewind *RewindChoice `json:"rewind,omitempty"`
-	// Provider and Key are a setKey's (settings.go); Effort a setEffort's.
+	// Provider and Key are a setKey's (settings.go), Provider and URL a
+	// setBaseURL's; Effort a setEffort's.
 	Provider string `json:"provider,omitempty"`
 	Key      string `json:"key,omitempty"`
+	URL      string `json:"url,omitempty"`
 	Effort   string `json:"effort,omitempty"`
 	// Prefix is a completeMention's: what follows the @ (mentions.go).
 	Prefix string `json:"prefix,omitempty"`
@@ -240,6 +242,13 @@ func (in *Inbound) validate() *FrameError {
 		}
 		if len(in.Key) > maxKeyBytes {
 			return frameErr(CodeTooLarge, "", "key longer than %d bytes: not an API key", maxKeyBytes)
+		}
+	case TypeSetBaseURL:
+		if in.Provider == "" || len(in.Provider) > 64 {
+			return bad("setBaseURL needs a provider")
+		}
+		if len(in.URL) > maxKeyBytes {
+			return frameErr(CodeTooLarge, "", "url longer than %d bytes", maxKeyBytes)
 		}
 	case TypeSetEffort:
 		if len(in.Effort) > 32 {

@@ -3,7 +3,7 @@ package webview
 import "context"
 
 // The settings view of the panel: the models and the providers, a model
-// picker, a key per provider, the effort. A key goes one way only, from a
+// picker, a key and a base URL per provider (an Ollama host), the effort. A key goes one way only, from a
 // client to the Agent (setKey): no frame ever carries one back, the
 // modelSettings frame shows a mask ("set, ends in abcd"); nothing of it
 // enters the mirrored state; the panel logs no frame's content.
@@ -12,10 +12,12 @@ import "context"
 const (
 	TypeGetSettings = "getSettings"
 	TypeSetKey      = "setKey"
+	TypeSetBaseURL  = "setBaseURL"
 	TypeSetEffort   = "setEffort"
 )
 
-// maxKeyBytes caps a setKey's key (the Agent checks it further).
+// maxKeyBytes caps a setKey's key, and a setBaseURL's URL (the Agent
+// checks them further).
 const maxKeyBytes = 4096
 
 // Settings is what an Agent offers the settings view, when it offers one
@@ -28,6 +30,10 @@ type Settings interface {
 	// request of that provider's models uses it. The error never holds
 	// the key.
 	SetKey(ctx context.Context, provider, key string) error
+	// SetBaseURL saves u as the base URL of provider's server ("" removes
+	// it: the default server); the next request of that provider's models
+	// goes there. The error never holds the URL.
+	SetBaseURL(ctx context.Context, provider, u string) error
 	// SetEffort sets the reasoning effort: low, medium, high or "" (the
 	// provider's default).
 	SetEffort(ctx context.Context, effort string) error
@@ -47,10 +53,11 @@ type ModelSettings struct {
 	KeysProblem string `json:"keysProblem,omitempty"`
 }
 
-// ProviderKey is a provider's key as the view shows it.
+// ProviderKey is a provider's key and base URL as the view shows them.
 type ProviderKey struct {
 	Name string `json:"name"`
-	// Env is the environment variable that wins over a saved key.
+	// Env is the environment variable that wins over a saved key; "" for
+	// a provider that takes no key (ollama).
 	Env string `json:"env"`
 	// Source is "environment", "file" (saved here) or "" (none).
 	Source string `json:"source"`
@@ -58,6 +65,14 @@ type ProviderKey struct {
 	Mask string `json:"mask,omitempty"`
 	// Shadowed: a saved key that the environment's hides.
 	Shadowed bool `json:"shadowed,omitempty"`
+	// URLEnv is the environment variable that wins over a saved base URL.
+	URLEnv string `json:"urlEnv"`
+	// URL is the base URL in use ("": the provider's default server);
+	// URLSource is "environment", "file" or "".
+	URL       string `json:"url,omitempty"`
+	URLSource string `json:"urlSource"`
+	// URLShadowed: a saved base URL that the environment's hides.
+	URLShadowed bool `json:"urlShadowed,omitempty"`
 }
 
 type modelSettingsFrame struct {
@@ -78,6 +93,8 @@ func (p *Panel) runSettings(ctx context.Context, c *conn, in Inbound) error {
 	switch in.Type {
 	case TypeSetKey:
 		err = s.SetKey(ctx, in.Provider, in.Key)
+	case TypeSetBaseURL:
+		err = s.SetBaseURL(ctx, in.Provider, in.URL)
 	case TypeSetEffort:
 		err = s.SetEffort(ctx, in.Effort)
 	}

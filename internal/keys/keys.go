@@ -1,10 +1,15 @@
-// Package keys keeps the API keys a user enters in the Agent sidebar's
-// settings: one JSON file in the user's configuration directory,
-// $XDG_CONFIG_HOME/agentkernel/credentials.json (or ~/.config/…), that
-// only they can read (0600, in a 0700 directory), written whole and
-// renamed into place. A kernel reads it when it opens a model's provider;
-// an environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY) wins over
-// it. The file's name says "credential": internal/protect refuses it to
+// Package keys keeps the API keys and the servers' base URLs a user
+// enters in the Agent sidebar's settings: one JSON file in the user's
+// configuration directory, $XDG_CONFIG_HOME/agentkernel/credentials.json
+// (or ~/.config/…), that only they can read (0600, in a 0700 directory),
+// written whole and renamed into place. A kernel reads it when it opens a
+// model's provider; an environment variable (OPENAI_API_KEY,
+// ANTHROPIC_API_KEY, OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OLLAMA_HOST)
+// wins over it. A base URL (an OpenAI-compatible server: vLLM, llama.cpp,
+// LM Studio, a LiteLLM proxy; an Ollama host) is kept by the same rules as
+// a key: in the private file, never logged; it may hold no user name or
+// password (those are a key's), so the settings view may show it to its
+// user. The file's name says "credential": internal/protect refuses it to
 // the agent's file tools and the workspace checkpoints never keep it.
 //
 // No system keyring: the machines kernels run on (JupyterHub, containers,
@@ -21,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,25 +36,39 @@ import (
 	"github.com/agentkernel/agentkernel/internal/private"
 )
 
-// Provider is a model provider that takes an API key.
+// Provider is a model provider whose API key or base URL the file keeps.
 type Provider struct {
 	// Name is the provider of model strings ("openai" in openai:gpt-4.1).
 	Name string
 	// Env is the environment variable of its key, which wins over the
-	// file's.
+	// file's; "" for a provider that takes no key (ollama).
 	Env string
+	// URLEnv is the environment variable of its server's base URL, which
+	// wins over the file's.
+	URLEnv string
 }
 
-// Providers are the providers whose keys the file keeps.
+// Providers are the providers whose keys and base URLs the file keeps.
 var Providers = []Provider{
-	{Name: "openai", Env: "OPENAI_API_KEY"},
-	{Name: "anthropic", Env: "ANTHROPIC_API_KEY"},
+	{Name: "openai", Env: "OPENAI_API_KEY", URLEnv: "OPENAI_BASE_URL"},
+	{Name: "anthropic", Env: "ANTHROPIC_API_KEY", URLEnv: "ANTHROPIC_BASE_URL"},
+	{Name: "ollama", URLEnv: "OLLAMA_HOST"},
 }
 
 // ProviderOf returns the provider whose key env is, if any.
 func ProviderOf(env string) (Provider, bool) {
 	for _, p := range Providers {
-		if p.Env == env {
+		if p.Env != "" && p.Env == env {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// providerOfURL returns the provider whose base URL env is, if any.
+func providerOfURL(env string) (Provider, bool) {
+	for _, p := range Providers {
+		if p.URLEnv == env {
 			return p, true
 		}
 	}
@@ -70,6 +90,9 @@ const FileName = "credentials.json"
 
 // maxKey bounds a key's length: real ones are a few hundred bytes.
 const maxKey = 1024
+
+// maxURL bounds a base URL's length.
+const maxURL = 2048
 
 // maxFile bounds what Read reads of the file.
 const maxFile = 64 << 10
@@ -102,73 +125,83 @@ func Default() *File { return &File{Path: DefaultPath()} }
 type doc struct {
 	// Keys are by provider name.
 	Keys map[string]string `json:"keys"`
+	// URLs are the servers' base URLs, by provider name.
+	URLs map[string]string `json:"urls,omitempty"`
 }
 
-// read returns the file's keys; a missing file has none. A file that
+// read returns the file's content; a missing file has none. A file that
 // others can read is an error that says how to mend it (errExposed), with
-// the keys it holds all the same, for a save that mends it.
-func (f *File) read() (map[string]string, error) {
+// what it holds all the same, for a save that mends it.
+func (f *File) read() (doc, error) {
 	if f.Path == "" {
-		return nil, nil
+		return doc{}, nil
 	}
 	fh, err := os.Open(f.Path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return doc{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("keys: %w", err)
+		return doc{}, fmt.Errorf("keys: %w", err)
 	}
 	defer fh.Close()
 	st, err := fh.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("keys: %w", err)
+		return doc{}, fmt.Errorf("keys: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("keys: %s is not a regular file", f.Path)
+		return doc{}, fmt.Errorf("keys: %s is not a regular file", f.Path)
 	}
 	var exposed error
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
 		exposed = fmt.Errorf("keys: %s can be read by others (mode %04o): run chmod 600 on it, or save a key again: %w", f.Path, perm, errExposed)
 	}
 	if st.Size() > maxFile {
-		return nil, fmt.Errorf("keys: %s is larger than %d bytes", f.Path, maxFile)
+		return doc{}, fmt.Errorf("keys: %s is larger than %d bytes", f.Path, maxFile)
 	}
 	var d doc
 	dec := json.NewDecoder(fh)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
 		// The decoder's message names no value of the file.
-		return nil, fmt.Errorf("keys: %s: %w", f.Path, err)
+		return doc{}, fmt.Errorf("keys: %s: %w", f.Path, err)
 	}
-	return d.Keys, exposed
+	return d, exposed
 }
 
 // errExposed is wrapped by read's error for a file others can read.
 var errExposed = errors.New("the file is not private")
 
-// Lookup returns the file's key of the provider whose environment
-// variable is env ("" when there is none).
+// Lookup returns what the file holds for the environment variable env: the
+// key of the provider whose key variable it is, or the base URL of the one
+// whose URL variable it is ("" when there is none).
 func (f *File) Lookup(env string) (string, error) {
-	p, ok := ProviderOf(env)
-	if !ok {
-		return "", nil
+	p, isKey := ProviderOf(env)
+	if !isKey {
+		var isURL bool
+		if p, isURL = providerOfURL(env); !isURL {
+			return "", nil
+		}
 	}
-	keys, err := f.read()
+	d, err := f.read()
 	if err != nil {
 		return "", err // an exposed file's keys are not used
 	}
-	return keys[p.Name], nil
+	if isKey {
+		return d.Keys[p.Name], nil
+	}
+	return d.URLs[p.Name], nil
 }
 
 // Values returns every key the file holds (for scrubbers, so also an
-// exposed file's); nil when it cannot be read.
+// exposed file's); nil when it cannot be read. Base URLs are not among
+// them: they are addresses, not secrets, and hold no credential.
 func (f *File) Values() []string {
-	keys, err := f.read()
+	d, err := f.read()
 	if err != nil && !errors.Is(err, errExposed) {
 		return nil
 	}
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
+	out := make([]string, 0, len(d.Keys))
+	for _, k := range d.Keys {
 		out = append(out, k)
 	}
 	sort.Strings(out)
@@ -193,46 +226,106 @@ func Check(key string) error {
 	return nil
 }
 
+// CheckURL says what is wrong with u as a server's base URL, or nil: an
+// absolute http or https URL with a host, without a user name or password
+// (a credential is a key's: it would be shown where the URL is), a query
+// or a fragment, of printable ASCII, at most 2 KiB. The error never holds
+// the URL.
+func CheckURL(u string) error {
+	if len(u) > maxURL {
+		return fmt.Errorf("keys: the base URL is longer than %d bytes", maxURL)
+	}
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("keys: the base URL holds a space, a line break or a character that is not printable ASCII (at byte %d)", i+1)
+		}
+	}
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return errors.New("keys: the base URL is not a URL: write it as http://host:port/v1")
+	case p.Scheme != "http" && p.Scheme != "https":
+		return errors.New("keys: the base URL must start with http:// or https://")
+	case p.Host == "":
+		return errors.New("keys: the base URL has no host: write it as http://host:port/v1")
+	case p.User != nil:
+		return errors.New("keys: the base URL holds a user name or password: give the credential as the API key")
+	case p.RawQuery != "" || p.ForceQuery || p.Fragment != "":
+		return errors.New("keys: the base URL holds a query or a fragment: give the server's address only")
+	}
+	return nil
+}
+
 // Set saves key as provider's (its Name), replacing the one saved; an
 // empty key removes it. The directory is made 0700 if missing, the file
 // written 0600 and renamed into place.
 func (f *File) Set(provider, key string) error {
-	if _, ok := known(provider); !ok {
-		return fmt.Errorf("keys: unknown provider %q (want %s)", clip(provider), strings.Join(names(), " or "))
+	p, ok := known(provider)
+	if !ok || p.Env == "" {
+		return fmt.Errorf("keys: unknown provider %q (want %s)", clip(provider), strings.Join(names(func(p Provider) bool { return p.Env != "" }), " or "))
 	}
 	if key != "" {
 		if err := Check(key); err != nil {
 			return err
 		}
 	}
+	return f.update(func(d *doc) { put(&d.Keys, provider, key) })
+}
+
+// SetURL saves u as the base URL of provider's server, replacing the one
+// saved; an empty u removes it (the provider's default server is used).
+// A trailing slash is dropped. As Set, the file stays private.
+func (f *File) SetURL(provider, u string) error {
+	if _, ok := known(provider); !ok {
+		return fmt.Errorf("keys: unknown provider %q (want %s)", clip(provider), strings.Join(names(nil), ", "))
+	}
+	u = strings.TrimRight(u, "/")
+	if u != "" {
+		if err := CheckURL(u); err != nil {
+			return err
+		}
+	}
+	return f.update(func(d *doc) { put(&d.URLs, provider, u) })
+}
+
+// put sets m[k] to v, or deletes it when v is "".
+func put(m *map[string]string, k, v string) {
+	if v == "" {
+		delete(*m, k)
+		return
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[k] = v
+}
+
+// update reads the file, changes it with edit and writes it back.
+func (f *File) update(edit func(*doc)) error {
 	if f.Path == "" {
 		return errors.New("keys: no configuration directory: $HOME and $XDG_CONFIG_HOME are not set")
 	}
-	keys, err := f.read()
+	d, err := f.read()
 	if err != nil && !errors.Is(err, errExposed) { // an exposed file is replaced by a private one
 		return err
 	}
-	if keys == nil {
-		keys = map[string]string{}
+	edit(&d)
+	if d.Keys == nil {
+		d.Keys = map[string]string{}
 	}
-	if key == "" {
-		delete(keys, provider)
-	} else {
-		keys[provider] = key
-	}
-	return f.write(keys)
+	return f.write(d)
 }
 
-// write puts keys in the file: a temporary file of mode 0600 beside it,
+// write puts d in the file: a temporary file of mode 0600 beside it,
 // renamed over it.
-func (f *File) write(keys map[string]string) error {
+func (f *File) write(d doc) error {
 	dir := filepath.Dir(f.Path)
 	// The directory is made 0700, or tightened to it, and refused when it
 	// is another user's: a key file is only as private as its directory.
 	if err := private.Dir(dir); err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}
-	b, err := json.MarshalIndent(doc{Keys: keys}, "", "  ")
+	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}
@@ -273,39 +366,73 @@ const (
 	SourceFile Source = "file"        // the keys file
 )
 
-// Status is what may be shown of a provider's key: where it comes from and
-// its mask, never the key.
+// Status is what may be shown of a provider's key and base URL: where
+// each comes from, the key's mask (never the key) and the URL.
 type Status struct {
 	Provider string
-	Env      string
-	Source   Source
+	// Env is the key's variable; "" for a provider that takes no key.
+	Env    string
+	Source Source
 	// Mask is Mask(key): "set", or "set, ends in abcd".
 	Mask string
 	// Shadowed: the file holds a key too, which the environment's hides.
 	Shadowed bool
+	// URLEnv is the base URL's variable.
+	URLEnv string
+	// URL is the base URL in use ("": the provider's default server),
+	// URLSource where it comes from.
+	URL       string
+	URLSource Source
+	// URLShadowed: the file holds a base URL too, which the
+	// environment's hides.
+	URLShadowed bool
 }
 
 // Statuses returns every provider's Status, getenv reading the
 // environment, and the error of a file that cannot be read (the statuses
 // then know the environment only).
 func (f *File) Statuses(getenv func(string) string) ([]Status, error) {
-	keys, err := f.read()
+	d, err := f.read()
 	if err != nil {
-		keys = nil // not used, so not shown
+		d = doc{} // not used, so not shown
 	}
 	out := make([]Status, 0, len(Providers))
 	for _, p := range Providers {
-		s := Status{Provider: p.Name, Env: p.Env}
-		env, file := getenv(p.Env), keys[p.Name]
+		s := Status{Provider: p.Name, Env: p.Env, URLEnv: p.URLEnv}
+		if p.Env != "" {
+			env, file := getenv(p.Env), d.Keys[p.Name]
+			switch {
+			case env != "":
+				s.Source, s.Mask, s.Shadowed = SourceEnv, Mask(env), file != ""
+			case file != "":
+				s.Source, s.Mask = SourceFile, Mask(file)
+			}
+		}
+		env, file := getenv(p.URLEnv), d.URLs[p.Name]
 		switch {
 		case env != "":
-			s.Source, s.Mask, s.Shadowed = SourceEnv, Mask(env), file != ""
+			s.URL, s.URLSource, s.URLShadowed = shownURL(env), SourceEnv, file != ""
 		case file != "":
-			s.Source, s.Mask = SourceFile, Mask(file)
+			s.URL, s.URLSource = file, SourceFile
 		}
 		out = append(out, s)
 	}
 	return out, err
+}
+
+// shownURL is what may be shown of a base URL from the environment, which
+// CheckURL did not see: without its user name and password, query and
+// fragment.
+func shownURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme == "" && p.Host == "") {
+		if strings.ContainsAny(u, "@?#") {
+			return "set"
+		}
+		return u // OLLAMA_HOST may be host:port
+	}
+	p.User, p.RawQuery, p.ForceQuery, p.Fragment = nil, "", false, ""
+	return p.String()
 }
 
 // Mask is what may be shown of a key: "set, ends in " and its last 4
@@ -321,10 +448,13 @@ func Mask(key string) string {
 	return "set, ends in " + key[len(key)-4:]
 }
 
-func names() []string {
+// names are the names of the providers that keep (nil: all of them).
+func names(keep func(Provider) bool) []string {
 	var out []string
 	for _, p := range Providers {
-		out = append(out, p.Name)
+		if keep == nil || keep(p) {
+			out = append(out, p.Name)
+		}
 	}
 	return out
 }

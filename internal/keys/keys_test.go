@@ -192,3 +192,93 @@ func TestWidenedDirTightened(t *testing.T) {
 		t.Fatalf("the key's directory is %04o, want 0700", perm)
 	}
 }
+
+// TestBaseURL: a base URL is saved beside the keys, in the same private
+// file, and read back by its variable's name (OPENAI_BASE_URL,
+// ANTHROPIC_BASE_URL, OLLAMA_HOST); saving one keeps the keys, and a key's
+// save keeps it; the environment's wins in the statuses; an empty one
+// removes it; a URL that holds a credential, a query or no scheme is
+// refused with an error that does not repeat it.
+func TestBaseURL(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "agentkernel")
+	f := &File{Path: filepath.Join(dir, FileName)}
+	if err := f.Set("openai", openaiKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetURL("openai", "http://127.0.0.1:8000/v1/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetURL("ollama", "http://gpu-box:11434"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Set("anthropic", "sk-ant-test-0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	for env, want := range map[string]string{
+		"OPENAI_BASE_URL":    "http://127.0.0.1:8000/v1", // the trailing slash dropped
+		"OLLAMA_HOST":        "http://gpu-box:11434",
+		"ANTHROPIC_BASE_URL": "",
+		"OPENAI_API_KEY":     openaiKey,
+	} {
+		if got, err := f.Lookup(env); err != nil || got != want {
+			t.Errorf("Lookup(%s) = %q %v, want %q", env, got, err, want)
+		}
+	}
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.Mode().Perm(); m != 0o600 {
+		t.Errorf("file mode %04o", m)
+	}
+	if v := f.Values(); len(v) != 2 {
+		t.Errorf("Values holds %d strings, want the 2 keys", len(v))
+	}
+
+	env := map[string]string{"ANTHROPIC_BASE_URL": "https://user:pw@proxy.example/anthropic?k=1"}
+	sts, err := f.Statuses(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Status{}
+	for _, s := range sts {
+		byName[s.Provider] = s
+	}
+	if s := byName["openai"]; s.URL != "http://127.0.0.1:8000/v1" || s.URLSource != SourceFile || s.URLEnv != "OPENAI_BASE_URL" {
+		t.Errorf("openai %+v", s)
+	}
+	if s := byName["anthropic"]; s.URL != "https://proxy.example/anthropic" || s.URLSource != SourceEnv {
+		t.Errorf("anthropic: the environment's URL is shown as %q (%s); its credential must not be", s.URL, s.URLSource)
+	}
+	if s := byName["ollama"]; s.Env != "" || s.Source != SourceNone || s.URL != "http://gpu-box:11434" {
+		t.Errorf("ollama %+v", s)
+	}
+
+	if err := f.SetURL("openai", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.Lookup("OPENAI_BASE_URL"); got != "" {
+		t.Errorf("removed, still %q", got)
+	}
+	if got, _ := f.Lookup("OPENAI_API_KEY"); got != openaiKey {
+		t.Errorf("removing the URL removed the key: %q", got)
+	}
+
+	for _, tt := range []struct{ provider, url, want string }{
+		{"openai", "http://alice:s3cretpw@host/v1", "user name or password"},
+		{"openai", "http://host/v1?api_key=s3cretpw", "query"},
+		{"openai", "host:8000/v1", "http://"},
+		{"openai", "ftp://host/v1", "http://"},
+		{"openai", "http:///v1", "no host"},
+		{"openai", "http://host/v1 s3cretpw", "space"},
+		{"mistral", "http://host/v1", "unknown provider"},
+	} {
+		err := f.SetURL(tt.provider, tt.url)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("SetURL(%q, %q) = %v, want %q", tt.provider, tt.url, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cretpw") {
+			t.Errorf("the error repeats the URL: %v", err)
+		}
+	}
+}

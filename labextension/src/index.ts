@@ -43,7 +43,7 @@ export const agentIcon = new LabIcon({ name: 'agentkernel:agent', svgstr: agentS
 /** A theme as the panel wears it: light or dark, and its --jp-* values. */
 export type PanelTheme = { light: boolean; vars: Record<string, string> };
 
-type ToPanel = { akStatus?: 'open' | 'closed'; reason?: string; akFrames?: string; akTheme?: PanelTheme };
+type ToPanel = { akStatus?: 'open' | 'closed'; reason?: string; akFrames?: string; akTheme?: PanelTheme; akShow?: 'settings' };
 
 /**
  * The current theme: the values of the --jp-* variables that the panel's
@@ -170,6 +170,12 @@ export class AgentSidebar extends Widget {
     }
     this.comm.send({ frame: { type: 'newTask', text } });
     return true;
+  }
+
+  /** Shows the page's settings view, following kernel. */
+  openSettings(kernel: Kernel.IKernelConnection): void {
+    this.attach(kernel);
+    this.post({ akShow: 'settings' });
   }
 
   /** Gives the page the current theme: call it when the theme changes. */
@@ -322,6 +328,14 @@ const plugin: JupyterFrontEndPlugin<IAgentSidebar> = {
         }
         app.shell.activateById(sidebar.id);
         return sidebar.prompt(kernel, text);
+      },
+      openSettings: panel => {
+        const kernel = panel.sessionContext.session?.kernel;
+        if (!kernel || !isAgentKernel(panel)) {
+          return;
+        }
+        app.shell.activateById(sidebar.id);
+        sidebar.openSettings(kernel);
       }
     };
   }

@@ -57,6 +57,8 @@ export interface IAgentSidebar {
    * kernel, in the sidebar (which it shows). False when it could not.
    */
   prompt(panel: NotebookPanel, text: string): boolean;
+  /** Shows the sidebar with its settings view, following panel's kernel. */
+  openSettings(panel: NotebookPanel): void;
 }
 
 /** The token of the Agent sidebar's service. */
@@ -718,18 +720,27 @@ export class NotebookLink {
 /** The mime type JupyterLab gives an error output (beside its text, as stderr). */
 const ERROR_MIME = 'application/vnd.jupyter.error';
 
+/**
+ * The errors of the kernel's configuration (bridge/prompt.go's ename for
+ * no model): the settings mend them, not the agent, so their output
+ * offers the settings and no "Fix with the agent".
+ */
+const SETTINGS_ERRORS = new Set(['NoModelConfigured']);
+
 /** The class a notebook on an agent kernel wears: the Fix buttons show in it. */
 const AGENT_NOTEBOOK_CLASS = 'ak-agent-notebook';
 
 /**
  * An error output as JupyterLab shows it (its traceback, as stderr), with
- * a "Fix with the agent" button under it. The button shows only in a
- * notebook on an agent kernel (its panel wears AGENT_NOTEBOOK_CLASS).
+ * a "Fix with the agent" button under it; a configuration error
+ * (SETTINGS_ERRORS) gets "Open Settings" instead. The buttons show only in
+ * a notebook on an agent kernel (its panel wears AGENT_NOTEBOOK_CLASS).
  */
 class RenderedErrorWithFix extends RenderedError {
   constructor(
     options: IRenderMime.IRendererOptions,
-    private readonly onFix: (node: HTMLElement, ename: string, evalue: string) => void
+    private readonly onFix: (node: HTMLElement, ename: string, evalue: string) => void,
+    private readonly onSettings: (node: HTMLElement) => void
   ) {
     // The text is the stderr of the bundle, shown (and styled) as
     // JupyterLab shows every error.
@@ -740,6 +751,16 @@ class RenderedErrorWithFix extends RenderedError {
   async render(model: IRenderMime.IMimeModel): Promise<void> {
     await super.render(model);
     const err = (model.data[ERROR_MIME] ?? {}) as { ename?: string; evalue?: string };
+    if (SETTINGS_ERRORS.has(err.ename ?? '')) {
+      const open = document.createElement('button');
+      open.type = 'button';
+      open.className = 'jp-Button ak-fix ak-open-settings';
+      open.textContent = 'Open Settings';
+      open.title = "Pick a model and save its key or server URL in the Agent sidebar's settings (no restart)";
+      open.addEventListener('click', () => this.onSettings(this.node));
+      this.node.appendChild(open);
+      return;
+    }
     const fix = document.createElement('button');
     fix.type = 'button';
     fix.className = 'jp-Button ak-fix';
@@ -846,6 +867,11 @@ export const notebookPlugin: JupyterFrontEndPlugin<void> = {
             if (at) {
               at.panel.content.activeCellIndex = at.panel.content.widgets.indexOf(at.cell);
               void app.commands.execute(NotebookCommandIDs.fix, { cellId: at.cell.model.id, ename, evalue });
+            }
+          }, node => {
+            const at = locate(tracker, node);
+            if (at && sidebar.isAgent(at.panel)) {
+              sidebar.openSettings(at.panel);
             }
           })
       },

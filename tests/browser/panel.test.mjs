@@ -516,15 +516,19 @@ async function main() {
       for (const p of [narrow, wide]) {
         await p.waitForFunction(() => document.getElementById("title").textContent === "Garden plan, second draft", null, { timeout: TIMEOUT });
       }
-      const modes = await wide.evaluate(() => [...document.querySelectorAll("#agentMode option")].map((o) => o.value));
+      // The mode's one control is the settings view's (the header has none).
+      await wide.click("#settingsBtn");
+      await wide.waitForSelector("#settingsView:not([hidden])", { timeout: TIMEOUT });
+      const modes = await wide.evaluate(() => [...document.querySelectorAll("#svAgentMode option")].map((o) => o.value));
       for (const m of ["code", "ask", "architect", "debug"]) assert.ok(modes.includes(m), "agent modes offered: " + modes);
-      await wide.selectOption("#agentMode", "architect");
-      await narrow.waitForFunction(() => document.getElementById("agentMode").value === "architect", null, { timeout: TIMEOUT });
+      await wide.selectOption("#svAgentMode", "architect");
+      await narrow.waitForFunction(() => document.getElementById("svAgentMode").value === "architect", null, { timeout: TIMEOUT });
       const c = await cellDone(await execute("%agent mode"));
       const shown = c.outputs.map((o) => (o.content.text || (o.content.data && o.content.data["text/plain"]) || "")).join("");
       assert.match(shown, /Mode: architect/, shown);
       assert.equal((await cellDone(await execute("%agent mode code"))).status, "ok");
-      await wide.waitForFunction(() => document.getElementById("agentMode").value === "code", null, { timeout: TIMEOUT });
+      await wide.waitForFunction(() => document.getElementById("svAgentMode").value === "code", null, { timeout: TIMEOUT });
+      await wide.click("#settingsBtn");
     });
 
     await step("a followup question answered from the panel; the notebook cell continues", async () => {

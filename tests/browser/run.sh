@@ -53,6 +53,9 @@ node notebook.test.mjs
 node complete.test.mjs
 # The prompt box's @-mention list: df offered, picked and sent (issue 42).
 node mention.test.mjs
+# The first run with no model: the message's Open Settings, a base URL
+# saved in the settings view that the next prompt uses (issue 41).
+node settings.test.mjs
 # An outside MCP client (npm's SDK) on the notebook open in JupyterLab, through
 # %agent mcp serve (issue 35).
 node mcpnotebook.test.mjs

@@ -21,7 +21,7 @@ func (p agentOf) ModelSettings(context.Context) (webview.ModelSettings, error) {
 	}
 	for _, k := range s.Keys {
 		out.Providers = append(out.Providers, webview.ProviderKey{Name: k.Provider, Env: k.Env, Source: string(k.Source),
-			Mask: k.Mask, Shadowed: k.Shadowed})
+			Mask: k.Mask, Shadowed: k.Shadowed, URLEnv: k.URLEnv, URL: k.URL, URLSource: string(k.URLSource), URLShadowed: k.URLShadowed})
 	}
 	return out, nil
 }
@@ -29,6 +29,11 @@ func (p agentOf) ModelSettings(context.Context) (webview.ModelSettings, error) {
 // SetKey implements webview.Settings.
 func (p agentOf) SetKey(ctx context.Context, providerName, key string) error {
 	return p.h.Models().SetKey(panelCtx(ctx), providerName, key)
+}
+
+// SetBaseURL implements webview.Settings.
+func (p agentOf) SetBaseURL(ctx context.Context, providerName, u string) error {
+	return p.h.Models().SetBaseURL(panelCtx(ctx), providerName, u)
 }
 
 // SetEffort implements webview.Settings, as %agent effort does.

@@ -24,8 +24,10 @@ import (
 // TestSettingsView: the panel's settings view over a real host and the
 // panel's WebSocket: getSettings lists the models and the providers;
 // setKey saves a key (the file is 0600), answered with a mask, and the
-// next prompt uses it; setEffort sets the effort; bad input gets an error
-// frame. No frame the panel sends back holds the key.
+// next prompt uses it; setBaseURL saves a base URL beside it, shown as it
+// is, and the next prompt goes to that server; setEffort sets the effort;
+// bad input gets an error frame. No frame the panel sends back holds the
+// key.
 func TestSettingsView(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -44,8 +46,15 @@ func TestSettingsView(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
+			base, err := kf.Lookup("OPENAI_BASE_URL")
+			if err != nil {
+				return nil, err
+			}
+			if base == "" {
+				base = srv.OpenAIURL()
+			}
 			_, name, _ := strings.Cut(spec, ":")
-			return openai.New(openai.Config{APIKey: key, BaseURL: srv.OpenAIURL(), Model: name})
+			return openai.New(openai.Config{APIKey: key, BaseURL: base, Model: name})
 		}})
 	defer h.Close()
 	panel, err := webview.Start(hostagent.New(h), webview.Options{})
@@ -131,6 +140,22 @@ func TestSettingsView(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
+	local := scripted.New(t) // a local OpenAI-compatible server
+	send(map[string]any{"type": "setBaseURL", "id": "u1", "provider": "openai", "url": local.OpenAIURL()})
+	f = until("modelSettings", "u1")
+	if p := f["providers"].([]any)[0].(map[string]any); p["url"] != local.OpenAIURL() || p["urlSource"] != "file" || p["urlEnv"] != "OPENAI_BASE_URL" {
+		t.Errorf("openai after its base URL: %v", p)
+	}
+	local.Enqueue(scripted.Reply(scripted.Text("Local.")))
+	send(map[string]any{"type": "newTask", "id": "p2", "text": "hello, local"})
+	until("ack", "p2")
+	for i := 0; len(local.Requests()) == 0; i++ {
+		if i > 500 {
+			t.Fatal("the prompt never reached the server at the saved base URL")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
 	send(map[string]any{"type": "setEffort", "id": "e1", "effort": "high"})
 	if f = until("modelSettings", "e1"); f["effort"] != "high" {
 		t.Errorf("effort %v", f["effort"])
@@ -144,6 +169,8 @@ func TestSettingsView(t *testing.T) {
 		{map[string]any{"type": "setKey", "id": "b3", "key": key}, "needs a provider"},
 		{map[string]any{"type": "setKey", "id": "b4", "provider": "openai", "key": strings.Repeat("k", 5000)}, "longer than"},
 		{map[string]any{"type": "setEffort", "id": "b5", "effort": "extreme"}, "unknown effort"},
+		{map[string]any{"type": "setBaseURL", "id": "b6", "provider": "openai", "url": "http://me:panel-secret@host/v1"}, "user name or password"},
+		{map[string]any{"type": "setBaseURL", "id": "b7", "url": "http://host/v1"}, "needs a provider"},
 	} {
 		send(bad.frame)
 		id, _ := bad.frame["id"].(string)

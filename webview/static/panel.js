@@ -1,5 +1,5 @@
 // agentkernel's web panel, bundled from webview/panel/src by webview/panel/build.mjs: do not edit.
-// sources sha256 c60013b751fe301f9a58b09f749a1ce86b8d8c76a84045564fa22691c6f573fc
+// sources sha256 68e7682b41eb1baa990c059b1dbebe11ce7123d0362af4ef82cb02e317a9b1c5
 (() => {
   // src/dom.js
   var $ = (id) => document.getElementById(id);
@@ -258,7 +258,7 @@
     d.appendChild(el("div", "plain", s));
     return d;
   }
-  function sayBody(m, i, box, body) {
+  function sayBody(m, i, box, body, on2) {
     const kind2 = m.say;
     switch (kind2) {
       case "text":
@@ -286,6 +286,7 @@
       case "diff_error":
       case "condense_context_error":
         box.classList.add("error");
+        if (m.settings && on2.settings) body.appendChild(button("primary open-settings", "Open Settings", on2.settings));
         body.appendChild(el("pre", "errtext", m.text));
         break;
       case "command_output":
@@ -406,7 +407,7 @@
     if (m.partial) box.classList.add("partial");
     const body = el("div", "body");
     if (m.type === "say") {
-      sayBody(m, i, box, body);
+      sayBody(m, i, box, body, on2);
     } else {
       box.classList.add("askmsg");
       if (m.isAnswered) box.classList.add("answered");
@@ -639,18 +640,6 @@
   function hideBanner() {
     $("banner").hidden = true;
   }
-  function options(sel, values, value) {
-    if (sel.dataset.modes !== values.join(",")) {
-      sel.textContent = "";
-      for (const x of values) {
-        const o = el("option", "", x);
-        o.value = x;
-        sel.appendChild(o);
-      }
-      sel.dataset.modes = values.join(",");
-    }
-    sel.value = value;
-  }
   function totals(t) {
     const parts = [(t.inputTokens || 0) + " in", (t.outputTokens || 0) + " out", "$" + Number(t.cost || 0).toFixed(4)];
     if (t.contextUsed) {
@@ -747,10 +736,7 @@
     title.textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
     title.title = st.sessionId ? "Session " + st.sessionId : "";
     totals(st.totals || {});
-    options($("permissionMode"), st.permissionModes && st.permissionModes.length ? st.permissionModes : [st.permissionMode], st.permissionMode);
-    options($("agentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
-    const model = $("model");
-    if (document.activeElement !== model) model.value = st.model || "";
+    $("settingsBtn").title = "Model: " + (st.model || "none") + " · mode " + (st.agentMode || "code") + " · permissions " + (st.permissionMode || "default");
     $("cancel").disabled = !(st.kernelStatus === "busy" || st.kernelStatus === "waiting");
     mcp(st.mcpServers || []);
     askBox2.show(st.pendingAsk);
@@ -1126,39 +1112,71 @@
       for (const p of f.providers || []) {
         let r = this.rows.get(p.name);
         if (!r) {
-          r = { li: el("li", "key-row"), status: el("div", "sub key-status") };
-          r.li.dataset.provider = p.name;
-          r.li.appendChild(el("strong", "", p.name));
-          r.li.appendChild(r.status);
-          const row = el("div", "row");
-          r.input = el("input", "key-input");
-          r.input.type = "password";
-          r.input.autocomplete = "off";
-          r.input.spellcheck = false;
-          r.input.placeholder = p.env + " for " + p.name;
-          r.input.setAttribute("aria-label", "API key for " + p.name);
-          r.input.addEventListener("keydown", (e) => {
-            if (e.key === "Enter" && !e.isComposing) {
-              e.preventDefault();
-              this.saveKey(p.name);
-            }
-          });
-          r.save = button("primary key-save", "Save key", () => this.saveKey(p.name));
-          r.remove = button("key-remove", "Remove", () => this.send({ type: "setKey", provider: p.name, key: "" }));
-          row.append(r.input, r.save, r.remove);
-          r.li.appendChild(row);
+          r = this.row(p);
           this.rows.set(p.name, r);
           list.appendChild(r.li);
         }
         r.li.dataset.source = p.source || "none";
-        r.status.textContent = keyStatus(p);
-        r.remove.hidden = p.source !== "file" && !p.shadowed;
+        r.li.dataset.urlSource = p.urlSource || "none";
+        if (r.status) {
+          r.status.textContent = keyStatus(p);
+          r.remove.hidden = p.source !== "file" && !p.shadowed;
+        }
+        r.urlStatus.textContent = urlStatus(p);
+        r.urlRemove.hidden = p.urlSource !== "file" && !p.urlShadowed;
       }
       const where = $("svKeysFile");
-      where.textContent = f.keysFile ? "Keys are saved in " + f.keysFile + ", which only you can read. An environment variable wins over a saved key." : "Keys cannot be saved by this kernel.";
+      where.textContent = f.keysFile ? "Keys and server URLs are saved in " + f.keysFile + ", which only you can read. An environment variable wins over a saved one." : "Keys and server URLs cannot be saved by this kernel.";
       const problem = $("svKeysProblem");
       problem.textContent = f.keysProblem || "";
       problem.hidden = !f.keysProblem;
+    }
+    /** A provider's row: its key (when it takes one) and its base URL. */
+    row(p) {
+      const r = { li: el("li", "key-row") };
+      r.li.dataset.provider = p.name;
+      r.li.appendChild(el("strong", "", p.name));
+      if (p.env) {
+        r.status = el("div", "sub key-status");
+        r.li.appendChild(r.status);
+        const row2 = el("div", "row");
+        r.input = el("input", "key-input");
+        r.input.type = "password";
+        r.input.autocomplete = "off";
+        r.input.spellcheck = false;
+        r.input.placeholder = p.env + " for " + p.name;
+        r.input.setAttribute("aria-label", "API key for " + p.name);
+        r.input.addEventListener("keydown", onEnter(() => this.saveKey(p.name)));
+        r.save = button("primary key-save", "Save key", () => this.saveKey(p.name));
+        r.remove = button("key-remove", "Remove", () => this.send({ type: "setKey", provider: p.name, key: "" }));
+        row2.append(r.input, r.save, r.remove);
+        r.li.appendChild(row2);
+      }
+      r.urlStatus = el("div", "sub url-status");
+      r.li.appendChild(r.urlStatus);
+      const row = el("div", "row");
+      r.url = el("input", "url-input");
+      r.url.type = "url";
+      r.url.autocomplete = "off";
+      r.url.spellcheck = false;
+      r.url.placeholder = URL_HINT[p.name] || "http://host:port";
+      r.url.setAttribute("aria-label", p.name === "ollama" ? "Ollama host" : "Base URL for " + p.name);
+      r.url.addEventListener("keydown", onEnter(() => this.saveURL(p.name)));
+      r.urlSave = button("url-save", p.name === "ollama" ? "Save host" : "Save URL", () => this.saveURL(p.name));
+      r.urlRemove = button("url-remove", "Default", () => this.send({ type: "setBaseURL", provider: p.name, url: "" }));
+      r.urlRemove.title = "Remove the saved URL: the provider's default server";
+      row.append(r.url, r.urlSave, r.urlRemove);
+      r.li.appendChild(row);
+      return r;
+    }
+    /** Sends the typed base URL of provider. */
+    saveURL(provider) {
+      const r = this.rows.get(provider);
+      if (!r) return;
+      const url = r.url.value.trim();
+      if (!url) return;
+      r.url.value = "";
+      this.send({ type: "setBaseURL", provider, url });
     }
     /** Sends the typed key of provider and empties its field at once. */
     saveKey(provider) {
@@ -1176,6 +1194,17 @@
       if (!model) return;
       $("svModelOther").value = "";
       this.send({ type: "setModel", model });
+    }
+  };
+  var URL_HINT = {
+    openai: "Server URL, e.g. http://localhost:8000/v1 (vLLM, llama.cpp, LM Studio, a LiteLLM proxy)",
+    anthropic: "Server URL, e.g. https://proxy.example.com (a proxy of the Anthropic API)",
+    ollama: "Ollama host, e.g. http://localhost:11434"
+  };
+  var onEnter = (fn) => (e) => {
+    if (e.key === "Enter" && !e.isComposing) {
+      e.preventDefault();
+      fn();
     }
   };
   function option(value, text2) {
@@ -1199,6 +1228,16 @@
         return "Saved: " + p.mask + ".";
       default:
         return "No key.";
+    }
+  }
+  function urlStatus(p) {
+    switch (p.urlSource) {
+      case "environment":
+        return "Server: " + p.url + " (from " + p.urlEnv + (p.urlShadowed ? "; a saved URL is hidden by it)." : ").");
+      case "file":
+        return "Server: " + p.url + " (saved).";
+      default:
+        return p.name === "ollama" ? "Server: http://localhost:11434 (the default)." : "Server: the provider's own (the default).";
     }
   }
 
@@ -1278,6 +1317,7 @@
         h.closed(d.reason || "No agent kernel: open a notebook on an Agent kernel.");
       }
       if (typeof d.akFrames === "string") h.message(d.akFrames);
+      if (d.akShow === "settings") h.settings();
     });
     window.parent.postMessage({ akReady: true }, "*");
     return {
@@ -1330,7 +1370,11 @@
     editingTS = 0;
     $("editing").hidden = true;
   }
-  var timeline = new Timeline(mirror, { rewind: (ts) => rewind.open(ts), edit: startEdit, loadOlder, drawn: chrome });
+  function openSettings() {
+    toggleSessions(false);
+    settingsView.toggle(true);
+  }
+  var timeline = new Timeline(mirror, { rewind: (ts) => rewind.open(ts), edit: startEdit, loadOlder, drawn: chrome, settings: openSettings });
   function loadSession(id) {
     send({ type: "loadSession", sessionId: id });
     toggleSessions(false);
@@ -1350,8 +1394,8 @@
       } else if (c.ts !== void 0) timeline.changed(c.ts);
       else if (c.chrome) {
         chrome();
+        settingsView.modes(mirror.st);
         if (f.type === "settings" && settingsView.isOpen) settingsView.refresh();
-        else if (settingsView.isOpen) settingsView.modes(mirror.st);
       } else if (c.reply) reply(c.reply);
     }
   }
@@ -1389,7 +1433,8 @@
       showBanner(reason, "warn");
     },
     message: receive,
-    theme: applyTheme
+    theme: applyTheme,
+    settings: openSettings
   };
   function submitPrompt() {
     const text2 = $("prompt").value.trim();
@@ -1487,21 +1532,11 @@
   on("approve", "click", () => respond("yesButtonClicked"));
   on("alwaysAllow", "click", () => respond("allowAll"));
   on("deny", "click", () => respond("noButtonClicked"));
-  on("permissionMode", "change", (e) => send({ type: "setPermissionMode", permissionMode: e.target.value }));
-  on("agentMode", "change", (e) => send({ type: "setAgentMode", agentMode: e.target.value }));
   on("timeline", "scroll", (e) => {
     if (e.target.scrollTop < 40) loadOlder();
   });
-  on("model", "change", (e) => {
-    const v = e.target.value.trim();
-    if (v && v !== mirror.st.model) send({ type: "setModel", model: v });
-  });
   on("sessionsBtn", "click", () => toggleSessions($("sessions").hidden));
-  on("settingsBtn", "click", () => {
-    const show = !settingsView.isOpen;
-    if (show) toggleSessions(false);
-    settingsView.toggle(show);
-  });
+  on("settingsBtn", "click", () => settingsView.isOpen ? settingsView.toggle(false) : openSettings());
   on("svUseModel", "click", () => settingsView.useModel());
   on("svModelOther", "keydown", enter(() => settingsView.useModel()));
   on("svEffort", "change", (e) => send({ type: "setEffort", effort: e.target.value }));

@@ -1,6 +1,7 @@
-// Everything around the timeline: the header (status, title, totals), the
-// settings (agent mode, permissions, model), the MCP servers, the ask box
-// and the banner.
+// Everything around the timeline: the header (status, title, totals, and
+// the Settings button, whose tooltip says the model and the modes: their
+// controls are the settings view's, settings.js), the MCP servers, the ask
+// box and the banner.
 
 import { $, button, el, parseJSON } from "./dom.js";
 import { md } from "./render.js";
@@ -18,20 +19,6 @@ export function showBanner(msg, kind) {
 
 export function hideBanner() {
   $("banner").hidden = true;
-}
-
-// options fills a select with values, unless it holds them already.
-function options(sel, values, value) {
-  if (sel.dataset.modes !== values.join(",")) {
-    sel.textContent = "";
-    for (const x of values) {
-      const o = el("option", "", x);
-      o.value = x;
-      sel.appendChild(o);
-    }
-    sel.dataset.modes = values.join(",");
-  }
-  sel.value = value;
 }
 
 // totals shows "1200 in · 300 out · $0.0123 · context 3% of 200k": a
@@ -152,10 +139,8 @@ export function renderChrome(st, askBox) {
   title.textContent = st.title || (st.sessionId ? "Session " + st.sessionId.slice(0, 8) : "agentkernel");
   title.title = st.sessionId ? "Session " + st.sessionId : "";
   totals(st.totals || {});
-  options($("permissionMode"), st.permissionModes && st.permissionModes.length ? st.permissionModes : [st.permissionMode], st.permissionMode);
-  options($("agentMode"), st.agentModes && st.agentModes.length ? st.agentModes : [st.agentMode || "code"], st.agentMode || "code");
-  const model = $("model");
-  if (document.activeElement !== model) model.value = st.model || "";
+  $("settingsBtn").title = "Model: " + (st.model || "none") + " · mode " + (st.agentMode || "code") +
+    " · permissions " + (st.permissionMode || "default");
   $("cancel").disabled = !(st.kernelStatus === "busy" || st.kernelStatus === "waiting");
   mcp(st.mcpServers || []);
   askBox.show(st.pendingAsk);

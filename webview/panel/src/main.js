@@ -74,7 +74,14 @@ function stopEdit() {
   $("editing").hidden = true;
 }
 
-const timeline = new Timeline(mirror, { rewind: (ts) => rewind.open(ts), edit: startEdit, loadOlder, drawn: chrome });
+// openSettings shows the settings view (the no-model message's button, the
+// sidebar's host asking for it).
+function openSettings() {
+  toggleSessions(false);
+  settingsView.toggle(true);
+}
+
+const timeline = new Timeline(mirror, { rewind: (ts) => rewind.open(ts), edit: startEdit, loadOlder, drawn: chrome, settings: openSettings });
 
 // loadSession makes a stored session current and closes the pane.
 function loadSession(id) {
@@ -100,8 +107,9 @@ function receive(text) {
       chrome();
       // The model, a mode or a key changed (here or elsewhere): an open
       // settings view asks for its content again.
+      // The view's mode controls follow the state, open or not.
+      settingsView.modes(mirror.st);
       if (f.type === "settings" && settingsView.isOpen) settingsView.refresh();
-      else if (settingsView.isOpen) settingsView.modes(mirror.st);
     } else if (c.reply) reply(c.reply);
   }
 }
@@ -143,6 +151,7 @@ const handlers = {
   },
   message: receive,
   theme: applyTheme,
+  settings: openSettings,
 };
 
 // ---- the prompt box ----
@@ -249,20 +258,10 @@ on("rwClose", "click", () => { $("rewindReport").hidden = true; });
 on("approve", "click", () => respond("yesButtonClicked"));
 on("alwaysAllow", "click", () => respond("allowAll"));
 on("deny", "click", () => respond("noButtonClicked"));
-on("permissionMode", "change", (e) => send({ type: "setPermissionMode", permissionMode: e.target.value }));
-on("agentMode", "change", (e) => send({ type: "setAgentMode", agentMode: e.target.value }));
 // Scrolled to the top: the older messages come.
 on("timeline", "scroll", (e) => { if (e.target.scrollTop < 40) loadOlder(); });
-on("model", "change", (e) => {
-  const v = e.target.value.trim();
-  if (v && v !== mirror.st.model) send({ type: "setModel", model: v });
-});
 on("sessionsBtn", "click", () => toggleSessions($("sessions").hidden));
-on("settingsBtn", "click", () => {
-  const show = !settingsView.isOpen;
-  if (show) toggleSessions(false);
-  settingsView.toggle(show);
-});
+on("settingsBtn", "click", () => (settingsView.isOpen ? settingsView.toggle(false) : openSettings()));
 on("svUseModel", "click", () => settingsView.useModel());
 on("svModelOther", "keydown", enter(() => settingsView.useModel()));
 on("svEffort", "change", (e) => send({ type: "setEffort", effort: e.target.value }));

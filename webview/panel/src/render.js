@@ -29,7 +29,7 @@ function reasoning(s, open) {
   return d;
 }
 
-function sayBody(m, i, box, body) {
+function sayBody(m, i, box, body, on) {
   const kind = m.say;
   switch (kind) {
     case "text":
@@ -57,6 +57,8 @@ function sayBody(m, i, box, body) {
     case "diff_error":
     case "condense_context_error":
       box.classList.add("error");
+      // An error the settings mend (no model) offers them, first.
+      if (m.settings && on.settings) body.appendChild(button("primary open-settings", "Open Settings", on.settings));
       body.appendChild(el("pre", "errtext", m.text));
       break;
     case "command_output":
@@ -190,7 +192,7 @@ export function renderMessage(m, i, on) {
   if (m.partial) box.classList.add("partial");
   const body = el("div", "body");
   if (m.type === "say") {
-    sayBody(m, i, box, body);
+    sayBody(m, i, box, body, on);
   } else {
     box.classList.add("askmsg");
     if (m.isAnswered) box.classList.add("answered");

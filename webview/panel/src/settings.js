@@ -1,12 +1,17 @@
 // The settings view: the model (a picker of the models the kernel's
 // configuration and the built-in tables know, or any provider:model), the
-// effort, the agent mode and the permissions, and an API key per provider.
+// effort, the agent mode and the permissions — the page's only controls of
+// them — and per provider an API key and its server's base URL (an
+// OpenAI-compatible server: vLLM, llama.cpp, LM Studio, a LiteLLM proxy;
+// the Ollama host), saved beside the keys, private, no restart needed.
 //
 // A key goes one way: typed into a password field, sent in a setKey frame,
 // and the field is emptied at once. The kernel answers with a
 // modelSettings frame that shows each key as a mask ("set, ends in abcd")
 // and where it comes from; no frame ever carries a key back, and the view
-// keeps nothing of it (the mirror, state.js, never sees these frames).
+// keeps nothing of it (the mirror, state.js, never sees these frames). A
+// base URL holds no credential (the kernel refuses one with a user name or
+// password), so it is shown as it is.
 
 import { $, button, el } from "./dom.js";
 
@@ -66,43 +71,77 @@ export class SettingsView {
     for (const p of f.providers || []) {
       let r = this.rows.get(p.name);
       if (!r) {
-        r = { li: el("li", "key-row"), status: el("div", "sub key-status") };
-        r.li.dataset.provider = p.name;
-        r.li.appendChild(el("strong", "", p.name));
-        r.li.appendChild(r.status);
-        const row = el("div", "row");
-        // A password field: the key is not shown as it is typed, nor kept
-        // by the browser's form memory.
-        r.input = el("input", "key-input");
-        r.input.type = "password";
-        r.input.autocomplete = "off";
-        r.input.spellcheck = false;
-        r.input.placeholder = p.env + " for " + p.name;
-        r.input.setAttribute("aria-label", "API key for " + p.name);
-        r.input.addEventListener("keydown", (e) => {
-          if (e.key === "Enter" && !e.isComposing) {
-            e.preventDefault();
-            this.saveKey(p.name);
-          }
-        });
-        r.save = button("primary key-save", "Save key", () => this.saveKey(p.name));
-        r.remove = button("key-remove", "Remove", () => this.send({ type: "setKey", provider: p.name, key: "" }));
-        row.append(r.input, r.save, r.remove);
-        r.li.appendChild(row);
+        r = this.row(p);
         this.rows.set(p.name, r);
         list.appendChild(r.li);
       }
       r.li.dataset.source = p.source || "none";
-      r.status.textContent = keyStatus(p);
-      r.remove.hidden = p.source !== "file" && !p.shadowed;
+      r.li.dataset.urlSource = p.urlSource || "none";
+      if (r.status) {
+        r.status.textContent = keyStatus(p);
+        r.remove.hidden = p.source !== "file" && !p.shadowed;
+      }
+      r.urlStatus.textContent = urlStatus(p);
+      r.urlRemove.hidden = p.urlSource !== "file" && !p.urlShadowed;
     }
     const where = $("svKeysFile");
     where.textContent = f.keysFile
-      ? "Keys are saved in " + f.keysFile + ", which only you can read. An environment variable wins over a saved key."
-      : "Keys cannot be saved by this kernel.";
+      ? "Keys and server URLs are saved in " + f.keysFile + ", which only you can read. An environment variable wins over a saved one."
+      : "Keys and server URLs cannot be saved by this kernel.";
     const problem = $("svKeysProblem");
     problem.textContent = f.keysProblem || "";
     problem.hidden = !f.keysProblem;
+  }
+
+  /** A provider's row: its key (when it takes one) and its base URL. */
+  row(p) {
+    const r = { li: el("li", "key-row") };
+    r.li.dataset.provider = p.name;
+    r.li.appendChild(el("strong", "", p.name));
+    if (p.env) {
+      r.status = el("div", "sub key-status");
+      r.li.appendChild(r.status);
+      const row = el("div", "row");
+      // A password field: the key is not shown as it is typed, nor kept
+      // by the browser's form memory.
+      r.input = el("input", "key-input");
+      r.input.type = "password";
+      r.input.autocomplete = "off";
+      r.input.spellcheck = false;
+      r.input.placeholder = p.env + " for " + p.name;
+      r.input.setAttribute("aria-label", "API key for " + p.name);
+      r.input.addEventListener("keydown", onEnter(() => this.saveKey(p.name)));
+      r.save = button("primary key-save", "Save key", () => this.saveKey(p.name));
+      r.remove = button("key-remove", "Remove", () => this.send({ type: "setKey", provider: p.name, key: "" }));
+      row.append(r.input, r.save, r.remove);
+      r.li.appendChild(row);
+    }
+    r.urlStatus = el("div", "sub url-status");
+    r.li.appendChild(r.urlStatus);
+    const row = el("div", "row");
+    r.url = el("input", "url-input");
+    r.url.type = "url";
+    r.url.autocomplete = "off";
+    r.url.spellcheck = false;
+    r.url.placeholder = URL_HINT[p.name] || "http://host:port";
+    r.url.setAttribute("aria-label", (p.name === "ollama" ? "Ollama host" : "Base URL for " + p.name));
+    r.url.addEventListener("keydown", onEnter(() => this.saveURL(p.name)));
+    r.urlSave = button("url-save", p.name === "ollama" ? "Save host" : "Save URL", () => this.saveURL(p.name));
+    r.urlRemove = button("url-remove", "Default", () => this.send({ type: "setBaseURL", provider: p.name, url: "" }));
+    r.urlRemove.title = "Remove the saved URL: the provider's default server";
+    row.append(r.url, r.urlSave, r.urlRemove);
+    r.li.appendChild(row);
+    return r;
+  }
+
+  /** Sends the typed base URL of provider. */
+  saveURL(provider) {
+    const r = this.rows.get(provider);
+    if (!r) return;
+    const url = r.url.value.trim();
+    if (!url) return;
+    r.url.value = "";
+    this.send({ type: "setBaseURL", provider, url });
   }
 
   /** Sends the typed key of provider and empties its field at once. */
@@ -124,6 +163,21 @@ export class SettingsView {
     this.send({ type: "setModel", model });
   }
 }
+
+// URL_HINT is each provider's example base URL.
+const URL_HINT = {
+  openai: "Server URL, e.g. http://localhost:8000/v1 (vLLM, llama.cpp, LM Studio, a LiteLLM proxy)",
+  anthropic: "Server URL, e.g. https://proxy.example.com (a proxy of the Anthropic API)",
+  ollama: "Ollama host, e.g. http://localhost:11434",
+};
+
+// onEnter calls fn on Enter (not while composing).
+const onEnter = (fn) => (e) => {
+  if (e.key === "Enter" && !e.isComposing) {
+    e.preventDefault();
+    fn();
+  }
+};
 
 function option(value, text) {
   const o = el("option", "", text);
@@ -150,5 +204,17 @@ function keyStatus(p) {
       return "Saved: " + p.mask + ".";
     default:
       return "No key.";
+  }
+}
+
+// urlStatus says which server a provider's requests go to.
+function urlStatus(p) {
+  switch (p.urlSource) {
+    case "environment":
+      return "Server: " + p.url + " (from " + p.urlEnv + (p.urlShadowed ? "; a saved URL is hidden by it)." : ").");
+    case "file":
+      return "Server: " + p.url + " (saved).";
+    default:
+      return p.name === "ollama" ? "Server: http://localhost:11434 (the default)." : "Server: the provider's own (the default).";
   }
 }

@@ -31,6 +31,8 @@ export function decode(text) {
 //                          opens the comm again
 //   message(text)          one message of the server's (decode it)
 //   theme(theme)           the sidebar's host gives its theme
+//   settings()             the sidebar's host asks for the settings view
+//                          (a cell's "Open Settings")
 
 /**
  * The standalone page's transport: the panel's WebSocket, with the page's
@@ -66,8 +68,8 @@ export function socketTransport(token, h) {
 
 /**
  * The sidebar's transport: the host page opens the comm and relays. It
- * posts {akStatus: "open" | "closed", reason}, {akFrames: TEXT} and
- * {akTheme: THEME}; this page posts {akReady: true}, then {akFrame: TEXT}.
+ * posts {akStatus: "open" | "closed", reason}, {akFrames: TEXT},
+ * {akTheme: THEME} and {akShow: "settings"}; this page posts {akReady: true}, then {akFrame: TEXT}.
  * Only messages from the parent window count.
  */
 export function parentTransport(h) {
@@ -85,6 +87,7 @@ export function parentTransport(h) {
       h.closed(d.reason || "No agent kernel: open a notebook on an Agent kernel.");
     }
     if (typeof d.akFrames === "string") h.message(d.akFrames);
+    if (d.akShow === "settings") h.settings();
   });
   window.parent.postMessage({ akReady: true }, "*");
   return {

@@ -316,7 +316,7 @@ func TestPromptNoModelAndResume(t *testing.T) {
 		shown.WriteString(c.Text + strings.Join(c.Traceback, "\n"))
 	}
 	o.mu.Unlock()
-	if n := strings.Count(shown.String(), "Set AGENTKERNEL_MODEL"); n != 1 {
+	if n := strings.Count(shown.String(), "No model is configured. Open Settings"); n != 1 {
 		t.Errorf("no model: the message is shown %d times: %s", n, shown.String())
 	}
 	rep, o = h3.cell("%%code\nprint('still runs')")

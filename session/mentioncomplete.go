@@ -10,11 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/internal/protect"
+	"github.com/agentkernel/agentkernel/messages"
 )
 
 // The completion list of an @-mention being typed (the panel's prompt
@@ -242,7 +241,7 @@ func (h *Host) fileCompletions(prefix string, n int) []MentionCompletion {
 		case info.IsDir():
 			dirs = append(dirs, MentionCompletion{Mention: rel + "/", Kind: MentionDir, Detail: "folder"})
 		case info.Mode().IsRegular():
-			files = append(files, MentionCompletion{Mention: rel, Kind: MentionFile, Detail: byteSize(info.Size())})
+			files = append(files, MentionCompletion{Mention: rel, Kind: MentionFile, Detail: agent.HumanBytes(int(info.Size()))})
 		}
 	}
 	byMention := func(a, b MentionCompletion) int { return strings.Compare(a.Mention, b.Mention) }
@@ -255,36 +254,14 @@ func (h *Host) fileCompletions(prefix string, n int) []MentionCompletion {
 	return out
 }
 
-// byteSize is n bytes for people: "812 B", "1.2 kB", "3.4 MB".
-func byteSize(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
-}
-
 // hasPrefixFold reports whether s starts with prefix, case aside.
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
-// cleanDetail is d on one line, without control characters, at most
-// maxCompletionDetail bytes.
+// cleanDetail is d as a person may be shown it (messages.Printable: one
+// line, no escape or control characters), at most maxCompletionDetail
+// bytes.
 func cleanDetail(d string) string {
-	d = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t' || r == '\r':
-			return ' '
-		case unicode.IsControl(r) || r == utf8.RuneError || unicode.In(r, unicode.Cf):
-			return -1
-		}
-		return r
-	}, d)
-	return truncate(strings.TrimSpace(d), maxCompletionDetail)
+	return truncate(messages.Printable(d, 0), maxCompletionDetail)
 }

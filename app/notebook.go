@@ -55,7 +55,7 @@ func (c docCells) Read(_ context.Context, maxOutput int) (agent.NotebookView, er
 	}
 	v := agent.NotebookView{Path: c.name, Cells: make([]agent.NotebookCell, 0, len(nb.Cells))}
 	for _, cell := range nb.Cells {
-		v.Cells = append(v.Cells, agentCell(cell, maxOutput))
+		v.Cells = append(v.Cells, agentCell(cell, maxOutput, false))
 	}
 	return v, nil
 }
@@ -68,18 +68,13 @@ func (c docCells) ReadRange(_ context.Context, r agent.ReadRange) (agent.Noteboo
 		return agent.NotebookView{}, err
 	}
 	v := agent.NotebookView{Path: c.name, Part: true, Count: len(nb.Cells), ActiveIndex: -1}
-	v.Start, v.Cells = r.Take(len(nb.Cells), func(i int) agent.NotebookCell {
-		c := agentCell(nb.Cells[i], r.MaxOutput)
-		if r.Images {
-			addPictures(&c, nb.Cells[i])
-		}
-		return c
-	})
+	v.Start, v.Cells = r.Take(len(nb.Cells), func(i int) agent.NotebookCell { return agentCell(nb.Cells[i], r.MaxOutput, r.Images) })
 	return v, nil
 }
 
-// agentCell is a notebook cell as the agent reads it.
-func agentCell(c *notebooks.Cell, maxOutput int) agent.NotebookCell {
+// agentCell is a notebook cell as the agent reads it, with its outputs'
+// images when images is set.
+func agentCell(c *notebooks.Cell, maxOutput int, images bool) agent.NotebookCell {
 	out := agent.NotebookCell{ID: c.ID, Kind: agent.CellKind(c.CellType), Source: c.Source}
 	if c.ExecutionCount != nil {
 		out.ExecutionCount = *c.ExecutionCount
@@ -89,21 +84,13 @@ func agentCell(c *notebooks.Cell, maxOutput int) agent.NotebookCell {
 		if err != nil {
 			continue
 		}
-		out.Outputs = append(out.Outputs, session.SummarizeOutput(raw, maxOutput))
+		o := session.SummarizeOutput(raw, maxOutput)
+		if images {
+			o.Pictures = session.OutputPictures(raw)
+		}
+		out.Outputs = append(out.Outputs, o)
 	}
 	return out
-}
-
-// addPictures gives c's outputs (agentCell's of cell) their images.
-func addPictures(c *agent.NotebookCell, cell *notebooks.Cell) {
-	for i, o := range cell.Outputs {
-		if i >= len(c.Outputs) {
-			return
-		}
-		if raw, err := json.Marshal(o); err == nil {
-			c.Outputs[i].Pictures = session.OutputPictures(raw)
-		}
-	}
 }
 
 func (c docCells) Insert(_ context.Context, index int, in session.Cell) (agent.NotebookCell, error) {
@@ -122,7 +109,7 @@ func (c docCells) Insert(_ context.Context, index int, in session.Cell) (agent.N
 	if err != nil {
 		return agent.NotebookCell{}, err
 	}
-	return agentCell(cell, 0), nil
+	return agentCell(cell, 0, false), nil
 }
 
 func (c docCells) SetSource(_ context.Context, id, source string) (agent.NotebookCell, error) {
@@ -130,7 +117,7 @@ func (c docCells) SetSource(_ context.Context, id, source string) (agent.Noteboo
 	if err != nil {
 		return agent.NotebookCell{}, cellErr(err)
 	}
-	return agentCell(before, 0), nil
+	return agentCell(before, 0, false), nil
 }
 
 func (c docCells) Move(_ context.Context, id string, index int) (int, error) {

@@ -52,9 +52,11 @@ type notebookComms struct {
 	comms map[string]*notebookComm // by comm id
 	order []string                 // comm ids, oldest first
 	file  session.FileCells        // %agent notebook's: where the tools work when no comm is open
-	// early is the focus a page sent right after its comm_open, before
-	// the worker opened the comm (reply runs at once, open on the worker).
-	early map[string]nbcomm.Focus
+	// focus is where the user is in each page, by comm id, as its focus
+	// message last said: kept here, not on the comm, because a page sends
+	// one right after its comm_open, which reply takes at once while open
+	// runs later on the worker.
+	focus map[string]nbcomm.Focus
 }
 
 // notebookComm is one frontend's notebook, as session.Cells.
@@ -67,7 +69,6 @@ type notebookComm struct {
 	mu      sync.Mutex
 	pending map[string]chan nbcomm.Reply
 	gone    chan struct{}
-	focus   nbcomm.Focus // where the user is, as the page last said
 }
 
 func (n *notebookComms) open(_ context.Context, m commMsg) {
@@ -86,10 +87,6 @@ func (n *notebookComms) open(_ context.Context, m commMsg) {
 	}
 	if old := n.comms[m.id]; old != nil {
 		old.end()
-	}
-	if f, ok := n.early[m.id]; ok {
-		c.focus = f
-		delete(n.early, m.id)
 	}
 	n.comms[m.id] = c
 	n.order = append(n.order, m.id)
@@ -111,19 +108,11 @@ func (n *notebookComms) reply(m commMsg) {
 	n.mu.Lock()
 	c := n.comms[m.id]
 	if err == nil && d.Reply == nil && d.Focus != nil {
-		f := d.Focus.Bounded()
-		if c == nil {
-			if n.early == nil {
-				n.early = map[string]nbcomm.Focus{}
-			}
-			n.early[m.id] = f // the comm is being opened: it takes it
+		if n.focus == nil {
+			n.focus = map[string]nbcomm.Focus{}
 		}
+		n.focus[m.id] = d.Focus.Bounded()
 		n.mu.Unlock()
-		if c != nil {
-			c.mu.Lock()
-			c.focus = f
-			c.mu.Unlock()
-		}
 		return
 	}
 	n.mu.Unlock()
@@ -147,7 +136,7 @@ func (n *notebookComms) closed(id string) {
 	n.mu.Lock()
 	c := n.comms[id]
 	delete(n.comms, id)
-	delete(n.early, id)
+	delete(n.focus, id)
 	for i, o := range n.order {
 		if o == id {
 			n.order = append(n.order[:i], n.order[i+1:]...)
@@ -163,7 +152,7 @@ func (n *notebookComms) closed(id string) {
 func (n *notebookComms) shutdown() {
 	n.mu.Lock()
 	comms := n.comms
-	n.comms, n.order = nil, nil
+	n.comms, n.order, n.focus = nil, nil, nil
 	n.mu.Unlock()
 	for _, c := range comms {
 		c.end()
@@ -399,9 +388,10 @@ func (c *notebookComm) read(ctx context.Context, a nbcomm.Args) (agent.NotebookV
 // Focus implements session.Focus: the cell the user is in and the text
 // selected there, as the page last said (its focus message).
 func (c *notebookComm) Focus() (active, selection string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.focus.Active, c.focus.Selection
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	f := c.n.focus[c.t.id]
+	return f.Active, f.Selection
 }
 
 // Path implements session.Cells: the notebook's path, as the frontend

@@ -341,8 +341,8 @@ func pgWidened(ctx context.Context, q interface {
 			}
 		}
 	}
-	rows, err := q.QueryContext(ctx, pgWidenedQuery, pgArray(pgTables), pgArray(names), pgArray(roles),
-		pgArray(gt), pgArray(gr), pgArray(gp))
+	// pgx encodes a []string as text[].
+	rows, err := q.QueryContext(ctx, pgWidenedQuery, pgTables, names, roles, gt, gr, gp)
 	if err != nil {
 		return nil, fmt.Errorf("read the policies and grants: %w", err)
 	}
@@ -356,15 +356,6 @@ func pgWidened(ctx context.Context, q interface {
 		out = append(out, w)
 	}
 	return out, rows.Err()
-}
-
-// pgArray is a text[] literal of ss.
-func pgArray(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-	}
-	return "{" + strings.Join(q, ",") + "}"
 }
 
 // pgNarrow takes away what pgWidened finds (pgSecure then makes the

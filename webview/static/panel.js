@@ -1,5 +1,5 @@
 // agentkernel's web panel, bundled from webview/panel/src by webview/panel/build.mjs: do not edit.
-// sources sha256 68e7682b41eb1baa990c059b1dbebe11ce7123d0362af4ef82cb02e317a9b1c5
+// sources sha256 ab7749326eff203e91e996382d97c7cd64a40fd5a6ccb1f96ce281c4689590d8
 (() => {
   // src/dom.js
   var $ = (id) => document.getElementById(id);
@@ -1140,13 +1140,7 @@
         r.status = el("div", "sub key-status");
         r.li.appendChild(r.status);
         const row2 = el("div", "row");
-        r.input = el("input", "key-input");
-        r.input.type = "password";
-        r.input.autocomplete = "off";
-        r.input.spellcheck = false;
-        r.input.placeholder = p.env + " for " + p.name;
-        r.input.setAttribute("aria-label", "API key for " + p.name);
-        r.input.addEventListener("keydown", onEnter(() => this.saveKey(p.name)));
+        r.input = field("key-input", "password", p.env + " for " + p.name, "API key for " + p.name, () => this.saveKey(p.name));
         r.save = button("primary key-save", "Save key", () => this.saveKey(p.name));
         r.remove = button("key-remove", "Remove", () => this.send({ type: "setKey", provider: p.name, key: "" }));
         row2.append(r.input, r.save, r.remove);
@@ -1155,13 +1149,13 @@
       r.urlStatus = el("div", "sub url-status");
       r.li.appendChild(r.urlStatus);
       const row = el("div", "row");
-      r.url = el("input", "url-input");
-      r.url.type = "url";
-      r.url.autocomplete = "off";
-      r.url.spellcheck = false;
-      r.url.placeholder = URL_HINT[p.name] || "http://host:port";
-      r.url.setAttribute("aria-label", p.name === "ollama" ? "Ollama host" : "Base URL for " + p.name);
-      r.url.addEventListener("keydown", onEnter(() => this.saveURL(p.name)));
+      r.url = field(
+        "url-input",
+        "url",
+        URL_HINT[p.name] || "http://host:port",
+        p.name === "ollama" ? "Ollama host" : "Base URL for " + p.name,
+        () => this.saveURL(p.name)
+      );
       r.urlSave = button("url-save", p.name === "ollama" ? "Save host" : "Save URL", () => this.saveURL(p.name));
       r.urlRemove = button("url-remove", "Default", () => this.send({ type: "setBaseURL", provider: p.name, url: "" }));
       r.urlRemove.title = "Remove the saved URL: the provider's default server";
@@ -1207,6 +1201,16 @@
       fn();
     }
   };
+  function field(cls, type, placeholder, label, enter2) {
+    const f = el("input", cls);
+    f.type = type;
+    f.autocomplete = "off";
+    f.spellcheck = false;
+    f.placeholder = placeholder;
+    f.setAttribute("aria-label", label);
+    f.addEventListener("keydown", onEnter(enter2));
+    return f;
+  }
   function option(value, text2) {
     const o = el("option", "", text2);
     o.value = value;

@@ -104,13 +104,7 @@ export class SettingsView {
       const row = el("div", "row");
       // A password field: the key is not shown as it is typed, nor kept
       // by the browser's form memory.
-      r.input = el("input", "key-input");
-      r.input.type = "password";
-      r.input.autocomplete = "off";
-      r.input.spellcheck = false;
-      r.input.placeholder = p.env + " for " + p.name;
-      r.input.setAttribute("aria-label", "API key for " + p.name);
-      r.input.addEventListener("keydown", onEnter(() => this.saveKey(p.name)));
+      r.input = field("key-input", "password", p.env + " for " + p.name, "API key for " + p.name, () => this.saveKey(p.name));
       r.save = button("primary key-save", "Save key", () => this.saveKey(p.name));
       r.remove = button("key-remove", "Remove", () => this.send({ type: "setKey", provider: p.name, key: "" }));
       row.append(r.input, r.save, r.remove);
@@ -119,13 +113,8 @@ export class SettingsView {
     r.urlStatus = el("div", "sub url-status");
     r.li.appendChild(r.urlStatus);
     const row = el("div", "row");
-    r.url = el("input", "url-input");
-    r.url.type = "url";
-    r.url.autocomplete = "off";
-    r.url.spellcheck = false;
-    r.url.placeholder = URL_HINT[p.name] || "http://host:port";
-    r.url.setAttribute("aria-label", (p.name === "ollama" ? "Ollama host" : "Base URL for " + p.name));
-    r.url.addEventListener("keydown", onEnter(() => this.saveURL(p.name)));
+    r.url = field("url-input", "url", URL_HINT[p.name] || "http://host:port",
+      p.name === "ollama" ? "Ollama host" : "Base URL for " + p.name, () => this.saveURL(p.name));
     r.urlSave = button("url-save", p.name === "ollama" ? "Save host" : "Save URL", () => this.saveURL(p.name));
     r.urlRemove = button("url-remove", "Default", () => this.send({ type: "setBaseURL", provider: p.name, url: "" }));
     r.urlRemove.title = "Remove the saved URL: the provider's default server";
@@ -178,6 +167,19 @@ const onEnter = (fn) => (e) => {
     fn();
   }
 };
+
+// field is a text input of type that the browser neither fills nor
+// checks the spelling of, saved by enter on Enter.
+function field(cls, type, placeholder, label, enter) {
+  const f = el("input", cls);
+  f.type = type;
+  f.autocomplete = "off";
+  f.spellcheck = false;
+  f.placeholder = placeholder;
+  f.setAttribute("aria-label", label);
+  f.addEventListener("keydown", onEnter(enter));
+  return f;
+}
 
 function option(value, text) {
   const o = el("option", "", text);

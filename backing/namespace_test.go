@@ -3,6 +3,7 @@ package backing
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -50,6 +51,18 @@ import json as js`
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Through a Quiet (a comm, as ipykernel 6 has no subshells; twice, the
+	// second on the comm the first made): the same summary.
+	q := NewQuiet(r)
+	for i := range 2 {
+		got, err := Namespace(ctx, q)
+		if err != nil || !reflect.DeepEqual(got, vars) {
+			t.Fatalf("read %d through Quiet: %d names (%v), where the execute_request gave %d", i+1, len(got), err, len(vars))
+		}
+	}
+	if !q.Beside() && q.commID == "" {
+		t.Error("a kernel without subshells was read without the comm")
+	}
 	if len(vars) > maxNamespace {
 		t.Fatalf("%d names: not bounded", len(vars))
 	}
@@ -90,7 +103,7 @@ import json as js`
 	}
 	// Nothing left behind: no new name, and the next cell's count is the
 	// one after the setup's.
-	res, err = r.Execute(ctx, Exec{Code: "sorted(k for k in globals() if k in ('ns', 'out', 'r', 'g'))"})
+	res, err = r.Execute(ctx, Exec{Code: "sorted(k for k in globals() if k in ('ns', 'out', 'r', 'g', 'ip', 'codes', 'target'))"})
 	if err != nil || strings.TrimSpace(res.Text) != "[]" {
 		t.Errorf("names left behind: %q %v", res.Text, err)
 	}

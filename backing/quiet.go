@@ -23,6 +23,13 @@ type Quiet struct {
 	lock chan struct{}
 	gen  int    // the kernel generation the subshell is of
 	id   string // its subshell_id; "" when none
+
+	// The comm quiet reads go through where the kernel has no subshells
+	// (quietcomm.go): its id, the generation it is of, and whether that
+	// kernel refused one.
+	commID     string
+	commGen    int
+	commFailed bool
 }
 
 // NewQuiet is a Quiet over r.

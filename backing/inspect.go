@@ -112,10 +112,8 @@ func Inspect(ctx context.Context, r Runner, name string) (string, error) {
 	if err := python(ctx, r); err != nil {
 		return "", err
 	}
-	src, _ := json.Marshal(inspectProgram)
 	path, _ := json.Marshal(name)
-	expr := "(lambda ns: (exec(" + string(src) + ", ns), ns['r'])[1])({'g': globals(), 'path': " + string(path) + "})"
-	b, err := quietValue(ctx, r, expr)
+	b, err := quietValue(ctx, r, programExpr(inspectProgram, "{'g': globals(), 'path': "+string(path)+"}"))
 	if err != nil {
 		return "", err
 	}
@@ -145,11 +143,20 @@ func python(ctx context.Context, r Runner) error {
 	return nil
 }
 
+// programExpr is a Python expression that runs program (which sets r)
+// in the namespace the dict literal ns gives, and is r: what a user
+// expression or the quiet comm evaluates, so that the user's namespace
+// gains no name.
+func programExpr(program, ns string) string {
+	src, _ := json.Marshal(program) // a JSON string is a Python string literal
+	return "(lambda ns: (exec(" + string(src) + ", ns), ns['r'])[1])(" + ns + ")"
+}
+
 // quietValue evaluates expr, a Python expression that gives a base64
-// string, as the user expression of a silent execute_request, and returns
-// the decoded bytes. Through a Quiet whose kernel has no subshells, it
-// goes by Quiet's comm instead where the kernel takes one: the same
-// evaluation, for less than half the time.
+// string, quietly, and returns the decoded bytes: through a Quiet whose
+// kernel has no subshells by Quiet's comm where the kernel takes one
+// (quietcomm.go: the same evaluation, for less than half the time), else
+// as the user expression of a silent execute_request.
 func quietValue(ctx context.Context, r Runner, expr string) ([]byte, error) {
 	if q, ok := r.(*Quiet); ok && !q.Beside() {
 		b, err := q.commValue(ctx, expr)
@@ -157,30 +164,55 @@ func quietValue(ctx context.Context, r Runner, expr string) ([]byte, error) {
 			return b, err
 		}
 	}
+	return executeValue(ctx, r, expr)
+}
+
+// executeValue evaluates expr as the user expression of a silent
+// execute_request.
+func executeValue(ctx context.Context, r Runner, expr string) ([]byte, error) {
 	no := false
 	reply, err := r.Do(ctx, client.Request{MsgType: wire.MsgExecuteRequest, Content: wire.ExecuteRequest{
 		Silent: true, StoreHistory: &no, UserExpressions: map[string]string{"v": expr}}}, client.Handlers{})
 	if err != nil {
 		return nil, err
 	}
-	var rep wire.ExecuteReply
+	var rep struct {
+		UserExpressions map[string]struct {
+			evaluated
+			Data map[string]string `json:"data"`
+		} `json:"user_expressions"`
+	}
 	if err := json.Unmarshal(reply.Content, &rep); err != nil {
 		return nil, fmt.Errorf("the kernel's reply: %w", err)
 	}
-	var v struct {
-		Status string            `json:"status"`
-		Data   map[string]string `json:"data"`
-		EName  string            `json:"ename"`
-		EValue string            `json:"evalue"`
-	}
-	raw, _ := json.Marshal(rep.UserExpressions["v"])
-	if err := json.Unmarshal(raw, &v); err != nil || v.Status != "ok" {
-		if v.EName != "" {
-			return nil, fmt.Errorf("%s: %s", v.EName, v.EValue)
+	v := rep.UserExpressions["v"]
+	return v.decode(v.Data["text/plain"]) // a repr: the string in quotes
+}
+
+// evaluated is how a kernel says it evaluated an expression: the fields
+// a user expression's result and the quiet comm's answer share.
+type evaluated struct {
+	Status string `json:"status"`
+	EName  string `json:"ename"`
+	EValue string `json:"evalue"`
+}
+
+// evalError is an expression the kernel could not evaluate (where other
+// errors are the request's).
+type evalError struct{ msg string }
+
+func (e *evalError) Error() string { return e.msg }
+
+// decode returns the bytes that value, the expression's base64 string
+// (quoted or not), holds, or the evaluation's error.
+func (e evaluated) decode(value string) ([]byte, error) {
+	if e.Status != "ok" {
+		if e.EName != "" {
+			return nil, &evalError{e.EName + ": " + e.EValue}
 		}
-		return nil, errors.New("the kernel did not evaluate it")
+		return nil, &evalError{"the kernel did not evaluate it"}
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.Trim(v.Data["text/plain"], `'"`))
+	b, err := base64.StdEncoding.DecodeString(strings.Trim(value, `'" `))
 	if err != nil {
 		return nil, fmt.Errorf("the kernel's answer: %w", err)
 	}

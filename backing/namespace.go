@@ -73,10 +73,7 @@ r = base64.b64encode(json.dumps(out + mods).encode()).decode()
 // namespaceExpr runs namespaceProgram as a user expression of a silent
 // request: in a namespace of its own (the user's gains no name), leaving
 // nothing behind (no execution count, no history, no Out entry).
-var namespaceExpr = func() string {
-	src, _ := json.Marshal(namespaceProgram) // a JSON string is a Python string literal
-	return "(lambda ns: (exec(" + string(src) + ", ns), ns['r'])[1])({'g': globals()})"
-}()
+var namespaceExpr = programExpr(namespaceProgram, "{'g': globals()}")
 
 // Namespace asks the kernel r runs (a Python kernel) for the user's
 // variables, quietly: a silent execute_request whose user expression

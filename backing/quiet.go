@@ -66,16 +66,11 @@ func (q *Quiet) Do(ctx context.Context, req client.Request, h client.Handlers) (
 // there is none yet; "" when it cannot be made (the request then goes to
 // the main shell).
 func (q *Quiet) subshell(ctx context.Context) string {
-	gen := 0
-	if g, ok := q.Runner.(Generations); ok {
-		gen = g.Generation()
-	}
-	select {
-	case q.lock <- struct{}{}:
-	case <-ctx.Done():
+	gen, ok := q.acquire(ctx)
+	if !ok {
 		return ""
 	}
-	defer func() { <-q.lock }()
+	defer q.release()
 	if q.id != "" && q.gen == gen {
 		return q.id
 	}
@@ -94,3 +89,20 @@ func (q *Quiet) subshell(ctx context.Context) string {
 	q.id, q.gen = rep.SubshellID, gen
 	return q.id
 }
+
+// acquire takes Quiet's lock, or gives up when ctx ends (false), and
+// returns the running kernel's generation (0 for a Runner that does not
+// count them). release gives the lock back.
+func (q *Quiet) acquire(ctx context.Context) (gen int, ok bool) {
+	if g, ok := q.Runner.(Generations); ok {
+		gen = g.Generation()
+	}
+	select {
+	case q.lock <- struct{}{}:
+		return gen, true
+	case <-ctx.Done():
+		return 0, false
+	}
+}
+
+func (q *Quiet) release() { <-q.lock }

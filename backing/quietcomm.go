@@ -2,11 +2,9 @@ package backing
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
@@ -22,7 +20,7 @@ import (
 const quietTarget = "agentkernel.quiet"
 
 // quietRegister registers quietTarget, in a namespace of its own (the
-// user's gains no name); r is "ok".
+// user's gains no name); r is empty: the registration is what counts.
 const quietRegister = `ip = get_ipython()
 codes = {}
 def target(comm, msg):
@@ -37,7 +35,7 @@ def target(comm, msg):
             comm.send({'status': 'error', 'ename': type(x).__name__, 'evalue': str(x)[:300]})
     comm.on_msg(on_msg)
 ip.kernel.comm_manager.register_target('agentkernel.quiet', target)
-r = 'ok'
+r = ''
 `
 
 // errNoComm says that the kernel took no comm of quietTarget: the caller
@@ -64,89 +62,64 @@ func (q *Quiet) commValue(ctx context.Context, expr string) ([]byte, error) {
 		return nil, err
 	}
 	if got == nil { // the kernel lost the comm (a restart the generation did not show)
-		q.forgetComm(id)
+		q.forgetComm(ctx, id)
 		return nil, errNoComm
 	}
 	var c struct {
 		Data struct {
-			Status string `json:"status"`
-			Value  any    `json:"value"`
-			EName  string `json:"ename"`
-			EValue string `json:"evalue"`
+			evaluated
+			Value any `json:"value"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(got.Content, &c); err != nil {
 		return nil, fmt.Errorf("the kernel's answer: %w", err)
 	}
-	if c.Data.Status != "ok" {
-		if c.Data.EName != "" {
-			return nil, fmt.Errorf("%s: %s", c.Data.EName, c.Data.EValue)
-		}
-		return nil, errors.New("the kernel did not evaluate it")
-	}
 	s, ok := c.Data.Value.(string)
-	if !ok {
+	if !ok && c.Data.Status == "ok" {
 		return nil, errors.New("the kernel's answer is not a string")
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
-	if err != nil {
-		return nil, fmt.Errorf("the kernel's answer: %w", err)
-	}
-	return b, nil
+	return c.Data.decode(s)
 }
 
 // comm returns the id of Quiet's comm in the running kernel, making it
 // if need be.
 func (q *Quiet) comm(ctx context.Context) (string, error) {
-	gen := 0
-	if g, ok := q.Runner.(Generations); ok {
-		gen = g.Generation()
-	}
-	select {
-	case q.lock <- struct{}{}:
-	case <-ctx.Done():
+	gen, ok := q.acquire(ctx)
+	if !ok {
 		return "", ctx.Err()
 	}
-	defer func() { <-q.lock }()
-	if q.commGen == gen && (q.commID != "" || q.commFailed) {
-		if q.commFailed {
-			return "", errNoComm
-		}
+	defer q.release()
+	if q.commGen == gen && q.commFailed {
+		return "", errNoComm
+	}
+	if q.commGen == gen && q.commID != "" {
 		return q.commID, nil
 	}
-	q.commID, q.commFailed, q.commGen = "", true, gen
-	src, _ := json.Marshal(quietRegister)
-	no := false
-	reply, err := q.Runner.Do(ctx, client.Request{MsgType: wire.MsgExecuteRequest, Content: wire.ExecuteRequest{
-		Silent: true, StoreHistory: &no, UserExpressions: map[string]string{
-			"v": "(lambda ns: (exec(" + string(src) + ", ns), ns['r'])[1])({'get_ipython': get_ipython})"}}}, client.Handlers{})
-	if err != nil {
-		q.commFailed = false // try again next time: the kernel may have been busy
-		return "", err
-	}
-	var rep struct {
-		UserExpressions map[string]struct {
-			Status string `json:"status"`
-		} `json:"user_expressions"`
-	}
-	if json.Unmarshal(reply.Content, &rep) != nil || rep.UserExpressions["v"].Status != "ok" {
-		return "", errNoComm // not IPython, or a kernel without comms
+	q.commID, q.commFailed, q.commGen = "", false, gen
+	var eval *evalError
+	if _, err := executeValue(ctx, q.Runner, programExpr(quietRegister, "{'get_ipython': get_ipython}")); errors.As(err, &eval) {
+		q.commFailed = true // not IPython, or a kernel without comms: not for this kernel
+		return "", errNoComm
+	} else if err != nil {
+		return "", err // try again next time: the kernel may have been busy
 	}
 	id := uuid.NewString()
 	if _, err := q.Runner.Do(ctx, client.Request{MsgType: wire.MsgCommOpen, Content: map[string]any{
 		"comm_id": id, "target_name": quietTarget, "data": map[string]any{}}}, client.Handlers{}); err != nil {
-		q.commFailed = false
 		return "", err
 	}
-	q.commID, q.commFailed = id, false
+	q.commID = id
 	return id, nil
 }
 
-// forgetComm drops the comm id, so that the next read makes a new one.
-func (q *Quiet) forgetComm(id string) {
-	q.lock <- struct{}{}
+// forgetComm drops the comm id, so that the next read makes a new one
+// (unless ctx ends first: that read finds the comm gone as well).
+func (q *Quiet) forgetComm(ctx context.Context, id string) {
+	if _, ok := q.acquire(ctx); !ok {
+		return
+	}
 	if q.commID == id {
 		q.commID, q.commGen = "", -1
 	}
-	<-q.lock
+	q.release()
 }

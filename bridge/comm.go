@@ -18,7 +18,9 @@ import (
 // answer. The replies to the kernel's own requests (a replyTarget's
 // comm_msg: the notebook comm's) skip the worker too, handed over at once:
 // a message on the worker may be the one waiting for them (a rewind from
-// the panel puts cells back through the notebook comm). The backing
+// the panel puts cells back through the notebook comm). So do a
+// replyTarget's comm_open and comm_close, so that the shell's next request
+// sees them. The backing
 // kernel's comms are proxied as any other message.
 
 // commMsg is a comm message, decoded once.
@@ -43,7 +45,12 @@ type commTarget interface {
 
 // replyTarget is a commTarget whose frontends' comm_msg are only replies
 // to the kernel's requests: reply takes one at once, on the goroutine that
-// received it, and must not block.
+// received it, and must not block. Its comm_open and comm_close are handed
+// over at once too (open and closed must not block either), so that a
+// request right behind a comm_open finds the comm open: agentkernel run
+// opens the notebook comm and sends the first cell at once, and the
+// agent's first model request, offered the notebook tools or not, must not
+// depend on whether the worker had come to the open yet.
 type replyTarget interface {
 	reply(m commMsg)
 }
@@ -112,9 +119,15 @@ func (b *Bridge) Intercept(r *kernel.Request) bool {
 	if !ok {
 		return false
 	}
-	if t, ok := b.comms.targets[m.target].(replyTarget); ok && m.typ == wire.MsgCommMsg {
-		t.reply(m)
-		return true
+	if t, ok := b.comms.targets[m.target].(replyTarget); ok {
+		switch m.typ {
+		case wire.MsgCommMsg:
+			t.reply(m)
+			return true
+		case wire.MsgCommOpen, wire.MsgCommClose:
+			b.comms.dispatch(context.Background(), m)
+			return true
+		}
 	}
 	b.comms.enqueue(m)
 	return true

@@ -13,6 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/internal/nbcomm"
+	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/session/surfacetest"
@@ -267,5 +269,55 @@ func TestCommInfoWhileACellRuns(t *testing.T) {
 	merged := b.comms.withOurs(json.RawMessage(`{"status":"ok","comms":{"w1":{"target_name":"jupyter.widget"}}}`))
 	if !strings.Contains(string(merged), `"w1"`) || !strings.Contains(string(merged), `"p1":{"target_name":"agentkernel.panel"}`) {
 		t.Errorf("merged comm_info_reply %s", merged)
+	}
+}
+
+// blockedTarget is a comm target whose comm_open holds the router's worker
+// until release is closed or the router stops.
+type blockedTarget struct{ release chan struct{} }
+
+func (t blockedTarget) open(ctx context.Context, _ commMsg) {
+	select {
+	case <-t.release:
+	case <-ctx.Done():
+	}
+}
+func (t blockedTarget) message(context.Context, commMsg) {}
+func (t blockedTarget) closed(string)                    {}
+func (t blockedTarget) shutdown()                        {}
+
+// TestNotebookCommOpenIsSeenAtOnce: a notebook comm opened while the comm
+// worker is busy (another target's message) is the agent's notebook as
+// soon as the comm_open is read, before the request behind it (agentkernel
+// run opens the comm and sends the first cell at once: the first model
+// request was sometimes offered no notebook tools), and its close is seen
+// at once too.
+func TestNotebookCommOpenIsSeenAtOnce(t *testing.T) {
+	b := &Bridge{log: logger()}
+	b.notebooks = &notebookComms{b: b}
+	busy := blockedTarget{release: make(chan struct{})}
+	defer close(busy.release)
+	b.comms = newCommRouter(map[string]commTarget{"busy": busy, NotebookTarget: b.notebooks}, func(string, ...any) {})
+	defer b.comms.close()
+	msg := func(typ string, content map[string]any) *kernel.Request {
+		raw, err := json.Marshal(content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &kernel.Request{Msg: &wire.Message{Header: wire.Header{MsgType: typ, Session: "s1"}, Content: raw}}
+	}
+	if !b.Intercept(msg(wire.MsgCommOpen, map[string]any{"comm_id": "c0", "target_name": "busy"})) {
+		t.Fatal("the busy target's comm_open was not taken")
+	}
+	if !b.Intercept(msg(wire.MsgCommOpen, map[string]any{"comm_id": "n1", "target_name": NotebookTarget,
+		"data": map[string]any{"protocol": nbcomm.Protocol, "path": "work.ipynb"}})) {
+		t.Fatal("the notebook comm_open was not taken")
+	}
+	if c := b.notebooks.Current(); c == nil || c.Path() != "work.ipynb" {
+		t.Fatalf("right after its comm_open the agent's notebook is %v", c)
+	}
+	b.Intercept(msg(wire.MsgCommClose, map[string]any{"comm_id": "n1"}))
+	if c := b.notebooks.Current(); c != nil {
+		t.Fatalf("right after its comm_close the agent's notebook is still %s", c.Path())
 	}
 }

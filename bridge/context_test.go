@@ -28,26 +28,7 @@ func TestContextBlockCarriesTheNamespace(t *testing.T) {
 		t.Fatalf("setup cell: %v", rep)
 	}
 	first := rep["execution_count"]
-	lastUser := func() string {
-		t.Helper()
-		req, _ := srv.Last()
-		msgs := req.Messages()
-		var text string
-		for _, m := range msgs {
-			if m["role"] == "user" {
-				text, _ = m["content"].(string)
-				if text == "" {
-					parts, _ := m["content"].([]any)
-					for _, p := range parts {
-						pm, _ := p.(map[string]any)
-						s, _ := pm["text"].(string)
-						text += s
-					}
-				}
-			}
-		}
-		return text
-	}
+	lastUser := func() string { return lastUserText(t, srv) }
 	srv.Enqueue(scripted.Reply(scripted.Text("A table.")))
 	if rep, _ := h.cell("%%agent\nWhat is df?"); rep["status"] != "ok" {
 		t.Fatalf("prompt: %v", rep)
@@ -132,4 +113,55 @@ func TestMentionedVariable(t *testing.T) {
 			t.Errorf("the request lacks %q: %s", want, raw)
 		}
 	}
+}
+
+// TestEmptyNamespaceIsNoBaseline: a prompt while the kernel's namespace
+// is empty tells the model no variables, so the first variables it is told
+// of later come whole, not as "new or changed" since a list it never saw
+// (agentkernel run's replay depended on whether the kernel was up at the
+// first prompt).
+func TestEmptyNamespaceIsNoBaseline(t *testing.T) {
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveAll}})
+	if rep, _ := h.cell("pass"); rep["status"] != "ok" {
+		t.Fatalf("setup cell: %v", rep)
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("Nothing yet.")))
+	if rep, _ := h.cell("%%agent\nWhat is there?"); rep["status"] != "ok" {
+		t.Fatalf("prompt: %v", rep)
+	}
+	if got := lastUserText(t, srv); strings.Contains(got, "Variables in the kernel") {
+		t.Fatalf("an empty namespace was told:\n%s", got)
+	}
+	h.cell("x = 1")
+	srv.Enqueue(scripted.Reply(scripted.Text("One.")))
+	h.cell("%%agent\nAnd now?")
+	if got := lastUserText(t, srv); !strings.Contains(got, "Variables in the kernel (name: type, shape, columns, value):\nx: int = 1") {
+		t.Errorf("the first variables are not told whole:\n%s", got)
+	}
+}
+
+// lastUserText is the text of the last user message of srv's last request.
+func lastUserText(t *testing.T, srv *scripted.Server) string {
+	t.Helper()
+	req, _ := srv.Last()
+	var text string
+	for _, m := range req.Messages() {
+		if m["role"] != "user" {
+			continue
+		}
+		text, _ = m["content"].(string)
+		if text == "" {
+			parts, _ := m["content"].([]any)
+			for _, p := range parts {
+				pm, _ := p.(map[string]any)
+				s, _ := pm["text"].(string)
+				text += s
+			}
+		}
+	}
+	return text
 }

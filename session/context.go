@@ -47,7 +47,7 @@ type Focus interface {
 type seenKernel struct {
 	gen, seq int64
 	started  bool              // the first prompt's block was written
-	told     bool              // the model has been told of the namespace at least once
+	told     bool              // the model was told of this kernel's namespace: vars is what it was told
 	vars     map[string]string // name → line
 }
 
@@ -119,7 +119,7 @@ func (h *Host) kernelGeneration() int64 {
 // forgetNamespace makes the next namespace read be told whole; c.mu is
 // held.
 func (c *current) forgetNamespace() {
-	c.seen.vars, c.seen.seq = nil, 0
+	c.seen.vars, c.seen.seq, c.seen.told = nil, 0, false
 }
 
 // focusNote names the cell the user is in and what they selected, when
@@ -173,10 +173,15 @@ func (h *Host) namespaceNote(ctx context.Context, c *current) string {
 		order = append(order, v.Name)
 	}
 	c.mu.Lock()
-	prev, told := c.seen.vars, c.seen.told
-	c.seen.vars, c.seen.seq, c.seen.told = now, seq, true
-	c.mu.Unlock()
-	return describeNamespace(prev, told && prev != nil, now, order, modules)
+	defer c.mu.Unlock()
+	note := describeNamespace(c.seen.vars, c.seen.told, now, order, modules)
+	c.seen.seq = seq
+	// An empty namespace told the model nothing: the first one it is
+	// told is given whole, however early the kernel was up.
+	if note != "" || c.seen.told {
+		c.seen.vars, c.seen.told = now, true
+	}
+	return note
 }
 
 // describeNamespace writes the namespace now (order: its names as the

@@ -59,6 +59,18 @@ function userCells() {
   ];
 }
 
+/**
+ * The last cell of a userCells() notebook in page p, once every cell is
+ * shown: the page renders them in turn, and the last one shown too early
+ * is another cell (a prompt typed there went into "y = 1" and ran as
+ * Python).
+ */
+async function lastUserCell(p) {
+  const all = userCells().length;
+  await until("every cell shown", async () => (await cells(p).count()) >= all);
+  return cells(p).last();
+}
+
 /** WCAG contrast of two computed colours (rgb(), rgba() or color(srgb …)). */
 function contrast(fg, bg) {
   const rgb = (c) => {
@@ -348,7 +360,7 @@ async function run(tmp) {
       await commOpen(page);
       assert.ok(await page.locator("#agentkernel-sidebar").isHidden(), "the sidebar opened by itself");
       await model.enqueue(call("notebook_read", {}), say("It is about quarterly totals."));
-      const last = cells(page).last();
+      const last = await lastUserCell(page);
       await last.locator(".cm-content").click();
       await page.keyboard.type("%%agent\nWhat is this notebook for?");
       await page.keyboard.press("Control+Enter");
@@ -481,7 +493,7 @@ async function severalFrontends(browser, lab) {
       for (const [i, p] of [pages[1], pages[0]].entries()) {
         const text = `from page ${i === 0 ? "two" : "one"}`;
         await model.enqueue(call("notebook_insert_cell", { source: `# ${text}`, index: 0 }), say("Inserted " + text + "."));
-        const last = cells(p).last();
+        const last = await lastUserCell(p);
         await last.locator(".cm-content").click();
         await p.keyboard.press("Control+a");
         await p.keyboard.type(`%%agent\nInsert a cell saying ${text}`);
@@ -727,7 +739,7 @@ async function badInput(browser, page, lab) {
       const before = (await model.requests()).length;
       await model.enqueue({ steps: [{ delayMs: 2000 }, ...call("notebook_insert_cell", { source: "never = 1" }).steps] },
         say("Carried on without the notebook."));
-      const last = cells(p).last();
+      const last = await lastUserCell(p);
       await last.locator(".cm-content").click();
       await p.keyboard.type("%%agent\nAdd a cell");
       await p.keyboard.press("Control+Enter");

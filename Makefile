@@ -31,11 +31,11 @@ wheels:
 install: build
 	$(BIN) install --user
 
-# The web panel's page: webview/panel/src bundled (esbuild, pinned) into
-# webview/static/panel.js, which is committed and embedded by go build. Run
+# The web panel's page: surface/webview/panel/src bundled (esbuild, pinned) into
+# surface/webview/static/panel.js, which is committed and embedded by go build. Run
 # it after changing the page's sources; `go test ./webview` fails until then.
 panel:
-	cd webview/panel && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+	cd surface/webview/panel && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 
 test: check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser
 
@@ -48,7 +48,7 @@ DEADCODE    := $(TOOLS)/deadcode
 # property tests check the rewind by timestamp against, the notebook
 # package's constructors and parser that its tests and fuzzer build with,
 # and the runner's introspection of waiting starts.
-DEADCODE_ALLOW := ^agent/provider/scripted/|RewindToIndex$$|notebooks/.*unreachable func: (Parse|NewCodeCell|NewMarkdownCell)$$|unreachable func: (Local|starter)\.waiters$$
+DEADCODE_ALLOW := ^tests/scripted/|RewindToIndex$$|notebooks/.*unreachable func: (Parse|NewCodeCell|NewMarkdownCell)$$|unreachable func: (Local|starter)\.waiters$$
 
 $(STATICCHECK):
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2

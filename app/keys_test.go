@@ -12,9 +12,9 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/internal/keys"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestOpenModelKeys: a model is opened with the key the user saved when the

@@ -139,6 +139,10 @@ func (d *Doc) Notebook() (*Notebook, error) {
 }
 
 // findCell returns the index of cell id, or an error.
+// CellIndex is the index of the cell id in nb; ErrNoCell when there is
+// none.
+func (nb *Notebook) CellIndex(id string) (int, error) { return findCell(nb, id) }
+
 func findCell(nb *Notebook, id string) (int, error) {
 	for i, c := range nb.Cells {
 		if c.ID == id {

@@ -1,6 +1,7 @@
 // Package notebooks reads and writes Jupyter notebooks (nbformat v4, minor
-// versions 0 to 5), exports an agent session as a notebook, and runs
-// notebooks headlessly through any kernel, as nbclient does.
+// versions 0 to 5), exports an agent session as a notebook, and changes a
+// notebook file's cells by id. Its subpackage runner runs notebooks
+// headlessly through any kernel, as nbclient does.
 //
 // Where to start:
 //   - [ReadFile] and [Parse] decode a notebook into a [Notebook]:
@@ -11,21 +12,15 @@
 //   - [WriteFile], [Write] and [Marshal] encode a notebook byte for byte as
 //     Jupyter's nbformat does (one-space indent, sorted keys, multiline
 //     strings as lists of lines, trailing newline). WriteFile is atomic.
-//   - [Run] executes a notebook's code cells through a kernel started with
-//     package kernel/client and returns the executed copy, with nbclient's
-//     rules for outputs, execution counts, timeouts and errors
-//     ([CellError]).
 //   - [FromSession] turns a session's UI and API histories into a notebook.
 //   - [Doc] changes a notebook file's cells by id — the agent's notebook
 //     tools, when no frontend has the notebook — without ever writing over a
-//     newer file ([ErrChanged]); Run answers the same tools' requests on the
-//     notebook it runs, over the notebook comm (comm.go).
+//     newer file ([ErrChanged]); runner.Run answers the same tools'
+//     requests on the notebook it runs, over the notebook comm.
 //
-// Files: notebook.go (the types), read.go, write.go, run.go (the runner),
-// outputs.go (iopub messages to outputs), session.go (session export),
-// cells.go (Doc), comm.go (the notebook comm's frontend side).
+// Files: notebook.go (the types), read.go, write.go, session.go (session
+// export), cells.go (Doc), swap.go (the save that never overwrites a newer
+// file).
 //
-// Ownership: the package keeps no global state. Run owns the kernel it
-// starts and the one goroutine per executing cell that waits for the
-// kernel's reply; both are gone when Run returns.
+// Ownership: the package keeps no global state.
 package notebooks

@@ -98,9 +98,9 @@ func (b MimeBundle) SetText(mime, s string) {
 // Clone returns a deep copy of b (nil stays nil).
 func (b MimeBundle) Clone() MimeBundle { return cloneRaw(b) }
 
-// isJSONMime is nbformat's _is_json_mime: values of these types are JSON,
+// IsJSONMime is nbformat's _is_json_mime: values of these types are JSON,
 // not multiline strings.
-func isJSONMime(mime string) bool {
+func IsJSONMime(mime string) bool {
 	return mime == "application/json" || (strings.HasPrefix(mime, "application/") && strings.HasSuffix(mime, "+json"))
 }
 
@@ -275,8 +275,9 @@ func (o *Output) Clone() *Output {
 	return &out
 }
 
-// Label names c for messages: `cell 3 (id "abc")`, or `cell 3` without id.
-func cellLabel(index int, id string) string {
+// CellLabel names the cell at index with id for messages:
+// `cell 3 (id "abc")`, or `cell 3` without id.
+func CellLabel(index int, id string) string {
 	if id == "" {
 		return fmt.Sprintf("cell %d", index)
 	}

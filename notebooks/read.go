@@ -28,7 +28,7 @@ type FormatError struct {
 func (e *FormatError) Error() string {
 	var sb strings.Builder
 	if e.Cell >= 0 {
-		sb.WriteString(cellLabel(e.Cell, e.ID))
+		sb.WriteString(CellLabel(e.Cell, e.ID))
 		sb.WriteString(": ")
 	}
 	if e.Field != "" {
@@ -254,14 +254,16 @@ func (p *parser) multiline(m map[string]json.RawMessage, key, field string) (str
 		p.fail(field, "missing")
 		return "", false
 	}
-	s, ok := multilineValue(raw)
+	s, ok := MultilineValue(raw)
 	if !ok {
 		p.fail(field, "want a string or a list of strings, got %s", kind(raw))
 	}
 	return s, ok
 }
 
-func multilineValue(raw json.RawMessage) (string, bool) {
+// MultilineValue decodes nbformat's multiline string: a JSON string or a
+// list of strings joined; false for anything else.
+func MultilineValue(raw json.RawMessage) (string, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return "", false
@@ -316,11 +318,11 @@ func (p *parser) mimeBundle(raw json.RawMessage, field string) (MimeBundle, bool
 	}
 	b := make(MimeBundle, len(obj))
 	for mime, v := range obj {
-		if isJSONMime(mime) {
+		if IsJSONMime(mime) {
 			b[mime] = v
 			continue
 		}
-		s, ok := multilineValue(v)
+		s, ok := MultilineValue(v)
 		if !ok {
 			p.fail(field+"["+strconv.Quote(mime)+"]", "want a string or a list of strings, got %s", kind(v))
 			return nil, false

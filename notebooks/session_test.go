@@ -3,6 +3,7 @@ package notebooks
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,7 +101,7 @@ func TestFromSession(t *testing.T) {
 		if c.ID != w.id || am.Role != w.role || c.Source != w.source || count != w.count || c.CellType != Code {
 			t.Errorf("cell %d = id %q role %q source %q count %d", i, c.ID, am.Role, c.Source, count)
 		}
-		if got := texts(c); !eq(got, w.outputs) {
+		if got := texts(c); !slices.Equal(got, w.outputs) {
 			t.Errorf("cell %d outputs = %q, want %q", i, got, w.outputs)
 		}
 	}
@@ -161,4 +162,24 @@ func TestFromSessionEdgeCases(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `api[0].content[0].input: execute_code call without a "code" string`) {
 		t.Errorf("bad tool input: %v", err)
 	}
+}
+
+// pngB64 is a 1×1 PNG.
+const pngB64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+// texts are c's outputs, one string each.
+func texts(c *Cell) []string {
+	var out []string
+	for _, o := range c.Outputs {
+		switch o.OutputType {
+		case Stream:
+			out = append(out, o.Name+":"+o.Text)
+		case ErrorOutput:
+			out = append(out, "error:"+o.Ename)
+		default:
+			s, _ := o.Data.Text("text/plain")
+			out = append(out, string(o.OutputType)+":"+s)
+		}
+	}
+	return out
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // memCells is a notebook as a frontend holds it, in memory.

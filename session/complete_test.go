@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestCompleteKnowsTheKernel: an inline completion is asked of the model

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestSystemPromptTellsTheEnvironment: the model's system prompt says

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/eventlog"
 	"github.com/agentkernel/agentkernel/hooks"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // readLog returns every entry of the log's day files.

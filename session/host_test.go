@@ -16,12 +16,12 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/openai"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // fakeRunner is a backing.Runner that answers every Execute with a fixed

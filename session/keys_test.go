@@ -11,8 +11,8 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/openai"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/internal/keys"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestSetKeyTakesEffect: a host started without a key (its model cannot be

@@ -16,10 +16,10 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/openai"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // mcpEcho serves a go-sdk MCP server with an echo tool over streamable

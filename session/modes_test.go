@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/rules"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestUserModeToolList: a user-defined mode (a workspace file) is offered

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestInterruptedSessionOffersToResume: a turn cut short by the host's

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestRulesReachTheModel: the workspace's AGENTS.md reaches the system

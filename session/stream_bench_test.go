@@ -13,8 +13,8 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/anthropic"
 	"github.com/agentkernel/agentkernel/agent/provider/openai"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // BenchmarkAnswer is the session's cost per streamed chunk of an answer,

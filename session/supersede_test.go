@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestNewerPromptSupersedes: a prompt sent (from the panel, Start) while a

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestFileToolResults: the file tools' outcomes are in the UI history — a

@@ -25,7 +25,7 @@ import (
 	"github.com/agentkernel/agentkernel/mcp"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
-	"github.com/agentkernel/agentkernel/streamjson"
+	"github.com/agentkernel/agentkernel/surface/streamjson"
 )
 
 const askSynopsis = `ask [PROMPT | -] [--output-format text|json|stream-json] [--input-format text|stream-json] [--include-partial-messages] [--max-turns N] [--max-budget-usd X] [--session ID | --continue] [--approve none|read-only|all] [--model MODEL] [--notebook FILE]

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // askEnv points ask at a private store, no config file, the scripted model

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/internal/workspacegen"
 	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestAskPromptSurvivesKill: the user's prompt is stored before anything

@@ -15,10 +15,10 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider/acpagent"
 	"github.com/agentkernel/agentkernel/backing"
-	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/surface/bridge"
 )
 
 func runInstall(args []string, stdout, stderr io.Writer) error {

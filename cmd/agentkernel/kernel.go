@@ -23,11 +23,11 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider/acpagent"
 	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/backing"
-	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/eglaunch"
 	"github.com/agentkernel/agentkernel/kernel/wire"
-	"github.com/agentkernel/agentkernel/mcpserve"
+	"github.com/agentkernel/agentkernel/surface/bridge"
+	"github.com/agentkernel/agentkernel/surface/mcpserve"
 )
 
 func runKernel(args []string, stderr io.Writer) error {

@@ -29,9 +29,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/agentkernel/agentkernel/acp"
 	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/surface/acp"
 )
 
 func main() {

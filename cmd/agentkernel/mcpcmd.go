@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/mcp"
-	"github.com/agentkernel/agentkernel/mcpserve"
+	"github.com/agentkernel/agentkernel/surface/mcpserve"
 )
 
 // runMCP runs `agentkernel mcp list` or `agentkernel mcp serve` (package

@@ -15,7 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // helloServer is an MCP server over streamable HTTP with one tool, hello.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/notebooks"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestAskWorksOnANotebook: ask --notebook gives the agent the notebook's

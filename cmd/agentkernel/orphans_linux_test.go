@@ -17,9 +17,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestChildrenDieWithKilledKernel: every process a kernel starts — the

@@ -11,12 +11,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/internal/pgtest"
-	"github.com/agentkernel/agentkernel/mcpserve"
 	"github.com/agentkernel/agentkernel/store"
-	"github.com/agentkernel/agentkernel/webview/hostagent"
+	"github.com/agentkernel/agentkernel/surface/mcpserve"
+	"github.com/agentkernel/agentkernel/surface/webview/hostagent"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // sharedStore starts a throwaway PostgreSQL with a fresh schema set up by

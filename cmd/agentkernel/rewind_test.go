@@ -12,9 +12,9 @@ import (
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/openai"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestSessionsRewindRestoresFiles: agentkernel sessions rewind, run where

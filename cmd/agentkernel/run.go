@@ -22,6 +22,7 @@ import (
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/notebooks"
+	"github.com/agentkernel/agentkernel/notebooks/runner"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -128,13 +129,13 @@ func (r *notebookRun) run(stdout io.Writer) error {
 		prog = newProgress(r.stderr, nb, spec.Name, mode)
 		defer prog.stop()
 	}
-	opts := notebooks.RunOptions{Spec: spec, Timeout: time.Duration(r.timeout * float64(time.Second)),
+	opts := runner.RunOptions{Spec: spec, Timeout: time.Duration(r.timeout * float64(time.Second)),
 		AllowErrors: r.allowErrors, Dir: dir, Logger: log, Client: client.Options{Env: env}, Path: filepath.Base(r.input)}
 	if prog != nil {
 		opts.Progress = prog.event
 	}
 	start := time.Now()
-	result, err := notebooks.Run(ctx, nb, opts)
+	result, err := runner.Run(ctx, nb, opts)
 	if prog != nil {
 		prog.stop()
 	}
@@ -253,7 +254,7 @@ func runError(err error, ctx context.Context, stderr io.Writer) error {
 	if ctx.Err() != nil {
 		return errors.New("run: interrupted; nothing written")
 	}
-	var ce *notebooks.CellError
+	var ce *runner.CellError
 	if errors.As(err, &ce) {
 		where := fmt.Sprintf("cell %d", ce.Index)
 		if ce.ID != "" {
@@ -324,7 +325,7 @@ type progress struct {
 	start time.Time
 
 	mu      sync.Mutex
-	cur     notebooks.ProgressEvent
+	cur     runner.ProgressEvent
 	running bool
 	began   time.Time
 
@@ -365,7 +366,7 @@ func (p *progress) tick() {
 	}
 }
 
-func (p *progress) event(ev notebooks.ProgressEvent) {
+func (p *progress) event(ev runner.ProgressEvent) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !ev.Finished {

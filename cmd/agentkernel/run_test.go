@@ -15,9 +15,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/internal/kerneltest"
 	"github.com/agentkernel/agentkernel/notebooks"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // updateExamples re-records the cassettes of notebooks/examples against the

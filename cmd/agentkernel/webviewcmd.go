@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/agentkernel/agentkernel/kernel/client"
-	"github.com/agentkernel/agentkernel/webview"
+	"github.com/agentkernel/agentkernel/surface/webview"
 )
 
 // runWebview: `agentkernel webview list` shows the web panels of running

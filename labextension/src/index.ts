@@ -1,5 +1,5 @@
 // agentkernel's agent panel as a JupyterLab 4 / Notebook 7 sidebar. The
-// panel itself is the web panel's page (webview/static), in a sandboxed
+// panel itself is the web panel's page (surface/webview/static), in a sandboxed
 // iframe; this plugin carries its frames over a comm to the active
 // notebook's kernel (target agentkernel.panel), so it works wherever the
 // notebook does: a remote server, JupyterHub, a gateway. No token: the

@@ -721,7 +721,7 @@ export class NotebookLink {
 const ERROR_MIME = 'application/vnd.jupyter.error';
 
 /**
- * The errors of the kernel's configuration (bridge/prompt.go's ename for
+ * The errors of the kernel's configuration (surface/bridge/prompt.go's ename for
  * no model): the settings mend them, not the agent, so their output
  * offers the settings and no "Fix with the agent".
  */

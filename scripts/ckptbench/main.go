@@ -34,10 +34,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/internal/workspacegen"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 func main() {

@@ -14,9 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // answer is a scripted answer: its pieces, one streamed chunk each.

@@ -31,7 +31,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 type stepJSON struct {

@@ -33,13 +33,13 @@ import (
 
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/openai"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // ErrUnsupported is what a Surface returns for an operation its protocol

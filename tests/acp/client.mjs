@@ -1,5 +1,5 @@
 // A real ACP client (the protocol's own TypeScript SDK) driving
-// `agentkernel acp` over stdio, as an editor does. acp/client_test.go runs
+// `agentkernel acp` over stdio, as an editor does. surface/acp/client_test.go runs
 // it with the model's turns already queued on the scripted model server:
 //
 //   1. "Say hello"       → text

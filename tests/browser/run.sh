@@ -21,9 +21,9 @@ if ! /usr/bin/python3 -c "import ipykernel" 2>/dev/null; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-ipykernel >/dev/null
 fi
-# The page the kernel embeds is the bundle of webview/panel/src: it must be
-# what those sources build (esbuild, pinned by webview/panel/package-lock.json).
-(cd "$repo/webview/panel" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent check)
+# The page the kernel embeds is the bundle of surface/webview/panel/src: it must be
+# what those sources build (esbuild, pinned by surface/webview/panel/package-lock.json).
+(cd "$repo/surface/webview/panel" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent check)
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
 make -C "$repo" mcp-server >/dev/null

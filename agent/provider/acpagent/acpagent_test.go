@@ -20,14 +20,14 @@ import (
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/acpagent"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/internal/kerneltest"
 	"github.com/agentkernel/agentkernel/kernel/client"
-	"github.com/agentkernel/agentkernel/mcpserve"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/session"
 	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/surface/mcpserve"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // outer is a session host whose model is an external ACP agent, over a

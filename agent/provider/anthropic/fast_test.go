@@ -13,7 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // The fast path (decodeDelta) is checked against the SDK's own decoding of

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentkernel/agentkernel/agent/provider/internal/providertest"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // BenchmarkChunk is the provider's own cost per streamed chunk: a

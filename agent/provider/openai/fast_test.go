@@ -14,7 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // The fast path (decodeText) is checked against the SDK's own decoding of

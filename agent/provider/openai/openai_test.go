@@ -16,8 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentkernel/agentkernel/agent/provider"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/messages"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 func TestMain(m *testing.M) {

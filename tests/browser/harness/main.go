@@ -38,14 +38,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/app"
 	"github.com/agentkernel/agentkernel/backing"
-	"github.com/agentkernel/agentkernel/bridge"
 	"github.com/agentkernel/agentkernel/kernel"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/kernel/wire"
 	"github.com/agentkernel/agentkernel/store"
+	"github.com/agentkernel/agentkernel/surface/bridge"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 func main() {

@@ -1,0 +1,167 @@
+package bridge
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/agent/provider"
+	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/session"
+	"github.com/agentkernel/agentkernel/tests/scripted"
+)
+
+// TestContextBlockCarriesTheNamespace: in code mode, after the user made a
+// table in a real kernel, the next %%agent prompt reaches the model with a
+// <notebook_context> block naming it with its shape and columns, read
+// silently: the execution counts of the user's cells go on as if nothing
+// else had run. A prompt after cells that changed nothing repeats nothing;
+// one after a change names only what changed.
+func TestContextBlockCarriesTheNamespace(t *testing.T) {
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveAll}})
+	rep, _ := h.cell("class Table:\n    columns = ['city', 'sales']\n    dtypes = ['object', 'float64']\n    shape = (120, 2)\ndf = Table()\nimport json as js")
+	if rep["status"] != "ok" {
+		t.Fatalf("setup cell: %v", rep)
+	}
+	first := rep["execution_count"]
+	lastUser := func() string { return lastUserText(t, srv) }
+	srv.Enqueue(scripted.Reply(scripted.Text("A table.")))
+	if rep, _ := h.cell("%%agent\nWhat is df?"); rep["status"] != "ok" {
+		t.Fatalf("prompt: %v", rep)
+	}
+	got := lastUser()
+	for _, want := range []string{"<notebook_context>", "df: Table (120, 2) [city: object, sales: float64]", "Modules: js (json)", "</notebook_context>\n\nWhat is df?"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, got)
+		}
+	}
+	rep, _ = h.cell("n = 3")
+	if rep["execution_count"] != first.(float64)+1 {
+		t.Errorf("the next cell's count is %v after %v: the namespace read was counted", rep["execution_count"], first)
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("Three.")))
+	h.cell("%%agent\nAnd n?")
+	got = lastUser()
+	if !strings.Contains(got, "new or changed since the last message:\nn: int = 3") || strings.Contains(got, "df: Table") {
+		t.Errorf("the second prompt does not give only what changed:\n%s", got)
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("Same.")))
+	h.cell("%%agent\nAnything new?")
+	if got = lastUser(); strings.Contains(got, "Variables in the kernel") {
+		t.Errorf("nothing ran, yet the namespace was told again:\n%s", got)
+	}
+}
+
+// TestInspectVariableInPlanMode: in plan mode (read-only), the agent still
+// looks at the user's table with inspect_variable — no cell runs, nobody
+// is asked — and gets its columns, dtypes and nulls.
+func TestInspectVariableInPlanMode(t *testing.T) {
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveNone}})
+	if rep, _ := h.cell("import pandas as pd\ndf = pd.DataFrame({'city': ['Oslo', None], 'sales': [1.5, 2.0]})"); rep["status"] != "ok" {
+		t.Skipf("pandas: %v", rep)
+	}
+	if rep, _ := h.cell("%agent permissions plan"); rep["status"] != "ok" {
+		t.Fatalf("plan mode: %v", rep)
+	}
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("c1", "inspect_variable", `{"name":"df"}`)),
+		scripted.Reply(scripted.Text("Two columns.")),
+	)
+	if rep, _ := h.cell("%%agent\nDescribe df."); rep["status"] != "ok" {
+		t.Fatalf("prompt: %v", rep)
+	}
+	reqs := srv.Requests()
+	last := string(reqs[len(reqs)-1].Raw)
+	for _, want := range []string{"shape: (2, 2)", "city: object, 1 null", "sales: float64, 0 null"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the tool's result lacks %q: %s", want, last)
+		}
+	}
+	if strings.Contains(last, "Permission denied") {
+		t.Errorf("inspect_variable was refused in plan mode: %s", last)
+	}
+}
+
+// TestMentionedVariable: a %%agent prompt that mentions @sales gives the
+// model the table's description from the real kernel, and the prompt as
+// typed.
+func TestMentionedVariable(t *testing.T) {
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveNone}})
+	if rep, _ := h.cell("import pandas as pd\nsales = pd.DataFrame({'city': ['Oslo', None], 'total': [1.5, 2.0]})"); rep["status"] != "ok" {
+		t.Skipf("pandas: %v", rep)
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("Two rows.")))
+	if rep, _ := h.cell("%%agent\nHow many rows has @sales?"); rep["status"] != "ok" {
+		t.Fatalf("prompt: %v", rep)
+	}
+	req, _ := srv.Last()
+	raw := string(req.Raw)
+	for _, want := range []string{`@sales (a variable of the kernel):\nsales: pandas.core.frame.DataFrame\nshape: (2, 2)`, `How many rows has @sales?`} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("the request lacks %q: %s", want, raw)
+		}
+	}
+}
+
+// TestEmptyNamespaceIsNoBaseline: a prompt while the kernel's namespace
+// is empty tells the model no variables, so the first variables it is told
+// of later come whole, not as "new or changed" since a list it never saw
+// (agentkernel run's replay depended on whether the kernel was up at the
+// first prompt).
+func TestEmptyNamespaceIsNoBaseline(t *testing.T) {
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveAll}})
+	if rep, _ := h.cell("pass"); rep["status"] != "ok" {
+		t.Fatalf("setup cell: %v", rep)
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("Nothing yet.")))
+	if rep, _ := h.cell("%%agent\nWhat is there?"); rep["status"] != "ok" {
+		t.Fatalf("prompt: %v", rep)
+	}
+	if got := lastUserText(t, srv); strings.Contains(got, "Variables in the kernel") {
+		t.Fatalf("an empty namespace was told:\n%s", got)
+	}
+	h.cell("x = 1")
+	srv.Enqueue(scripted.Reply(scripted.Text("One.")))
+	h.cell("%%agent\nAnd now?")
+	if got := lastUserText(t, srv); !strings.Contains(got, "Variables in the kernel (name: type, shape, columns, value):\nx: int = 1") {
+		t.Errorf("the first variables are not told whole:\n%s", got)
+	}
+}
+
+// lastUserText is the text of the last user message of srv's last request.
+func lastUserText(t *testing.T, srv *scripted.Server) string {
+	t.Helper()
+	req, _ := srv.Last()
+	var text string
+	for _, m := range req.Messages() {
+		if m["role"] != "user" {
+			continue
+		}
+		text, _ = m["content"].(string)
+		if text == "" {
+			parts, _ := m["content"].([]any)
+			for _, p := range parts {
+				pm, _ := p.(map[string]any)
+				s, _ := pm["text"].(string)
+				text += s
+			}
+		}
+	}
+	return text
+}

@@ -304,19 +304,28 @@ func (b *Bridge) effortMagic(ctx context.Context, c magicCall) (string, error) {
 }
 
 // modeMagic is %agent mode [NAME]: the modes there are, or a switch to
-// the agent mode called NAME.
+// the agent mode called NAME. It takes agent modes only: the name of a
+// permission mode that no agent mode has is an error that points to
+// %agent permissions.
 func (b *Bridge) modeMagic(ctx context.Context, c magicCall) (string, error) {
 	modes := b.host.Modes()
 	if len(c.args) == 0 {
 		return formatModes(b.host), nil
 	}
-	m, err := modes.SetAgent(ctx, c.args[0])
-	if err != nil {
-		// Notebooks written when %agent mode also took permission
-		// modes go on working; an agent mode of that name wins.
-		if pm, perr := agent.ParsePermissionMode(c.args[0]); perr == nil {
-			return setPermissions(ctx, b.host, pm, " (%agent permissions sets it; %agent mode is the agent mode)")
+	name := c.args[0]
+	if _, err := agent.ParsePermissionMode(name); err == nil {
+		agentModes, _ := modes.AgentModes()
+		if _, ok := rules.FindMode(agentModes, name); !ok {
+			names := make([]string, 0, len(agentModes))
+			for _, m := range agentModes {
+				names = append(names, m.Name)
+			}
+			return "", fmt.Errorf("%s is not an agent mode (there are %s); permission modes are set with %%agent permissions %s",
+				name, strings.Join(names, ", "), name)
 		}
+	}
+	m, err := modes.SetAgent(ctx, name)
+	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("Mode: %s — %s (permission mode %s)", m.Name, m.Description, modes.Permission()), nil
@@ -332,7 +341,10 @@ func (b *Bridge) permissionsMagic(ctx context.Context, c magicCall) (string, err
 	if err != nil {
 		return "", err
 	}
-	return setPermissions(ctx, b.host, pm, "")
+	if err := modes.SetPermission(ctx, pm); err != nil {
+		return "", err
+	}
+	return "Permission mode: " + string(pm), nil
 }
 
 // costMagic is %agent cost.
@@ -470,130 +482,6 @@ func formatHistoryAt(ui []messages.UIMessage, at []int) string {
 	return strings.TrimRight(sb.String(), "\n")
 }
 
-// magicEdit is %agent edit TS|#N TEXT: it rewinds to before the prompt
-// at TS|#N and runs TEXT as the cell's prompt, which answers the cell.
-func (b *Bridge) magicEdit(ctx context.Context, c magicCall) (string, error) {
-	rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(c.line), "%agent"))
-	rest = strings.TrimSpace(strings.TrimPrefix(rest, "edit"))
-	ref, text, _ := strings.Cut(rest, " ")
-	text = strings.TrimSpace(text)
-	if ref == "" || text == "" {
-		return "", c.usageError()
-	}
-	if _, err := b.host.Current(ctx); err != nil {
-		return "", err
-	}
-	ts, err := b.host.Conversation().Ref(ref)
-	if err != nil {
-		return "", err
-	}
-	rw, err := b.host.World().Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: b.confirmReplay(c.r)})
-	if err != nil {
-		return "", err
-	}
-	if err := c.r.Publish(wire.MsgStream, wire.Stream{Name: "stdout", Text: rw.Summary() + "\n"}); err != nil {
-		b.log.Debug("publish rewind", "error", err)
-	}
-	b.prompt(ctx, c.r, text, c.count)
-	return "", nil
-}
-
-// magicRewind runs %agent rewind and %agent fork: REF and the options in
-// any order.
-func (b *Bridge) magicRewind(ctx context.Context, c magicCall) (string, error) {
-	usage := fmt.Errorf("usage: %%agent %s TS|#N [--conversation-only|--no-files|--no-kernel] [--force]", c.name)
-	opts := session.RewindOptions{ConfirmReplay: b.confirmReplay(c.r)}
-	ref := ""
-	for _, a := range c.args {
-		switch a {
-		case "--conversation-only":
-			opts.ConversationOnly = true
-		case "--no-files":
-			opts.NoFiles = true
-		case "--no-kernel":
-			opts.NoKernel = true
-		case "--force":
-			opts.Force = true
-		default:
-			if ref != "" || strings.HasPrefix(a, "-") {
-				return "", usage
-			}
-			ref = a
-		}
-	}
-	if ref == "" {
-		return "", usage
-	}
-	if _, err := b.host.Current(ctx); err != nil {
-		return "", err
-	}
-	ts, err := b.host.Conversation().Ref(ref)
-	if err != nil {
-		return "", err
-	}
-	if c.name == "fork" {
-		info, rw, err := b.host.World().Fork(ctx, ts, opts)
-		if err != nil {
-			return "", err
-		}
-		out := fmt.Sprintf("Forked: new session %s holds the %d messages before %s; the original is unchanged.", info.ID, info.Messages, ref)
-		if rw.Files != nil || len(rw.Kernel) > 0 || rw.KernelNote != "" {
-			summary := rw.Summary()
-			if _, rest, ok := strings.Cut(summary, "\n"); ok {
-				out += "\n" + rest
-			}
-		}
-		return out, nil
-	}
-	rw, err := b.host.World().Rewind(ctx, ts, opts)
-	if err != nil {
-		return "", err
-	}
-	return rw.Summary(), nil
-}
-
-// confirmReplay asks, before a rewind restarts the kernel and replays
-// code, on the frontend's stdin when it allows it; headless, the approval
-// policy decides (all: yes).
-func (b *Bridge) confirmReplay(r *kernel.Request) func(context.Context, []session.CodeRun) bool {
-	return func(ctx context.Context, code []session.CodeRun) bool {
-		if !r.AllowStdin() {
-			return b.cfg.Approve == agent.ApproveAll
-		}
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "The kernel will be restarted and %d cells run again:\n", len(code))
-		for i, c := range code {
-			fmt.Fprintf(&sb, "  [%d] %s\n", i+1, firstLineOf(c.Code, 70))
-		}
-		sb.WriteString("Replay? [y]es / [n]o (the kernel keeps its current state): ")
-		prompt := sb.String()
-		for {
-			in, err := r.Input(ctx, prompt, false)
-			if err != nil {
-				return false
-			}
-			switch strings.ToLower(strings.TrimSpace(in)) {
-			case "y", "yes":
-				return true
-			case "n", "no":
-				return false
-			}
-			prompt = "Please answer y (yes) or n (no): "
-		}
-	}
-}
-
-func firstLineOf(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i] + " …"
-	}
-	if rs := []rune(s); len(rs) > n {
-		s = string(rs[:n]) + "…"
-	}
-	return s
-}
-
 // formatRules is %agent rules: the rule files that apply, those that do
 // not (and why), and the files that could not be used.
 func formatRules(applying, all []rules.Rule, c rules.Context, problems []error) string {
@@ -649,14 +537,6 @@ func formatRules(applying, all []rules.Rule, c rules.Context, problems []error) 
 // permissionModes are the permission modes' names, for %agent permissions.
 var permissionModes = []string{string(agent.PermissionDefault), string(agent.PermissionAcceptEdits),
 	string(agent.PermissionBypass), string(agent.PermissionPlan)}
-
-// setPermissions is %agent permissions MODE.
-func setPermissions(ctx context.Context, h *session.Host, m agent.PermissionMode, note string) (string, error) {
-	if err := h.Modes().SetPermission(ctx, m); err != nil {
-		return "", err
-	}
-	return "Permission mode: " + string(m) + note, nil
-}
 
 // formatModes is %agent mode: the agent mode and the permission mode, and
 // the modes there are.

@@ -87,35 +87,9 @@ func runStore(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	switch sub {
 	case "init":
-		rep, err := store.Init(ctx, store.InitOptions{AdminURL: *adminURL, ExistingOwner: *existing})
-		if err != nil {
-			return err
-		}
-		if rep.From == rep.To {
-			fmt.Fprintf(stdout, "The store at %s is at schema %d; its row-level security is in place.\n", store.RedactURL(*adminURL), rep.To)
-		} else {
-			fmt.Fprintf(stdout, "The store at %s went from schema %d to %d, with row-level security on every table.\n",
-				store.RedactURL(*adminURL), rep.From, rep.To)
-		}
-		for _, r := range rep.Removed {
-			fmt.Fprintf(stdout, "Removed, as wider than documented: %s.\n", r)
-		}
-		if rep.ExistingOwner != "" {
-			fmt.Fprintf(stdout, "The sessions written before owners are %s's.\n", rep.ExistingOwner)
-		}
-		fmt.Fprintf(stdout, "The tables are %s's: use that role for init only. Give each user a login role of their own:\n"+
-			"  CREATE ROLE alice LOGIN PASSWORD '…';  agentkernel store grant alice\n", rep.Owner)
-		return nil
+		return storeInit(ctx, store.InitOptions{AdminURL: *adminURL, ExistingOwner: *existing}, stdout)
 	case "grant":
-		if err := store.Grant(ctx, *adminURL, pos[0], *admin); err != nil {
-			return err
-		}
-		what := "a user of the store: they see their own sessions and those shared with them"
-		if *admin {
-			what = "an administrator of the store: they see every user's sessions"
-		}
-		fmt.Fprintf(stdout, "%s is %s.\n", pos[0], what)
-		return nil
+		return storeGrant(ctx, *adminURL, pos[0], *admin, stdout)
 	case "revoke":
 		if err := store.Revoke(ctx, *adminURL, pos[0]); err != nil {
 			return err
@@ -124,6 +98,45 @@ func runStore(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return whoami(ctx, *storeArg, stdout, stderr)
+}
+
+// storeInit is store init: the schema brought up to date with its
+// row-level security, and what that did and what the administrator does
+// next.
+func storeInit(ctx context.Context, o store.InitOptions, stdout io.Writer) error {
+	rep, err := store.Init(ctx, o)
+	if err != nil {
+		return err
+	}
+	if rep.From == rep.To {
+		fmt.Fprintf(stdout, "The store at %s is at schema %d; its row-level security is in place.\n", store.RedactURL(o.AdminURL), rep.To)
+	} else {
+		fmt.Fprintf(stdout, "The store at %s went from schema %d to %d, with row-level security on every table.\n",
+			store.RedactURL(o.AdminURL), rep.From, rep.To)
+	}
+	for _, r := range rep.Removed {
+		fmt.Fprintf(stdout, "Removed, as wider than documented: %s.\n", r)
+	}
+	if rep.ExistingOwner != "" {
+		fmt.Fprintf(stdout, "The sessions written before owners are %s's.\n", rep.ExistingOwner)
+	}
+	fmt.Fprintf(stdout, "The tables are %s's: use that role for init only. Give each user a login role of their own:\n"+
+		"  CREATE ROLE alice LOGIN PASSWORD '…';  agentkernel store grant alice\n", rep.Owner)
+	return nil
+}
+
+// storeGrant is store grant ROLE [--admin]: the role made a user (or an
+// administrator) of the store.
+func storeGrant(ctx context.Context, adminURL, role string, admin bool, stdout io.Writer) error {
+	if err := store.Grant(ctx, adminURL, role, admin); err != nil {
+		return err
+	}
+	what := "a user of the store: they see their own sessions and those shared with them"
+	if admin {
+		what = "an administrator of the store: they see every user's sessions"
+	}
+	fmt.Fprintf(stdout, "%s is %s.\n", role, what)
+	return nil
 }
 
 // whoami opens the store as the sessions command does and says whose

@@ -206,44 +206,9 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 	hdr := wire.Header{MsgID: r.Msg.Header.MsgID, Username: r.Msg.Header.Username, MsgType: r.Type(),
 		SubshellID: r.Msg.Header.SubshellID}
 	b.recent.add(hdr.MsgID, r)
-
-	inputCtx, cancelInput := context.WithCancel(ctx)
-	defer cancelInput()
-	b.mu.Lock()
-	b.inputCancel = cancelInput
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		b.inputCancel = nil
-		b.mu.Unlock()
-	}()
-
-	// The reply goes out the moment the backing kernel's arrives: the
-	// frontend waits for it and for our idle, which follows the backing's.
-	var replied bool
-	sendReply := func(rep *wire.Message) {
-		if replied || replyType == "" {
-			return
-		}
-		replied = true
-		if replyType == wire.MsgExecuteReply {
-			var cnt struct {
-				N int `json:"execution_count"`
-			}
-			if json.Unmarshal(rep.Content, &cnt) == nil && cnt.N > 0 {
-				b.mu.Lock()
-				b.lastCount = cnt.N
-				b.mu.Unlock()
-			}
-		}
-		content := rep.Content
-		if rep.Header.MsgType == wire.MsgCommInfoReply {
-			content = b.comms.withOurs(content) // the backing kernel's comms and ours
-		}
-		if err := r.ReplyRaw(rep.Header.MsgType, content, rep.Metadata, rep.Buffers); err != nil {
-			b.log.Warn("reply failed", "msg_type", rep.Header.MsgType, "error", err)
-		}
-	}
+	inputCtx, endInput := b.inputFor(ctx)
+	defer endInput()
+	reply := &backingReply{b: b, r: r, replyType: replyType}
 	rep, err := b.runner.Do(ctx, client.Request{
 		Channel:  r.Channel,
 		MsgType:  r.Type(),
@@ -261,9 +226,72 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 		Input: func(prompt string, password bool) (string, error) {
 			return r.Input(inputCtx, prompt, password)
 		},
-		Reply: sendReply,
+		Reply: reply.send,
 		Sent:  r.Busy,
 	})
+	b.forwardEnded(r, reply, rep, err, col)
+}
+
+// inputFor is the context r's input requests to the frontend are asked
+// under while it is forwarded: an interrupt (Bridge.Interrupt) cancels
+// it, as does end, which forward calls when the request is done.
+func (b *Bridge) inputFor(ctx context.Context) (inputCtx context.Context, end func()) {
+	inputCtx, cancel := context.WithCancel(ctx)
+	b.mu.Lock()
+	b.inputCancel = cancel
+	b.mu.Unlock()
+	return inputCtx, func() {
+		b.mu.Lock()
+		b.inputCancel = nil
+		b.mu.Unlock()
+		cancel()
+	}
+}
+
+// backingReply is the reply of a forwarded request: it goes out to the
+// frontend the moment the backing kernel's arrives (the frontend waits for
+// it and for our idle, which follows the backing's), once. It is used on
+// the goroutine that runs forward and the client's handlers it calls.
+type backingReply struct {
+	b         *Bridge
+	r         *kernel.Request
+	replyType string // the reply r is answered with; "" for none
+	sent      bool
+}
+
+// send relays rep as r's reply, unless one was sent or r has none; an
+// execute_reply's count becomes the bridge's last one, and a
+// comm_info_reply gains the bridge's own comms.
+func (s *backingReply) send(rep *wire.Message) {
+	if s.sent || s.replyType == "" {
+		return
+	}
+	s.sent = true
+	b := s.b
+	if s.replyType == wire.MsgExecuteReply {
+		var cnt struct {
+			N int `json:"execution_count"`
+		}
+		if json.Unmarshal(rep.Content, &cnt) == nil && cnt.N > 0 {
+			b.mu.Lock()
+			b.lastCount = cnt.N
+			b.mu.Unlock()
+		}
+	}
+	content := rep.Content
+	if rep.Header.MsgType == wire.MsgCommInfoReply {
+		content = b.comms.withOurs(content) // the backing kernel's comms and ours
+	}
+	if err := s.r.ReplyRaw(rep.Header.MsgType, content, rep.Metadata, rep.Buffers); err != nil {
+		b.log.Warn("reply failed", "msg_type", rep.Header.MsgType, "error", err)
+	}
+}
+
+// forwardEnded answers r as the backing kernel's request ended: with its
+// reply rep, or with an error reply that says why there is none (the
+// backing was interrupted while starting, died, or failed); a lost idle
+// after the reply is only logged.
+func (b *Bridge) forwardEnded(r *kernel.Request, reply *backingReply, rep *wire.Message, err error, col *collector) {
 	switch {
 	case errors.Is(err, client.ErrIncomplete):
 		// The backing's idle was lost, and outputs may have been: a cell
@@ -275,20 +303,20 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 				col.add(note)
 			}
 		}
-		sendReply(rep)
-	case err != nil && replied:
+		reply.send(rep)
+	case err != nil && reply.sent:
 		// The frontend has its reply; only the backing's idle is missing.
 		b.log.Warn("backing kernel request ended after its reply", "msg_type", r.Type(), "error", err)
 	case errors.Is(err, backing.ErrInterrupted):
-		b.fail(r, replyType, "KeyboardInterrupt", "interrupted while the backing kernel was starting")
+		b.fail(r, reply.replyType, "KeyboardInterrupt", "interrupted while the backing kernel was starting")
 	case errors.Is(err, client.ErrDead):
 		b.log.Warn("backing kernel died during a request", "msg_type", r.Type(), "error", err)
-		b.fail(r, replyType, "DeadKernelError", fmt.Sprintf(
+		b.fail(r, reply.replyType, "DeadKernelError", fmt.Sprintf(
 			"the backing kernel (%s) died; it will be restarted at the next execution", b.runner.Describe()))
 	case err != nil:
-		b.fail(r, replyType, "BackingKernelError", strings.TrimPrefix(err.Error(), "backing kernel: "))
+		b.fail(r, reply.replyType, "BackingKernelError", strings.TrimPrefix(err.Error(), "backing kernel: "))
 	case rep != nil:
-		sendReply(rep)
+		reply.send(rep)
 	}
 }
 

@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// TestReadmeNamesEveryMagic: the %agent subcommands the kernel knows (its
-// help and completion) are the ones the README's magic list names, and the
-// reverse.
+// TestReadmeNamesEveryMagic: the %agent subcommands of the magic table
+// (which the dispatch, help and completion read) are the ones the README's
+// magic list names, and the reverse; each is in %agent help with what it
+// does.
 func TestReadmeNamesEveryMagic(t *testing.T) {
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -27,16 +28,22 @@ func TestReadmeNamesEveryMagic(t *testing.T) {
 			documented = append(documented, f[0])
 		}
 	}
-	known := slices.Clone(magicWords)
+	var known []string
+	for _, m := range magicTable() {
+		known = append(known, m.name)
+	}
+	if !slices.Equal(known, magicWords) {
+		t.Errorf("completion offers %v; the table has %v", magicWords, known)
+	}
 	slices.Sort(documented)
 	slices.Sort(known)
 	if !slices.Equal(documented, known) {
 		t.Errorf("README names %%agent %v; the kernel knows %v", documented, known)
 	}
-	// Each is also in %agent help.
-	for _, w := range known {
-		if !strings.Contains(magicHelp, "%agent "+w) {
-			t.Errorf("%%agent help does not name %s", w)
+	help := magicHelp()
+	for _, m := range magicTable() {
+		if m.doc == "" || !strings.Contains(help, "%agent "+m.name) || !strings.Contains(help, m.doc[:min(len(m.doc), 20)]) {
+			t.Errorf("%%agent help does not name %s with what it does", m.name)
 		}
 	}
 }

@@ -20,226 +20,355 @@ import (
 	"github.com/agentkernel/agentkernel/session"
 )
 
-// magicHelp lists the %agent subcommands.
-const magicHelp = `%agent new              start a new session
-%agent sessions [--all] [TEXT]
-                        your sessions of this directory (--all: all you may see), matching TEXT
-%agent resume ID        continue a stored session (an id prefix is enough; another user's is forked)
-%agent history [--last N] [--role R]  show this session's messages with their #N and ts (R: user, assistant, tool, system)
-%agent rewind TS|#N [--conversation-only|--no-files|--no-kernel] [--force]
-                        go back to before that message: the conversation, the files
-                        the agent changed, and the kernel (restarted, its code replayed)
-%agent fork TS|#N       a new session holding the history before that message
-%agent edit TS|#N TEXT  replace a prompt of yours with TEXT and run it again
-%agent model [NAME]     show or set the model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:NAME, replay:FILE)
-%agent use AGENT        let an ACP agent answer (claude, codex, gemini, or its command line); it runs code here
-%agent title [TEXT]     show or set the session's title (the panel's header, sessions list)
-%agent rules            the instructions the agent is given: AGENTS.md, CLAUDE.md, .agentkernel/rules/*.md
-%agent effort [LEVEL]   show or set how hard the model thinks: low, medium, high, off
-%agent mode [NAME]      show or set the agent mode: code, ask, architect, debug, yours (.agentkernel/modes)
-%agent permissions [MODE]
-                        show or set the permission mode: default, acceptEdits, bypassPermissions, plan
-%agent cost             tokens and cost of this session
-%agent export FILE      write this session: FILE.ipynb as a notebook, else both histories as JSONL
-%agent notebook [FILE|off]
-                        where the agent's notebook tools work: the notebook a frontend shows
-                        (JupyterLab, Notebook 7), else FILE (an .ipynb changed on disk: nbclient, papermill)
-%agent attach [FILE ...|clear]
-                        images (PNG, JPEG, GIF, WebP) to send with your next prompt; list or drop them
-%agent webview [stop]   show the live web panel (link and IFrame); stop it
-%agent mcp [restart [NAME]]
-                        the MCP servers: status, transport, tools, errors; restart one or all
-%agent mcp serve|stop   serve this kernel (its code, sessions and the open notebook) to MCP
-                        clients such as Claude Code: a loopback URL and a token; stop it
-%agent help             this list`
+// A magic is one %agent subcommand: its name, how it is called, what it
+// does, and the function that runs it. magicTable is the one list of them:
+// the dispatch (magic), %agent help, the completion of the subcommand
+// (magicWords) and the README's check all read it, as a ServeMux is the
+// one router of its handlers.
+type magicCmd struct {
+	name  string
+	usage string // the arguments, after "%agent NAME"
+	doc   string // what it does, for %agent help; lines after the first are indented under it
+	run   magicRun
+	// answers: run answers the cell itself when it returns no error
+	// (webview shows the panel; edit goes on to run the new prompt), so
+	// magic prints and replies nothing after it.
+	answers bool
+}
 
-// magicWords are the subcommands, for completion.
-var magicWords = []string{"new", "sessions", "resume", "history", "rewind", "fork", "edit", "model", "use", "rules", "effort", "title", "mode", "permissions", "cost", "export", "notebook", "attach", "webview", "mcp", "help"}
+// magicRun runs a magic: what the cell prints, or why it failed.
+type magicRun func(b *Bridge, ctx context.Context, c magicCall) (string, error)
+
+// magicCall is one %agent line being run: the subcommand's name, its
+// arguments, and the cell it came in (r is nil when a test runs a magic
+// without one).
+type magicCall struct {
+	name  string
+	args  []string
+	line  string // the whole line, for edit's TEXT as it was typed
+	r     *kernel.Request
+	count int
+}
+
+// usageError is the error of a call that does not match its magic's usage.
+func (c magicCall) usageError() error {
+	m, _ := lookupMagic(c.name)
+	return fmt.Errorf("usage: %%agent %s %s", c.name, m.usage)
+}
+
+// magicTable lists the %agent subcommands, in the order %agent help
+// shows them. It is a function, not a variable, because help reads it.
+func magicTable() []magicCmd {
+	return []magicCmd{
+		{name: "new", doc: "start a new session", run: (*Bridge).newMagic},
+		{name: "sessions", usage: "[--all] [TEXT]", doc: "your sessions of this directory (--all: all you may see), matching TEXT",
+			run: (*Bridge).sessionsMagic},
+		{name: "resume", usage: "ID", doc: "continue a stored session (an id prefix is enough; another user's is forked)",
+			run: (*Bridge).resumeMagic},
+		{name: "history", usage: "[--last N] [--role R]",
+			doc: "show this session's messages with their #N and ts (R: user, assistant, tool, system)",
+			run: inSession(func(b *Bridge, _ context.Context, c magicCall) (string, error) {
+				return historyMagic(b.host.Conversation().UI(), c.args)
+			})},
+		{name: "rewind", usage: "TS|#N [--conversation-only|--no-files|--no-kernel] [--force]",
+			doc: "go back to before that message: the conversation, the files\nthe agent changed, and the kernel (restarted, its code replayed)",
+			run: (*Bridge).magicRewind},
+		{name: "fork", usage: "TS|#N", doc: "a new session holding the history before that message", run: (*Bridge).magicRewind},
+		{name: "edit", usage: "TS|#N TEXT", doc: "replace a prompt of yours with TEXT and run it again",
+			run: (*Bridge).magicEdit, answers: true},
+		{name: "model", usage: "[NAME]",
+			doc: "show or set the model (openai:gpt-4.1, anthropic:claude-sonnet-4-5, ollama:NAME, replay:FILE)",
+			run: inSession((*Bridge).modelMagic)},
+		{name: "use", usage: "AGENT", doc: "let an ACP agent answer (claude, codex, gemini, or its command line); it runs code here",
+			run: inSession((*Bridge).useMagic)},
+		{name: "title", usage: "[TEXT]", doc: "show or set the session's title (the panel's header, sessions list)",
+			run: inSession((*Bridge).titleMagic)},
+		{name: "rules", doc: "the instructions the agent is given: AGENTS.md, CLAUDE.md, .agentkernel/rules/*.md",
+			run: inSession(func(b *Bridge, ctx context.Context, _ magicCall) (string, error) {
+				return formatRules(b.host.Modes().Rules(ctx)), nil
+			})},
+		{name: "effort", usage: "[LEVEL]", doc: "show or set how hard the model thinks: low, medium, high, off",
+			run: inSession((*Bridge).effortMagic)},
+		{name: "mode", usage: "[NAME]", doc: "show or set the agent mode: code, ask, architect, debug, yours (.agentkernel/modes)",
+			run: inSession((*Bridge).modeMagic)},
+		{name: "permissions", usage: "[MODE]", doc: "show or set the permission mode: " + strings.Join(permissionModes, ", "),
+			run: inSession((*Bridge).permissionsMagic)},
+		{name: "cost", doc: "tokens and cost of this session", run: inSession((*Bridge).costMagic)},
+		{name: "export", usage: "FILE", doc: "write this session: FILE.ipynb as a notebook, else both histories as JSONL",
+			run: inSession((*Bridge).exportMagic)},
+		{name: "notebook", usage: "[FILE|off]",
+			doc: "where the agent's notebook tools work: the notebook a frontend shows\n(JupyterLab, Notebook 7), else FILE (an .ipynb changed on disk: nbclient, papermill)",
+			run: func(b *Bridge, _ context.Context, c magicCall) (string, error) { return b.notebookMagic(c.args) }},
+		{name: "attach", usage: "[FILE ...|clear]",
+			doc: "images (PNG, JPEG, GIF, WebP) to send with your next prompt; list or drop them",
+			run: func(b *Bridge, _ context.Context, c magicCall) (string, error) { return b.attachMagic(c.args) }},
+		{name: "webview", usage: "[stop]", doc: "show the live web panel (link and IFrame); stop it", answers: true,
+			run: func(b *Bridge, ctx context.Context, c magicCall) (string, error) {
+				b.magicWebview(ctx, c.r, c.args, c.count)
+				return "", nil
+			}},
+		{name: "mcp", usage: "[restart [NAME]|serve|stop]",
+			doc: "the MCP servers: status, transport, tools, errors; restart one or all;\nserve: serve this kernel (its code, sessions and the open notebook) to MCP\n" +
+				"clients such as Claude Code: a loopback URL and a token; stop: stop it",
+			run: func(b *Bridge, ctx context.Context, c magicCall) (string, error) { return b.mcpMagic(ctx, c.args) }},
+		{name: "help", doc: "this list", run: (*Bridge).helpMagic},
+	}
+}
+
+// lookupMagic finds the magic called name.
+func lookupMagic(name string) (magicCmd, bool) {
+	table := magicTable()
+	i := slices.IndexFunc(table, func(m magicCmd) bool { return m.name == name })
+	if i < 0 {
+		return magicCmd{}, false
+	}
+	return table[i], true
+}
+
+// magicWords are the subcommands' names, for completion.
+var magicWords = func() []string {
+	var names []string
+	for _, m := range magicTable() {
+		names = append(names, m.name)
+	}
+	return names
+}()
+
+// magicHelp is %agent help's list: each magic's usage, and what it does
+// beside it (under it when the usage is too long), continued lines
+// indented to the same column.
+func magicHelp() string {
+	const col = 24
+	var lines []string
+	for _, m := range magicTable() {
+		use := strings.TrimSpace("%agent " + m.name + " " + m.usage)
+		doc := strings.ReplaceAll(m.doc, "\n", "\n"+strings.Repeat(" ", col))
+		if len(use)+2 > col {
+			lines = append(lines, use, strings.Repeat(" ", col)+doc)
+		} else {
+			lines = append(lines, use+strings.Repeat(" ", col-len(use))+doc)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
 
 // magic runs an %agent line and answers the cell.
 func (b *Bridge) magic(ctx context.Context, r *kernel.Request, line string, count int) {
-	fields := strings.Fields(strings.TrimSpace(line))
-	sub, args := "help", []string{}
-	if len(fields) > 1 {
-		sub, args = fields[1], fields[2:]
+	c := magicCall{name: "help", line: line, r: r, count: count}
+	if fields := strings.Fields(strings.TrimSpace(line)); len(fields) > 1 {
+		c.name, c.args = fields[1], fields[2:]
 	}
-	if sub == "edit" {
-		b.magicEdit(ctx, r, line, count)
+	m, ok := lookupMagic(c.name)
+	if !ok {
+		b.replyError(r, count, "AgentMagicError", fmt.Sprintf("unknown subcommand %q\n%s", c.name, magicHelp()))
 		return
 	}
-	if sub == "webview" {
-		b.magicWebview(ctx, r, args, count)
-		return
-	}
-	if sub == "rewind" || sub == "fork" {
-		out, err := b.magicRewind(ctx, r, sub, args)
-		if err != nil {
-			b.replyError(r, count, "AgentMagicError", err.Error())
-			return
-		}
-		if err := r.Publish(wire.MsgStream, wire.Stream{Name: "stdout", Text: out + "\n"}); err != nil {
-			b.log.Debug("publish magic output", "error", err)
-		}
-		b.replyOK(r, count, "")
-		return
-	}
-	out, err := b.runMagic(ctx, sub, args)
+	out, err := m.run(b, ctx, c)
 	if err != nil {
 		b.replyError(r, count, "AgentMagicError", err.Error())
 		return
 	}
+	if m.answers {
+		return
+	}
 	if out != "" {
-		if err := r.Publish(wire.MsgStream, map[string]any{"name": "stdout", "text": out + "\n"}); err != nil {
+		if err := r.Publish(wire.MsgStream, wire.Stream{Name: "stdout", Text: out + "\n"}); err != nil {
 			b.log.Debug("publish magic output", "error", err)
 		}
 	}
 	b.replyOK(r, count, "")
 }
 
-func (b *Bridge) runMagic(ctx context.Context, sub string, args []string) (string, error) {
-	h := b.host
-	switch sub {
-	case "help":
-		if len(b.cfg.Problems) > 0 {
-			return magicHelp + "\n\nConfiguration problems (these settings are at their defaults):\n  " +
-				strings.Join(b.cfg.Problems, "\n  "), nil
-		}
-		return magicHelp, nil
-	case "new":
-		info, err := h.NewSession(ctx)
-		if err != nil {
+// inSession runs a magic in the current session, which it starts (or
+// resumes) first.
+func inSession(run magicRun) magicRun {
+	return func(b *Bridge, ctx context.Context, c magicCall) (string, error) {
+		if _, err := b.host.Current(ctx); err != nil {
 			return "", err
 		}
-		return "New session " + info.ID, nil
-	case "resume":
-		if len(args) != 1 {
-			return "", fmt.Errorf("usage: %%agent resume ID")
-		}
-		info, err := h.Resume(ctx, args[0])
-		if err != nil {
-			return "", err
-		}
-		out := fmt.Sprintf("Resumed session %s (%d messages, model %s).", info.ID, info.Messages, orNone(info.Model))
-		if info.ForkOf != "" {
-			out = fmt.Sprintf("Session %s is %s's, %s: this is your own fork of it, %s (%d messages, model %s).",
-				messages.ShortID(info.ForkOf), info.ForkOfOwner, info.ForkReason(), info.ID, info.Messages, orNone(info.Model))
-		}
-		if info.Interrupted {
-			out += "\n" + agent.ResumeText
-		}
-		if info.Elsewhere != "" {
-			out += fmt.Sprintf("\nIt was started in %s; this kernel works in %s. Its rewinds here restore the "+
-				"conversation and the kernel, never files: rewind it from its own directory for those.", info.Elsewhere, h.Workspace())
-		}
-		return out, nil
-	case "sessions":
-		all := slices.Contains(args, "--all")
-		args = slices.DeleteFunc(args, func(a string) bool { return a == "--all" })
-		return b.listSessions(ctx, strings.Join(args, " "), all)
-	case "mcp":
-		return b.mcpMagic(ctx, args)
-	case "attach":
-		return b.attachMagic(args)
-	case "notebook":
-		return b.notebookMagic(args)
+		return run(b, ctx, c)
 	}
-	if _, err := h.Current(ctx); err != nil {
+}
+
+// helpMagic is %agent help: the magics, and the configuration's problems
+// if it has any.
+func (b *Bridge) helpMagic(context.Context, magicCall) (string, error) {
+	if len(b.cfg.Problems) > 0 {
+		return magicHelp() + "\n\nConfiguration problems (these settings are at their defaults):\n  " +
+			strings.Join(b.cfg.Problems, "\n  "), nil
+	}
+	return magicHelp(), nil
+}
+
+// newMagic is %agent new.
+func (b *Bridge) newMagic(ctx context.Context, _ magicCall) (string, error) {
+	info, err := b.host.NewSession(ctx)
+	if err != nil {
 		return "", err
 	}
-	switch sub {
-	case "history":
-		return historyMagic(h.Conversation().UI(), args)
-	case "model":
-		if len(args) == 0 {
-			if m := h.Models().Model(); m != "" {
-				return "Model: " + m, nil
-			}
-			return "No model configured. " + agent.NoModelHelp, nil
-		}
-		if err := h.Models().Set(ctx, args[0]); err != nil {
-			return "", err
-		}
-		return "Model: " + h.Models().Model(), nil
-	case "rules":
-		return formatRules(h.Modes().Rules(ctx)), nil
-	case "title":
-		if len(args) > 0 {
-			if err := h.Conversation().SetTitle(ctx, strings.Join(args, " ")); err != nil {
-				return "", err
-			}
-		}
-		t, err := h.Conversation().Title(ctx)
-		if err != nil {
-			return "", err
-		}
-		return "Title: " + t, nil
-	case "effort":
-		if len(args) > 0 {
-			e, err := provider.ParseEffort(args[0])
-			if err != nil {
-				return "", err
-			}
-			if err := h.Models().SetEffort(ctx, e); err != nil {
-				return "", err
-			}
-		}
-		if e := h.Models().Effort(); e != "" {
-			return fmt.Sprintf("Effort: %s (Anthropic: a %d-token thinking budget; OpenAI: reasoning_effort %s)", e, provider.EffortBudget(e), e), nil
-		}
-		return "Effort: the model's default (no extended thinking, no reasoning_effort sent)", nil
-	case "use":
-		if len(args) == 0 {
-			return "Usage: %agent use claude|codex|gemini|COMMAND [ARGS...] — an external ACP agent answers the prompts " +
-				"(%agent model MODEL goes back to a model).", nil
-		}
-		if err := h.Models().Set(ctx, acpagent.Model(strings.Join(args, " "))); err != nil {
-			return "", err
-		}
-		return "Agent: " + strings.Join(args, " ") + " (ACP). Its turns are stored in this session; it runs code in this " +
-			"kernel through agentkernel's MCP server, and its permission requests are asked here.", nil
-	case "mode":
-		if len(args) == 0 {
-			return formatModes(h), nil
-		}
-		m, err := h.Modes().SetAgent(ctx, args[0])
-		if err != nil {
-			// Notebooks written when %agent mode also took permission
-			// modes go on working; an agent mode of that name wins.
-			if pm, perr := agent.ParsePermissionMode(args[0]); perr == nil {
-				return setPermissions(ctx, h, pm, " (%agent permissions sets it; %agent mode is the agent mode)")
-			}
-			return "", err
-		}
-		return fmt.Sprintf("Mode: %s — %s (permission mode %s)", m.Name, m.Description, h.Modes().Permission()), nil
-	case "permissions":
-		if len(args) == 0 {
-			return fmt.Sprintf("Permission mode: %s (of %s)", h.Modes().Permission(), strings.Join(permissionModes, ", ")), nil
-		}
-		pm, err := agent.ParsePermissionMode(args[0])
-		if err != nil {
-			return "", err
-		}
-		return setPermissions(ctx, h, pm, "")
-	case "cost":
-		sess, err := h.Conversation().Cost(ctx)
-		if err != nil {
-			return "", err
-		}
-		u := sess.Usage
-		return fmt.Sprintf("Session %s: %d input, %d output tokens (cache %d read, %d written), $%.4f.",
-			messages.ShortID(sess.ID), u.TokensIn, u.TokensOut, u.CacheReads, u.CacheWrites, u.Cost), nil
-	case "export":
-		if len(args) != 1 {
-			return "", fmt.Errorf("usage: %%agent export FILE")
-		}
-		path, err := h.Conversation().Export(ctx, args[0])
-		if err != nil {
-			return "", err
-		}
-		info, _ := h.Current(ctx)
-		return "Exported session " + messages.ShortID(info.ID) + " to " + path, nil
+	return "New session " + info.ID, nil
+}
+
+// sessionsMagic is %agent sessions [--all] [TEXT].
+func (b *Bridge) sessionsMagic(ctx context.Context, c magicCall) (string, error) {
+	all := slices.Contains(c.args, "--all")
+	search := slices.DeleteFunc(slices.Clone(c.args), func(a string) bool { return a == "--all" })
+	return b.listSessions(ctx, strings.Join(search, " "), all)
+}
+
+// resumeMagic is %agent resume ID: the session continued, or the user's
+// own fork of another's, and what the user should know of it.
+func (b *Bridge) resumeMagic(ctx context.Context, c magicCall) (string, error) {
+	if len(c.args) != 1 {
+		return "", c.usageError()
 	}
-	return "", fmt.Errorf("unknown subcommand %q\n%s", sub, magicHelp)
+	info, err := b.host.Resume(ctx, c.args[0])
+	if err != nil {
+		return "", err
+	}
+	out := fmt.Sprintf("Resumed session %s (%d messages, model %s).", info.ID, info.Messages, orNone(info.Model))
+	if info.ForkOf != "" {
+		out = fmt.Sprintf("Session %s is %s's, %s: this is your own fork of it, %s (%d messages, model %s).",
+			messages.ShortID(info.ForkOf), info.ForkOfOwner, info.ForkReason(), info.ID, info.Messages, orNone(info.Model))
+	}
+	if info.Interrupted {
+		out += "\n" + agent.ResumeText
+	}
+	if info.Elsewhere != "" {
+		out += fmt.Sprintf("\nIt was started in %s; this kernel works in %s. Its rewinds here restore the "+
+			"conversation and the kernel, never files: rewind it from its own directory for those.", info.Elsewhere, b.host.Workspace())
+	}
+	return out, nil
+}
+
+// modelMagic is %agent model [NAME].
+func (b *Bridge) modelMagic(ctx context.Context, c magicCall) (string, error) {
+	models := b.host.Models()
+	if len(c.args) == 0 {
+		if m := models.Model(); m != "" {
+			return "Model: " + m, nil
+		}
+		return "No model configured. " + agent.NoModelHelp, nil
+	}
+	if err := models.Set(ctx, c.args[0]); err != nil {
+		return "", err
+	}
+	return "Model: " + models.Model(), nil
+}
+
+// useMagic is %agent use AGENT: an external ACP agent answers the prompts.
+func (b *Bridge) useMagic(ctx context.Context, c magicCall) (string, error) {
+	if len(c.args) == 0 {
+		return "Usage: %agent use claude|codex|gemini|COMMAND [ARGS...] — an external ACP agent answers the prompts " +
+			"(%agent model MODEL goes back to a model).", nil
+	}
+	cmd := strings.Join(c.args, " ")
+	if err := b.host.Models().Set(ctx, acpagent.Model(cmd)); err != nil {
+		return "", err
+	}
+	return "Agent: " + cmd + " (ACP). Its turns are stored in this session; it runs code in this " +
+		"kernel through agentkernel's MCP server, and its permission requests are asked here.", nil
+}
+
+// titleMagic is %agent title [TEXT].
+func (b *Bridge) titleMagic(ctx context.Context, c magicCall) (string, error) {
+	conv := b.host.Conversation()
+	if len(c.args) > 0 {
+		if err := conv.SetTitle(ctx, strings.Join(c.args, " ")); err != nil {
+			return "", err
+		}
+	}
+	t, err := conv.Title(ctx)
+	if err != nil {
+		return "", err
+	}
+	return "Title: " + t, nil
+}
+
+// effortMagic is %agent effort [LEVEL].
+func (b *Bridge) effortMagic(ctx context.Context, c magicCall) (string, error) {
+	models := b.host.Models()
+	if len(c.args) > 0 {
+		e, err := provider.ParseEffort(c.args[0])
+		if err != nil {
+			return "", err
+		}
+		if err := models.SetEffort(ctx, e); err != nil {
+			return "", err
+		}
+	}
+	if e := models.Effort(); e != "" {
+		return fmt.Sprintf("Effort: %s (Anthropic: a %d-token thinking budget; OpenAI: reasoning_effort %s)", e, provider.EffortBudget(e), e), nil
+	}
+	return "Effort: the model's default (no extended thinking, no reasoning_effort sent)", nil
+}
+
+// modeMagic is %agent mode [NAME]: the modes there are, or a switch to
+// the agent mode called NAME. It takes agent modes only: the name of a
+// permission mode that no agent mode has is an error that points to
+// %agent permissions.
+func (b *Bridge) modeMagic(ctx context.Context, c magicCall) (string, error) {
+	modes := b.host.Modes()
+	if len(c.args) == 0 {
+		return formatModes(b.host), nil
+	}
+	name := c.args[0]
+	if _, err := agent.ParsePermissionMode(name); err == nil {
+		agentModes, _ := modes.AgentModes()
+		if _, ok := rules.FindMode(agentModes, name); !ok {
+			names := make([]string, 0, len(agentModes))
+			for _, m := range agentModes {
+				names = append(names, m.Name)
+			}
+			return "", fmt.Errorf("%s is not an agent mode (there are %s); permission modes are set with %%agent permissions %s",
+				name, strings.Join(names, ", "), name)
+		}
+	}
+	m, err := modes.SetAgent(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Mode: %s — %s (permission mode %s)", m.Name, m.Description, modes.Permission()), nil
+}
+
+// permissionsMagic is %agent permissions [MODE].
+func (b *Bridge) permissionsMagic(ctx context.Context, c magicCall) (string, error) {
+	modes := b.host.Modes()
+	if len(c.args) == 0 {
+		return fmt.Sprintf("Permission mode: %s (of %s)", modes.Permission(), strings.Join(permissionModes, ", ")), nil
+	}
+	pm, err := agent.ParsePermissionMode(c.args[0])
+	if err != nil {
+		return "", err
+	}
+	if err := modes.SetPermission(ctx, pm); err != nil {
+		return "", err
+	}
+	return "Permission mode: " + string(pm), nil
+}
+
+// costMagic is %agent cost.
+func (b *Bridge) costMagic(ctx context.Context, _ magicCall) (string, error) {
+	sess, err := b.host.Conversation().Cost(ctx)
+	if err != nil {
+		return "", err
+	}
+	u := sess.Usage
+	return fmt.Sprintf("Session %s: %d input, %d output tokens (cache %d read, %d written), $%.4f.",
+		messages.ShortID(sess.ID), u.TokensIn, u.TokensOut, u.CacheReads, u.CacheWrites, u.Cost), nil
+}
+
+// exportMagic is %agent export FILE.
+func (b *Bridge) exportMagic(ctx context.Context, c magicCall) (string, error) {
+	if len(c.args) != 1 {
+		return "", c.usageError()
+	}
+	path, err := b.host.Conversation().Export(ctx, c.args[0])
+	if err != nil {
+		return "", err
+	}
+	info, _ := b.host.Current(ctx)
+	return "Exported session " + messages.ShortID(info.ID) + " to " + path, nil
 }
 
 func orNone(s string) string {
@@ -353,132 +482,6 @@ func formatHistoryAt(ui []messages.UIMessage, at []int) string {
 	return strings.TrimRight(sb.String(), "\n")
 }
 
-// magicEdit replaces a prompt and runs the new text as the cell's prompt.
-func (b *Bridge) magicEdit(ctx context.Context, r *kernel.Request, line string, count int) {
-	rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "%agent"))
-	rest = strings.TrimSpace(strings.TrimPrefix(rest, "edit"))
-	ref, text, _ := strings.Cut(rest, " ")
-	text = strings.TrimSpace(text)
-	if ref == "" || text == "" {
-		b.replyError(r, count, "AgentMagicError", "usage: %agent edit TS|#N TEXT")
-		return
-	}
-	if _, err := b.host.Current(ctx); err != nil {
-		b.replyError(r, count, "AgentMagicError", err.Error())
-		return
-	}
-	ts, err := b.host.Conversation().Ref(ref)
-	if err != nil {
-		b.replyError(r, count, "AgentMagicError", err.Error())
-		return
-	}
-	rw, err := b.host.World().Rewind(ctx, ts, session.RewindOptions{ConfirmReplay: b.confirmReplay(r)})
-	if err != nil {
-		b.replyError(r, count, "AgentMagicError", err.Error())
-		return
-	}
-	if err := r.Publish(wire.MsgStream, wire.Stream{Name: "stdout", Text: rw.Summary() + "\n"}); err != nil {
-		b.log.Debug("publish rewind", "error", err)
-	}
-	b.prompt(ctx, r, text, count)
-}
-
-// magicRewind runs %agent rewind and %agent fork: REF and the options in
-// any order.
-func (b *Bridge) magicRewind(ctx context.Context, r *kernel.Request, sub string, args []string) (string, error) {
-	usage := fmt.Errorf("usage: %%agent %s TS|#N [--conversation-only|--no-files|--no-kernel] [--force]", sub)
-	opts := session.RewindOptions{ConfirmReplay: b.confirmReplay(r)}
-	ref := ""
-	for _, a := range args {
-		switch a {
-		case "--conversation-only":
-			opts.ConversationOnly = true
-		case "--no-files":
-			opts.NoFiles = true
-		case "--no-kernel":
-			opts.NoKernel = true
-		case "--force":
-			opts.Force = true
-		default:
-			if ref != "" || strings.HasPrefix(a, "-") {
-				return "", usage
-			}
-			ref = a
-		}
-	}
-	if ref == "" {
-		return "", usage
-	}
-	if _, err := b.host.Current(ctx); err != nil {
-		return "", err
-	}
-	ts, err := b.host.Conversation().Ref(ref)
-	if err != nil {
-		return "", err
-	}
-	if sub == "fork" {
-		info, rw, err := b.host.World().Fork(ctx, ts, opts)
-		if err != nil {
-			return "", err
-		}
-		out := fmt.Sprintf("Forked: new session %s holds the %d messages before %s; the original is unchanged.", info.ID, info.Messages, ref)
-		if rw.Files != nil || len(rw.Kernel) > 0 || rw.KernelNote != "" {
-			summary := rw.Summary()
-			if _, rest, ok := strings.Cut(summary, "\n"); ok {
-				out += "\n" + rest
-			}
-		}
-		return out, nil
-	}
-	rw, err := b.host.World().Rewind(ctx, ts, opts)
-	if err != nil {
-		return "", err
-	}
-	return rw.Summary(), nil
-}
-
-// confirmReplay asks, before a rewind restarts the kernel and replays
-// code, on the frontend's stdin when it allows it; headless, the approval
-// policy decides (all: yes).
-func (b *Bridge) confirmReplay(r *kernel.Request) func(context.Context, []session.CodeRun) bool {
-	return func(ctx context.Context, code []session.CodeRun) bool {
-		if !r.AllowStdin() {
-			return b.cfg.Approve == agent.ApproveAll
-		}
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "The kernel will be restarted and %d cells run again:\n", len(code))
-		for i, c := range code {
-			fmt.Fprintf(&sb, "  [%d] %s\n", i+1, firstLineOf(c.Code, 70))
-		}
-		sb.WriteString("Replay? [y]es / [n]o (the kernel keeps its current state): ")
-		prompt := sb.String()
-		for {
-			in, err := r.Input(ctx, prompt, false)
-			if err != nil {
-				return false
-			}
-			switch strings.ToLower(strings.TrimSpace(in)) {
-			case "y", "yes":
-				return true
-			case "n", "no":
-				return false
-			}
-			prompt = "Please answer y (yes) or n (no): "
-		}
-	}
-}
-
-func firstLineOf(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i] + " …"
-	}
-	if rs := []rune(s); len(rs) > n {
-		s = string(rs[:n]) + "…"
-	}
-	return s
-}
-
 // formatRules is %agent rules: the rule files that apply, those that do
 // not (and why), and the files that could not be used.
 func formatRules(applying, all []rules.Rule, c rules.Context, problems []error) string {
@@ -534,14 +537,6 @@ func formatRules(applying, all []rules.Rule, c rules.Context, problems []error) 
 // permissionModes are the permission modes' names, for %agent permissions.
 var permissionModes = []string{string(agent.PermissionDefault), string(agent.PermissionAcceptEdits),
 	string(agent.PermissionBypass), string(agent.PermissionPlan)}
-
-// setPermissions is %agent permissions MODE.
-func setPermissions(ctx context.Context, h *session.Host, m agent.PermissionMode, note string) (string, error) {
-	if err := h.Modes().SetPermission(ctx, m); err != nil {
-		return "", err
-	}
-	return "Permission mode: " + string(m) + note, nil
-}
 
 // formatModes is %agent mode: the agent mode and the permission mode, and
 // the modes there are.

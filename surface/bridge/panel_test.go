@@ -62,8 +62,8 @@ func TestPanelFollowsMagics(t *testing.T) {
 		}
 	}
 	read(func(f map[string]any) bool { return f["type"] == "state" })
-	if rep, _ := h.cell("%agent mode plan"); rep["status"] != "ok" {
-		t.Fatalf("mode: %v", rep)
+	if rep, _ := h.cell("%agent permissions plan"); rep["status"] != "ok" {
+		t.Fatalf("permissions: %v", rep)
 	}
 	read(func(f map[string]any) bool { return f["type"] == "settings" && f["permissionMode"] == "plan" })
 	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"setPermissionMode","permissionMode":"acceptEdits"}`)); err != nil {

@@ -235,61 +235,87 @@ func NotebookToolSpecs() []provider.Tool {
 	return out
 }
 
-// notebookTools are the notebook tools of tb.
+// notebookTools are the notebook tools of tb: reading the notebook,
+// inserting a cell, and the tools on one cell (cellTools).
 func (tb *Toolbox) notebookTools() []*Tool {
-	ref := []param{
-		{name: "id", typ: tString, desc: "The cell's id (from notebook_read; ids are stable)."},
-		{name: "index", typ: tInteger, desc: "The cell's index (0-based; indexes shift as cells come and go), if the id is not known."},
+	return append([]*Tool{tb.notebookReadTool(), tb.notebookInsertTool()}, tb.cellTools()...)
+}
+
+// inPrompt is a notebook tool's description code, and in prompt mode
+// text after it: there a bare code cell is a request to the agent, and
+// the tools say what %%code means (code mode's texts are unchanged).
+func (tb *Toolbox) inPrompt(code, text string) string {
+	if tb.opts.PromptCells {
+		return code + " " + text
 	}
-	kinds := []string{string(CodeCell), string(MarkdownCell)}
-	// In prompt mode a bare code cell is a request to the agent: the
-	// tools say what %%code means here (code mode's texts are unchanged).
-	prompt := func(code, text string) string {
-		if tb.opts.PromptCells {
-			return code + " " + text
-		}
-		return code
+	return code
+}
+
+// cellRef are the parameters that name the cell a tool is about.
+var cellRef = []param{
+	{name: "id", typ: tString, desc: "The cell's id (from notebook_read; ids are stable)."},
+	{name: "index", typ: tInteger, desc: "The cell's index (0-based; indexes shift as cells come and go), if the id is not known."},
+}
+
+// withCellRef is cellRef, then more.
+func withCellRef(more ...param) []param {
+	return append(append([]param(nil), cellRef...), more...)
+}
+
+// cellKinds are the kinds of cell the agent writes.
+var cellKinds = []string{string(CodeCell), string(MarkdownCell)}
+
+// notebookReadTool reads the notebook, or one cell whole.
+func (tb *Toolbox) notebookReadTool() *Tool {
+	return &Tool{
+		name: ToolNotebookRead, class: ClassRead,
+		description: tb.inPrompt("Read the notebook the user works in: each cell's id, type, source, execution count "+
+			"and outputs (text cut), and the cell the user is in. Bounded by start/end (cell "+
+			"indexes) or max_tokens; id reads one cell whole, images included.",
+			"A code cell without a first line %%code is a request to you, not code."),
+		params: []param{
+			{name: "id", typ: tString, desc: "One cell, whole (cut only to max_tokens)."},
+			{name: "start", typ: tInteger, desc: "First cell (index). Default 0."},
+			{name: "end", typ: tInteger, desc: "Stop before this cell (index). Default: the end."},
+			{name: "max_tokens", typ: tInteger, min: 100, desc: "About how long the answer may be. Default 8000."},
+		},
+		run: tb.notebookRead,
 	}
+}
+
+// notebookInsertTool inserts a new cell.
+func (tb *Toolbox) notebookInsertTool() *Tool {
+	return &Tool{
+		name: ToolNotebookInsert, class: ClassNotebook,
+		description: tb.inPrompt("Insert a new code or markdown cell into the notebook. By default it goes below the cell "+
+			"the user is in (else at the end); give index or after_id to place it. Returns its id. It is not run.",
+			"A code cell gets a first line %%code when it has none, so that it runs as code."),
+		params: []param{
+			{name: "source", typ: tString, required: true, blank: true, desc: "The cell's text."},
+			{name: "type", typ: tString, enum: cellKinds, desc: "code (default) or markdown."},
+			{name: "index", typ: tInteger, desc: "Where it goes (0: first)."},
+			{name: "after_id", typ: tString, desc: "Put it after the cell with this id."},
+		},
+		run: tb.notebookInsert,
+	}
+}
+
+// cellTools change, move, delete and run one cell, named by cellRef; each
+// checks its call first (checkCell).
+func (tb *Toolbox) cellTools() []*Tool {
 	return []*Tool{
 		{
-			name: ToolNotebookRead, class: ClassRead,
-			description: prompt("Read the notebook the user works in: each cell's id, type, source, execution count "+
-				"and outputs (text cut), and the cell the user is in. Bounded by start/end (cell "+
-				"indexes) or max_tokens; id reads one cell whole, images included.",
-				"A code cell without a first line %%code is a request to you, not code."),
-			params: []param{
-				{name: "id", typ: tString, desc: "One cell, whole (cut only to max_tokens)."},
-				{name: "start", typ: tInteger, desc: "First cell (index). Default 0."},
-				{name: "end", typ: tInteger, desc: "Stop before this cell (index). Default: the end."},
-				{name: "max_tokens", typ: tInteger, min: 100, desc: "About how long the answer may be. Default 8000."},
-			},
-			run: tb.notebookRead,
-		},
-		{
-			name: ToolNotebookInsert, class: ClassNotebook,
-			description: prompt("Insert a new code or markdown cell into the notebook. By default it goes below the cell "+
-				"the user is in (else at the end); give index or after_id to place it. Returns its id. It is not run.",
-				"A code cell gets a first line %%code when it has none, so that it runs as code."),
-			params: []param{
-				{name: "source", typ: tString, required: true, blank: true, desc: "The cell's text."},
-				{name: "type", typ: tString, enum: kinds, desc: "code (default) or markdown."},
-				{name: "index", typ: tInteger, desc: "Where it goes (0: first)."},
-				{name: "after_id", typ: tString, desc: "Put it after the cell with this id."},
-			},
-			run: tb.notebookInsert,
-		},
-		{
 			name: ToolNotebookEdit, class: ClassNotebook,
-			description: prompt("Change a cell: its source whole (source), or by replacing text in it (search must "+
+			description: tb.inPrompt("Change a cell: its source whole (source), or by replacing text in it (search must "+
 				"match once, unless replace_all), not both; and its type (type). Changing a cell the agent did not "+
 				"write asks the user.",
 				"A code cell keeps its first line %%code (given back when a new source leaves it out)."),
-			params: append(append([]param(nil), ref...),
+			params: withCellRef(
 				param{name: "source", typ: tString, blank: true, desc: "The cell's new text, whole."},
 				param{name: "search", typ: tString, desc: "Exact text to find in the cell."},
 				param{name: "replace", typ: tString, blank: true, desc: "Text to put in its place."},
 				param{name: "replace_all", typ: tBoolean, desc: "Replace every occurrence. Default false."},
-				param{name: "type", typ: tString, enum: kinds, desc: "Make it this type of cell (its id and place stay)."},
+				param{name: "type", typ: tString, enum: cellKinds, desc: "Make it this type of cell (its id and place stay)."},
 			),
 			run:   tb.notebookEdit,
 			check: tb.checkCell(ToolNotebookEdit),
@@ -297,7 +323,7 @@ func (tb *Toolbox) notebookTools() []*Tool {
 		{
 			name: ToolNotebookMove, class: ClassNotebook,
 			description: "Move a cell to another place in the notebook: to index, or after the cell after_id.",
-			params: append(append([]param(nil), ref...),
+			params: withCellRef(
 				param{name: "to", typ: tInteger, desc: "Its new index, among the other cells."},
 				param{name: "after_id", typ: tString, desc: "Put it after the cell with this id."},
 			),
@@ -307,18 +333,18 @@ func (tb *Toolbox) notebookTools() []*Tool {
 		{
 			name: ToolNotebookDelete, class: ClassNotebook,
 			description: "Delete a cell. Deleting a cell the agent did not write asks the user.",
-			params:      ref,
+			params:      withCellRef(),
 			run:         tb.notebookDelete,
 			check:       tb.checkCell(ToolNotebookDelete),
 		},
 		{
 			name: ToolNotebookRun, class: ClassExecute, subject: "code",
-			description: prompt("Run a code cell of the notebook in the live kernel, as if the user had: its outputs and "+
+			description: tb.inPrompt("Run a code cell of the notebook in the live kernel, as if the user had: its outputs and "+
 				"execution count appear in that cell. Returns what it printed, its result and any error.",
 				"The code under its %%code line runs; a cell without one is a request, and is not run."),
 			// code is the cell's, read by the check: what the policy, the
 			// hooks and the ask see, and what runs.
-			params: append(append([]param(nil), ref...), timeoutParam, param{name: "code", typ: tString, internal: true,
+			params: withCellRef(timeoutParam, param{name: "code", typ: tString, internal: true,
 				desc: "The cell's code, as read."}),
 			runCode: tb.notebookRun,
 			check:   tb.checkCell(ToolNotebookRun),

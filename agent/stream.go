@@ -55,8 +55,9 @@ func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.
 	return sr.res, sr.finish()
 }
 
-// streamReader is one model stream being read: what it produced so far,
-// and the partial say messages that show its text and reasoning.
+// streamReader is one model stream being read, for one call of stream
+// (whose ctx it holds): what it produced so far, and the partial say
+// messages that show its text and reasoning.
 type streamReader struct {
 	t    *Task
 	ctx  context.Context

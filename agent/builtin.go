@@ -47,20 +47,31 @@ func (tb *Toolbox) define() []*Tool {
 	return tools
 }
 
+// builtins are the tools every toolbox has: execute_code, the file
+// tools and the tools that talk to the user, in the order they are offered.
 func (tb *Toolbox) builtins() []*Tool {
+	return slices.Concat([]*Tool{tb.executeCodeTool()}, tb.fileTools(), tb.interactionTools())
+}
+
+// executeCodeTool runs code in the backing kernel.
+func (tb *Toolbox) executeCodeTool() *Tool {
+	return &Tool{
+		name: ToolExecuteCode, class: ClassExecute, subject: "code",
+		description: "Run code in the kernel. Variables persist between calls.", // executeCodeDescription, when offered
+		params: []param{
+			{name: "code", typ: tString, required: true, desc: "The code to run."},
+			timeoutParam,
+		},
+		runCode: tb.executeCode,
+	}
+}
+
+// fileTools read and change the workspace's files.
+func (tb *Toolbox) fileTools() []*Tool {
 	pathParam := func(desc string) param {
 		return param{name: "path", typ: tString, required: true, desc: desc}
 	}
 	return []*Tool{
-		{
-			name: ToolExecuteCode, class: ClassExecute, subject: "code",
-			description: "Run code in the kernel. Variables persist between calls.", // executeCodeDescription, when offered
-			params: []param{
-				{name: "code", typ: tString, required: true, desc: "The code to run."},
-				timeoutParam,
-			},
-			runCode: tb.executeCode,
-		},
 		{
 			name: ToolReadFile, class: ClassRead, subject: "path",
 			description: "Read a text file in the workspace. Lines are numbered (\"12 | text\"); " +
@@ -117,6 +128,12 @@ func (tb *Toolbox) builtins() []*Tool {
 			},
 			run: tb.editFile,
 		},
+	}
+}
+
+// interactionTools ask the user, end the task and propose a cell.
+func (tb *Toolbox) interactionTools() []*Tool {
+	return []*Tool{
 		{
 			name: ToolAskFollowupQuestion, class: ClassInteract,
 			description: "Ask the user a question when you need information to go on. Offer " +
@@ -308,80 +325,110 @@ func (tb *Toolbox) readFile(ctx context.Context, in map[string]any) (Result, err
 	if strings.EqualFold(filepath.Ext(abs), ".ipynb") && tb.opts.NotebookFile != nil {
 		return tb.readNotebookFile(ctx, path, abs, in)
 	}
-	var f io.Reader
-	if files := tb.opts.Files; files != nil {
-		text, err := files.ReadTextFile(ctx, abs)
-		if err != nil {
-			return Result{}, fmt.Errorf("read_file %s: %w", path, err)
-		}
-		f = strings.NewReader(text)
-	} else {
-		file, err := os.Open(abs)
-		if err != nil {
-			return Result{}, fmt.Errorf("read_file %s: %w", path, err)
-		}
-		defer file.Close()
-		f = file
+	f, closeFile, err := tb.openText(ctx, abs)
+	if err != nil {
+		return Result{}, fmt.Errorf("read_file %s: %w", path, err)
 	}
-	limit := tb.readLimit()
+	defer closeFile()
 	head := make([]byte, 8000)
 	n, _ := io.ReadFull(f, head)
 	if bytes.IndexByte(head[:n], 0) >= 0 {
 		return Result{}, fmt.Errorf("read_file %s: binary file; not shown", path)
 	}
 	r := bufio.NewReader(io.MultiReader(bytes.NewReader(head[:n]), f))
-	var b strings.Builder
-	var line, first, last int64
-	out, capped, eof := 0, false, false
+	nl := numberedLines{start: start, end: end, limit: tb.readLimit()}
+	if err := nl.read(r); err != nil {
+		return Result{}, fmt.Errorf("read_file %s: %w", path, err)
+	}
+	text := nl.b.String()
+	if note := nl.note(); note != "" {
+		text = note + "\n" + text
+	}
+	return Result{Text: tb.capText(strings.TrimRight(text, "\n"))}, nil
+}
+
+// openText opens the file at abs for reading: through Files (the
+// client's editor) when it is set, else from disk.
+func (tb *Toolbox) openText(ctx context.Context, abs string) (io.Reader, func(), error) {
+	if files := tb.opts.Files; files != nil {
+		text, err := files.ReadTextFile(ctx, abs)
+		if err != nil {
+			return nil, nil, err
+		}
+		return strings.NewReader(text), func() {}, nil
+	}
+	file, err := os.Open(abs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return file, func() { file.Close() }, nil
+}
+
+// numberedLines is read_file's reading of lines start to end, numbered,
+// in at most limit characters of whole lines.
+type numberedLines struct {
+	start, end int64
+	limit      int
+
+	b strings.Builder
+	// line is the lines read, first and last those of the range shown.
+	line, first, last int64
+	// out is the characters shown; capped says the limit stopped the
+	// read, eof that it reached the end of the file.
+	out         int
+	capped, eof bool
+}
+
+// read reads r's lines until the range or the limit ends, or the file.
+func (nl *numberedLines) read(r *bufio.Reader) error {
 	for {
 		s, err := r.ReadString('\n')
 		if s != "" {
-			line++
-			if line >= start && line <= end {
-				if first != 0 && out+len(s)+lineMark(line) > limit {
-					capped = true
-					break
+			nl.line++
+			if nl.line >= nl.start && nl.line <= nl.end {
+				if nl.first != 0 && nl.out+len(s)+lineMark(nl.line) > nl.limit {
+					nl.capped = true
+					return nil
 				}
-				if first == 0 {
-					first = line
+				if nl.first == 0 {
+					nl.first = nl.line
 				}
-				last = line
-				out += utf8.RuneCountInString(s) + lineMark(line)
-				fmt.Fprintf(&b, "%d | %s\n", line, strings.TrimRight(s, "\r\n"))
+				nl.last = nl.line
+				nl.out += utf8.RuneCountInString(s) + lineMark(nl.line)
+				fmt.Fprintf(&nl.b, "%d | %s\n", nl.line, strings.TrimRight(s, "\r\n"))
 			}
-			if line >= end {
-				break
+			if nl.line >= nl.end {
+				return nil
 			}
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				return Result{}, fmt.Errorf("read_file %s: %w", path, err)
+				return err
 			}
-			eof = true
-			break
+			nl.eof = true
+			return nil
 		}
 	}
-	var note string
+}
+
+// note is the line before the lines read, that says which they are and
+// how to read on; none for a whole file.
+func (nl *numberedLines) note() string {
 	switch {
-	case capped:
-		note = fmt.Sprintf("[lines %d-%d; stopped at the read limit of %d characters: use start_line=%d to read on]",
-			first, last, limit, last+1)
-	case line == 0:
-		note = "[empty file]"
-	case first == 0:
-		note = fmt.Sprintf("[the file has %d lines; none in the range %d-%d]", line, start, end)
-	case first == 1 && eof:
-		// the whole file: no note
-	case eof:
-		note = fmt.Sprintf("[lines %d-%d of %d]", first, last, line)
+	case nl.capped:
+		return fmt.Sprintf("[lines %d-%d; stopped at the read limit of %d characters: use start_line=%d to read on]",
+			nl.first, nl.last, nl.limit, nl.last+1)
+	case nl.line == 0:
+		return "[empty file]"
+	case nl.first == 0:
+		return fmt.Sprintf("[the file has %d lines; none in the range %d-%d]", nl.line, nl.start, nl.end)
+	case nl.first == 1 && nl.eof:
+		return "" // the whole file
+	case nl.eof:
+		return fmt.Sprintf("[lines %d-%d of %d]", nl.first, nl.last, nl.line)
 	default:
-		note = fmt.Sprintf("[lines %d-%d]", first, last)
+		return fmt.Sprintf("[lines %d-%d]", nl.first, nl.last)
 	}
-	text := b.String()
-	if note != "" {
-		text = note + "\n" + text
-	}
-	return Result{Text: tb.capText(strings.TrimRight(text, "\n"))}, nil
 }
 
 func (tb *Toolbox) listFiles(_ context.Context, in map[string]any) (Result, error) {

@@ -149,29 +149,10 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
-	var feedback string
-	var feedbackImages []Image
+	var fb Response // a denial's words and images for the model
 	if d.Verdict == Ask {
-		resp, err := h.approve(ctx, DecisionMessage(0, call, d))
-		if err != nil {
+		if d, fb, err = t.approveCall(ctx, h, call, d); err != nil {
 			return Result{}, err
-		}
-		ans := AnswerDeny
-		switch resp.Kind {
-		case ResponseYes:
-			ans = AnswerAllow
-		case ResponseAllowAll:
-			ans = AnswerAllowAll
-		case ResponseMessage:
-			if a, err := ParseAnswer(resp.Text); err == nil {
-				ans = a
-			} else {
-				feedback, feedbackImages = resp.Text, resp.Images // denied, with words for the model
-			}
-		}
-		d = t.perm.Answer(call, ans)
-		if !d.Hard {
-			d.Reason += " (" + orDefault(resp.By, "user") + ")"
 		}
 	}
 	// Record the decision (asks are already recorded as the ask itself).
@@ -179,26 +160,79 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 		return Result{}, err
 	}
 	if d.Verdict != Allow {
-		text := "Permission denied: " + d.Reason + "."
-		if feedback != "" {
-			text += " The user said: " + feedback
-		}
-		blocks, note := t.attached(feedbackImages)
-		if note != "" {
-			text += " " + note
-		}
-		return Result{Text: text, IsError: true, Blocks: blocks}, errDenied
+		return t.denied(d, fb), errDenied
 	}
 	t.lis.Emit(Event{Kind: EventTaskActive})
 	if w := t.cfg.World; w != nil && !tool.ReadOnly() {
 		defer w.BeforeTool(ctx, t.clock.Next(), call)()
 	}
-	t.lis.Emit(Event{Kind: EventToolStarted, Tool: call.Name, ToolID: call.ID})
 	if _, _, ext := tool.Server(); ext {
+		t.lis.Emit(Event{Kind: EventToolStarted, Tool: call.Name, ToolID: call.ID})
 		res, err := t.runExternal(ctx, tool, call)
 		t.lis.Emit(Event{Kind: EventToolFinished, Tool: call.Name, ToolID: call.ID, Failed: err != nil || res.IsError})
 		return res, err
 	}
+	res, err := t.execute(ctx, h, tool, call)
+	if err != nil {
+		return res, err
+	}
+	if f := res.Followup; f != nil {
+		if res, err = t.followup(ctx, res, f); err != nil {
+			return Result{}, err
+		}
+	}
+	return t.postToolHooks(ctx, call, res), nil
+}
+
+// approveCall asks whoever answers asks about a call the policy asks
+// about, and returns the policy's decision on the answer. An answer in
+// words that is not an answer the policy knows denies the call, and is
+// returned as feedback for the model.
+func (t *Task) approveCall(ctx context.Context, h recording, call provider.ToolCall, d Decision) (Decision, Response, error) {
+	resp, err := h.approve(ctx, DecisionMessage(0, call, d))
+	if err != nil {
+		return d, Response{}, err
+	}
+	var feedback Response
+	ans := AnswerDeny
+	switch resp.Kind {
+	case ResponseYes:
+		ans = AnswerAllow
+	case ResponseAllowAll:
+		ans = AnswerAllowAll
+	case ResponseMessage:
+		if a, err := ParseAnswer(resp.Text); err == nil {
+			ans = a
+		} else {
+			feedback = Response{Text: resp.Text, Images: resp.Images} // denied, with words for the model
+		}
+	}
+	d = t.perm.Answer(call, ans)
+	if !d.Hard {
+		d.Reason += " (" + orDefault(resp.By, "user") + ")"
+	}
+	return d, feedback, nil
+}
+
+// denied is the result of a call that d denies: its reason, and what the
+// user said with the denial, if anything.
+func (t *Task) denied(d Decision, feedback Response) Result {
+	text := "Permission denied: " + d.Reason + "."
+	if feedback.Text != "" {
+		text += " The user said: " + feedback.Text
+	}
+	blocks, note := t.attached(feedback.Images)
+	if note != "" {
+		text += " " + note
+	}
+	return Result{Text: text, IsError: true, Blocks: blocks}
+}
+
+// execute runs an allowed call of one of our own tools, between its
+// started and finished events, and records what a person should see of
+// it: an edit's or a notebook change's result, the code's output.
+func (t *Task) execute(ctx context.Context, h recording, tool *Tool, call provider.ToolCall) (Result, error) {
+	t.lis.Emit(Event{Kind: EventToolStarted, Tool: call.Name, ToolID: call.ID})
 	res, err := tool.execute(ctx, call.Input, h.output)
 	t.lis.Emit(Event{Kind: EventToolFinished, Tool: call.Name, ToolID: call.ID, Failed: err != nil || res.IsError})
 	if tool.Class() == ClassEdit || tool.Class() == ClassNotebook {
@@ -212,26 +246,27 @@ func (t *Task) runTool(ctx context.Context, h recording, call provider.ToolCall)
 			return res, serr
 		}
 	}
+	return res, err
+}
+
+// followup asks the user ask_followup_question's question f, and makes
+// the answer res's text for the model.
+func (t *Task) followup(ctx context.Context, res Result, f *Followup) (Result, error) {
+	resp, err := t.ask(ctx, messages.AskFollowup, messages.FollowupAsk{Question: f.Question, Suggest: f.Suggestions}.Text())
 	if err != nil {
-		return res, err
+		return Result{}, err
 	}
-	if f := res.Followup; f != nil {
-		resp, err := t.ask(ctx, messages.AskFollowup, messages.FollowupAsk{Question: f.Question, Suggest: f.Suggestions}.Text())
-		if err != nil {
-			return Result{}, err
-		}
-		answer := strings.TrimSpace(resp.Text)
-		if resp.Kind == ResponseNo || answer == "" {
-			answer = "(the user did not answer)"
-		}
-		res.Text = "<answer>\n" + answer + "\n</answer>"
-		blocks, note := t.attached(resp.Images)
-		if note != "" {
-			res.Text += "\n" + note
-		}
-		res.Blocks = append(res.Blocks, blocks...)
+	answer := strings.TrimSpace(resp.Text)
+	if resp.Kind == ResponseNo || answer == "" {
+		answer = "(the user did not answer)"
 	}
-	return t.postToolHooks(ctx, call, res), nil
+	res.Text = "<answer>\n" + answer + "\n</answer>"
+	blocks, note := t.attached(resp.Images)
+	if note != "" {
+		res.Text += "\n" + note
+	}
+	res.Blocks = append(res.Blocks, blocks...)
+	return res, nil
 }
 
 // decide is the policy's decision on call before the hooks, and the call

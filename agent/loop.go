@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -68,8 +67,10 @@ func (t *Task) runTurn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, li
 	return err
 }
 
+// turn is runTurn's work between its events: the answer to the ask it
+// resumes from, the user's message (unless it only retries), then the
+// turn's steps.
 func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim Limits) error {
-	text := p.Text
 	if resumeFrom != nil {
 		if err := t.markAnswered(ctx, resumeFrom.msg); err != nil {
 			return err
@@ -82,11 +83,8 @@ func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim L
 		}
 		return ErrNoProvider
 	}
-	retryOnly := resumeFrom != nil && (resumeFrom.msg.Ask == messages.AskAPIReqFailed || resumeFrom.msg.Ask == messages.AskResumeTask) &&
-		(strings.TrimSpace(text) == "" || (resumeFrom.msg.Ask == messages.AskResumeTask && strings.EqualFold(strings.TrimSpace(text), "resume"))) &&
-		len(p.Images) == 0
-	if !retryOnly {
-		extra, blocked, err := t.promptHooks(ctx, text)
+	if !retriesOnly(p, resumeFrom) {
+		extra, blocked, err := t.promptHooks(ctx, p.Text)
 		if err != nil {
 			return err
 		}
@@ -98,6 +96,27 @@ func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim L
 		}
 	}
 	t.stopHookActive = false
+	t.loadRules(ctx)
+	return t.steps(ctx, lim)
+}
+
+// retriesOnly reports whether p only answers the failed request or the
+// resume ask it resumes from (an empty prompt, or "resume" for a resume
+// ask): the turn then asks the model again without a new user message.
+func retriesOnly(p Prompt, resumeFrom *pendingAsk) bool {
+	if resumeFrom == nil || len(p.Images) > 0 {
+		return false
+	}
+	ask, text := resumeFrom.msg.Ask, strings.TrimSpace(p.Text)
+	if ask != messages.AskAPIReqFailed && ask != messages.AskResumeTask {
+		return false
+	}
+	return text == "" || ask == messages.AskResumeTask && strings.EqualFold(text, "resume")
+}
+
+// loadRules reads the turn's instructions and the rule files they came
+// from (Config.Rules), once a turn.
+func (t *Task) loadRules(ctx context.Context) {
 	instr, files := "", []string(nil)
 	if f := t.cfg.Rules; f != nil {
 		instr, files = f(ctx)
@@ -105,6 +124,11 @@ func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim L
 	t.mu.Lock()
 	t.turnInstr, t.turnRules = strings.TrimSpace(instr), files
 	t.mu.Unlock()
+}
+
+// steps runs the turn's model requests and tool calls, within its
+// limits, until the model ends its turn or something stops it.
+func (t *Task) steps(ctx context.Context, lim Limits) error {
 	mistakes := 0
 	maxSteps := t.cfg.MaxSteps
 	if lim.MaxRequests > 0 {
@@ -253,38 +277,16 @@ func hasPrompt(ui []messages.UIMessage) bool {
 	return false
 }
 
-// streamed is what one model request produced.
-type streamed struct {
-	// start is when the request was sent, first when its first token came.
-	start, first               time.Time
-	text, reasoning, signature string
-	calls                      []provider.ToolCall
-	usage                      provider.Usage
-	stop                       provider.StopReason
-}
-
 // request sends the effective history to the model, with retries, and
 // records the answer. It returns the tool calls to run.
 func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.ToolCall, error) {
 	shrunk := 0 // times the history was shrunk for a context-window refusal
 	began := time.Now()
 	for attempt := 0; ; attempt++ {
-		tools := t.offered(ctx) // outside the lock: it asks the tool source
-		system := t.system(tools)
-		t.mu.Lock()
-		req := provider.Request{
-			System:   system,
-			Messages: messages.Effective(t.api),
-			Tools:    tools,
-			Effort:   t.effort,
-		}
-		rules := t.turnRules
-		t.mu.Unlock()
-		started, err := t.say(ctx, messages.SayAPIReqStarted, apiReqText(len(req.Messages), attempt, rules), nil)
-		if err != nil {
+		req, rules := t.nextRequest(ctx)
+		if _, err := t.say(ctx, messages.SayAPIReqStarted, apiReqText(len(req.Messages), attempt, rules), nil); err != nil {
 			return nil, err
 		}
-		_ = started
 		res, err := t.stream(ctx, prov, req)
 		if err == nil {
 			return res.calls, t.finishRequest(ctx, prov, res)
@@ -305,18 +307,11 @@ func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.
 			// Too long for the model, whatever its window was thought to
 			// be: never the end of the turn while the history can shrink.
 			shrunk++
-			msg := fmt.Sprintf("%s. The conversation is longer than the model's context window: condensing it, then asking again.", err)
-			if _, err := t.say(ctx, messages.SayAPIReqRetryDelayed, msg, nil); err != nil {
-				return nil, err
-			}
-			ok, serr := t.shrink(ctx, prov)
+			again, serr := t.shrinkToRetry(ctx, prov, err)
 			if serr != nil {
 				return nil, serr
 			}
-			if ok {
-				if _, err := t.say(ctx, messages.SayAPIReqRetried, "", nil); err != nil {
-					return nil, err
-				}
+			if again {
 				continue
 			}
 		}
@@ -326,17 +321,7 @@ func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.
 		}
 		delay = min(delay, time.Minute)
 		if ae != nil && ae.Retryable && attempt < t.cfg.MaxRetries && time.Since(began)+delay <= t.cfg.RetryBudget {
-			msg := fmt.Sprintf("The request to %s failed: %s. Retrying in %s (retry %d of %d).", modelName(prov), err,
-				delay.Round(time.Millisecond), attempt+1, t.cfg.MaxRetries)
-			if _, err := t.say(ctx, messages.SayAPIReqRetryDelayed, msg, nil); err != nil {
-				return nil, err
-			}
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			if _, err := t.say(ctx, messages.SayAPIReqRetried, "", nil); err != nil {
+			if err := t.retryAfter(ctx, prov, err, delay, attempt); err != nil {
 				return nil, err
 			}
 			continue
@@ -348,6 +333,58 @@ func (t *Task) request(ctx context.Context, prov provider.Provider) ([]provider.
 		}
 		return nil, fmt.Errorf("%w: %w", ErrAPIFailed, err)
 	}
+}
+
+// nextRequest is the request to send now: the system prompt, the
+// effective history and the tools offered, with the turn's rule files
+// (for the api_req_started message).
+func (t *Task) nextRequest(ctx context.Context) (provider.Request, []string) {
+	tools := t.offered(ctx) // outside the lock: it asks the tool source
+	system := t.system(tools)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	req := provider.Request{
+		System:   system,
+		Messages: messages.Effective(t.api),
+		Tools:    tools,
+		Effort:   t.effort,
+	}
+	return req, t.turnRules
+}
+
+// shrinkToRetry shrinks the history after the model refused it as
+// longer than its context window (refusal), and reports whether it
+// shrank, so that the request is sent again.
+func (t *Task) shrinkToRetry(ctx context.Context, prov provider.Provider, refusal error) (bool, error) {
+	msg := fmt.Sprintf("%s. The conversation is longer than the model's context window: condensing it, then asking again.", refusal)
+	if _, err := t.say(ctx, messages.SayAPIReqRetryDelayed, msg, nil); err != nil {
+		return false, err
+	}
+	ok, err := t.shrink(ctx, prov)
+	if err != nil || !ok {
+		return false, err
+	}
+	if _, err := t.say(ctx, messages.SayAPIReqRetried, "", nil); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// retryAfter says that the request failed (failure) and is retried,
+// waits delay, or until ctx ends, and says it is retried.
+func (t *Task) retryAfter(ctx context.Context, prov provider.Provider, failure error, delay time.Duration, attempt int) error {
+	msg := fmt.Sprintf("The request to %s failed: %s. Retrying in %s (retry %d of %d).", modelName(prov), failure,
+		delay.Round(time.Millisecond), attempt+1, t.cfg.MaxRetries)
+	if _, err := t.say(ctx, messages.SayAPIReqRetryDelayed, msg, nil); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	_, err := t.say(ctx, messages.SayAPIReqRetried, "", nil)
+	return err
 }
 
 // modelName names a provider's model for people: "openai gpt-4.1".
@@ -408,211 +445,6 @@ func (t *Task) system(tools []provider.Tool) string {
 		return base
 	}
 	return base + "\n\n" + instr
-}
-
-// stream consumes one model stream into partial say messages.
-func (t *Task) stream(ctx context.Context, prov provider.Provider, req provider.Request) (streamed, error) {
-	res := streamed{start: time.Now()}
-	s, err := prov.Stream(ctx, req)
-	if err != nil {
-		return res, err
-	}
-	defer s.Close()
-	// Close the stream when ctx ends so that a blocked Next returns.
-	stop := context.AfterFunc(ctx, func() { s.Close() })
-	defer stop()
-
-	var textMsg, reasonMsg *messages.UIMessage
-	// The text so far grows in place: res.text is text.String() after
-	// each piece, a string over the builder's bytes, not a copy (a copy a
-	// piece is quadratic in the answer's length).
-	var text, reasoning strings.Builder
-	// An agent that runs its own tools (EventActivity, EventAsk) says
-	// things between its steps: each stretch of its text is a message of
-	// its own, from these offsets on.
-	var textFrom, reasonFrom int
-	updateCtx := context.WithoutCancel(ctx) // made once, not a chunk
-	grow := func(m **messages.UIMessage, kind messages.Say, full string) error {
-		if *m == nil {
-			created, err := t.say(ctx, kind, full, func(u *messages.UIMessage) { u.Partial = true })
-			if err != nil {
-				return err
-			}
-			*m = &created
-			return nil
-		}
-		(*m).Text = full
-		return t.update(updateCtx, **m)
-	}
-	finish := func() error {
-		// A turn cut short because the task closes (the kernel shuts down,
-		// its server died) or a newer prompt took over did not end: what
-		// streamed is stored, still marked partial. An interrupt ends the
-		// turn, and the message.
-		partial := ctx.Err() != nil && t.cutShort()
-		for _, m := range []*messages.UIMessage{reasonMsg, textMsg} {
-			if m != nil && m.Partial {
-				m.Partial = partial
-				if err := t.update(context.WithoutCancel(ctx), *m); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	// cut ends the stretch of text so far: what the agent says after a
-	// step of its own is a new message, after the step's.
-	cut := func() error {
-		if err := finish(); err != nil {
-			return err
-		}
-		textMsg, reasonMsg, textFrom, reasonFrom = nil, nil, len(res.text), len(res.reasoning)
-		return nil
-	}
-	steps := map[string]*activity{}
-	for {
-		ev, err := s.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
-			if ferr := finish(); ferr != nil {
-				return res, ferr
-			}
-			return res, err
-		}
-		if res.first.IsZero() && (ev.Type == provider.EventText || ev.Type == provider.EventReasoning || ev.Type == provider.EventToolCall) {
-			res.first = time.Now()
-		}
-		switch ev.Type {
-		case provider.EventText:
-			text.WriteString(ev.Text)
-			res.text = text.String()
-			if err := grow(&textMsg, messages.SayText, res.text[textFrom:]); err != nil {
-				return res, err
-			}
-		case provider.EventReasoning:
-			reasoning.WriteString(ev.Text)
-			res.reasoning = reasoning.String()
-			if ev.Signature != "" {
-				res.signature = ev.Signature
-			}
-			if err := grow(&reasonMsg, messages.SayReasoning, res.reasoning[reasonFrom:]); err != nil {
-				return res, err
-			}
-		case provider.EventToolCall:
-			if ev.ToolCall != nil {
-				res.calls = append(res.calls, *ev.ToolCall)
-			}
-		case provider.EventUsage:
-			if ev.Usage != nil {
-				res.usage = *ev.Usage
-			}
-		case provider.EventDone:
-			res.stop = ev.StopReason
-		case provider.EventActivity:
-			if ev.Activity == nil {
-				continue
-			}
-			if err := cut(); err != nil {
-				return res, err
-			}
-			if err := t.recordActivity(ctx, prov, steps, *ev.Activity); err != nil {
-				return res, err
-			}
-		case provider.EventAsk:
-			if ev.Ask == nil {
-				continue
-			}
-			if err := cut(); err != nil {
-				return res, err
-			}
-			if err := t.askForAgent(ctx, *ev.Ask); err != nil {
-				return res, err
-			}
-		}
-	}
-	return res, finish()
-}
-
-// activity is what the history has of one tool call of an agent that runs
-// its own tools.
-type activity struct {
-	started, ended bool
-}
-
-// recordActivity records a step of an agent that runs its own tools, as
-// an MCP tool call of ours is recorded: mcp_server_request_started when
-// the call starts (the agent's name as the server), mcp_server_response
-// with a preview of its output when it ends.
-func (t *Task) recordActivity(ctx context.Context, prov provider.Provider, steps map[string]*activity, a provider.Activity) error {
-	st := steps[a.ID]
-	if st == nil {
-		st = &activity{}
-		steps[a.ID] = st
-	}
-	if !st.started {
-		st.started = true
-		input := string(a.Input)
-		if input == "" {
-			input = "{}"
-		}
-		b, _ := json.Marshal(map[string]string{"serverName": prov.Model().ID, "toolName": a.Title,
-			"arguments": truncateRunes(input, maxResponsePreview)})
-		if _, err := t.say(ctx, messages.SayMCPServerRequestStarted, string(b), nil); err != nil {
-			return err
-		}
-		t.lis.Emit(Event{Kind: EventToolStarted, Tool: a.Title, ToolID: a.ID})
-	}
-	if a.Done() && !st.ended {
-		st.ended = true
-		out := a.Output
-		if a.Status == "failed" && out == "" {
-			out = "(failed)"
-		}
-		if _, err := t.say(ctx, messages.SayMCPServerResponse, truncateRunes(out, maxResponsePreview), nil); err != nil {
-			return err
-		}
-		t.countTool(a.Title, a.Status == "failed")
-		t.lis.Emit(Event{Kind: EventToolFinished, Tool: a.Title, ToolID: a.ID, Failed: a.Status == "failed"})
-	}
-	return nil
-}
-
-// askForAgent answers a permission an agent that runs its own tools asks
-// for: by the permission mode (bypassPermissions allows, plan denies),
-// else by asking whoever answers asks, as our own tools' asks are.
-func (t *Task) askForAgent(ctx context.Context, a provider.Ask) error {
-	switch t.perm.PermissionMode() {
-	case PermissionBypass:
-		a.Reply(true, false)
-		return nil
-	case PermissionPlan:
-		a.Reply(false, false)
-		return nil
-	}
-	input := a.Input
-	if !json.Valid(input) {
-		input = json.RawMessage("null")
-	}
-	b, _ := json.Marshal(messages.ToolAsk{Tool: a.Tool, Input: input, Reason: "the agent asks for it"})
-	resp, err := t.ask(ctx, messages.AskTool, string(b))
-	if err != nil {
-		a.Reply(false, false)
-		return err
-	}
-	switch resp.Kind {
-	case ResponseYes:
-		a.Reply(true, false)
-	case ResponseAllowAll:
-		a.Reply(true, true)
-	default:
-		a.Reply(false, false)
-	}
-	return nil
 }
 
 // finishRequest records the assistant message, usage and cost.

@@ -483,55 +483,14 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 	if err != nil {
 		return Decision{Verdict: Deny, Reason: err.Error()}
 	}
-	subject := t.subjectOf(in)
-
+	c := &subjectCall{t: t, subject: t.subjectOf(in)}
 	// 2. Hard refusals.
-	var lex, real string // workspace-relative paths of file tools
-	switch {
-	case t.subject == "path":
-		abs, err := p.tb.ws.Resolve(subject)
-		if err != nil {
-			return Decision{Verdict: Deny, Hard: true, Reason: err.Error()}
-		}
-		real, lex = p.tb.ws.Rel(abs), p.tb.ws.lexicalRel(subject, abs)
-		if why := protectedEither(lex, real); why != "" {
-			return Decision{Verdict: Deny, Hard: true,
-				Reason: fmt.Sprintf("path %q is protected (%s)", subject, why)}
-		}
-	case t.subject == "code":
-		if _, read := in[t.subject]; t.check != nil && !read {
-			// A run's code is the cell's, read by the check: a call
-			// that was not checked has none to screen.
-			return Decision{Verdict: Deny, Hard: true, Reason: t.name + ": the cell's code was not read (the call was not checked)"}
-		}
-		if why := DangerousCode(subject); why != "" {
-			return Decision{Verdict: Deny, Hard: true, Reason: "dangerous code refused: " + why}
-		}
+	if d, refused := p.refuse(c, in); refused {
+		return d
 	}
-
-	match := func(r compiledRule, allow bool) bool {
-		if r.name != nil {
-			return r.name.MatchString(t.name)
-		}
-		if !r.covers(t.name) {
-			return false
-		}
-		if r.re == nil {
-			return true
-		}
-		if t.subject == "code" {
-			return matchCode(r.re, subject, allow)
-		}
-		ml, mr := r.re.MatchString(lex), r.re.MatchString(real)
-		if allow {
-			return ml && mr
-		}
-		return ml || mr
-	}
-
 	// 3. Deny rules.
 	for _, r := range p.deny {
-		if match(r, false) {
+		if c.matches(r, false) {
 			return Decision{Verdict: Deny, Rule: r.raw, Reason: fmt.Sprintf("denied by the rule %q", r.raw)}
 		}
 	}
@@ -552,14 +511,80 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 	}
 	// 7. Allow rules.
 	for _, r := range p.allow {
-		if match(r, true) {
+		if c.matches(r, true) {
 			return Decision{Verdict: Allow, Rule: r.raw, Reason: fmt.Sprintf("allowed by the rule %q", r.raw)}
 		}
 	}
 	if t.external != nil && t.external.AlwaysAllow {
 		return Decision{Verdict: Allow, Reason: fmt.Sprintf("in the alwaysAllow list of the MCP server %q", t.external.Server)}
 	}
-	// 8. Modes.
+	// 8 and 9.
+	return byMode(t, mode)
+}
+
+// subjectCall is a call as the rules see it: its tool and its subject
+// (the path or the code), and for a file tool the path relative to the
+// workspace as written (lex) and as resolved through symlinks (real).
+type subjectCall struct {
+	t                  *Tool
+	subject, lex, real string
+}
+
+// refuse is step 2 of Decide: the hard refusals, in every mode. It also
+// fills in a file tool's workspace-relative paths.
+func (p *Policy) refuse(c *subjectCall, in map[string]any) (Decision, bool) {
+	t := c.t
+	switch t.subject {
+	case "path":
+		abs, err := p.tb.ws.Resolve(c.subject)
+		if err != nil {
+			return Decision{Verdict: Deny, Hard: true, Reason: err.Error()}, true
+		}
+		c.real, c.lex = p.tb.ws.Rel(abs), p.tb.ws.lexicalRel(c.subject, abs)
+		if why := protectedEither(c.lex, c.real); why != "" {
+			return Decision{Verdict: Deny, Hard: true,
+				Reason: fmt.Sprintf("path %q is protected (%s)", c.subject, why)}, true
+		}
+	case "code":
+		if _, read := in[t.subject]; t.check != nil && !read {
+			// A run's code is the cell's, read by the check: a call
+			// that was not checked has none to screen.
+			return Decision{Verdict: Deny, Hard: true, Reason: t.name + ": the cell's code was not read (the call was not checked)"}, true
+		}
+		if why := DangerousCode(c.subject); why != "" {
+			return Decision{Verdict: Deny, Hard: true, Reason: "dangerous code refused: " + why}, true
+		}
+	}
+	return Decision{}, false
+}
+
+// matches reports whether the rule r applies to the call. A path pattern
+// of an allow rule must match both the path as written and as resolved,
+// that of a deny rule either.
+func (c *subjectCall) matches(r compiledRule, allow bool) bool {
+	t := c.t
+	if r.name != nil {
+		return r.name.MatchString(t.name)
+	}
+	if !r.covers(t.name) {
+		return false
+	}
+	if r.re == nil {
+		return true
+	}
+	if t.subject == "code" {
+		return matchCode(r.re, c.subject, allow)
+	}
+	ml, mr := r.re.MatchString(c.lex), r.re.MatchString(c.real)
+	if allow {
+		return ml && mr
+	}
+	return ml || mr
+}
+
+// byMode is steps 8 and 9 of Decide: what the permission mode allows of
+// a call no rule decided, else Ask.
+func byMode(t *Tool, mode PermissionMode) Decision {
 	switch {
 	case mode == PermissionBypass:
 		return Decision{Verdict: Allow, Reason: "bypassPermissions mode"}
@@ -570,7 +595,6 @@ func (p *Policy) Decide(call provider.ToolCall) Decision {
 	case t.name == ToolNotebookInsert || t.name == ToolNotebookMove:
 		return Decision{Verdict: Allow, Reason: "a new cell, or a cell moved, changes no cell of the user's"}
 	}
-	// 9.
 	return Decision{Verdict: Ask, Reason: fmt.Sprintf("%s needs approval in %s mode", t.name, mode), ext: t.external}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -128,110 +129,19 @@ func (m APIMessage) validate() error {
 	return nil
 }
 
+// validate checks b as block path of a role message (nested: inside a
+// tool_result): the fields its type needs, then that it sets no field
+// another type's block has.
 func (b ContentBlock) validate(path string, role Role, nested bool) error {
-	extra := func(field string, set bool) error {
-		if set {
-			return fieldErr(path+"."+field, "not allowed in a %s block", b.Type)
-		}
-		return nil
-	}
 	var err error
-	check := func(field string, set bool) {
-		if err == nil {
-			err = extra(field, set)
-		}
-	}
 	switch b.Type {
 	case BlockText:
-		check("source", b.Source != nil)
-		check("id", b.ID != "")
-		check("name", b.Name != "")
-		check("input", b.Input != nil)
-		check("tool_use_id", b.ToolUseID != "")
-		check("content", b.Content != nil)
-		check("is_error", b.IsError)
-		check("thinking", b.Thinking != "")
-		check("signature", b.Signature != "")
 	case BlockImage:
-		if b.Source == nil {
-			return fieldErr(path+".source", "missing on an image block")
-		}
-		switch b.Source.Type {
-		case "base64":
-			if b.Source.MediaType == "" {
-				return fieldErr(path+".source.media_type", "missing on a base64 image")
-			}
-			if b.Source.Data == "" {
-				return fieldErr(path+".source.data", "missing on a base64 image")
-			}
-		case "url":
-			if b.Source.URL == "" {
-				return fieldErr(path+".source.url", "missing on a url image")
-			}
-		default:
-			return fieldErr(path+".source.type", "unknown image source %q (want \"base64\" or \"url\")", b.Source.Type)
-		}
-		check("text", b.Text != "")
-		check("id", b.ID != "")
-		check("name", b.Name != "")
-		check("input", b.Input != nil)
-		check("tool_use_id", b.ToolUseID != "")
-		check("content", b.Content != nil)
-		check("is_error", b.IsError)
-		check("thinking", b.Thinking != "")
-		check("signature", b.Signature != "")
+		err = validateSource(path+".source", b.Source)
 	case BlockToolUse:
-		if nested {
-			return fieldErr(path+".type", "tool_use inside a tool_result")
-		}
-		if role != RoleAssistant {
-			return fieldErr(path+".type", "tool_use in a %s message (only assistant messages use tools)", role)
-		}
-		if b.ID == "" {
-			return fieldErr(path+".id", "missing on a tool_use block")
-		}
-		if b.Name == "" {
-			return fieldErr(path+".name", "missing on a tool_use block")
-		}
-		if b.Input != nil {
-			in := bytes.TrimSpace(b.Input)
-			if !json.Valid(in) || len(in) == 0 || in[0] != '{' {
-				return fieldErr(path+".input", "not a JSON object")
-			}
-		}
-		check("text", b.Text != "")
-		check("source", b.Source != nil)
-		check("tool_use_id", b.ToolUseID != "")
-		check("content", b.Content != nil)
-		check("is_error", b.IsError)
-		check("thinking", b.Thinking != "")
-		check("signature", b.Signature != "")
+		err = b.validateToolUse(path, role, nested)
 	case BlockToolResult:
-		if nested {
-			return fieldErr(path+".type", "tool_result inside a tool_result")
-		}
-		if role != RoleUser {
-			return fieldErr(path+".type", "tool_result in a %s message (only user messages carry results)", role)
-		}
-		if b.ToolUseID == "" {
-			return fieldErr(path+".tool_use_id", "missing on a tool_result block")
-		}
-		for i, c := range b.Content {
-			p := fmt.Sprintf("%s.content[%d]", path, i)
-			if c.Type != BlockText && c.Type != BlockImage {
-				return fieldErr(p+".type", "%q in a tool_result (want text or image)", c.Type)
-			}
-			if err := c.validate(p, role, true); err != nil {
-				return err
-			}
-		}
-		check("text", b.Text != "")
-		check("source", b.Source != nil)
-		check("id", b.ID != "")
-		check("name", b.Name != "")
-		check("input", b.Input != nil)
-		check("thinking", b.Thinking != "")
-		check("signature", b.Signature != "")
+		err = b.validateToolResult(path, role, nested)
 	case BlockThinking:
 		if nested {
 			return fieldErr(path+".type", "thinking inside a tool_result")
@@ -239,20 +149,123 @@ func (b ContentBlock) validate(path string, role Role, nested bool) error {
 		if role != RoleAssistant {
 			return fieldErr(path+".type", "thinking in a %s message", role)
 		}
-		check("text", b.Text != "")
-		check("source", b.Source != nil)
-		check("id", b.ID != "")
-		check("name", b.Name != "")
-		check("input", b.Input != nil)
-		check("tool_use_id", b.ToolUseID != "")
-		check("content", b.Content != nil)
-		check("is_error", b.IsError)
 	case "":
 		return fieldErr(path+".type", "missing")
 	default:
 		return fieldErr(path+".type", "unknown block type %q", b.Type)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return b.validateFields(path)
+}
+
+// blockFields are the fields a block of each type may set (besides type).
+var blockFields = map[BlockType][]string{
+	BlockText:       {"text"},
+	BlockImage:      {"source"},
+	BlockToolUse:    {"id", "name", "input"},
+	BlockToolResult: {"tool_use_id", "content", "is_error"},
+	BlockThinking:   {"thinking", "signature"},
+}
+
+// validateFields reports the first field b sets that a block of its type
+// does not have (blockFields), in the order of the JSON fields.
+func (b ContentBlock) validateFields(path string) error {
+	set := []struct {
+		field string
+		set   bool
+	}{
+		{"text", b.Text != ""},
+		{"source", b.Source != nil},
+		{"id", b.ID != ""},
+		{"name", b.Name != ""},
+		{"input", b.Input != nil},
+		{"tool_use_id", b.ToolUseID != ""},
+		{"content", b.Content != nil},
+		{"is_error", b.IsError},
+		{"thinking", b.Thinking != ""},
+		{"signature", b.Signature != ""},
+	}
+	for _, f := range set {
+		if f.set && !slices.Contains(blockFields[b.Type], f.field) {
+			return fieldErr(path+"."+f.field, "not allowed in a %s block", b.Type)
+		}
+	}
+	return nil
+}
+
+// validateSource checks an image block's source, at path.
+func validateSource(path string, s *ImageSource) error {
+	if s == nil {
+		return fieldErr(path, "missing on an image block")
+	}
+	switch s.Type {
+	case "base64":
+		if s.MediaType == "" {
+			return fieldErr(path+".media_type", "missing on a base64 image")
+		}
+		if s.Data == "" {
+			return fieldErr(path+".data", "missing on a base64 image")
+		}
+	case "url":
+		if s.URL == "" {
+			return fieldErr(path+".url", "missing on a url image")
+		}
+	default:
+		return fieldErr(path+".type", "unknown image source %q (want \"base64\" or \"url\")", s.Type)
+	}
+	return nil
+}
+
+// validateToolUse checks a tool_use block: only in an assistant
+// message, never in a tool_result, with an id, a name and an input that
+// is a JSON object, if any.
+func (b ContentBlock) validateToolUse(path string, role Role, nested bool) error {
+	if nested {
+		return fieldErr(path+".type", "tool_use inside a tool_result")
+	}
+	if role != RoleAssistant {
+		return fieldErr(path+".type", "tool_use in a %s message (only assistant messages use tools)", role)
+	}
+	if b.ID == "" {
+		return fieldErr(path+".id", "missing on a tool_use block")
+	}
+	if b.Name == "" {
+		return fieldErr(path+".name", "missing on a tool_use block")
+	}
+	if b.Input != nil {
+		in := bytes.TrimSpace(b.Input)
+		if !json.Valid(in) || len(in) == 0 || in[0] != '{' {
+			return fieldErr(path+".input", "not a JSON object")
+		}
+	}
+	return nil
+}
+
+// validateToolResult checks a tool_result block: only in a user message,
+// never in another tool_result, naming its tool_use, and holding text and
+// images only.
+func (b ContentBlock) validateToolResult(path string, role Role, nested bool) error {
+	if nested {
+		return fieldErr(path+".type", "tool_result inside a tool_result")
+	}
+	if role != RoleUser {
+		return fieldErr(path+".type", "tool_result in a %s message (only user messages carry results)", role)
+	}
+	if b.ToolUseID == "" {
+		return fieldErr(path+".tool_use_id", "missing on a tool_result block")
+	}
+	for i, c := range b.Content {
+		p := fmt.Sprintf("%s.content[%d]", path, i)
+		if c.Type != BlockText && c.Type != BlockImage {
+			return fieldErr(p+".type", "%q in a tool_result (want text or image)", c.Type)
+		}
+		if err := c.validate(p, role, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PlainText returns the text of m's text blocks and of the text inside its

@@ -27,90 +27,113 @@ func (openaiFormat) writeError(w http.ResponseWriter, status int, typ, msg, retr
 }
 
 func (openaiFormat) stream(sw *sseWriter, t Turn, req Request) {
-	id := "chatcmpl-scripted-" + strconv.Itoa(req.N)
-	created := time.Now().Unix()
-	usage := includeUsage(req)
-	n := 0
-	chunk := func(choices any) map[string]any {
-		// As OpenAI sends them: with a service tier, a usage of null on
-		// every chunk but the last when usage was asked for, and an
-		// obfuscation string of varying length that pads the chunk.
-		n++
-		c := map[string]any{
-			"id": id, "object": "chat.completion.chunk", "created": created,
-			"model": t.Model, "service_tier": "default", "system_fingerprint": "fp_scripted", "choices": choices,
-			"obfuscation": "Zq8xPw3"[:n%7+1],
-		}
-		if usage {
-			c["usage"] = nil
-		}
-		return c
-	}
-	delta := func(d map[string]any) {
-		sw.event("", chunk([]any{map[string]any{
-			"index": 0, "delta": d, "logprobs": nil, "finish_reason": nil,
-		}}))
-	}
-	delta(map[string]any{"role": "assistant", "content": ""})
-	toolIndex := 0
+	s := &openaiStream{sw: sw, id: "chatcmpl-scripted-" + strconv.Itoa(req.N), created: time.Now().Unix(),
+		model: t.Model, usage: includeUsage(req)}
+	s.delta(map[string]any{"role": "assistant", "content": ""})
 	for _, st := range t.Steps {
 		if !sw.ok() {
 			return
 		}
-		switch st.kind {
-		case stepText:
-			for _, p := range st.pieces {
-				sw.content()
-				delta(map[string]any{"content": p})
-			}
-		case stepReasoning:
-			for _, p := range st.pieces {
-				sw.content()
-				delta(map[string]any{"reasoning_content": p})
-			}
-		case stepToolCall:
-			sw.content()
-			delta(map[string]any{"tool_calls": []any{map[string]any{
-				"index": toolIndex, "id": st.id, "type": "function",
-				"function": map[string]any{"name": st.name, "arguments": ""},
-			}}})
-			for _, p := range st.pieces {
-				delta(map[string]any{"tool_calls": []any{map[string]any{
-					"index": toolIndex, "function": map[string]any{"arguments": p},
-				}}})
-			}
-			toolIndex++
-		case stepDelay:
-			if !sw.wait(st.delay) {
+		if played, goOn := sw.control(st); played {
+			if !goOn {
 				return
 			}
-		case stepStall:
-			sw.wait(-1)
+			continue
+		}
+		if !s.step(st) {
 			return
-		case stepError:
-			typ, msg := defaultError(500, st.errTyp, st.errMsg, false)
-			sw.event("", map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
-			return
-		case stepPing:
-			sw.write(": ping\n\n")
-		case stepDisconnect:
-			sw.disconnect()
-		case stepRaw:
-			sw.line("", st.pieces[0])
-		case stepSignature, stepUsage, stepStop:
-			// signature: not in this format; usage and stop: at the end
 		}
 	}
+	s.end(t)
+}
+
+// openaiStream is one streamed chat completion being written.
+type openaiStream struct {
+	sw      *sseWriter
+	id      string
+	created int64
+	model   string
+	usage   bool // the request asked for a usage chunk
+	n       int  // chunks so far
+	tool    int  // the index of the next tool call
+}
+
+// chunk is a chat.completion.chunk of choices. As OpenAI sends them: with
+// a service tier, a usage of null on every chunk but the last when usage
+// was asked for, and an obfuscation string of varying length that pads
+// the chunk.
+func (s *openaiStream) chunk(choices any) map[string]any {
+	s.n++
+	c := map[string]any{
+		"id": s.id, "object": "chat.completion.chunk", "created": s.created,
+		"model": s.model, "service_tier": "default", "system_fingerprint": "fp_scripted", "choices": choices,
+		"obfuscation": "Zq8xPw3"[:s.n%7+1],
+	}
+	if s.usage {
+		c["usage"] = nil
+	}
+	return c
+}
+
+// delta writes a chunk of the one choice's delta d.
+func (s *openaiStream) delta(d map[string]any) {
+	s.sw.event("", s.chunk([]any{map[string]any{
+		"index": 0, "delta": d, "logprobs": nil, "finish_reason": nil,
+	}}))
+}
+
+// step writes one step of the turn, and reports whether the stream goes
+// on after it.
+func (s *openaiStream) step(st Step) bool {
+	sw := s.sw
+	switch st.kind {
+	case stepText:
+		for _, p := range st.pieces {
+			sw.content()
+			s.delta(map[string]any{"content": p})
+		}
+	case stepReasoning:
+		for _, p := range st.pieces {
+			sw.content()
+			s.delta(map[string]any{"reasoning_content": p})
+		}
+	case stepToolCall:
+		sw.content()
+		s.delta(map[string]any{"tool_calls": []any{map[string]any{
+			"index": s.tool, "id": st.id, "type": "function",
+			"function": map[string]any{"name": st.name, "arguments": ""},
+		}}})
+		for _, p := range st.pieces {
+			s.delta(map[string]any{"tool_calls": []any{map[string]any{
+				"index": s.tool, "function": map[string]any{"arguments": p},
+			}}})
+		}
+		s.tool++
+	case stepError:
+		typ, msg := defaultError(500, st.errTyp, st.errMsg, false)
+		sw.event("", map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+		return false
+	case stepPing:
+		sw.write(": ping\n\n")
+	case stepSignature, stepUsage, stepStop:
+		// signature: not in this format; usage and stop: at the end
+	}
+	return true
+}
+
+// end writes the turn's finish reason, its usage chunk when the request
+// asked for one, and [DONE].
+func (s *openaiStream) end(t Turn) {
 	finish, _ := stopWords(turnStop(t))
-	sw.event("", chunk([]any{map[string]any{
+	s.sw.event("", s.chunk([]any{map[string]any{
 		"index": 0, "delta": map[string]any{}, "logprobs": nil, "finish_reason": finish,
 	}}))
-	if u, ok := turnUsage(t); ok && usage {
+	if u, ok := turnUsage(t); ok && s.usage {
 		var choices any = []any{}
 		if u.NullChoices {
 			choices = nil
 		}
-		c := chunk(choices)
+		c := s.chunk(choices)
 		c["usage"] = map[string]any{
 			"prompt_tokens":             u.Input + u.CacheRead,
 			"completion_tokens":         u.Output,
@@ -118,9 +141,9 @@ func (openaiFormat) stream(sw *sseWriter, t Turn, req Request) {
 			"prompt_tokens_details":     map[string]any{"cached_tokens": u.CacheRead},
 			"completion_tokens_details": map[string]any{"reasoning_tokens": 0},
 		}
-		sw.event("", c)
+		s.sw.event("", c)
 	}
-	sw.line("", "[DONE]")
+	s.sw.line("", "[DONE]")
 }
 
 func includeUsage(req Request) bool {

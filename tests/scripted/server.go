@@ -157,13 +157,8 @@ const maxBody = 64 << 20
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var f format
-	switch strings.TrimSuffix(r.URL.Path, "/") {
-	case "/v1/chat/completions", "/chat/completions":
-		f = openaiFormat{}
-	case "/v1/messages", "/messages":
-		f = anthropicFormat{}
-	default:
+	f := formatOf(r.URL.Path)
+	if f == nil {
 		http.Error(w, "scripted: no such endpoint: "+r.URL.Path, http.StatusNotFound)
 		return
 	}
@@ -171,54 +166,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "scripted: POST only", http.StatusMethodNotAllowed)
 		return
 	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		http.Error(w, "scripted: read body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw, Received: time.Now()}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&req.Body); err != nil {
-		f.writeError(w, http.StatusBadRequest, "invalid_request_error", "scripted: body is not a JSON object: "+err.Error(), "")
-		return
-	}
-
-	s.mu.Lock()
-	req.N = len(s.requests) + 1
-	s.requests = append(s.requests, req)
-	if why := f.refusal(req.Body); why != "" {
-		s.mu.Unlock()
-		f.writeError(w, http.StatusBadRequest, "invalid_request_error", why, "")
-		return
-	}
-	var turn Turn
-	ok := len(s.turns) > 0
-	if ok {
-		turn = s.turns[0]
-		s.turns = s.turns[1:]
-	}
-	s.mu.Unlock()
-
+	req, ok := readRequest(w, r, f)
 	if !ok {
-		msg := fmt.Sprintf("scripted: no turn queued for request %d (%s)", req.N, req.Path)
-		if s.tb != nil {
-			s.tb.Errorf("%s", msg)
-		}
-		f.writeError(w, http.StatusInternalServerError, "scripted_exhausted", msg, "")
 		return
 	}
-	if turn.ContextExceeded {
-		if _, anthropic := f.(anthropicFormat); anthropic {
-			f.writeError(w, http.StatusBadRequest, "invalid_request_error", "prompt is too long: 210473 tokens > 200000 maximum", "")
-		} else {
-			f.writeError(w, http.StatusBadRequest, "context_length_exceeded", "This model's maximum context length is 32768 tokens. "+
-				"However, your messages resulted in 41250 tokens. Please reduce the length of the messages.", "")
-		}
-		return
-	}
-	if turn.Status != 0 && turn.Status != http.StatusOK {
-		f.writeError(w, turn.Status, turn.ErrorType, turn.ErrorMessage, turn.RetryAfter)
+	turn, ok := s.next(w, f, &req)
+	if !ok || refuse(w, f, turn) {
 		return
 	}
 	if turn.Model == "" {
@@ -241,6 +194,85 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	f.stream(sw, turn, req)
+}
+
+// formatOf is the format of the API served at path, or nil.
+func formatOf(path string) format {
+	switch strings.TrimSuffix(path, "/") {
+	case "/v1/chat/completions", "/chat/completions":
+		return openaiFormat{}
+	case "/v1/messages", "/messages":
+		return anthropicFormat{}
+	}
+	return nil
+}
+
+// readRequest reads r's body as a JSON object, answering r with an error
+// when it cannot.
+func readRequest(w http.ResponseWriter, r *http.Request, f format) (Request, bool) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		http.Error(w, "scripted: read body: "+err.Error(), http.StatusBadRequest)
+		return Request{}, false
+	}
+	req := Request{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw, Received: time.Now()}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&req.Body); err != nil {
+		f.writeError(w, http.StatusBadRequest, "invalid_request_error", "scripted: body is not a JSON object: "+err.Error(), "")
+		return Request{}, false
+	}
+	return req, true
+}
+
+// next numbers and records req and takes the next queued turn for it.
+// It answers req with an error itself, and reports false, when the real
+// API would refuse the body or no turn is queued (reported to the test
+// too).
+func (s *Server) next(w http.ResponseWriter, f format, req *Request) (Turn, bool) {
+	s.mu.Lock()
+	req.N = len(s.requests) + 1
+	s.requests = append(s.requests, *req)
+	if why := f.refusal(req.Body); why != "" {
+		s.mu.Unlock()
+		f.writeError(w, http.StatusBadRequest, "invalid_request_error", why, "")
+		return Turn{}, false
+	}
+	var turn Turn
+	ok := len(s.turns) > 0
+	if ok {
+		turn = s.turns[0]
+		s.turns = s.turns[1:]
+	}
+	s.mu.Unlock()
+	if !ok {
+		msg := fmt.Sprintf("scripted: no turn queued for request %d (%s)", req.N, req.Path)
+		if s.tb != nil {
+			s.tb.Errorf("%s", msg)
+		}
+		f.writeError(w, http.StatusInternalServerError, "scripted_exhausted", msg, "")
+	}
+	return turn, ok
+}
+
+// refuse answers with the error a turn scripts instead of an answer, if
+// it does (a context-window refusal in the API's words, an HTTP status),
+// and reports whether it did.
+func refuse(w http.ResponseWriter, f format, turn Turn) bool {
+	if turn.ContextExceeded {
+		if _, anthropic := f.(anthropicFormat); anthropic {
+			f.writeError(w, http.StatusBadRequest, "invalid_request_error", "prompt is too long: 210473 tokens > 200000 maximum", "")
+		} else {
+			f.writeError(w, http.StatusBadRequest, "context_length_exceeded", "This model's maximum context length is 32768 tokens. "+
+				"However, your messages resulted in 41250 tokens. Please reduce the length of the messages.", "")
+		}
+		return true
+	}
+	if turn.Status != 0 && turn.Status != http.StatusOK {
+		f.writeError(w, turn.Status, turn.ErrorType, turn.ErrorMessage, turn.RetryAfter)
+		return true
+	}
+	return false
 }
 
 // timed records when request n's answer began and ended.
@@ -341,6 +373,26 @@ func (sw *sseWriter) wait(d time.Duration) bool {
 }
 
 func (sw *sseWriter) ok() bool { return sw.err == nil }
+
+// control plays the steps that every format plays alike: a delay, a
+// stall, a disconnect and a raw line. It reports whether st was one of
+// them, and whether the stream goes on after it.
+func (sw *sseWriter) control(st Step) (played, goOn bool) {
+	switch st.kind {
+	case stepDelay:
+		return true, sw.wait(st.delay)
+	case stepStall:
+		sw.wait(-1)
+		return true, false
+	case stepDisconnect:
+		sw.disconnect()
+		return true, true
+	case stepRaw:
+		sw.line("", st.pieces[0])
+		return true, true
+	}
+	return false, true
+}
 
 // disconnect drops the connection mid-response.
 func (sw *sseWriter) disconnect() {

@@ -55,9 +55,8 @@ var Env = []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "AN
 
 // Open returns the provider for spec.
 func Open(spec string, o Options) (provider.Provider, error) {
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
 	}
 	name, model, err := Parse(spec)
 	if err != nil {
@@ -67,65 +66,19 @@ func Open(spec string, o Options) (provider.Provider, error) {
 	if p, ok := o.Prices[model]; ok {
 		info = &p
 	}
-	var p provider.Provider
-	var secrets []string // keys to scrub from a recording
+	var open func(spec, model string, info *provider.ModelInfo, o Options) (provider.Provider, []string, error)
 	switch name {
 	case "openai":
-		key, base := getenv("OPENAI_API_KEY"), getenv("OPENAI_BASE_URL")
-		if key == "" && base == "" {
-			return nil, fmt.Errorf("models: %s needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)", spec)
-		}
-		secrets = append(secrets, key)
-		p, err = openai.New(openai.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
-		if err == nil {
-			var probe func(context.Context) (int, error)
-			if base != "" {
-				probe = openAIWindow(o.HTTPClient, strings.TrimSuffix(base, "/"), key, model)
-			}
-			p = withWindow(p, probe, provider.DefaultContextWindow)
-		}
+		open = openOpenAI
 	case "ollama":
-		host := getenv("OLLAMA_HOST")
-		if host == "" {
-			host = "http://localhost:11434"
-		}
-		if !strings.Contains(host, "://") {
-			host = "http://" + host
-		}
-		free := provider.ModelInfo{ID: model}
-		if info == nil {
-			info = &free
-		}
-		host = strings.TrimSuffix(host, "/")
-		p, err = openai.New(openai.Config{Name: "ollama", BaseURL: host + "/v1", Model: model,
-			HTTPClient: o.HTTPClient, Info: info})
-		if err == nil {
-			p = withWindow(p, ollamaWindow(o.HTTPClient, host, model), provider.DefaultContextWindow)
-		}
+		open = openOllama
 	case "anthropic":
-		key := getenv("ANTHROPIC_API_KEY")
-		base := getenv("ANTHROPIC_BASE_URL")
-		if key == "" && base == "" {
-			return nil, fmt.Errorf("models: %s needs ANTHROPIC_API_KEY", spec)
-		}
-		secrets = append(secrets, key)
-		p, err = anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
-		if err == nil {
-			// Every Claude model since Claude 2.1 reads 200k tokens; the
-			// API does not say.
-			p = withWindow(p, nil, anthropicWindow)
-		}
+		open = openAnthropic
 	case "acp":
 		if o.Record != "" {
 			return nil, errors.New("models: an external agent's turns cannot be recorded")
 		}
-		ao := o.ACP
-		ao.Command = acpagent.Command(model)
-		ao.Label = strings.TrimSpace(strings.TrimPrefix(acpagent.Model(model), acpagent.Name+":"))
-		if _, ok := acpagent.Aliases[ao.Label]; !ok && len(ao.Command) > 0 {
-			ao.Label = acpagent.Label(ao.Command)
-		}
-		return acpagent.New(ao)
+		return openACP(model, o)
 	case "replay":
 		if o.Record != "" {
 			return nil, errors.New("models: cannot record a replay")
@@ -134,6 +87,7 @@ func Open(spec string, o Options) (provider.Provider, error) {
 	default:
 		return nil, fmt.Errorf("models: unknown provider %q in %q (want openai, anthropic, ollama, acp or replay)", name, spec)
 	}
+	p, secrets, err := open(spec, model, info, o)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +99,77 @@ func Open(spec string, o Options) (provider.Provider, error) {
 		return rec, nil
 	}
 	return p, nil
+}
+
+// openOpenAI opens an OpenAI-compatible API (openai:MODEL), and returns
+// the key to scrub from a recording. A server of its own (a base URL) is
+// asked for the model's window.
+func openOpenAI(spec, model string, info *provider.ModelInfo, o Options) (provider.Provider, []string, error) {
+	key, base := o.Getenv("OPENAI_API_KEY"), o.Getenv("OPENAI_BASE_URL")
+	if key == "" && base == "" {
+		return nil, nil, fmt.Errorf("models: %s needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible server)", spec)
+	}
+	p, err := openai.New(openai.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
+	if err != nil {
+		return nil, nil, err
+	}
+	var probe func(context.Context) (int, error)
+	if base != "" {
+		probe = openAIWindow(o.HTTPClient, strings.TrimSuffix(base, "/"), key, model)
+	}
+	return withWindow(p, probe, provider.DefaultContextWindow), []string{key}, nil
+}
+
+// openOllama opens an Ollama server's OpenAI-compatible API
+// (ollama:MODEL), free unless the prices say otherwise, and asks it for
+// the model's window.
+func openOllama(_, model string, info *provider.ModelInfo, o Options) (provider.Provider, []string, error) {
+	host := o.Getenv("OLLAMA_HOST")
+	if host == "" {
+		host = "http://localhost:11434"
+	}
+	if !strings.Contains(host, "://") {
+		host = "http://" + host
+	}
+	if info == nil {
+		info = &provider.ModelInfo{ID: model}
+	}
+	host = strings.TrimSuffix(host, "/")
+	p, err := openai.New(openai.Config{Name: "ollama", BaseURL: host + "/v1", Model: model,
+		HTTPClient: o.HTTPClient, Info: info})
+	if err != nil {
+		return nil, nil, err
+	}
+	return withWindow(p, ollamaWindow(o.HTTPClient, host, model), provider.DefaultContextWindow), nil, nil
+}
+
+// openAnthropic opens Anthropic's API (anthropic:MODEL), and returns the
+// key to scrub from a recording.
+func openAnthropic(spec, model string, info *provider.ModelInfo, o Options) (provider.Provider, []string, error) {
+	key := o.Getenv("ANTHROPIC_API_KEY")
+	base := o.Getenv("ANTHROPIC_BASE_URL")
+	if key == "" && base == "" {
+		return nil, nil, fmt.Errorf("models: %s needs ANTHROPIC_API_KEY", spec)
+	}
+	p, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: model, HTTPClient: o.HTTPClient, Info: info})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Every Claude model since Claude 2.1 reads 200k tokens; the API does
+	// not say.
+	return withWindow(p, nil, anthropicWindow), []string{key}, nil
+}
+
+// openACP starts an external ACP agent (acp:NAME or acp:COMMAND) from the
+// template o.ACP.
+func openACP(model string, o Options) (provider.Provider, error) {
+	ao := o.ACP
+	ao.Command = acpagent.Command(model)
+	ao.Label = strings.TrimSpace(strings.TrimPrefix(acpagent.Model(model), acpagent.Name+":"))
+	if _, ok := acpagent.Aliases[ao.Label]; !ok && len(ao.Command) > 0 {
+		ao.Label = acpagent.Label(ao.Command)
+	}
+	return acpagent.New(ao)
 }
 
 // anthropicWindow is the guessed window of a Claude model the tables do

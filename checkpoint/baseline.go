@@ -57,15 +57,9 @@ func (t *Tracker) Learned() bool {
 // index kept in the store.
 func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 	var rep Report
-	prev := map[string]IndexEntry{}
-	if t.index != nil {
-		rows, err := t.index.LoadIndex(ctx, t.root)
-		if err != nil {
-			return rep, fmt.Errorf("checkpoint: read the index: %w", err)
-		}
-		for _, r := range rows {
-			prev[r.Path] = r
-		}
+	prev, err := t.loadIndex(ctx)
+	if err != nil {
+		return rep, err
 	}
 	workers := t.opts.Workers
 	if background {
@@ -76,87 +70,151 @@ func (t *Tracker) learn(ctx context.Context, background bool) (Report, error) {
 		return rep, fmt.Errorf("checkpoint: scan %s: %w", t.root, err)
 	}
 	rep.Unreadable = unreadable
-	var put []IndexEntry
-	save := func() error {
-		if t.index == nil || len(put) == 0 {
-			return nil
-		}
-		err := t.index.SaveIndex(context.WithoutCancel(ctx), t.root, put, nil)
-		put = put[:0]
-		return err
-	}
-	learnt := func(rel string, e entry) {
-		if e.hash == Unkept {
-			rep.Unkept = append(rep.Unkept, rel)
-		}
-		t.mu.Lock()
-		if old, ok := t.files[rel]; !ok || !old.tracked {
-			t.setLocked(rel, e)
-		}
-		t.mu.Unlock()
-	}
-	// Contents are kept in batches: one transaction for many small files.
-	batch := batcher{t: t, done: func(rel string, e entry) error {
-		learnt(rel, e)
-		put = append(put, e.indexEntry(rel))
-		if len(put) >= 256 {
-			if err := save(); err != nil {
-				return fmt.Errorf("checkpoint: write the index: %w", err)
-			}
-		}
-		return nil
-	}}
-	seen := make(map[string]bool, len(files))
+	l := newLearning(ctx, t, &rep, prev, len(files))
 	for i, f := range files {
 		if background && i%256 == 255 {
 			runtime.Gosched() // a yield costs two thread switches: not per file
 		}
 		if err := ctx.Err(); err != nil {
-			return rep, errors.Join(err, batch.flush(ctx), save())
+			return rep, errors.Join(err, l.batch.flush(ctx), l.save(ctx))
 		}
-		seen[f.rel] = true
-		if p, ok := prev[f.rel]; ok && p.Size == f.size && p.MTime == f.mtime && p.CTime == f.ctime && p.Inode == f.ino &&
-			(p.Hash == Withheld || !t.withheld(f.rel)) {
-			learnt(f.rel, entry{fileStat: f.fileStat, hash: p.Hash}) // as the index knows it: not read
-			continue
-		}
-		e, data, err := t.load(f.rel, f.fileStat, t.keptCount()+len(batch.items) >= t.opts.MaxFiles, &t.buf)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue // removed since the walk
-		case err != nil:
-			rep.Unreadable = append(rep.Unreadable, f.rel)
-			continue
-		case e.hash != "": // not to be kept
-			learnt(f.rel, e)
-			put = append(put, e.indexEntry(f.rel))
-			continue
-		}
-		if err := batch.add(ctx, f.rel, e, data); err != nil {
+		if err := l.visit(ctx, f); err != nil {
 			return rep, err
 		}
 	}
-	if err := batch.flush(ctx); err != nil {
+	if err := l.batch.flush(ctx); err != nil {
 		return rep, err
 	}
 	shrink(&t.buf)
-	var del []string
-	for p := range prev {
-		if !seen[p] {
-			del = append(del, p)
-		}
+	if err := l.finish(ctx); err != nil {
+		return rep, err
 	}
-	if t.index != nil && len(put)+len(del) > 0 {
-		if err := t.index.SaveIndex(context.WithoutCancel(ctx), t.root, put, del); err != nil {
-			return rep, fmt.Errorf("checkpoint: write the index: %w", err)
-		}
+	t.adoptTracked()
+	t.learned = true
+	return rep, nil
+}
+
+// loadIndex reads the index kept in the store, by path (empty when the
+// tracker keeps none).
+func (t *Tracker) loadIndex(ctx context.Context) (map[string]IndexEntry, error) {
+	prev := map[string]IndexEntry{}
+	if t.index == nil {
+		return prev, nil
 	}
+	rows, err := t.index.LoadIndex(ctx, t.root)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: read the index: %w", err)
+	}
+	for _, r := range rows {
+		prev[r.Path] = r
+	}
+	return prev, nil
+}
+
+// adoptTracked makes the entries Track learnt while the baseline ran the
+// baseline's own: later scans may replace them.
+func (t *Tracker) adoptTracked() {
 	t.mu.Lock()
 	for p, e := range t.files {
 		e.tracked = false
 		t.files[p] = e
 	}
 	t.mu.Unlock()
-	t.learned = true
-	return rep, nil
+}
+
+// learning is a baseline in progress: the index as the store kept it
+// (prev), the files seen, and the index entries still to write (put).
+type learning struct {
+	t     *Tracker
+	rep   *Report
+	prev  map[string]IndexEntry
+	seen  map[string]bool
+	put   []IndexEntry
+	batch batcher
+}
+
+func newLearning(ctx context.Context, t *Tracker, rep *Report, prev map[string]IndexEntry, files int) *learning {
+	l := &learning{t: t, rep: rep, prev: prev, seen: make(map[string]bool, files)}
+	// Contents are kept in batches: one transaction for many small files.
+	l.batch = batcher{t: t, done: func(rel string, e entry) error { return l.kept(ctx, rel, e) }}
+	return l
+}
+
+// visit learns the file f: as the index knows it when its stat is the
+// same (not read), else read, and its content kept in the batch.
+func (l *learning) visit(ctx context.Context, f stat) error {
+	t := l.t
+	l.seen[f.rel] = true
+	if p, ok := l.prev[f.rel]; ok && p.Size == f.size && p.MTime == f.mtime && p.CTime == f.ctime && p.Inode == f.ino &&
+		(p.Hash == Withheld || !t.withheld(f.rel)) {
+		l.learnt(f.rel, entry{fileStat: f.fileStat, hash: p.Hash}) // as the index knows it: not read
+		return nil
+	}
+	e, data, err := t.load(f.rel, f.fileStat, t.keptCount()+len(l.batch.items) >= t.opts.MaxFiles, &t.buf)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // removed since the walk
+	case err != nil:
+		l.rep.Unreadable = append(l.rep.Unreadable, f.rel)
+		return nil
+	case e.hash != "": // not to be kept
+		l.learnt(f.rel, e)
+		l.put = append(l.put, e.indexEntry(f.rel))
+		return nil
+	}
+	return l.batch.add(ctx, f.rel, e, data)
+}
+
+// learnt records what the baseline learnt of the file rel, unless Track
+// learnt it meanwhile.
+func (l *learning) learnt(rel string, e entry) {
+	if e.hash == Unkept {
+		l.rep.Unkept = append(l.rep.Unkept, rel)
+	}
+	l.t.mu.Lock()
+	if old, ok := l.t.files[rel]; !ok || !old.tracked {
+		l.t.setLocked(rel, e)
+	}
+	l.t.mu.Unlock()
+}
+
+// kept records a file whose content the batch kept, and writes the index
+// every 256 files.
+func (l *learning) kept(ctx context.Context, rel string, e entry) error {
+	l.learnt(rel, e)
+	l.put = append(l.put, e.indexEntry(rel))
+	if len(l.put) >= 256 {
+		if err := l.save(ctx); err != nil {
+			return fmt.Errorf("checkpoint: write the index: %w", err)
+		}
+	}
+	return nil
+}
+
+// save writes the index entries learnt so far, even when ctx is
+// cancelled: what was learnt is kept for the next time.
+func (l *learning) save(ctx context.Context) error {
+	if l.t.index == nil || len(l.put) == 0 {
+		return nil
+	}
+	err := l.t.index.SaveIndex(context.WithoutCancel(ctx), l.t.root, l.put, nil)
+	l.put = l.put[:0]
+	return err
+}
+
+// finish writes the rest of the index, and removes from it the files the
+// walk did not see.
+func (l *learning) finish(ctx context.Context) error {
+	var del []string
+	for p := range l.prev {
+		if !l.seen[p] {
+			del = append(del, p)
+		}
+	}
+	if l.t.index != nil && len(l.put)+len(del) > 0 {
+		if err := l.t.index.SaveIndex(context.WithoutCancel(ctx), l.t.root, l.put, del); err != nil {
+			return fmt.Errorf("checkpoint: write the index: %w", err)
+		}
+	}
+	return nil
 }

@@ -7,10 +7,6 @@ import (
 	"fmt"
 )
 
-// Init makes or upgrades a shared PostgreSQL store, as its schema owner;
-// rls.go holds what it makes (pgSecure) and what it takes away
-// (pgNarrow).
-
 // InitOptions configure Init.
 type InitOptions struct {
 	// AdminURL is the database as the role that owns (or creates) the

@@ -41,8 +41,8 @@
 // tool summaries), rewind.go and rewrite.go,
 // export.go (JSONL), world.go (file blobs, code runs, file changes,
 // forks), fileindex.go (the workspace trackers' index), owners.go (who
-// owns a session, sharing) and rls.go (PostgreSQL's roles, row-level
-// security policies and Init, which an administrator runs).
+// owns a session, sharing), rls.go (PostgreSQL's roles and row-level
+// security policies) and pginit.go (Init, which an administrator runs).
 //
 // Sessions belong to their user (owners.go): a SQLite file is private to
 // its OS user; on PostgreSQL each user connects as a role of their own and

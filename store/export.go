@@ -128,14 +128,21 @@ func exportRows(ctx context.Context, tx *sql.Tx, enc *json.Encoder, pk int64, ki
 // message is validated (messages.DecodeUI/DecodeAPI); an error names the
 // line. A session that already exists gives ErrExists.
 func (s *Store) Import(ctx context.Context, r io.Reader) (Session, error) {
-	op := "import"
+	hdr, ui, api, err := readExport(r)
+	if err != nil {
+		return Session{}, s.wrap("import", err)
+	}
+	if err := s.importSession(ctx, hdr, ui, api); err != nil {
+		return Session{}, err
+	}
+	return s.GetSession(ctx, hdr.ID)
+}
+
+// readExport reads and validates an export: its session line, then its
+// messages. An error names the line.
+func readExport(r io.Reader) (hdr *exportSession, ui []messages.UIMessage, api []messages.APIMessage, err error) {
 	br := bufio.NewReaderSize(r, 1<<16)
-	var (
-		hdr  *exportSession
-		ui   []messages.UIMessage
-		api  []messages.APIMessage
-		line int
-	)
+	var line int
 	for {
 		raw, err := readLine(br)
 		if err == io.EOF {
@@ -143,7 +150,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (Session, error) {
 		}
 		line++
 		if err != nil {
-			return Session{}, s.wrap(op, fmt.Errorf("line %d: %w", line, err))
+			return nil, nil, nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 {
@@ -151,43 +158,48 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (Session, error) {
 		}
 		var l exportLine
 		if err := json.Unmarshal(raw, &l); err != nil {
-			return Session{}, s.wrap(op, fmt.Errorf("line %d: %w", line, err))
+			return nil, nil, nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		switch {
 		case l.Kind == "session" && hdr == nil && line == 1:
 			if l.Version != ExportVersion {
-				return Session{}, s.wrap(op, fmt.Errorf("line %d: export version %d, want %d", line, l.Version, ExportVersion))
+				return nil, nil, nil, fmt.Errorf("line %d: export version %d, want %d", line, l.Version, ExportVersion)
 			}
 			if l.Session == nil {
-				return Session{}, s.wrap(op, fmt.Errorf("line %d: session line without a session", line))
+				return nil, nil, nil, fmt.Errorf("line %d: session line without a session", line)
 			}
 			if err := checkID(l.Session.ID); err != nil {
-				return Session{}, s.wrap(op, fmt.Errorf("line %d: %w", line, err))
+				return nil, nil, nil, fmt.Errorf("line %d: %w", line, err)
 			}
 			hdr = l.Session
 		case hdr == nil:
-			return Session{}, s.wrap(op, fmt.Errorf("line %d: want the session line first, got %q", line, l.Kind))
+			return nil, nil, nil, fmt.Errorf("line %d: want the session line first, got %q", line, l.Kind)
 		case l.Kind == "ui":
 			m, err := messages.DecodeUI(l.Message)
 			if err != nil {
-				return Session{}, s.wrap(op, fmt.Errorf("line %d: %w", line, err))
+				return nil, nil, nil, fmt.Errorf("line %d: %w", line, err)
 			}
 			ui = append(ui, m)
 		case l.Kind == "api":
 			m, err := messages.DecodeAPI(l.Message)
 			if err != nil {
-				return Session{}, s.wrap(op, fmt.Errorf("line %d: %w", line, err))
+				return nil, nil, nil, fmt.Errorf("line %d: %w", line, err)
 			}
 			api = append(api, m)
 		default:
-			return Session{}, s.wrap(op, fmt.Errorf("line %d: unexpected line kind %q", line, l.Kind))
+			return nil, nil, nil, fmt.Errorf("line %d: unexpected line kind %q", line, l.Kind)
 		}
 	}
 	if hdr == nil {
-		return Session{}, s.wrap(op, errors.New("empty export"))
+		return nil, nil, nil, errors.New("empty export")
 	}
-	op = "import " + hdr.ID
-	err := s.writeTx(ctx, op, func(tx *sql.Tx) error {
+	return hdr, ui, api, nil
+}
+
+// importSession stores an export read by readExport, in one transaction,
+// as a session of the store's user.
+func (s *Store) importSession(ctx context.Context, hdr *exportSession, ui []messages.UIMessage, api []messages.APIMessage) error {
+	return s.writeTx(ctx, "import "+hdr.ID, func(tx *sql.Tx) error {
 		var archived any
 		if hdr.ArchivedAt != 0 {
 			archived = hdr.ArchivedAt
@@ -219,10 +231,6 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (Session, error) {
 		}
 		return refreshDenorm(ctx, tx, pk)
 	})
-	if err != nil {
-		return Session{}, err
-	}
-	return s.GetSession(ctx, hdr.ID)
 }
 
 // readLine reads one '\n'-terminated line of at most maxImportLine bytes.

@@ -182,6 +182,9 @@ func diffAPI(old, new []messages.APIMessage) (p apiPlan, ok bool) {
 	return p, j == len(new)
 }
 
+// apply makes the API history of the session pk, n messages long, what
+// the plan says: the removed messages at its end go with one statement,
+// the others one by one, and the changed ones are rewritten in place.
 func (p apiPlan) apply(ctx context.Context, tx *sql.Tx, pk int64, n int) error {
 	if p.empty() {
 		return nil
@@ -200,39 +203,12 @@ func (p apiPlan) apply(ctx context.Context, tx *sql.Tx, pk int64, n int) error {
 		k--
 	}
 	tailStart := n - (len(p.deletes) - k)
-	// Read the seqs of positions first..n-1 from the end of the history:
-	// rewinds mostly touch its tail.
-	rows, err := tx.QueryContext(ctx, `SELECT seq FROM api_messages WHERE session_pk = ? ORDER BY seq DESC
-		LIMIT ?`, pk, n-first)
+	seqs, err := apiSeqs(ctx, tx, pk, first, n)
 	if err != nil {
 		return err
 	}
-	seqs := make([]int64, 0, n-first)
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			rows.Close()
-			return err
-		}
-		seqs = append(seqs, seq)
-	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return err
-	}
-	rows.Close()
-	slices.Reverse(seqs)
-	if len(seqs) != n-first {
-		return fmt.Errorf("%w: API history has fewer rows than expected", ErrStale)
-	}
-	seqAt := func(pos int) (int64, error) {
-		if pos-first >= len(seqs) {
-			return 0, fmt.Errorf("api history shorter than expected at %d", pos)
-		}
-		return seqs[pos-first], nil
-	}
 	if tailStart < n {
-		seq, err := seqAt(tailStart)
+		seq, err := seqs.at(tailStart)
 		if err != nil {
 			return err
 		}
@@ -241,39 +217,97 @@ func (p apiPlan) apply(ctx context.Context, tx *sql.Tx, pk int64, n int) error {
 		}
 	}
 	if k > 0 {
-		del, err := tx.PrepareContext(ctx, "DELETE FROM api_messages WHERE seq = ?")
-		if err != nil {
+		if err := deleteAPI(ctx, tx, seqs, p.deletes[:k]); err != nil {
 			return err
-		}
-		defer del.Close()
-		for _, pos := range p.deletes[:k] {
-			seq, err := seqAt(pos)
-			if err != nil {
-				return err
-			}
-			if _, err := del.ExecContext(ctx, seq); err != nil {
-				return fmt.Errorf("delete api message: %w", err)
-			}
 		}
 	}
 	if len(p.updates) > 0 {
-		upd, err := tx.PrepareContext(ctx, "UPDATE api_messages SET ts = ?, role = ?, kind = ?, text = ?, payload = ? WHERE seq = ?")
+		return updateAPI(ctx, tx, seqs, p.updates)
+	}
+	return nil
+}
+
+// apiSeqPositions are the seqs of the API history's positions first..n-1.
+type apiSeqPositions struct {
+	first int
+	seqs  []int64
+}
+
+// at is the seq of position pos.
+func (s apiSeqPositions) at(pos int) (int64, error) {
+	if pos-s.first >= len(s.seqs) {
+		return 0, fmt.Errorf("api history shorter than expected at %d", pos)
+	}
+	return s.seqs[pos-s.first], nil
+}
+
+// apiSeqs reads the seqs of the positions first..n-1 of the session pk's
+// API history, from its end: rewinds mostly touch its tail.
+func apiSeqs(ctx context.Context, tx *sql.Tx, pk int64, first, n int) (apiSeqPositions, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT seq FROM api_messages WHERE session_pk = ? ORDER BY seq DESC
+		LIMIT ?`, pk, n-first)
+	if err != nil {
+		return apiSeqPositions{}, err
+	}
+	seqs := make([]int64, 0, n-first)
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			rows.Close()
+			return apiSeqPositions{}, err
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return apiSeqPositions{}, err
+	}
+	rows.Close()
+	slices.Reverse(seqs)
+	if len(seqs) != n-first {
+		return apiSeqPositions{}, fmt.Errorf("%w: API history has fewer rows than expected", ErrStale)
+	}
+	return apiSeqPositions{first: first, seqs: seqs}, nil
+}
+
+// deleteAPI removes the API messages at the positions, one by one.
+func deleteAPI(ctx context.Context, tx *sql.Tx, seqs apiSeqPositions, positions []int) error {
+	del, err := tx.PrepareContext(ctx, "DELETE FROM api_messages WHERE seq = ?")
+	if err != nil {
+		return err
+	}
+	defer del.Close()
+	for _, pos := range positions {
+		seq, err := seqs.at(pos)
 		if err != nil {
 			return err
 		}
-		defer upd.Close()
-		for pos, m := range p.updates {
-			seq, err := seqAt(pos)
-			if err != nil {
-				return err
-			}
-			payload, err := json.Marshal(m)
-			if err != nil {
-				return fmt.Errorf("encode api message %d: %w", m.TS, err)
-			}
-			if _, err := upd.ExecContext(ctx, m.TS, string(m.Role), apiKind(m), m.PlainText(), payload, seq); err != nil {
-				return fmt.Errorf("update api message: %w", err)
-			}
+		if _, err := del.ExecContext(ctx, seq); err != nil {
+			return fmt.Errorf("delete api message: %w", err)
+		}
+	}
+	return nil
+}
+
+// updateAPI rewrites the API messages at the positions of updates with
+// their new content.
+func updateAPI(ctx context.Context, tx *sql.Tx, seqs apiSeqPositions, updates map[int]messages.APIMessage) error {
+	upd, err := tx.PrepareContext(ctx, "UPDATE api_messages SET ts = ?, role = ?, kind = ?, text = ?, payload = ? WHERE seq = ?")
+	if err != nil {
+		return err
+	}
+	defer upd.Close()
+	for pos, m := range updates {
+		seq, err := seqs.at(pos)
+		if err != nil {
+			return err
+		}
+		payload, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("encode api message %d: %w", m.TS, err)
+		}
+		if _, err := upd.ExecContext(ctx, m.TS, string(m.Role), apiKind(m), m.PlainText(), payload, seq); err != nil {
+			return fmt.Errorf("update api message: %w", err)
 		}
 	}
 	return nil

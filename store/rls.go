@@ -143,69 +143,95 @@ func pgSecure(ctx context.Context, tx *sql.Tx) error {
 	ident := pgx.Identifier{schema}.Sanitize()
 	var b strings.Builder
 	fmt.Fprintf(&b, "GRANT USAGE ON SCHEMA %s TO %s, %s;\n", ident, UserRole, AdminRole)
-	policy := func(t, name, cmd, role, using string, check bool) {
-		fmt.Fprintf(&b, "CREATE POLICY %s ON %s FOR %s TO %s USING (%s)", name, t, cmd, role, using)
-		if check {
-			fmt.Fprintf(&b, " WITH CHECK (%s)", using)
-		}
-		b.WriteString(";\n")
+	pgSharedSessionsFunc(&b, ident)
+	for _, t := range pgTables {
+		pgSecureTable(&b, t)
 	}
-	// The sessions shared with the caller: session_shares as the caller
-	// sees it, through its policies (SECURITY INVOKER). The SET clause
-	// keeps PostgreSQL from inlining it into every statement's plan.
-	fmt.Fprintf(&b, `CREATE OR REPLACE FUNCTION ak_shared_sessions() RETURNS SETOF bigint LANGUAGE sql STABLE
+	pgBindFunc(&b, ident)
+	pgSearchFunc(&b, ident)
+	if _, err := tx.ExecContext(ctx, b.String()); err != nil {
+		return fmt.Errorf("secure: %w", err)
+	}
+	return nil
+}
+
+// pgPolicy writes the statement that creates the policy name on the
+// table t, for cmd and role, using using (and checking it, if check).
+func pgPolicy(b *strings.Builder, t, name, cmd, role, using string, check bool) {
+	fmt.Fprintf(b, "CREATE POLICY %s ON %s FOR %s TO %s USING (%s)", name, t, cmd, role, using)
+	if check {
+		fmt.Fprintf(b, " WITH CHECK (%s)", using)
+	}
+	b.WriteString(";\n")
+}
+
+// pgSharedSessionsFunc writes ak_shared_sessions, the sessions shared with
+// the caller: session_shares as the caller sees it, through its policies
+// (SECURITY INVOKER). The SET clause keeps PostgreSQL from inlining it
+// into every statement's plan. ident is the schema, quoted.
+func pgSharedSessionsFunc(b *strings.Builder, ident string) {
+	fmt.Fprintf(b, `CREATE OR REPLACE FUNCTION ak_shared_sessions() RETURNS SETOF bigint LANGUAGE sql STABLE
 SET search_path = %[1]s, pg_catalog, pg_temp AS $f$ SELECT session_pk FROM session_shares $f$;
 REVOKE ALL ON FUNCTION ak_shared_sessions() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION ak_shared_sessions() TO %[2]s;
 `, ident, UserRole)
-	// The caller as an owner: current_user when ak_owners binds that name
-	// to this very role (its OID), else NULL, which owns nothing — so a
-	// role made later under a dropped one's name sees none of its rows.
-	// Read once per statement (an InitPlan), as current_user was. It is
-	// a subquery of the policy, not a function: planned with the statement
-	// (and kept with its plan), it costs two index lookups when the
-	// statement runs; a function would cost a call, or a plan, each time.
-	const own = "owner = (SELECT o.name FROM ak_owners o WHERE o.name = current_user::text " +
-		"AND o.oid = to_regrole(quote_ident(current_user)))"
-	for _, t := range pgTables {
-		fmt.Fprintf(&b, "ALTER TABLE %[1]s ENABLE ROW LEVEL SECURITY;\nALTER TABLE %[1]s FORCE ROW LEVEL SECURITY;\n", t)
-		fmt.Fprintf(&b, "REVOKE ALL ON %s FROM PUBLIC, %s, %s;\n", t, UserRole, AdminRole)
-		for p := range pgPolicies {
-			fmt.Fprintf(&b, "DROP POLICY IF EXISTS %s ON %s;\n", p, t)
-		}
-		for _, r := range []string{UserRole, AdminRole} {
-			fmt.Fprintf(&b, "GRANT %s ON %s TO %s;\n", strings.Join(pgGrants(t, r), ", "), t, r)
-		}
-		switch t {
-		case "agentkernel_schema":
-			// Everyone reads the version; only the owner (Init) writes it.
-			policy(t, "ak_read", "SELECT", "PUBLIC", "true", false)
-			continue
-		case "ak_owners":
-			// Users read the bindings (the policies); ak_bind and administrators write them.
-			policy(t, "ak_bound", "SELECT", UserRole, "true", false)
-			policy(t, "ak_admin", "ALL", AdminRole, "true", true)
-			continue
-		}
-		policy(t, "ak_own", "ALL", UserRole, own, true)
-		policy(t, "ak_admin", "ALL", AdminRole, "true", true)
-		switch {
-		case t == "sessions":
-			policy(t, "ak_shared", "SELECT", UserRole, own+" OR pk IN (SELECT ak_shared_sessions())", false)
-		case t == "session_shares":
-			// A grant is to a role bound in ak_owners (Share binds it).
-			policy(t, "ak_granted", "SELECT", UserRole, "grantee IN (SELECT o.name FROM ak_owners o JOIN pg_roles r "+
-				"ON r.oid = o.oid AND r.rolname = o.name WHERE pg_has_role(current_user, r.oid, 'MEMBER'))", false)
-		case slices.Contains(pgChildren, t):
-			policy(t, "ak_shared", "SELECT", UserRole, own+" OR session_pk IN (SELECT ak_shared_sessions())", false)
-		}
+}
+
+// pgOwnPolicy is the caller as an owner in a policy: current_user when
+// ak_owners binds that name to this very role (its OID), else NULL, which
+// owns nothing — so a role made later under a dropped one's name sees none
+// of its rows. Read once per statement (an InitPlan), as current_user was.
+// It is a subquery of the policy, not a function: planned with the
+// statement (and kept with its plan), it costs two index lookups when the
+// statement runs; a function would cost a call, or a plan, each time.
+const pgOwnPolicy = "owner = (SELECT o.name FROM ak_owners o WHERE o.name = current_user::text " +
+	"AND o.oid = to_regrole(quote_ident(current_user)))"
+
+// pgSecureTable writes what puts the table t under row-level security:
+// forced, every privilege and policy taken away, then the grants
+// (pgGrants) and the policies (pgPolicies) that are its own.
+func pgSecureTable(b *strings.Builder, t string) {
+	fmt.Fprintf(b, "ALTER TABLE %[1]s ENABLE ROW LEVEL SECURITY;\nALTER TABLE %[1]s FORCE ROW LEVEL SECURITY;\n", t)
+	fmt.Fprintf(b, "REVOKE ALL ON %s FROM PUBLIC, %s, %s;\n", t, UserRole, AdminRole)
+	for p := range pgPolicies {
+		fmt.Fprintf(b, "DROP POLICY IF EXISTS %s ON %s;\n", p, t)
 	}
-	// ak_bind binds the role name to its OID in ak_owners unless the name
-	// is bound already, and reports whether the name is (now) this role's:
-	// false for a role that took the name of a dropped one that owned
-	// rows, or for no such role. Open binds its user, Share its grantee,
-	// Grant its role. Run as AdminRole, which alone writes ak_owners.
-	fmt.Fprintf(&b, `CREATE OR REPLACE FUNCTION ak_bind(r text) RETURNS boolean LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	for _, r := range []string{UserRole, AdminRole} {
+		fmt.Fprintf(b, "GRANT %s ON %s TO %s;\n", strings.Join(pgGrants(t, r), ", "), t, r)
+	}
+	switch t {
+	case "agentkernel_schema":
+		// Everyone reads the version; only the owner (Init) writes it.
+		pgPolicy(b, t, "ak_read", "SELECT", "PUBLIC", "true", false)
+		return
+	case "ak_owners":
+		// Users read the bindings (the policies); ak_bind and administrators write them.
+		pgPolicy(b, t, "ak_bound", "SELECT", UserRole, "true", false)
+		pgPolicy(b, t, "ak_admin", "ALL", AdminRole, "true", true)
+		return
+	}
+	pgPolicy(b, t, "ak_own", "ALL", UserRole, pgOwnPolicy, true)
+	pgPolicy(b, t, "ak_admin", "ALL", AdminRole, "true", true)
+	switch {
+	case t == "sessions":
+		pgPolicy(b, t, "ak_shared", "SELECT", UserRole, pgOwnPolicy+" OR pk IN (SELECT ak_shared_sessions())", false)
+	case t == "session_shares":
+		// A grant is to a role bound in ak_owners (Share binds it).
+		pgPolicy(b, t, "ak_granted", "SELECT", UserRole, "grantee IN (SELECT o.name FROM ak_owners o JOIN pg_roles r "+
+			"ON r.oid = o.oid AND r.rolname = o.name WHERE pg_has_role(current_user, r.oid, 'MEMBER'))", false)
+	case slices.Contains(pgChildren, t):
+		pgPolicy(b, t, "ak_shared", "SELECT", UserRole, pgOwnPolicy+" OR session_pk IN (SELECT ak_shared_sessions())", false)
+	}
+}
+
+// pgBindFunc writes ak_bind, which binds the role name to its OID in
+// ak_owners unless the name is bound already, and reports whether the
+// name is (now) this role's: false for a role that took the name of a
+// dropped one that owned rows, or for no such role. Open binds its user,
+// Share its grantee, Grant its role. Run as AdminRole, which alone writes
+// ak_owners. ident is the schema, quoted.
+func pgBindFunc(b *strings.Builder, ident string) {
+	fmt.Fprintf(b, `CREATE OR REPLACE FUNCTION ak_bind(r text) RETURNS boolean LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = %[1]s, pg_catalog, pg_temp AS $f$
 DECLARE id oid := (SELECT oid FROM pg_roles WHERE rolname = r);
 BEGIN
@@ -219,15 +245,18 @@ REVOKE CREATE ON SCHEMA %[1]s FROM %[2]s;
 REVOKE ALL ON FUNCTION ak_bind(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION ak_bind(text) TO %[3]s, %[2]s;
 `, ident, AdminRole, UserRole)
-	// Search through the GIN index. PostgreSQL does not use an index for a
-	// condition that is not leakproof (tsvector @@ tsquery is not) on a
-	// table under row-level security, so a search of every session would
-	// read every message. This function, run as AdminRole, finds the
-	// matches in the index and keeps those of the sessions the caller
-	// (session_user: inside, current_user is AdminRole) owns or is granted,
-	// by the same rule as the policies; the caller then reads the rows
-	// through its own policies.
-	fmt.Fprintf(&b, `CREATE OR REPLACE FUNCTION ak_search(q tsquery, lim bigint, archived boolean, ws text, mine boolean)
+}
+
+// pgSearchFunc writes ak_search, the search through the GIN index.
+// PostgreSQL does not use an index for a condition that is not leakproof
+// (tsvector @@ tsquery is not) on a table under row-level security, so a
+// search of every session would read every message. This function, run
+// as AdminRole, finds the matches in the index and keeps those of the
+// sessions the caller (session_user: inside, current_user is AdminRole)
+// owns or is granted, by the same rule as the policies; the caller then
+// reads the rows through its own policies. ident is the schema, quoted.
+func pgSearchFunc(b *strings.Builder, ident string) {
+	fmt.Fprintf(b, `CREATE OR REPLACE FUNCTION ak_search(q tsquery, lim bigint, archived boolean, ws text, mine boolean)
 RETURNS SETOF bigint LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = %[1]s, pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan AS $f$
 BEGIN
@@ -243,10 +272,6 @@ REVOKE CREATE ON SCHEMA %[1]s FROM %[2]s;
 REVOKE ALL ON FUNCTION ak_search(tsquery, bigint, boolean, text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION ak_search(tsquery, bigint, boolean, text, boolean) TO %[3]s;
 `, ident, AdminRole, UserRole)
-	if _, err := tx.ExecContext(ctx, b.String()); err != nil {
-		return fmt.Errorf("secure: %w", err)
-	}
-	return nil
 }
 
 // pgPolicies are the policies pgSecure makes, by name, with the one role
@@ -373,177 +398,6 @@ func pgNarrow(ctx context.Context, tx *sql.Tx) ([]string, error) {
 		removed = append(removed, w.String())
 	}
 	return removed, nil
-}
-
-// InitOptions configure Init.
-type InitOptions struct {
-	// AdminURL is the database as the role that owns (or creates) the
-	// schema: a superuser, or a role with CREATEROLE that owns the tables.
-	// Required. Its search_path, if given, names the schema.
-	AdminURL string
-	// ExistingOwner owns the rows written before sessions had an owner.
-	// Default: the role that wrote them — the tables' owner, which created
-	// the schema on first use and wrote every row when every kernel shared
-	// one role — unless that is a superuser; then AdminRole.
-	ExistingOwner string
-}
-
-// InitReport says what Init did.
-type InitReport struct {
-	From, To int    // the schema versions before and after
-	Owner    string // who owns the tables
-	// ExistingOwner owns the rows that had no owner ("" when there were
-	// none to give one).
-	ExistingOwner string
-	// Removed is what Init took away because it made the store wider than
-	// documented: policies not its own, privileges beyond the documented
-	// set ("policy handmade on ui_messages", "TRUNCATE on blobs to bob").
-	Removed []string
-}
-
-// Init creates or upgrades the schema of a shared PostgreSQL store and
-// puts it under row-level security (pgSecure), in one transaction: the
-// group roles UserRole and AdminRole are created when missing, the tables
-// and the migrations are applied, the policies and grants (re)made. It is
-// safe to run again: it repairs policies and grants. A login role then
-// needs membership in UserRole (Grant) to use the store.
-func Init(ctx context.Context, o InitOptions) (InitReport, error) {
-	var rep InitReport
-	if !IsPostgresURL(o.AdminURL) {
-		return rep, errors.New("store: init: want the postgres:// URL of a role that may create the schema")
-	}
-	opts, err := Options{URL: o.AdminURL}.withDefaults()
-	if err != nil {
-		return rep, err
-	}
-	db, pool, err := pgConnect(ctx, opts)
-	if err != nil {
-		return rep, fmt.Errorf("store: init %s: %w", RedactURL(o.AdminURL), err)
-	}
-	defer pool.Close()
-	defer db.Close()
-	fail := func(err error) (InitReport, error) {
-		return rep, fmt.Errorf("store: init %s: %w", RedactURL(o.AdminURL), err)
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fail(err)
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-	// One init at a time (migratePG takes the same lock again).
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", pgLockKey); err != nil {
-		return fail(fmt.Errorf("lock schema: %w", err))
-	}
-	if err := pgGroupRoles(ctx, tx); err != nil {
-		return fail(err)
-	}
-	// While it migrates, the owner must see every row (FORCE would hold it
-	// to the policies too); pgSecure forces the policies again before the
-	// transaction commits, so no one ever sees the tables without them.
-	for _, t := range pgTables {
-		if _, err := tx.ExecContext(ctx, "DO $$ BEGIN IF to_regclass("+pgQuote(t)+") IS NOT NULL THEN "+
-			"ALTER TABLE "+t+" NO FORCE ROW LEVEL SECURITY; END IF; END $$"); err != nil {
-			return fail(fmt.Errorf("the tables must be owned by the role of --admin-url (or it must be a superuser): %w", err))
-		}
-	}
-	m := migration{owner: o.ExistingOwner}
-	if m.owner == "" {
-		if m.owner, err = pgWriter(ctx, tx); err != nil {
-			return fail(err)
-		}
-	} else if err := pgRoleExists(ctx, tx, m.owner); err != nil {
-		return fail(err)
-	}
-	var hadRows bool
-	if rep.From, err = migratePG(ctx, tx, len(pgMigrations), m); err != nil {
-		return fail(err)
-	}
-	if rep.From > 0 && rep.From < 6 {
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM sessions) OR EXISTS (SELECT 1 FROM blobs)").Scan(&hadRows); err != nil {
-			return fail(err)
-		}
-	}
-	if hadRows {
-		rep.ExistingOwner = m.owner
-	}
-	// Every name that owns or is granted rows is bound: to its role's OID,
-	// or to 0 when the role is gone, so that no role made later under that
-	// name takes the rows over.
-	if _, err := tx.ExecContext(ctx, `INSERT INTO ak_owners (name, oid)
-		SELECT n, coalesce((SELECT oid FROM pg_roles WHERE rolname = n), 0) FROM (SELECT owner FROM sessions
-			UNION SELECT owner FROM blobs UNION SELECT owner FROM file_index UNION SELECT grantee FROM session_shares) x(n)
-		ON CONFLICT (name) DO NOTHING`); err != nil {
-		return fail(fmt.Errorf("bind the owners to their roles: %w", err))
-	}
-	if rep.Removed, err = pgNarrow(ctx, tx); err != nil {
-		return fail(err)
-	}
-	if err := pgSecure(ctx, tx); err != nil {
-		return fail(err)
-	}
-	if wide, err := pgWidened(ctx, tx); err != nil || len(wide) > 0 {
-		return fail(errors.Join(err, fmt.Errorf("still wider than documented after init: %v", wide)))
-	}
-	if err := tx.QueryRowContext(ctx, "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = to_regclass('sessions')").Scan(&rep.Owner); err != nil {
-		return fail(err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fail(err)
-	}
-	rep.To = len(pgMigrations)
-	return rep, nil
-}
-
-// pgGroupRoles creates UserRole and AdminRole when missing (that needs
-// CREATEROLE), and makes a schema owner that is not a superuser a member
-// of AdminRole, which owns the search function.
-func pgGroupRoles(ctx context.Context, tx *sql.Tx) error {
-	for _, r := range []string{UserRole, AdminRole} {
-		q := fmt.Sprintf(`DO $$ BEGIN
-	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %[1]s) THEN
-		CREATE ROLE %[2]s NOLOGIN;
-	END IF;
-EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
-END $$`, pgQuote(r), r)
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("create the group role %s (the role of --admin-url needs CREATEROLE, or create it first): %w", r, err)
-		}
-	}
-	var super bool
-	if err := tx.QueryRowContext(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
-		return err
-	}
-	if !super {
-		if _, err := tx.ExecContext(ctx, "DO $$ BEGIN IF NOT pg_has_role(current_user, "+pgQuote(AdminRole)+
-			", 'MEMBER') THEN EXECUTE 'GRANT "+AdminRole+" TO ' || quote_ident(current_user); END IF; END $$"); err != nil {
-			return fmt.Errorf("make the schema owner a member of %s: %w", AdminRole, err)
-		}
-	}
-	return nil
-}
-
-// pgWriter is who owns the rows written before sessions had an owner (see
-// InitOptions.ExistingOwner).
-func pgWriter(ctx context.Context, tx *sql.Tx) (string, error) {
-	var owner sql.NullString
-	var super sql.NullBool
-	err := tx.QueryRowContext(ctx, `SELECT r.rolname, r.rolsuper FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
-		WHERE c.oid = to_regclass('sessions')`).Scan(&owner, &super)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!owner.Valid || super.Bool)) {
-		return AdminRole, nil
-	}
-	return owner.String, err
-}
-
-func pgRoleExists(ctx context.Context, tx *sql.Tx, role string) error {
-	var ok bool
-	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ?)", role).Scan(&ok); err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("no role %q in the database", role)
-	}
-	return nil
 }
 
 // Grant makes the login role a user of the shared store at adminURL (a

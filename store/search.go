@@ -145,6 +145,33 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 	if strings.TrimSpace(query) == "" {
 		return nil, nil
 	}
+	sq := newPGSearch(query, o)
+	var hits []SearchHit
+	err := s.readTx(ctx, "search", func(tx *sql.Tx) error {
+		var err error
+		if o.SessionID != "" {
+			hits, err = sq.inSession(ctx, tx)
+		} else {
+			hits, err = sq.everywhere(ctx, tx, s.admin)
+		}
+		return err
+	})
+	return hits, err
+}
+
+// pgSearchQueries are the statements of one pgSearch: q tests every
+// message that may match (a session's, or everyone's), newest walks the
+// newest messages only, and viaIndex asks ak_search for the matches.
+type pgSearchQueries struct {
+	query               string
+	o                   SearchOptions
+	opts                string // ts_headline's options
+	q, newest, viaIndex string
+	args                []any // ?1-?3, of q and newest
+	ws                  []any // the workspace: ?4 in q, ?5 in newest
+}
+
+func newPGSearch(query string, o SearchOptions) pgSearchQueries {
 	parse := "plainto_tsquery('ak_search', ?1)"
 	if o.Raw {
 		parse = "websearch_to_tsquery('ak_search', ?1)"
@@ -157,7 +184,7 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 	// Marks that cannot occur in ts_headline's option syntax; replaced below.
 	opts := fmt.Sprintf("StartSel=\x02, StopSel=\x03, MaxWords=%d, MinWords=1, ShortWord=0, MaxFragments=1",
 		max(o.SnippetTokens, 2))
-	args := []any{query, opts, o.Limit}
+	sq := pgSearchQueries{query: query, o: o, opts: opts, args: []any{query, opts, o.Limit}}
 	if o.SessionID == "" && !o.IncludeArchived {
 		q += " AND s.archived_at IS NULL"
 	}
@@ -165,66 +192,63 @@ func (s *Store) pgSearch(ctx context.Context, query string, o SearchOptions) ([]
 		q += " AND m.owner = current_user"
 	}
 	newest := q + " AND m.seq > (SELECT coalesce(max(seq), 0) FROM ui_messages) - ?4"
-	var ws []any // the workspace: ?4 in q, ?5 in newest
 	switch {
 	case o.SessionID != "":
 		q += " AND m.session_pk = ?4"
 	case o.Workspace != "":
 		q += " AND s.workspace = ?4"
 		newest += " AND s.workspace = ?5"
-		ws = []any{o.Workspace}
+		sq.ws = []any{o.Workspace}
 	}
 	tail := " ORDER BY m.seq DESC LIMIT ?3) h ORDER BY h.seq DESC"
-	q, newest = q+tail, newest+tail
-	viaIndex := `SELECT h.id, h.ts, h.type, h.kind, h.role, h.text, ts_headline('ak_search', h.text, ` + parse + `, ?2)
+	sq.q, sq.newest = q+tail, newest+tail
+	sq.viaIndex = `SELECT h.id, h.ts, h.type, h.kind, h.role, h.text, ts_headline('ak_search', h.text, ` + parse + `, ?2)
 		FROM (SELECT s.id, m.seq, m.ts, m.type, m.kind, m.role, m.text
 			FROM ui_messages m JOIN sessions s ON s.pk = m.session_pk
 			WHERE m.seq IN (SELECT ak_search(` + parse + `, ?3, ?4 <> 0, ?5, ?6 <> 0))` + tail
-	var hits []SearchHit
-	err := s.readTx(ctx, "search", func(tx *sql.Tx) error {
-		if o.SessionID != "" {
-			// A session's own rows, newest first, are few enough to test
-			// one by one.
-			var pk int64
-			err := tx.QueryRowContext(ctx, "SELECT pk FROM sessions WHERE id = ?", o.SessionID).Scan(&pk)
-			if err == sql.ErrNoRows {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			// A plan for this query's words: a cached generic plan may walk
-			// every message for a common one instead of the session's.
-			if _, err := tx.ExecContext(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
-				return err
-			}
-			hits, err = pgHits(ctx, tx, q, o, append(args, pk)...)
-			return err
-		}
-		// Everyone's messages: FTS5 walks its index newest first; GIN has
-		// no order. A word common enough to fill the page is found among
-		// the newest messages by walking them; any other is found through
-		// the index (the walk is then turned off: the planner, not knowing
-		// how rare a word is, would walk the whole table for one that is
-		// nowhere).
-		var err error
-		if hits, err = pgHits(ctx, tx, newest, o, append(append(args, pgSearchWindow), ws...)...); err != nil || len(hits) == o.Limit {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_indexscan = off"); err != nil {
-			return err
-		}
-		if !s.admin {
-			// Under row-level security the index is not used for @@ (see
-			// ak_search in rls.go): the function finds the matches the
-			// caller may see through it. (Booleans travel as 0 and 1.)
-			hits, err = pgHits(ctx, tx, viaIndex, o, query, opts, o.Limit, o.IncludeArchived, o.Workspace, o.Mine)
-			return err
-		}
-		hits, err = pgHits(ctx, tx, q, o, append(args, ws...)...)
-		return err
-	})
-	return hits, err
+	return sq
+}
+
+// inSession searches one session: its own rows, newest first, are few
+// enough to test one by one.
+func (sq pgSearchQueries) inSession(ctx context.Context, tx *sql.Tx) ([]SearchHit, error) {
+	var pk int64
+	err := tx.QueryRowContext(ctx, "SELECT pk FROM sessions WHERE id = ?", sq.o.SessionID).Scan(&pk)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A plan for this query's words: a cached generic plan may walk
+	// every message for a common one instead of the session's.
+	if _, err := tx.ExecContext(ctx, "SET LOCAL plan_cache_mode = force_custom_plan"); err != nil {
+		return nil, err
+	}
+	return pgHits(ctx, tx, sq.q, sq.o, append(sq.args, pk)...)
+}
+
+// everywhere searches everyone's messages: FTS5 walks its index newest
+// first; GIN has no order. A word common enough to fill the page is found
+// among the newest messages by walking them; any other is found through
+// the index (the walk is then turned off: the planner, not knowing how
+// rare a word is, would walk the whole table for one that is nowhere).
+func (sq pgSearchQueries) everywhere(ctx context.Context, tx *sql.Tx, admin bool) ([]SearchHit, error) {
+	o := sq.o
+	hits, err := pgHits(ctx, tx, sq.newest, o, append(append(sq.args, pgSearchWindow), sq.ws...)...)
+	if err != nil || len(hits) == o.Limit {
+		return hits, err
+	}
+	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_indexscan = off"); err != nil {
+		return hits, err
+	}
+	if !admin {
+		// Under row-level security the index is not used for @@ (see
+		// ak_search in rls.go): the function finds the matches the
+		// caller may see through it. (Booleans travel as 0 and 1.)
+		return pgHits(ctx, tx, sq.viaIndex, o, sq.query, sq.opts, o.Limit, o.IncludeArchived, o.Workspace, o.Mine)
+	}
+	return pgHits(ctx, tx, sq.q, o, append(sq.args, sq.ws...)...)
 }
 
 // pgSearchWindow is how many of the newest messages a search walks before

@@ -429,28 +429,58 @@ func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, err
 	if o.PreviewChars <= 0 {
 		o.PreviewChars = 120
 	}
-	var where []string
-	var args []any
+	l := s.newListing(o)
+	var out []Session
+	list := func(tx querier) error {
+		var err error
+		out, err = l.read(ctx, tx)
+		return err
+	}
+	var err error
+	if l.sized {
+		err = s.readTx(ctx, "list sessions", func(tx *sql.Tx) error { return list(tx) })
+	} else {
+		err = s.readOne(ctx, "list sessions", list)
+	}
+	return out, err
+}
+
+// listing is the statement of one ListSessions, and of its count when the
+// answer is sized first.
+type listing struct {
+	o         ListOptions
+	where     []string // the conditions, ANDed
+	whereArgs []any
+	query     string
+	args      []any
+	// sized: a long listing is sized first: growing a slice of sessions
+	// one append at a time cost a 10,000-session listing a third of its
+	// time. Not a search: counting would run it twice.
+	sized bool
+}
+
+func (s *Store) newListing(o ListOptions) listing {
+	l := listing{o: o}
 	switch o.Archived {
 	case LiveOnly:
-		where = append(where, "archived_at IS NULL")
+		l.where = append(l.where, "archived_at IS NULL")
 	case ArchivedOnly:
-		where = append(where, "archived_at IS NOT NULL")
+		l.where = append(l.where, "archived_at IS NOT NULL")
 	}
 	if o.Workspace != "" {
-		where = append(where, "workspace = ?")
-		args = append(args, o.Workspace)
+		l.where = append(l.where, "workspace = ?")
+		l.whereArgs = append(l.whereArgs, o.Workspace)
 	}
 	if o.Mine && s.pg {
-		where = append(where, "owner = current_user")
+		l.where = append(l.where, "owner = current_user")
 	}
 	if q := strings.TrimSpace(o.Search); q != "" {
 		pat := "%" + likeEscape(q) + "%"
 		// lower() on both sides: LIKE ignores ASCII case in SQLite, and
 		// not at all in PostgreSQL.
-		where = append(where, `(lower(title) LIKE lower(?) ESCAPE '\' OR lower(first_user_message) LIKE lower(?) ESCAPE '\'
+		l.where = append(l.where, `(lower(title) LIKE lower(?) ESCAPE '\' OR lower(first_user_message) LIKE lower(?) ESCAPE '\'
 			OR lower(id) LIKE lower(?) ESCAPE '\')`)
-		args = append(args, pat, pat, pat)
+		l.whereArgs = append(l.whereArgs, pat, pat, pat)
 	}
 	// Only what a listing shows is read: the counters packed, the long
 	// texts cut in SQL.
@@ -458,57 +488,48 @@ func (s *Store) ListSessions(ctx context.Context, o ListOptions) ([]Session, err
 	if s.pg {
 		cols = pgListCols
 	}
-	query := "SELECT " + cols + " FROM sessions"
-	whereArgs := args
-	args = append([]any{o.PreviewChars + 1}, args...)
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
+	l.query = "SELECT " + cols + " FROM sessions"
+	l.args = append([]any{o.PreviewChars + 1}, l.whereArgs...)
+	if len(l.where) > 0 {
+		l.query += " WHERE " + strings.Join(l.where, " AND ")
 	}
-	query += " ORDER BY updated_at DESC, pk DESC LIMIT ? OFFSET ?"
-	if o.Limit < 0 {
-		o.Limit = math.MaxInt64
+	l.query += " ORDER BY updated_at DESC, pk DESC LIMIT ? OFFSET ?"
+	if l.o.Limit < 0 {
+		l.o.Limit = math.MaxInt64
 	}
-	args = append(args, o.Limit, max(o.Offset, 0))
+	l.args = append(l.args, l.o.Limit, max(o.Offset, 0))
+	l.sized = l.o.Limit > 256 && strings.TrimSpace(o.Search) == ""
+	return l
+}
+
+// read runs the listing (and its count, when sized) on tx.
+func (l listing) read(ctx context.Context, tx querier) ([]Session, error) {
 	var out []Session
-	// A long listing is sized first: growing a slice of sessions one
-	// append at a time cost a 10,000-session listing a third of its time.
-	// Not a search: counting would run it twice.
-	sized := o.Limit > 256 && strings.TrimSpace(o.Search) == ""
-	list := func(tx querier) error {
-		out = nil
-		if sized {
-			count := "SELECT count(*) FROM sessions"
-			if len(where) > 0 {
-				count += " WHERE " + strings.Join(where, " AND ")
-			}
-			var n int
-			if err := tx.QueryRowContext(ctx, count, whereArgs...).Scan(&n); err != nil {
-				return err
-			}
-			out = make([]Session, 0, max(min(int64(n-max(o.Offset, 0)), int64(o.Limit)), 0))
+	if l.sized {
+		count := "SELECT count(*) FROM sessions"
+		if len(l.where) > 0 {
+			count += " WHERE " + strings.Join(l.where, " AND ")
 		}
-		rows, err := tx.QueryContext(ctx, query, args...)
+		var n int
+		if err := tx.QueryRowContext(ctx, count, l.whereArgs...).Scan(&n); err != nil {
+			return out, err
+		}
+		out = make([]Session, 0, max(min(int64(n-max(l.o.Offset, 0)), int64(l.o.Limit)), 0))
+	}
+	rows, err := tx.QueryContext(ctx, l.query, l.args...)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ss, err := scanListedSession(rows)
 		if err != nil {
-			return err
+			return out, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			ss, err := scanListedSession(rows)
-			if err != nil {
-				return err
-			}
-			ss.LastMessage = cutRunes(ss.LastMessage, o.PreviewChars)
-			out = append(out, ss)
-		}
-		return rows.Err()
+		ss.LastMessage = cutRunes(ss.LastMessage, l.o.PreviewChars)
+		out = append(out, ss)
 	}
-	var err error
-	if sized {
-		err = s.readTx(ctx, "list sessions", func(tx *sql.Tx) error { return list(tx) })
-	} else {
-		err = s.readOne(ctx, "list sessions", list)
-	}
-	return out, err
+	return out, rows.Err()
 }
 
 func likeEscape(s string) string {

@@ -56,36 +56,51 @@ func Start() (*Server, error) {
 	if initdb == "" {
 		return nil, ErrUnavailable
 	}
-	bin := filepath.Dir(initdb)
 	dir, err := os.MkdirTemp("", "agentkernel-pg-")
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{dir: dir, exit: make(chan struct{})}
-	cred, err := credential(dir)
-	if err != nil {
+	if err := s.start(filepath.Dir(initdb)); err != nil {
 		s.Stop()
 		return nil, err
 	}
-	data := filepath.Join(dir, "data")
+	return s, nil
+}
+
+// start makes a cluster in s.dir with the binaries in bin, starts its
+// server on a free port and waits until it accepts connections.
+func (s *Server) start(bin string) error {
+	cred, err := credential(s.dir)
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(s.dir, "data")
 	out, err := run(cred, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
 		"-E", "UTF8", "--locale=C", "--no-sync")
 	if err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+		return fmt.Errorf("initdb: %v: %s", err, out)
 	}
 	port, err := freePort()
 	if err != nil {
-		s.Stop()
-		return nil, err
+		return err
 	}
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-h", "127.0.0.1",
+	if err := s.launch(cred, bin, data, port); err != nil {
+		return err
+	}
+	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	return s.waitReady()
+}
+
+// launch starts the server of the cluster in data, its output to
+// postgres.log in s.dir; s.exit closes when it exits.
+func (s *Server) launch(cred *syscall.Credential, bin, data string, port int) error {
+	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", s.dir, "-h", "127.0.0.1",
 		"-p", strconv.Itoa(port), "-c", "max_connections=300", "-c", "logging_collector=off")
 	s.cmd.SysProcAttr = procAttr(cred)
-	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
+	logf, err := os.Create(filepath.Join(s.dir, "postgres.log"))
 	if err != nil {
-		s.Stop()
-		return nil, err
+		return err
 	}
 	defer logf.Close()
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
@@ -107,10 +122,14 @@ func Start() (*Server, error) {
 		close(s.exit)
 	}()
 	if err := <-started; err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("start postgres: %w", err)
+		return fmt.Errorf("start postgres: %w", err)
 	}
-	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	return nil
+}
+
+// waitReady waits up to 30 seconds for the server to accept connections,
+// and fails at once when it exits.
+func (s *Server) waitReady() error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -118,18 +137,16 @@ func Start() (*Server, error) {
 		cancel()
 		if err == nil {
 			c.Close(context.Background())
-			return s, nil
+			return nil
 		}
 		select {
 		case <-s.exit:
-			log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
-			s.Stop()
-			return nil, fmt.Errorf("postgres exited: %s", log)
+			log, _ := os.ReadFile(filepath.Join(s.dir, "postgres.log"))
+			return fmt.Errorf("postgres exited: %s", log)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			s.Stop()
-			return nil, fmt.Errorf("postgres did not accept connections in 30s: %v", err)
+			return fmt.Errorf("postgres did not accept connections in 30s: %v", err)
 		}
 	}
 }

@@ -332,12 +332,38 @@ func (p *parser) mimeBundle(raw json.RawMessage, field string) (MimeBundle, bool
 	return b, true
 }
 
+// parseCell decodes the cell at index of a notebook's cells: the fields
+// every cell has, then those of its type. The fields nbformat does not
+// define for its type are kept in Extra.
 func parseCell(index int, raw json.RawMessage, minor int) (*Cell, error) {
 	p := parser{cell: index}
 	var m map[string]json.RawMessage
 	if isNull(raw) || json.Unmarshal(raw, &m) != nil {
 		return nil, p.fail("", "want an object, got %s", kind(raw))
 	}
+	c, err := p.cellBase(m)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{"id": true, "cell_type": true, "source": true, "metadata": true}
+	switch c.CellType {
+	case Code:
+		known["outputs"], known["execution_count"] = true, true
+		err = p.codeFields(c, m)
+	case Markdown, Raw:
+		known["attachments"] = true
+		err = p.attachments(c, m)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.Extra = extraFields(m, known)
+	return c, nil
+}
+
+// cellBase decodes the fields every cell has: id, cell_type, source and
+// metadata. From the id on, p's errors name it.
+func (p *parser) cellBase(m map[string]json.RawMessage) (*Cell, error) {
 	c := &Cell{}
 	var ok bool
 	if c.ID, ok = p.string(m, "id", "id", false); !ok {
@@ -366,60 +392,75 @@ func parseCell(index int, raw json.RawMessage, minor int) (*Cell, error) {
 	if c.Metadata == nil {
 		c.Metadata = Metadata{}
 	}
-	known := map[string]bool{"id": true, "cell_type": true, "source": true, "metadata": true}
-	switch c.CellType {
-	case Code:
-		known["outputs"], known["execution_count"] = true, true
-		if ec, has := m["execution_count"]; has && !isNull(ec) {
-			n, ok := p.int(m, "execution_count", false)
-			if !ok {
-				return nil, p.err
-			}
-			if n < 0 {
-				return nil, p.fail("execution_count", "negative (%d)", n)
-			}
-			c.ExecutionCount = &n
+	return c, nil
+}
+
+// codeFields decodes a code cell's execution_count (null or absent is
+// none) and outputs (absent is none).
+func (p *parser) codeFields(c *Cell, m map[string]json.RawMessage) error {
+	if ec, has := m["execution_count"]; has && !isNull(ec) {
+		n, ok := p.int(m, "execution_count", false)
+		if !ok {
+			return p.err
 		}
-		c.Outputs = []*Output{}
-		if rawOuts, has := m["outputs"]; has {
-			var outs []json.RawMessage
-			if isNull(rawOuts) || json.Unmarshal(rawOuts, &outs) != nil {
-				return nil, p.fail("outputs", "want a list, got %s", kind(rawOuts))
-			}
-			for j, ro := range outs {
-				o, err := p.output(ro, fmt.Sprintf("outputs[%d]", j))
-				if err != nil {
-					return nil, err
-				}
-				c.Outputs = append(c.Outputs, o)
-			}
+		if n < 0 {
+			return p.fail("execution_count", "negative (%d)", n)
 		}
-	case Markdown, Raw:
-		if rawAtt, has := m["attachments"]; has {
-			known["attachments"] = true
-			var att map[string]json.RawMessage
-			if isNull(rawAtt) || json.Unmarshal(rawAtt, &att) != nil {
-				return nil, p.fail("attachments", "want an object, got %s", kind(rawAtt))
-			}
-			c.Attachments = make(map[string]MimeBundle, len(att))
-			for name, v := range att {
-				b, ok := p.mimeBundle(v, "attachments["+strconv.Quote(name)+"]")
-				if !ok {
-					return nil, p.err
-				}
-				c.Attachments[name] = b
-			}
-		}
+		c.ExecutionCount = &n
 	}
+	c.Outputs = []*Output{}
+	rawOuts, has := m["outputs"]
+	if !has {
+		return nil
+	}
+	var outs []json.RawMessage
+	if isNull(rawOuts) || json.Unmarshal(rawOuts, &outs) != nil {
+		return p.fail("outputs", "want a list, got %s", kind(rawOuts))
+	}
+	for j, ro := range outs {
+		o, err := p.output(ro, fmt.Sprintf("outputs[%d]", j))
+		if err != nil {
+			return err
+		}
+		c.Outputs = append(c.Outputs, o)
+	}
+	return nil
+}
+
+// attachments decodes a markdown or raw cell's attachments, if it has any.
+func (p *parser) attachments(c *Cell, m map[string]json.RawMessage) error {
+	rawAtt, has := m["attachments"]
+	if !has {
+		return nil
+	}
+	var att map[string]json.RawMessage
+	if isNull(rawAtt) || json.Unmarshal(rawAtt, &att) != nil {
+		return p.fail("attachments", "want an object, got %s", kind(rawAtt))
+	}
+	c.Attachments = make(map[string]MimeBundle, len(att))
+	for name, v := range att {
+		b, ok := p.mimeBundle(v, "attachments["+strconv.Quote(name)+"]")
+		if !ok {
+			return p.err
+		}
+		c.Attachments[name] = b
+	}
+	return nil
+}
+
+// extraFields are the fields of m that are not known; nil when there are
+// none.
+func extraFields(m map[string]json.RawMessage, known map[string]bool) map[string]json.RawMessage {
+	var extra map[string]json.RawMessage
 	for k, v := range m {
 		if !known[k] {
-			if c.Extra == nil {
-				c.Extra = make(map[string]json.RawMessage)
+			if extra == nil {
+				extra = make(map[string]json.RawMessage)
 			}
-			c.Extra[k] = v
+			extra[k] = v
 		}
 	}
-	return c, nil
+	return extra
 }
 
 func (p *parser) output(raw json.RawMessage, field string) (*Output, error) {

@@ -82,88 +82,17 @@ func FromSession(ui []messages.UIMessage, api []messages.APIMessage, meta Sessio
 	if err != nil {
 		return nil, fmt.Errorf("notebooks: from session: %w", err)
 	}
-	byID := make(map[string]*codeCall, len(calls))
-	for _, c := range calls {
-		byID[c.id] = c
-	}
-	ex := exporter{}
-	var prompt *Cell
-	turns := 0
+	ex := newExporter(calls)
 	for i, m := range ui {
-		where := fmt.Sprintf("ui[%d] (ts %d)", i, m.TS)
-		if m.Type == messages.TypeSay {
-			switch m.Say {
-			case messages.SayText:
-				if turns == 0 {
-					turns++
-					prompt = ex.promptCell(m, turns)
-					continue
-				}
-			case messages.SayUserFeedback, messages.SayUserFeedbackDiff:
-				turns++
-				prompt = ex.promptCell(m, turns)
-				continue
-			}
-		}
-		add := func(o ...*Output) {
-			if prompt == nil { // agent output before any prompt
-				turns++
-				prompt = ex.promptCell(messages.UIMessage{TS: m.TS}, turns)
-			}
-			prompt.Outputs = append(prompt.Outputs, o...)
-		}
-		switch {
-		case m.Type == messages.TypeSay && (m.Say == messages.SayText || m.Say == messages.SayCompletionResult),
-			m.Type == messages.TypeAsk && m.Ask == messages.AskCompletionResult:
-			if m.Text != "" {
-				add(markdownOutput(m.Text))
-			}
-			add(imageOutputs(m.Images)...)
-		case m.Type == messages.TypeAsk && m.Ask == messages.AskFollowup:
-			add(markdownOutput(followupText(m.Text)))
-			add(imageOutputs(m.Images)...)
-		case m.Type == messages.TypeSay && m.Say == messages.SayImage:
-			add(imageOutputs(m.Images)...)
-		case m.Type == messages.TypeSay && m.Say == messages.SayError,
-			m.Type == messages.TypeAsk && m.Ask == messages.AskAPIReqFailed:
-			add(&Output{OutputType: ErrorOutput, Ename: "AgentError", Evalue: m.Text, Traceback: []string{m.Text}})
-		case m.Type == messages.TypeSay && (m.Say == messages.SayCommandOutput || m.Say == messages.SayCellExecuted):
-			role := RoleAgentCode
-			if m.Say == messages.SayCellExecuted {
-				role = RoleUserCode
-			}
-			c, err := ex.recordCell(m, role, calls, byID)
-			if err != nil {
-				return nil, fmt.Errorf("notebooks: from session: %s: %w", where, err)
-			}
-			ex.add(c, m.TS)
+		if err := ex.message(m); err != nil {
+			return nil, fmt.Errorf("notebooks: from session: ui[%d] (ts %d): %w", i, m.TS, err)
 		}
 	}
-	for _, call := range calls {
-		if !call.used {
-			c := call.cell()
-			c.ID = ex.id("tool-" + call.id)
-			ex.insert(c, call.ts)
-		}
-	}
+	ex.unusedCalls()
 	nb := New()
 	nb.Cells = ex.cells
-	session := map[string]string{}
-	for k, v := range map[string]string{"id": meta.ID, "title": meta.Title, "model": meta.Model, "provider": meta.Provider, "mode": meta.Mode} {
-		if v != "" {
-			session[k] = v
-		}
-	}
-	if err := nb.Metadata.Set("agentkernel", map[string]any{"session": session}); err != nil {
+	if err := setSessionMetadata(nb, meta); err != nil {
 		return nil, err
-	}
-	if meta.Kernelspec != nil {
-		if err := nb.Metadata.Set("kernelspec", meta.Kernelspec); err != nil {
-			return nil, err
-		}
-	}
-	if len(meta.LanguageInfo) > 0 {
-		nb.Metadata["language_info"] = bytes.Clone(meta.LanguageInfo)
 	}
 	if err := nb.Validate(); err != nil {
 		return nil, fmt.Errorf("notebooks: from session: %w", err)
@@ -171,11 +100,147 @@ func FromSession(ui []messages.UIMessage, api []messages.APIMessage, meta Sessio
 	return nb, nil
 }
 
-// exporter collects cells with the timestamps they came from.
+// setSessionMetadata puts meta in the notebook metadata: its non-empty
+// fields under agentkernel.session, its kernelspec and language_info.
+func setSessionMetadata(nb *Notebook, meta SessionMeta) error {
+	session := map[string]string{}
+	for k, v := range map[string]string{"id": meta.ID, "title": meta.Title, "model": meta.Model, "provider": meta.Provider, "mode": meta.Mode} {
+		if v != "" {
+			session[k] = v
+		}
+	}
+	if err := nb.Metadata.Set("agentkernel", map[string]any{"session": session}); err != nil {
+		return err
+	}
+	if meta.Kernelspec != nil {
+		if err := nb.Metadata.Set("kernelspec", meta.Kernelspec); err != nil {
+			return err
+		}
+	}
+	if len(meta.LanguageInfo) > 0 {
+		nb.Metadata["language_info"] = bytes.Clone(meta.LanguageInfo)
+	}
+	return nil
+}
+
+// exporter collects cells with the timestamps they came from. It reads the
+// UI history in order, one message at a time, and keeps the turn it is in:
+// the prompt cell the agent's answer goes to.
 type exporter struct {
 	cells []*Cell
 	ts    []int64
 	ids   map[string]bool
+
+	calls  []*codeCall          // the API history's execute_code calls, in order
+	byID   map[string]*codeCall // calls by tool_use id
+	prompt *Cell                // the current turn's prompt cell; nil before the first
+	turns  int
+}
+
+func newExporter(calls []*codeCall) *exporter {
+	byID := make(map[string]*codeCall, len(calls))
+	for _, c := range calls {
+		byID[c.id] = c
+	}
+	return &exporter{calls: calls, byID: byID}
+}
+
+// message exports the next UI message: a prompt starts a turn, the agent's
+// answer becomes outputs of the turn's prompt cell, a command_output or
+// cell_executed becomes a code cell; the rest is left out.
+func (ex *exporter) message(m messages.UIMessage) error {
+	if ex.startsTurn(m) {
+		ex.turns++
+		ex.prompt = ex.promptCell(m, ex.turns)
+		return nil
+	}
+	if outs, ok := answerOutputs(m); ok {
+		ex.answer(m.TS, outs...)
+		return nil
+	}
+	if role, ok := recordRole(m); ok {
+		c, err := ex.recordCell(m, role)
+		if err != nil {
+			return err
+		}
+		ex.add(c, m.TS)
+	}
+	return nil
+}
+
+// startsTurn reports whether m is a user prompt: the session's first say
+// text, or a say user_feedback or user_feedback_diff.
+func (ex *exporter) startsTurn(m messages.UIMessage) bool {
+	if m.Type != messages.TypeSay {
+		return false
+	}
+	switch m.Say {
+	case messages.SayText:
+		return ex.turns == 0
+	case messages.SayUserFeedback, messages.SayUserFeedbackDiff:
+		return true
+	}
+	return false
+}
+
+// answer appends outputs to the current turn's prompt cell; agent output
+// before any prompt gets a prompt cell of its own, with an empty source and
+// the message's ts.
+func (ex *exporter) answer(ts int64, o ...*Output) {
+	if ex.prompt == nil {
+		ex.turns++
+		ex.prompt = ex.promptCell(messages.UIMessage{TS: ts}, ex.turns)
+	}
+	ex.prompt.Outputs = append(ex.prompt.Outputs, o...)
+}
+
+// answerOutputs are the outputs of a message that is part of the agent's
+// answer; ok is false for any other message.
+func answerOutputs(m messages.UIMessage) (outs []*Output, ok bool) {
+	switch {
+	case m.Type == messages.TypeSay && (m.Say == messages.SayText || m.Say == messages.SayCompletionResult),
+		m.Type == messages.TypeAsk && m.Ask == messages.AskCompletionResult:
+		if m.Text != "" {
+			outs = append(outs, markdownOutput(m.Text))
+		}
+		return append(outs, imageOutputs(m.Images)...), true
+	case m.Type == messages.TypeAsk && m.Ask == messages.AskFollowup:
+		return append([]*Output{markdownOutput(followupText(m.Text))}, imageOutputs(m.Images)...), true
+	case m.Type == messages.TypeSay && m.Say == messages.SayImage:
+		return imageOutputs(m.Images), true
+	case m.Type == messages.TypeSay && m.Say == messages.SayError,
+		m.Type == messages.TypeAsk && m.Ask == messages.AskAPIReqFailed:
+		return []*Output{{OutputType: ErrorOutput, Ename: "AgentError", Evalue: m.Text, Traceback: []string{m.Text}}}, true
+	}
+	return nil, false
+}
+
+// recordRole is the role of the code cell a say command_output
+// (agent-code) or cell_executed (user-code) becomes; ok is false for any
+// other message.
+func recordRole(m messages.UIMessage) (role string, ok bool) {
+	if m.Type != messages.TypeSay {
+		return "", false
+	}
+	switch m.Say {
+	case messages.SayCommandOutput:
+		return RoleAgentCode, true
+	case messages.SayCellExecuted:
+		return RoleUserCode, true
+	}
+	return "", false
+}
+
+// unusedCalls adds the execute_code calls no UI message used, each after
+// the last cell not later than its ts.
+func (ex *exporter) unusedCalls() {
+	for _, call := range ex.calls {
+		if !call.used {
+			c := call.cell()
+			c.ID = ex.id("tool-" + call.id)
+			ex.insert(c, call.ts)
+		}
+	}
 }
 
 func (ex *exporter) add(c *Cell, ts int64) {
@@ -244,7 +309,7 @@ func (ex *exporter) promptCell(m messages.UIMessage, turn int) *Cell {
 }
 
 // recordCell makes the code cell of a command_output or cell_executed message.
-func (ex *exporter) recordCell(m messages.UIMessage, role string, calls []*codeCall, byID map[string]*codeCall) (*Cell, error) {
+func (ex *exporter) recordCell(m messages.UIMessage, role string) (*Cell, error) {
 	c := &Cell{CellType: Code, Outputs: []*Output{}}
 	rec, structured, err := parseRecord(m.Text)
 	if err != nil {
@@ -259,11 +324,11 @@ func (ex *exporter) recordCell(m messages.UIMessage, role string, calls []*codeC
 			}
 		}
 		if rec.ToolUseID != "" {
-			call = byID[rec.ToolUseID]
+			call = ex.byID[rec.ToolUseID]
 		}
 	} else {
 		if role == RoleAgentCode {
-			for _, cc := range calls {
+			for _, cc := range ex.calls {
 				if !cc.used {
 					call = cc
 					break

@@ -184,108 +184,27 @@ func apiCutoff(api []messages.APIMessage, ts int64) int64 {
 //
 // A tool_use is kept when a later message has a tool_result with its id, a
 // tool_result when an earlier message has the tool_use. Nearly always the
-// partner is in the neighbouring message, so that is checked first; only the
-// ids not settled that way are looked up in one more pass.
+// partner is in the neighbouring message, so that is checked first (by
+// survey); only the ids not settled that way are looked up in one more pass
+// (by orphans.locate).
 func cleanup(api []messages.APIMessage) ([]messages.APIMessage, bool) {
-	summaries, markers := map[string]bool{}, map[string]bool{}
-	var unsettled map[string]bool
-	var withUnsettled []int // indexes of the messages holding unsettled blocks
-	for i := range api {
-		m := &api[i]
-		if m.IsSummary && m.CondenseID != "" {
-			summaries[m.CondenseID] = true
-		}
-		if m.IsTruncationMarker && m.TruncationID != "" {
-			markers[m.TruncationID] = true
-		}
-		for j := range m.Content {
-			b := &m.Content[j]
-			switch {
-			case b.Type == messages.BlockToolUse && !(i+1 < len(api) && hasBlock(&api[i+1], messages.BlockToolResult, b.ID)),
-				b.Type == messages.BlockToolResult && !(i > 0 && hasBlock(&api[i-1], messages.BlockToolUse, b.ToolUseID)):
-				if unsettled == nil {
-					unsettled = map[string]bool{}
-				}
-				unsettled[toolID(b)] = true
-				if n := len(withUnsettled); n == 0 || withUnsettled[n-1] != i {
-					withUnsettled = append(withUnsettled, i)
-				}
-			}
-		}
-	}
-	// For the unsettled ids: index of the first tool_use, of the last tool_result.
-	var firstUse, lastResult map[string]int
-	if len(unsettled) > 0 {
-		firstUse, lastResult = map[string]int{}, map[string]int{}
-		for i := range api {
-			for j := range api[i].Content {
-				b := &api[i].Content[j]
-				if b.Type != messages.BlockToolUse && b.Type != messages.BlockToolResult {
-					continue
-				}
-				id := toolID(b)
-				if !unsettled[id] {
-					continue
-				}
-				if b.Type == messages.BlockToolResult {
-					lastResult[id] = i
-				} else if _, ok := firstUse[id]; !ok {
-					firstUse[id] = i
-				}
-			}
-		}
-	}
+	summaries, markers, orph := survey(api)
+	orph.locate(api)
 
 	changed := false
 	out := api[:0]
-	// Most messages share a parent with the message before them.
-	var lastCP, lastTP string
-	var lastCPOK, lastTPOK bool
 	for i := range api {
 		m := api[i]
-		if p := m.CondenseParent; p != "" {
-			if p != lastCP {
-				lastCP, lastCPOK = p, summaries[p]
-			}
-			if !lastCPOK {
-				m.CondenseParent = ""
-				changed = true
-			}
+		if summaries.dangling(m.CondenseParent) {
+			m.CondenseParent = ""
+			changed = true
 		}
-		if p := m.TruncationParent; p != "" {
-			if p != lastTP {
-				lastTP, lastTPOK = p, markers[p]
-			}
-			if !lastTPOK {
-				m.TruncationParent = ""
-				changed = true
-			}
+		if markers.dangling(m.TruncationParent) {
+			m.TruncationParent = ""
+			changed = true
 		}
-		if len(withUnsettled) > 0 && withUnsettled[0] == i {
-			withUnsettled = withUnsettled[1:]
-			var kept []messages.ContentBlock
-			dropped := false
-			for j := range m.Content {
-				b := &m.Content[j]
-				drop := false
-				if (b.Type == messages.BlockToolUse || b.Type == messages.BlockToolResult) && unsettled[toolID(b)] {
-					if b.Type == messages.BlockToolUse {
-						r, ok := lastResult[b.ID]
-						drop = !ok || r <= i
-					} else {
-						u, ok := firstUse[b.ToolUseID]
-						drop = !ok || u >= i
-					}
-				}
-				if drop && !dropped {
-					dropped = true
-					kept = append(make([]messages.ContentBlock, 0, len(m.Content)), m.Content[:j]...)
-				}
-				if dropped && !drop {
-					kept = append(kept, *b)
-				}
-			}
-			if dropped {
+		if orph.heldBy(i) {
+			if kept, dropped := orph.drop(m.Content, i); dropped {
 				changed = true
 				if len(kept) == 0 {
 					continue
@@ -296,6 +215,145 @@ func cleanup(api []messages.APIMessage) ([]messages.APIMessage, bool) {
 		out = append(out, m)
 	}
 	return out, changed
+}
+
+// survey reads api once: the condense ids of its summaries, the truncation
+// ids of its markers, and the tool blocks whose partner is not in the
+// neighbouring message.
+func survey(api []messages.APIMessage) (summaries, markers *parents, orph *orphans) {
+	summaries, markers = newParents(), newParents()
+	orph = &orphans{}
+	for i := range api {
+		m := &api[i]
+		if m.IsSummary && m.CondenseID != "" {
+			summaries.present[m.CondenseID] = true
+		}
+		if m.IsTruncationMarker && m.TruncationID != "" {
+			markers.present[m.TruncationID] = true
+		}
+		for j := range m.Content {
+			b := &m.Content[j]
+			switch {
+			case b.Type == messages.BlockToolUse && !(i+1 < len(api) && hasBlock(&api[i+1], messages.BlockToolResult, b.ID)),
+				b.Type == messages.BlockToolResult && !(i > 0 && hasBlock(&api[i-1], messages.BlockToolUse, b.ToolUseID)):
+				orph.add(toolID(b), i)
+			}
+		}
+	}
+	return summaries, markers, orph
+}
+
+// parents are the summaries (or truncation markers) present in the API
+// history, asked whether a message's parent tag still points at one. Most
+// messages share a parent with the message before them, so the last answer
+// is kept.
+type parents struct {
+	present map[string]bool
+	last    string
+	lastOK  bool
+}
+
+func newParents() *parents { return &parents{present: map[string]bool{}} }
+
+// dangling reports whether the parent tag p is set and names no summary (or
+// marker) present.
+func (ps *parents) dangling(p string) bool {
+	if p == "" {
+		return false
+	}
+	if p != ps.last {
+		ps.last, ps.lastOK = p, ps.present[p]
+	}
+	return !ps.lastOK
+}
+
+// orphans are the tool ids not settled by the neighbouring message, the
+// messages holding them, and (after locate) where each id's first tool_use
+// and last tool_result are.
+type orphans struct {
+	unsettled map[string]bool
+	holders   []int // indexes of the messages holding unsettled blocks, ascending
+
+	firstUse, lastResult map[string]int
+}
+
+// add records that message i holds a block with the unsettled tool id.
+func (o *orphans) add(id string, i int) {
+	if o.unsettled == nil {
+		o.unsettled = map[string]bool{}
+	}
+	o.unsettled[id] = true
+	if n := len(o.holders); n == 0 || o.holders[n-1] != i {
+		o.holders = append(o.holders, i)
+	}
+}
+
+// locate finds, for the unsettled ids, the index of the first tool_use and
+// of the last tool_result in api.
+func (o *orphans) locate(api []messages.APIMessage) {
+	if len(o.unsettled) == 0 {
+		return
+	}
+	o.firstUse, o.lastResult = map[string]int{}, map[string]int{}
+	for i := range api {
+		for j := range api[i].Content {
+			b := &api[i].Content[j]
+			if b.Type != messages.BlockToolUse && b.Type != messages.BlockToolResult {
+				continue
+			}
+			id := toolID(b)
+			if !o.unsettled[id] {
+				continue
+			}
+			if b.Type == messages.BlockToolResult {
+				o.lastResult[id] = i
+			} else if _, ok := o.firstUse[id]; !ok {
+				o.firstUse[id] = i
+			}
+		}
+	}
+}
+
+// heldBy reports whether message i holds unsettled blocks. It is asked of
+// the messages in order, each once.
+func (o *orphans) heldBy(i int) bool {
+	if len(o.holders) > 0 && o.holders[0] == i {
+		o.holders = o.holders[1:]
+		return true
+	}
+	return false
+}
+
+// drop returns the content of message i without its orphaned blocks: a
+// tool_use with no tool_result after it, a tool_result with no tool_use
+// before it. content is not edited; when nothing is dropped, dropped is
+// false and kept is nil.
+func (o *orphans) drop(content []messages.ContentBlock, i int) (kept []messages.ContentBlock, dropped bool) {
+	for j := range content {
+		b := &content[j]
+		orphan := o.orphaned(b, i)
+		if orphan && !dropped {
+			dropped = true
+			kept = append(make([]messages.ContentBlock, 0, len(content)), content[:j]...)
+		}
+		if dropped && !orphan {
+			kept = append(kept, *b)
+		}
+	}
+	return kept, dropped
+}
+
+// orphaned reports whether block b of message i has lost its partner.
+func (o *orphans) orphaned(b *messages.ContentBlock, i int) bool {
+	switch {
+	case b.Type == messages.BlockToolUse && o.unsettled[b.ID]:
+		r, ok := o.lastResult[b.ID]
+		return !ok || r <= i
+	case b.Type == messages.BlockToolResult && o.unsettled[b.ToolUseID]:
+		u, ok := o.firstUse[b.ToolUseID]
+		return !ok || u >= i
+	}
+	return false
 }
 
 // toolID is the tool call id of a tool_use or tool_result block.

@@ -201,19 +201,8 @@ func benchGateway(ak string, nexec, rounds int) error {
 		return err
 	}
 	defer os.RemoveAll(prefix)
-	install := exec.Command(ak, "install", "--prefix", prefix, "--name", "agentkernel-bench-gw", "--gateway-url", srv.url)
-	install.Env = append(os.Environ(), "JUPYTER_GATEWAY_AUTH_TOKEN="+srv.token)
-	if out, err := install.CombinedOutput(); err != nil {
-		return fmt.Errorf("install: %v: %s", err, out)
-	}
-	os.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
-	spec, err := client.FindSpec("agentkernel-bench-gw")
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	fmt.Fprintln(os.Stderr, "starting agentkernel with gateway backing ...")
-	k, err := client.Start(ctx, spec, client.Options{Env: []string{"JUPYTER_GATEWAY_AUTH_TOKEN=" + srv.token}})
+	k, err := startGatewayKernel(ctx, ak, prefix, srv)
 	if err != nil {
 		return err
 	}
@@ -252,34 +241,70 @@ func benchGateway(ak string, nexec, rounds int) error {
 			}
 		}
 	}
-	agentkernel := func(ctx context.Context) error {
-		_, err := c.Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{})
-		return err
-	}
-	runs := []struct {
-		name string
-		run  func(context.Context) error
-		d    []time.Duration
-	}{
+	runs := []*gatewayRun{
 		{name: "direct WebSocket client, Go's default connection", run: func(ctx context.Context) error { return plain.execute(ctx, "") }},
 		{name: "direct WebSocket client, agentkernel's connection (quick ACKs)", run: func(ctx context.Context) error { return same.execute(ctx, "") }},
-		{name: "agentkernel code mode, gateway backing, from a ZeroMQ client", run: agentkernel},
+		{name: "agentkernel code mode, gateway backing, from a ZeroMQ client", run: func(ctx context.Context) error {
+			_, err := c.Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{})
+			return err
+		}},
 	}
 	per := nexec / rounds
+	if err := timeRuns(ctx, runs, per, rounds); err != nil {
+		return err
+	}
+	printGateway(runs, srv.url, per*rounds)
+	return nil
+}
+
+// startGatewayKernel installs agentkernel's kernelspec with gateway backing
+// on srv into prefix, puts it first on JUPYTER_PATH, and starts it.
+func startGatewayKernel(ctx context.Context, ak, prefix string, srv *jupyterServer) (*client.Kernel, error) {
+	install := exec.Command(ak, "install", "--prefix", prefix, "--name", "agentkernel-bench-gw", "--gateway-url", srv.url)
+	install.Env = append(os.Environ(), "JUPYTER_GATEWAY_AUTH_TOKEN="+srv.token)
+	if out, err := install.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("install: %v: %s", err, out)
+	}
+	os.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
+	spec, err := client.FindSpec("agentkernel-bench-gw")
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(os.Stderr, "starting agentkernel with gateway backing ...")
+	return client.Start(ctx, spec, client.Options{Env: []string{"JUPYTER_GATEWAY_AUTH_TOKEN=" + srv.token}})
+}
+
+// gatewayRun is one client of the gateway benchmark: an empty execute
+// through it, and its times.
+type gatewayRun struct {
+	name string
+	run  func(context.Context) error
+	d    []time.Duration
+}
+
+// timeRuns times per executes of each run in each of rounds rounds, the
+// runs taking turns.
+func timeRuns(ctx context.Context, runs []*gatewayRun, per, rounds int) error {
 	for round := range rounds {
 		fmt.Fprintf(os.Stderr, "\rgateway round %d/%d", round+1, rounds)
-		for i := range runs {
+		for _, r := range runs {
 			for range per {
 				start := time.Now()
-				if err := runs[i].run(ctx); err != nil {
-					return fmt.Errorf("%s: %w", runs[i].name, err)
+				if err := r.run(ctx); err != nil {
+					return fmt.Errorf("%s: %w", r.name, err)
 				}
-				runs[i].d = append(runs[i].d, time.Since(start))
+				r.d = append(r.d, time.Since(start))
 			}
 		}
 	}
 	fmt.Fprintln(os.Stderr)
-	fmt.Printf("\nempty execute (reply+idle) on one kernel of a Jupyter server (Notebook, %s), %d each, taking turns:\n", srv.url, per*rounds)
+	return nil
+}
+
+// printGateway prints the runs' p50 and p99 on the server at url, n
+// executes each, and agentkernel's (the last run) over the direct clients'.
+func printGateway(runs []*gatewayRun, url string, n int) {
+	fmt.Printf("\nempty execute (reply+idle) on one kernel of a Jupyter server (Notebook, %s), %d each, taking turns:\n", url, n)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "client\tp50\tp99\t")
 	for _, r := range runs {
@@ -289,5 +314,4 @@ func benchGateway(ak string, nexec, rounds int) error {
 	through := pct(runs[2].d, 0.5)
 	fmt.Printf("agentkernel over the direct client with its connection: p50 %+d µs (the goal: at most +1000 µs); over Go's default connection: %+d µs\n",
 		(through - pct(runs[1].d, 0.5)).Microseconds(), (through - pct(runs[0].d, 0.5)).Microseconds())
-	return nil
 }

@@ -110,42 +110,73 @@ func run() error {
 	return nil
 }
 
-// benchLocal measures the kernels that run on this machine.
+// benchLocal measures the kernels that run on this machine: -specs, and
+// with -agentkernel, agentkernel over each of them (and the baseline over
+// python3).
 func benchLocal(specs, ak, baseline string, n, nexec, rounds, starts int) error {
 	names := strings.Split(specs, ",")
 	// over maps agentkernel's kernelspec over each backing to it: the pairs
 	// whose ratios are printed.
 	over := map[string]string{}
 	if ak != "" {
-		prefix, err := os.MkdirTemp("", "kernelbench-")
+		prefix, ours, err := installOurs(ak, baseline, names, over)
+		if prefix != "" {
+			defer os.RemoveAll(prefix)
+		}
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(prefix)
-		var ours []string
-		for _, backing := range names {
-			name := "agentkernel-bench"
-			if backing != "python3" {
-				name = "agentkernel-over-" + backing
-			}
-			out, err := exec.Command(ak, "install", "--prefix", prefix, "--name", name, "--mode", "code", "--backing", backing).CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("install: %v: %s", err, out)
-			}
-			over[name] = backing
-			ours = append(ours, name)
-		}
-		if baseline != "" {
-			out, err := exec.Command(baseline, "install", "--prefix", prefix, "--name", "agentkernel-baseline", "--mode", "code", "--backing", "python3").CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("install the baseline: %v: %s", err, out)
-			}
-			over["agentkernel-baseline"] = "python3"
-			ours = append(ours, "agentkernel-baseline")
-		}
-		os.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
 		names = append(names, ours...)
 	}
+	results, err := measureRunning(names, n, nexec, rounds)
+	if err != nil {
+		return err
+	}
+	if err := coldStarts(results, starts); err != nil {
+		return err
+	}
+	printLocal(results, over)
+	return nil
+}
+
+// installOurs installs agentkernel's kernelspec over each backing of names
+// (and the baseline's over python3) into a temporary prefix put first on
+// JUPYTER_PATH, recording in over what each is over. It returns the prefix
+// (to remove, also with an error; "" when it was not made) and the names of
+// the kernelspecs installed.
+func installOurs(ak, baseline string, names []string, over map[string]string) (prefix string, ours []string, err error) {
+	prefix, err = os.MkdirTemp("", "kernelbench-")
+	if err != nil {
+		return "", nil, err
+	}
+	for _, backing := range names {
+		name := "agentkernel-bench"
+		if backing != "python3" {
+			name = "agentkernel-over-" + backing
+		}
+		out, err := exec.Command(ak, "install", "--prefix", prefix, "--name", name, "--mode", "code", "--backing", backing).CombinedOutput()
+		if err != nil {
+			return prefix, nil, fmt.Errorf("install: %v: %s", err, out)
+		}
+		over[name] = backing
+		ours = append(ours, name)
+	}
+	if baseline != "" {
+		out, err := exec.Command(baseline, "install", "--prefix", prefix, "--name", "agentkernel-baseline", "--mode", "code", "--backing", "python3").CombinedOutput()
+		if err != nil {
+			return prefix, nil, fmt.Errorf("install the baseline: %v: %s", err, out)
+		}
+		over["agentkernel-baseline"] = "python3"
+		ours = append(ours, "agentkernel-baseline")
+	}
+	os.Setenv("JUPYTER_PATH", filepath.Join(prefix, "share", "jupyter")+string(os.PathListSeparator)+os.Getenv("JUPYTER_PATH"))
+	return prefix, ours, nil
+}
+
+// measureRunning starts the kernelspecs names, all at once, measures them
+// in rounds, taking turns, and shuts them down. It prints the CPU time and
+// context switches of their child processes (a backing kernel) per execute.
+func measureRunning(names []string, n, nexec, rounds int) ([]result, error) {
 	ctx := context.Background()
 	var targets []*target
 	defer func() {
@@ -154,54 +185,74 @@ func benchLocal(specs, ak, baseline string, n, nexec, rounds, starts int) error 
 		}
 	}()
 	for _, name := range names {
-		fmt.Fprintf(os.Stderr, "starting %s ...\n", name)
-		spec, err := client.FindSpec(name)
-		if err != nil {
-			return err
+		t, err := startTarget(ctx, name)
+		if t != nil {
+			targets = append(targets, t)
 		}
-		k, err := client.Start(ctx, spec, client.Options{})
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		t := &target{name: name, spec: spec, k: k}
-		targets = append(targets, t)
-		// Warm up, and let a backing kernel finish starting.
-		for range 50 {
-			if _, err := k.Client().KernelInfo(ctx); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			if _, err := k.Client().Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{}); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
+			return nil, err
 		}
 	}
 	for round := range rounds {
 		fmt.Fprintf(os.Stderr, "\rround %d/%d", round+1, rounds)
 		for _, t := range targets {
 			if err := t.measure(ctx, n/rounds, nexec/rounds); err != nil {
-				return fmt.Errorf("%s: %w", t.name, err)
+				return nil, fmt.Errorf("%s: %w", t.name, err)
 			}
 		}
 	}
 	fmt.Fprintln(os.Stderr)
 	var results []result
 	for _, t := range targets {
-		r := result{spec: t.name, rssKiB: rss(t.k.Pid())}
-		r.rtP50, r.rtP99 = pct(t.rt, 0.5), pct(t.rt, 0.99)
-		r.infoP50, r.infoP99 = pct(t.info, 0.5), pct(t.info, 0.99)
-		r.execP50, r.execP99 = pct(t.execs, 0.5), pct(t.execs, 0.99)
-		r.cpuPerExec = t.execCPU / time.Duration(len(t.execs))
-		r.switchesPerExec = float64(t.execSwitches) / float64(len(t.execs))
 		if t.kidsCPU > 0 {
 			fmt.Printf("%s's child processes (its backing kernel) per execute: CPU %s, context switches %.1f\n", t.name,
 				us(t.kidsCPU/time.Duration(len(t.execs))), float64(t.kidsSwitches)/float64(len(t.execs)))
 		}
-		results = append(results, r)
+		results = append(results, t.result())
 	}
-	for _, t := range targets {
-		t.k.Shutdown(ctx)
+	return results, nil
+}
+
+// startTarget starts the kernelspec name and warms it up (which lets a
+// backing kernel finish starting). A target whose warm-up failed is
+// returned with the error, to be shut down.
+func startTarget(ctx context.Context, name string) (*target, error) {
+	fmt.Fprintf(os.Stderr, "starting %s ...\n", name)
+	spec, err := client.FindSpec(name)
+	if err != nil {
+		return nil, err
 	}
-	targets = nil
+	k, err := client.Start(ctx, spec, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	t := &target{name: name, spec: spec, k: k}
+	for range 50 {
+		if _, err := k.Client().KernelInfo(ctx); err != nil {
+			return t, fmt.Errorf("%s: %w", name, err)
+		}
+		if _, err := k.Client().Execute(ctx, "", client.ExecuteOptions{}, client.Handlers{}); err != nil {
+			return t, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return t, nil
+}
+
+// result is what was measured on t, with its resident set now; the
+// start-up times are measured later, by coldStarts.
+func (t *target) result() result {
+	r := result{spec: t.name, rssKiB: rss(t.k.Pid())}
+	r.rtP50, r.rtP99 = pct(t.rt, 0.5), pct(t.rt, 0.99)
+	r.infoP50, r.infoP99 = pct(t.info, 0.5), pct(t.info, 0.99)
+	r.execP50, r.execP99 = pct(t.execs, 0.5), pct(t.execs, 0.99)
+	r.cpuPerExec = t.execCPU / time.Duration(len(t.execs))
+	r.switchesPerExec = float64(t.execSwitches) / float64(len(t.execs))
+	return r
+}
+
+// coldStarts measures starts cold starts of each result's kernelspec, one
+// kernel at a time.
+func coldStarts(results []result, starts int) error {
 	for i := range results {
 		fmt.Fprintf(os.Stderr, "cold starts of %s ...\n", results[i].spec)
 		spec, err := client.FindSpec(results[i].spec)
@@ -218,7 +269,12 @@ func benchLocal(specs, ak, baseline string, n, nexec, rounds, starts int) error 
 		}
 		results[i].startP50, results[i].startMin = pct(d, 0.5), slices.Min(d)
 	}
+	return nil
+}
 
+// printLocal prints the table of results, then the ratios of each
+// agentkernel kernelspec to the one it is over.
+func printLocal(results []result, over map[string]string) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "kernelspec\tkernel_info round trip p50\tp99\twith idle p50\tp99\texecute (reply+idle) p50\tp99\tCPU/execute\tswitches/execute\tstart-up p50\tmin\tRSS MiB\t")
 	for _, r := range results {
@@ -238,7 +294,6 @@ func benchLocal(specs, ak, baseline string, n, nexec, rounds, starts int) error 
 				float64(r.rtP50)/float64(base.rtP50), 100*(float64(r.execP50)/float64(base.execP50)-1))
 		}
 	}
-	return nil
 }
 
 // installIPyKernel installs python's ipykernel as the kernelspec

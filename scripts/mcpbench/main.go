@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,29 +88,13 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
-	cmd := exec.Command(bin, "mcp", "serve", "--dir", tmp)
-	cmd.Env = append(os.Environ(), "JUPYTER_RUNTIME_DIR="+runtime, "AGENTKERNEL_DATA_DIR="+filepath.Join(tmp, "data"),
-		"AGENTKERNEL_CONFIG="+filepath.Join(tmp, "none.json"), "AGENTKERNEL_PERMISSION_MODE=bypassPermissions",
-		"AGENTKERNEL_PYTHON="+*python, "PYDEVD_DISABLE_FILE_VALIDATION=1")
-	cmd.Stderr = os.Stderr
-	c := sdk.NewClient(&sdk.Implementation{Name: "mcpbench", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	mcp, err := startMCP(ctx, bin, tmp, *python)
 	if err != nil {
-		return fmt.Errorf("start mcp serve: %w", err)
+		return err
 	}
-	defer cs.Close()
-	execMCP := func() (time.Duration, error) {
-		t := time.Now()
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "pass"}})
-		d := time.Since(t)
-		if err == nil && res.IsError {
-			b, _ := json.Marshal(res.Content)
-			err = fmt.Errorf("execute_code failed: %s", b)
-		}
-		return d, err
-	}
+	defer mcp.cs.Close()
 	for range 20 { // the kernel starts at the first call; warm both up
-		if _, err := execMCP(); err != nil {
+		if _, err := mcp.execute(ctx); err != nil {
 			return err
 		}
 	}
@@ -117,47 +102,27 @@ func run() error {
 	if len(conns) != 1 {
 		return fmt.Errorf("want the backing kernel's one connection file in %s, found %v", runtime, conns)
 	}
-	py := exec.CommandContext(ctx, *python, "-c", direct, conns[0])
-	py.Stderr = os.Stderr
-	in, err := py.StdinPipe()
+	jc, err := startJupyterClient(ctx, *python, conns[0])
 	if err != nil {
 		return err
 	}
-	outp, err := py.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := py.Start(); err != nil {
-		return err
-	}
-	defer func() { in.Close(); py.Wait() }()
-	lines := bufio.NewScanner(outp)
-	lines.Buffer(make([]byte, 1<<20), 1<<24)
-	if !lines.Scan() || lines.Text() != "ready" {
-		return errors.New("jupyter_client did not connect to the kernel")
-	}
+	defer jc.close()
 
 	per := max(*n / *rounds, 1)
 	var viaMCP, viaJC []time.Duration
 	for range *rounds {
 		for range per {
-			d, err := execMCP()
+			d, err := mcp.execute(ctx)
 			if err != nil {
 				return err
 			}
 			viaMCP = append(viaMCP, d)
 		}
-		fmt.Fprintln(in, strconv.Itoa(per))
-		if !lines.Scan() {
-			return errors.New("jupyter_client stopped")
-		}
-		var ns []int64
-		if err := json.Unmarshal(lines.Bytes(), &ns); err != nil {
+		d, err := jc.executes(per)
+		if err != nil {
 			return err
 		}
-		for _, v := range ns {
-			viaJC = append(viaJC, time.Duration(v))
-		}
+		viaJC = append(viaJC, d...)
 	}
 	fmt.Printf("execute of `pass` on the same ipykernel, %d each, %d rounds\n\n", len(viaMCP), *rounds)
 	fmt.Printf("%-44s %10s %10s\n", "client", "p50", "p99")
@@ -166,6 +131,95 @@ func run() error {
 	fmt.Printf("\nratio MCP / jupyter_client: p50 %.2fx, p99 %.2fx\n",
 		float64(pct(viaMCP, 50))/float64(pct(viaJC, 50)), float64(pct(viaMCP, 99))/float64(pct(viaJC, 99)))
 	return nil
+}
+
+// mcpClient is the MCP side: a go-sdk client of `agentkernel mcp serve`
+// over stdio.
+type mcpClient struct{ cs *sdk.ClientSession }
+
+// startMCP starts bin's MCP server in bypassPermissions mode, its
+// workspace, data and runtime directories in tmp, its backing kernel
+// python's ipykernel, and connects to it.
+func startMCP(ctx context.Context, bin, tmp, python string) (*mcpClient, error) {
+	cmd := exec.Command(bin, "mcp", "serve", "--dir", tmp)
+	cmd.Env = append(os.Environ(), "JUPYTER_RUNTIME_DIR="+filepath.Join(tmp, "runtime"), "AGENTKERNEL_DATA_DIR="+filepath.Join(tmp, "data"),
+		"AGENTKERNEL_CONFIG="+filepath.Join(tmp, "none.json"), "AGENTKERNEL_PERMISSION_MODE=bypassPermissions",
+		"AGENTKERNEL_PYTHON="+python, "PYDEVD_DISABLE_FILE_VALIDATION=1")
+	cmd.Stderr = os.Stderr
+	c := sdk.NewClient(&sdk.Implementation{Name: "mcpbench", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("start mcp serve: %w", err)
+	}
+	return &mcpClient{cs: cs}, nil
+}
+
+// execute times one tools/call execute_code of `pass`.
+func (m *mcpClient) execute(ctx context.Context) (time.Duration, error) {
+	t := time.Now()
+	res, err := m.cs.CallTool(ctx, &sdk.CallToolParams{Name: "execute_code", Arguments: map[string]any{"code": "pass"}})
+	d := time.Since(t)
+	if err == nil && res.IsError {
+		b, _ := json.Marshal(res.Content)
+		err = fmt.Errorf("execute_code failed: %s", b)
+	}
+	return d, err
+}
+
+// jupyterClient is jupyter_client's side: the Python process running
+// direct on the kernel, asked for executes over its stdin.
+type jupyterClient struct {
+	py    *exec.Cmd
+	in    io.WriteCloser
+	lines *bufio.Scanner
+}
+
+// startJupyterClient starts python running direct on the kernel of the
+// connection file conn, and waits until it is connected and warm.
+func startJupyterClient(ctx context.Context, python, conn string) (*jupyterClient, error) {
+	py := exec.CommandContext(ctx, python, "-c", direct, conn)
+	py.Stderr = os.Stderr
+	in, err := py.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	outp, err := py.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := py.Start(); err != nil {
+		return nil, err
+	}
+	j := &jupyterClient{py: py, in: in, lines: bufio.NewScanner(outp)}
+	j.lines.Buffer(make([]byte, 1<<20), 1<<24)
+	if !j.lines.Scan() || j.lines.Text() != "ready" {
+		j.close()
+		return nil, errors.New("jupyter_client did not connect to the kernel")
+	}
+	return j, nil
+}
+
+// executes has jupyter_client run n empty executes and returns their times.
+func (j *jupyterClient) executes(n int) ([]time.Duration, error) {
+	fmt.Fprintln(j.in, strconv.Itoa(n))
+	if !j.lines.Scan() {
+		return nil, errors.New("jupyter_client stopped")
+	}
+	var ns []int64
+	if err := json.Unmarshal(j.lines.Bytes(), &ns); err != nil {
+		return nil, err
+	}
+	d := make([]time.Duration, len(ns))
+	for i, v := range ns {
+		d[i] = time.Duration(v)
+	}
+	return d, nil
+}
+
+// close ends the Python process (its stdin closed) and waits for it.
+func (j *jupyterClient) close() {
+	j.in.Close()
+	j.py.Wait()
 }
 
 func us(d time.Duration) string { return strings.TrimSpace(fmt.Sprintf("%8.0f µs", float64(d)/1e3)) }

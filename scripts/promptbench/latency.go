@@ -145,24 +145,15 @@ type contender struct {
 func (b *bench) latency(ctx context.Context, rounds, words int, python string, baseline bool) error {
 	short := newAnswer([]string{"Hello", ", ", "this ", "is ", "a ", "short ", "answer", "."})
 	long := longAnswer(words)
-	prompt := func(p string) string { return p }
-	ours := &contender{name: "agentkernel", k: b.ours, cell: prompt, before: "%agent new"}
+	ours := &contender{name: "agentkernel", k: b.ours, cell: promptCell, before: "%agent new"}
 	all := []*contender{ours}
 	if baseline {
-		// A store of its own: an older build does not share a newer one's.
-		data := os.Getenv("AGENTKERNEL_DATA_DIR")
-		os.Setenv("AGENTKERNEL_DATA_DIR", data+"-baseline")
-		k, err := b.start(ctx, "promptbench-baseline")
-		os.Setenv("AGENTKERNEL_DATA_DIR", data)
+		c, err := b.startBaseline(ctx)
 		if err != nil {
 			return err
 		}
-		defer k.Shutdown(ctx)
-		b.srv.Enqueue(scripted.Reply(scripted.Text("ready")))
-		if _, err := k.Client().Execute(ctx, "warm up", client.ExecuteOptions{}, client.Handlers{}); err != nil {
-			return err
-		}
-		all = append(all, &contender{name: "agentkernel (baseline)", k: k, cell: prompt, before: "%agent new"})
+		defer c.k.Shutdown(ctx)
+		all = append(all, c)
 	}
 	if python != "" {
 		k, version, err := b.startJupyterAI(ctx, python)
@@ -193,7 +184,43 @@ func (b *bench) latency(ctx context.Context, rounds, words int, python string, b
 		aloneFirst, aloneLong = append(aloneFirst, f), append(aloneLong, l)
 	}
 	fmt.Fprintln(os.Stderr)
+	b.printLatency(all, rounds, words, short)
 
+	chunks := float64(rounds * (len(long.pieces) - len(short.pieces)))
+	slices.Sort(ours.shownVsStream)
+	fmt.Printf("\nthe model alone, read by a plain HTTP client: first content after %s, %d words in %s\n",
+		ms(median(aloneFirst)), words, ms(median(aloneLong)))
+	fmt.Printf("agentkernel: first output %s after the model's first content byte (target ≤ 2 ms; sent by the kernel after %s); %d words fully shown in %.2f× the model's own stream time, from the model's receipt of the request (target ≤ 1.2×)\n",
+		ms(median(ours.afterModel)), ms(median(ours.sentAfter)), words, ours.shownVsStream[len(ours.shownVsStream)/2])
+	fmt.Printf("agentkernel's CPU per streamed chunk: %.1f µs (the long cells less the short ones, per extra chunk; target ≤ 3 µs), %.1f µs (the long cells whole, per chunk)\n",
+		float64((ours.cpuLong-ours.cpuShort).Nanoseconds())/1e3/chunks, float64(ours.cpuLong.Nanoseconds())/1e3/float64(rounds*len(long.pieces)))
+	return nil
+}
+
+// promptCell is the code of an agentkernel prompt cell: the prompt itself.
+func promptCell(p string) string { return p }
+
+// startBaseline starts the baseline's kernel, with a store of its own (an
+// older build does not share a newer one's), warmed by one cell.
+func (b *bench) startBaseline(ctx context.Context) (*contender, error) {
+	data := os.Getenv("AGENTKERNEL_DATA_DIR")
+	os.Setenv("AGENTKERNEL_DATA_DIR", data+"-baseline")
+	k, err := b.start(ctx, "promptbench-baseline")
+	os.Setenv("AGENTKERNEL_DATA_DIR", data)
+	if err != nil {
+		return nil, err
+	}
+	b.srv.Enqueue(scripted.Reply(scripted.Text("ready")))
+	if _, err := k.Client().Execute(ctx, "warm up", client.ExecuteOptions{}, client.Handlers{}); err != nil {
+		k.Shutdown(ctx)
+		return nil, err
+	}
+	return &contender{name: "agentkernel (baseline)", k: k, cell: promptCell, before: "%agent new"}, nil
+}
+
+// printLatency prints the table of the contenders' p50 figures, with their
+// ratio when there are two.
+func (b *bench) printLatency(all []*contender, rounds, words int, short answer) {
 	api := "OpenAI"
 	if strings.HasPrefix(b.model, "anthropic:") {
 		api = "Anthropic"
@@ -236,16 +263,6 @@ func (b *bench) latency(ctx context.Context, rounds, words int, python string, b
 	row(fmt.Sprintf("%d-word answer fully shown", words), func(t timing) time.Duration { return t.shown }, true)
 	row(fmt.Sprintf("execute_reply, %d words", words), func(t timing) time.Duration { return t.reply }, true)
 	w.Flush()
-
-	chunks := float64(rounds * (len(long.pieces) - len(short.pieces)))
-	slices.Sort(ours.shownVsStream)
-	fmt.Printf("\nthe model alone, read by a plain HTTP client: first content after %s, %d words in %s\n",
-		ms(median(aloneFirst)), words, ms(median(aloneLong)))
-	fmt.Printf("agentkernel: first output %s after the model's first content byte (target ≤ 2 ms; sent by the kernel after %s); %d words fully shown in %.2f× the model's own stream time, from the model's receipt of the request (target ≤ 1.2×)\n",
-		ms(median(ours.afterModel)), ms(median(ours.sentAfter)), words, ours.shownVsStream[len(ours.shownVsStream)/2])
-	fmt.Printf("agentkernel's CPU per streamed chunk: %.1f µs (the long cells less the short ones, per extra chunk; target ≤ 3 µs), %.1f µs (the long cells whole, per chunk)\n",
-		float64((ours.cpuLong-ours.cpuShort).Nanoseconds())/1e3/chunks, float64(ours.cpuLong.Nanoseconds())/1e3/float64(rounds*len(long.pieces)))
-	return nil
 }
 
 // round runs c's short and long cells.

@@ -153,56 +153,16 @@ func (b *bench) throughput(ctx context.Context, api string, tokens int) error {
 		pieces[i] = "t" + strconv.Itoa(i) + " "
 	}
 	want := strings.Join(pieces, "")
-
-	// The stream alone, through the provider, for comparison.
-	p, err := models.Open(b.model, models.Options{Getenv: func(k string) string { return b.env[k] }})
+	direct, err := b.streamAlone(ctx, pieces)
 	if err != nil {
 		return err
 	}
-	b.srv.Enqueue(scripted.Reply(scripted.Text(pieces...)))
-	t0 := time.Now()
-	s, err := p.Stream(ctx, provider.Request{Messages: []messages.APIMessage{{Role: "user",
-		Content: []messages.ContentBlock{{Type: "text", Text: "go"}}}}})
-	if err != nil {
-		return err
-	}
-	for {
-		if _, err := s.Next(); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return err
-		}
-	}
-	direct := time.Since(t0)
 
 	b.srv.Enqueue(scripted.Reply(scripted.Text(pieces...)))
 	cpu0 := cpuTime(b.ours.Pid())
-	var creates, updates int
-	var last string
-	var stamps []time.Time
+	var d displays
 	t1 := time.Now()
-	rep, err := b.ours.Client().Execute(ctx, "stream please", client.ExecuteOptions{}, client.Handlers{IOPub: func(m *wire.Message) {
-		switch m.Header.MsgType {
-		case wire.MsgDisplayData, wire.MsgUpdateDisplayData:
-			var c struct {
-				Data map[string]string `json:"data"`
-			}
-			if json.Unmarshal(m.Content, &c) == nil && strings.HasPrefix(c.Data["text/plain"], "t0 ") {
-				last = c.Data["text/plain"]
-				if ts, err := time.Parse(time.RFC3339Nano, m.Header.Date); err == nil {
-					stamps = append(stamps, ts) // the kernel's send time
-				}
-				if os.Getenv("PROMPTBENCH_TRACE") != "" {
-					fmt.Fprintln(os.Stderr, m.Header.Date, m.Header.MsgType, len(last))
-				}
-				if m.Header.MsgType == wire.MsgDisplayData {
-					creates++
-				} else {
-					updates++
-				}
-			}
-		}
-	}})
+	rep, err := b.ours.Client().Execute(ctx, "stream please", client.ExecuteOptions{}, client.Handlers{IOPub: d.observe})
 	elapsed := time.Since(t1)
 	replied := time.Now()
 	cpu := cpuTime(b.ours.Pid()) - cpu0
@@ -213,13 +173,97 @@ func (b *bench) throughput(ctx context.Context, api string, tokens int) error {
 		Status string `json:"status"`
 	}
 	rep.DecodeContent(&st)
-	n := creates + updates
+	n := d.creates + d.updates
 	fmt.Printf("format            %s\n", api)
 	fmt.Printf("tokens            %d\n", tokens)
 	fmt.Printf("stream alone      %s (provider, in process)\n", direct.Round(time.Millisecond))
 	fmt.Printf("through kernel    %s (cell status %s)\n", elapsed.Round(time.Millisecond), st.Status)
-	minGap, perSecond := time.Hour, 0
-	for i := 1; i < len(stamps)-1; i++ { // the final, exact update is not throttled
+	minGap, perSecond := d.rate()
+	fmt.Printf("display messages  %d (1 display_data + %d updates); at most %d in any second; closest throttled pair %s apart\n",
+		n, d.updates, perSecond, minGap.Round(100*time.Microsecond))
+	fmt.Printf("kernel CPU        %s = %.1f µs per token, %.2f ms per display message\n", cpu.Round(time.Millisecond),
+		float64(cpu.Microseconds())/float64(tokens), float64(cpu.Microseconds())/1000/float64(max(n, 1)))
+	fmt.Printf("added wall time   %.2f ms per display message\n", float64((elapsed-direct).Microseconds())/1000/float64(max(n, 1)))
+	if len(d.stamps) > 0 {
+		// The kernel's clock and ours are the same machine's.
+		fmt.Printf("phases            first display %s after the request, reply %s after the last update\n",
+			d.stamps[0].Sub(t1).Round(100*time.Microsecond), replied.Sub(d.stamps[len(d.stamps)-1]).Round(100*time.Microsecond))
+	}
+	if d.last != want {
+		return fmt.Errorf("the last update lost tokens: %d of %d bytes", len(d.last), len(want))
+	}
+	fmt.Println("nothing lost      the last update holds every token")
+	fmt.Println()
+	return nil
+}
+
+// streamAlone reads a stream of pieces through the provider, in process:
+// the wall time the kernel's stream is compared with.
+func (b *bench) streamAlone(ctx context.Context, pieces []string) (time.Duration, error) {
+	p, err := models.Open(b.model, models.Options{Getenv: func(k string) string { return b.env[k] }})
+	if err != nil {
+		return 0, err
+	}
+	b.srv.Enqueue(scripted.Reply(scripted.Text(pieces...)))
+	t0 := time.Now()
+	s, err := p.Stream(ctx, provider.Request{Messages: []messages.APIMessage{{Role: "user",
+		Content: []messages.ContentBlock{{Type: "text", Text: "go"}}}}})
+	if err != nil {
+		return 0, err
+	}
+	for {
+		if _, err := s.Next(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(t0), nil
+}
+
+// displays counts the streamed answer's display messages (those whose text
+// begins the stream) as a cell's IOPub handler sees them: the display_data
+// that creates the display, its updates, the last text shown, and the
+// kernel's send time of each.
+type displays struct {
+	creates, updates int
+	last             string
+	stamps           []time.Time
+}
+
+// observe is the IOPub handler.
+func (d *displays) observe(m *wire.Message) {
+	switch m.Header.MsgType {
+	case wire.MsgDisplayData, wire.MsgUpdateDisplayData:
+	default:
+		return
+	}
+	var c struct {
+		Data map[string]string `json:"data"`
+	}
+	if json.Unmarshal(m.Content, &c) != nil || !strings.HasPrefix(c.Data["text/plain"], "t0 ") {
+		return
+	}
+	d.last = c.Data["text/plain"]
+	if ts, err := time.Parse(time.RFC3339Nano, m.Header.Date); err == nil {
+		d.stamps = append(d.stamps, ts) // the kernel's send time
+	}
+	if os.Getenv("PROMPTBENCH_TRACE") != "" {
+		fmt.Fprintln(os.Stderr, m.Header.Date, m.Header.MsgType, len(d.last))
+	}
+	if m.Header.MsgType == wire.MsgDisplayData {
+		d.creates++
+	} else {
+		d.updates++
+	}
+}
+
+// rate is the closest pair of throttled updates (the final, exact update is
+// not throttled) and the most display messages sent in any second.
+func (d *displays) rate() (minGap time.Duration, perSecond int) {
+	stamps := d.stamps
+	minGap = time.Hour
+	for i := 1; i < len(stamps)-1; i++ {
 		minGap = min(minGap, stamps[i].Sub(stamps[i-1]))
 	}
 	for i := range stamps {
@@ -229,22 +273,7 @@ func (b *bench) throughput(ctx context.Context, api string, tokens int) error {
 		}
 		perSecond = max(perSecond, j-i)
 	}
-	fmt.Printf("display messages  %d (1 display_data + %d updates); at most %d in any second; closest throttled pair %s apart\n",
-		n, updates, perSecond, minGap.Round(100*time.Microsecond))
-	fmt.Printf("kernel CPU        %s = %.1f µs per token, %.2f ms per display message\n", cpu.Round(time.Millisecond),
-		float64(cpu.Microseconds())/float64(tokens), float64(cpu.Microseconds())/1000/float64(max(n, 1)))
-	fmt.Printf("added wall time   %.2f ms per display message\n", float64((elapsed-direct).Microseconds())/1000/float64(max(n, 1)))
-	if len(stamps) > 0 {
-		// The kernel's clock and ours are the same machine's.
-		fmt.Printf("phases            first display %s after the request, reply %s after the last update\n",
-			stamps[0].Sub(t1).Round(100*time.Microsecond), replied.Sub(stamps[len(stamps)-1]).Round(100*time.Microsecond))
-	}
-	if last != want {
-		return fmt.Errorf("the last update lost tokens: %d of %d bytes", len(last), len(want))
-	}
-	fmt.Println("nothing lost      the last update holds every token")
-	fmt.Println()
-	return nil
+	return minGap, perSecond
 }
 
 // cpuTime is the user+system CPU of pid so far.

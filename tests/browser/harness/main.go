@@ -86,32 +86,12 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	for _, d := range []string{"data", "work", "runtime", "cache"} {
-		if err := os.MkdirAll(filepath.Join(tmp, d), 0o700); err != nil {
-			return err
-		}
-	}
-	os.Setenv("JUPYTER_RUNTIME_DIR", filepath.Join(tmp, "runtime"))
-	os.Setenv("XDG_CACHE_HOME", filepath.Join(tmp, "cache"))
-
-	// HARNESS_MCP_SERVER is server-everything's index.js: the workspace's
-	// .mcp.json names it, for the panel's MCP view.
-	if js := os.Getenv("HARNESS_MCP_SERVER"); js != "" {
-		cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-			"everything": map[string]any{"command": "node", "args": []string{js, "stdio"}}}})
-		if err := os.WriteFile(filepath.Join(tmp, "work", ".mcp.json"), cfg, 0o600); err != nil {
-			return err
-		}
+	if err := setUpDirs(tmp); err != nil {
+		return err
 	}
 	model := scripted.New(nil)
 	defer model.Close()
-	// The kernel's own composition root, configured as a user would: by
-	// the environment, with no config file.
-	for k, v := range map[string]string{"OPENAI_API_KEY": "sk-harness-key", "OPENAI_BASE_URL": model.OpenAIURL(),
-		app.EnvModel: "openai:gpt-4.1", store.EnvDataDir: filepath.Join(tmp, "data"),
-		app.EnvConfig: filepath.Join(tmp, "config.json")} {
-		os.Setenv(k, v)
-	}
+	setKernelEnv(tmp, model)
 	var b *bridge.Bridge
 	a, err := app.Open(ctx, app.Load(app.Flags{}, log), app.Surface{Kind: string(bridge.PromptCells),
 		Workspace: filepath.Join(tmp, "work"), Logger: log,
@@ -149,27 +129,11 @@ func run() error {
 	}
 	h := &harness{model: model, client: c, ctx: sctx, cells: map[string]*cell{}, work: filepath.Join(tmp, "work")}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	hs, addr, quit, err := h.serveControl()
 	if err != nil {
 		return err
 	}
-	quit := make(chan struct{})
-	var quitOnce sync.Once
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /enqueue", h.enqueue)
-	mux.HandleFunc("POST /execute", h.execute)
-	mux.HandleFunc("GET /cell", h.cell)
-	mux.HandleFunc("POST /stdin", h.stdin)
-	mux.HandleFunc("GET /requests", h.requests)
-	mux.HandleFunc("POST /file", h.writeFile)
-	mux.HandleFunc("GET /file", h.readFile)
-	mux.HandleFunc("POST /quit", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]bool{"ok": true})
-		quitOnce.Do(func() { close(quit) })
-	})
-	hs := &http.Server{Handler: mux}
-	go hs.Serve(ln)
-	fmt.Printf("{\"control\":\"http://%s\"}\n", ln.Addr())
+	fmt.Printf("{\"control\":\"http://%s\"}\n", addr)
 
 	select {
 	case <-ctx.Done():
@@ -184,6 +148,66 @@ func run() error {
 	c.Close()
 	<-served
 	return b.Close()
+}
+
+// setUpDirs makes the data, workspace, runtime and cache directories in
+// tmp and points Jupyter's runtime and the XDG cache at theirs. With
+// HARNESS_MCP_SERVER (server-everything's index.js) the workspace's
+// .mcp.json names it, for the panel's MCP view.
+func setUpDirs(tmp string) error {
+	for _, d := range []string{"data", "work", "runtime", "cache"} {
+		if err := os.MkdirAll(filepath.Join(tmp, d), 0o700); err != nil {
+			return err
+		}
+	}
+	os.Setenv("JUPYTER_RUNTIME_DIR", filepath.Join(tmp, "runtime"))
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(tmp, "cache"))
+	if js := os.Getenv("HARNESS_MCP_SERVER"); js != "" {
+		cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+			"everything": map[string]any{"command": "node", "args": []string{js, "stdio"}}}})
+		if err := os.WriteFile(filepath.Join(tmp, "work", ".mcp.json"), cfg, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setKernelEnv configures the kernel's own composition root as a user
+// would: by the environment (the model, its key and URL, the data
+// directory), with no config file.
+func setKernelEnv(tmp string, model *scripted.Server) {
+	for k, v := range map[string]string{"OPENAI_API_KEY": "sk-harness-key", "OPENAI_BASE_URL": model.OpenAIURL(),
+		app.EnvModel: "openai:gpt-4.1", store.EnvDataDir: filepath.Join(tmp, "data"),
+		app.EnvConfig: filepath.Join(tmp, "config.json")} {
+		os.Setenv(k, v)
+	}
+}
+
+// serveControl serves the control API on 127.0.0.1, at a port picked as it
+// binds, and returns its server, its address, and quit, closed by POST
+// /quit.
+func (h *harness) serveControl() (hs *http.Server, addr net.Addr, quit <-chan struct{}, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	q := make(chan struct{})
+	var quitOnce sync.Once
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /enqueue", h.enqueue)
+	mux.HandleFunc("POST /execute", h.execute)
+	mux.HandleFunc("GET /cell", h.cell)
+	mux.HandleFunc("POST /stdin", h.stdin)
+	mux.HandleFunc("GET /requests", h.requests)
+	mux.HandleFunc("POST /file", h.writeFile)
+	mux.HandleFunc("GET /file", h.readFile)
+	mux.HandleFunc("POST /quit", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]bool{"ok": true})
+		quitOnce.Do(func() { close(q) })
+	})
+	hs = &http.Server{Handler: mux}
+	go hs.Serve(ln)
+	return hs, ln.Addr(), q, nil
 }
 
 func envOr(k, def string) string {

@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build wheel wheels install panel test check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser screenshots bench-notebook mcp-server acp-client bench clean
+.PHONY: build wheel wheels install panel panel-check test check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser screenshots bench-notebook mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -34,8 +34,18 @@ install: build
 # The web panel's page: webview/panel/src bundled (esbuild, pinned) into
 # webview/static/panel.js, which is committed and embedded by go build. Run
 # it after changing the page's sources; `go test ./webview` fails until then.
-panel:
-	cd webview/panel && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+panel: webview/panel/node_modules/.package-lock.json
+	cd webview/panel && npm run --silent build
+
+# The committed bundle is, byte for byte, what the sources build (rebuilt
+# in memory and compared by build.mjs --check), so neither a change to the
+# sources without `make panel` nor an edit to the bundle itself gets by.
+# make check runs it.
+panel-check: webview/panel/node_modules/.package-lock.json
+	cd webview/panel && node build.mjs --check
+
+webview/panel/node_modules/.package-lock.json: webview/panel/package.json webview/panel/package-lock.json
+	cd webview/panel && npm ci --no-audit --no-fund --loglevel=error
 
 test: check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser
 
@@ -56,7 +66,7 @@ $(STATICCHECK):
 $(DEADCODE):
 	GOBIN=$(TOOLS) $(GO) install golang.org/x/tools/cmd/deadcode@v0.52.0
 
-check: $(STATICCHECK) $(DEADCODE)
+check: $(STATICCHECK) $(DEADCODE) panel-check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...

@@ -66,8 +66,15 @@ $(STATICCHECK):
 $(DEADCODE):
 	GOBIN=$(TOOLS) $(GO) install golang.org/x/tools/cmd/deadcode@v0.52.0
 
+# The Go files gofmt checks: found in the tree, not asked of git, so that
+# an exported tree (git archive, a release tarball) is checked as well;
+# installed packages and build outputs are not ours to format.
+GOFILES = find . \( -name node_modules -o -name .git -o -name bin -o -name dist \) -prune -o -name '*.go' -type f -print0
+
+# xargs -r: no files, no gofmt (which would read stdin); and xargs gives
+# gofmt /dev/null for stdin in any case.
 check: $(STATICCHECK) $(DEADCODE) panel-check
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$($(GOFILES) | xargs -0 -r gofmt -l); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	@out=$$($(DEADCODE) ./cmd/agentkernel ./scripts/... ./tests/browser/harness | grep -Ev '$(DEADCODE_ALLOW)'); \

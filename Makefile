@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build wheel wheels install panel test check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser screenshots bench-notebook mcp-server acp-client bench clean
+.PHONY: build wheel wheels install panel panel-check test check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser screenshots bench-notebook mcp-server acp-client bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -33,9 +33,19 @@ install: build
 
 # The web panel's page: surface/webview/panel/src bundled (esbuild, pinned) into
 # surface/webview/static/panel.js, which is committed and embedded by go build. Run
-# it after changing the page's sources; `go test ./webview` fails until then.
-panel:
-	cd surface/webview/panel && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+# it after changing the page's sources; `go test ./surface/webview` fails until then.
+panel: surface/webview/panel/node_modules/.package-lock.json
+	cd surface/webview/panel && npm run --silent build
+
+# The committed bundle is, byte for byte, what the sources build (rebuilt
+# in memory and compared by build.mjs --check), so neither a change to the
+# sources without `make panel` nor an edit to the bundle itself gets by.
+# make check runs it.
+panel-check: surface/webview/panel/node_modules/.package-lock.json
+	cd surface/webview/panel && node build.mjs --check
+
+surface/webview/panel/node_modules/.package-lock.json: surface/webview/panel/package.json surface/webview/panel/package-lock.json
+	cd surface/webview/panel && npm ci --no-audit --no-fund --loglevel=error
 
 test: check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser
 
@@ -56,8 +66,15 @@ $(STATICCHECK):
 $(DEADCODE):
 	GOBIN=$(TOOLS) $(GO) install golang.org/x/tools/cmd/deadcode@v0.52.0
 
-check: $(STATICCHECK) $(DEADCODE)
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+# The Go files gofmt checks: found in the tree, not asked of git, so that
+# an exported tree (git archive, a release tarball) is checked as well;
+# installed packages and build outputs are not ours to format.
+GOFILES = find . \( -name node_modules -o -name .git -o -name bin -o -name dist \) -prune -o -name '*.go' -type f -print0
+
+# xargs -r: no files, no gofmt (which would read stdin); and xargs gives
+# gofmt /dev/null for stdin in any case.
+check: $(STATICCHECK) $(DEADCODE) panel-check
+	@out=$$($(GOFILES) | xargs -0 -r gofmt -l); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	@out=$$($(DEADCODE) ./cmd/agentkernel ./scripts/... ./tests/browser/harness | grep -Ev '$(DEADCODE_ALLOW)'); \
@@ -83,7 +100,7 @@ test-norace:
 # builds shared; TestAskReadsA10MBOutput is most of it.
 LOAD_TESTS := ^(TestFakeKernel|TestOutputsAfterTheReply|TestKernel|TestLocal|TestCodeMode|TestStalledClientDropped|TestTimedOutWriteIsADrop|TestAskReadsA10MBOutput)$$
 test-load:
-	GO=$(GO) scripts/underload.sh -run '$(LOAD_TESTS)' ./kernel/client ./backing ./bridge ./webview ./cmd/agentkernel
+	GO=$(GO) scripts/underload.sh -run '$(LOAD_TESTS)' ./kernel/client ./backing ./surface/bridge ./surface/webview ./cmd/agentkernel
 
 test-fuzz:
 	$(GO) test -run=NONE -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./kernel/wire

@@ -21,8 +21,9 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import agentSvg from '../style/icons/agent.svg';
+import { IAgentSidebar } from './agentSidebar';
 import completer from './completer';
-import { IAgentSidebar, notebookPlugin } from './notebook';
+import { notebookPlugin } from './notebook';
 import { panelHTML, panelThemeVars } from './panelAssets';
 
 /** The kernel's comm target of the panel (bridge.PanelTarget). */

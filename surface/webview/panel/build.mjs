@@ -29,6 +29,13 @@ function sourcesHash() {
   return h.digest("hex");
 }
 
+const args = process.argv.slice(2);
+const outAt = args.indexOf("--out");
+if (outAt >= 0 && !args[outAt + 1]) {
+  console.error("build.mjs: --out needs a file");
+  process.exit(2);
+}
+
 const result = await build({
   absWorkingDir: here, // the bundle names its modules relative to it: src/…
   entryPoints: ["src/main.js"],
@@ -44,19 +51,20 @@ const result = await build({
       `// sources sha256 ${sourcesHash()}`,
   },
 });
-const bundle = result.outputFiles[0].text;
+const bundle = result.outputFiles[0].contents; // the bytes, as written
 
-if (process.argv.includes("--check")) {
-  let have = "";
+if (args.includes("--check")) {
+  let have = null;
   try {
-    have = readFileSync(out, "utf8");
+    have = readFileSync(out);
   } catch (e) {
-    // none yet
+    // none yet: a difference like any other
   }
-  if (have !== bundle) {
-    console.error("surface/webview/static/panel.js is not what surface/webview/panel/src builds: run `npm run build` in surface/webview/panel");
+  if (have === null || !Buffer.from(bundle).equals(have)) {
+    const why = have === null ? "is missing" : "differs from what surface/webview/panel/src builds";
+    console.error(`surface/webview/static/panel.js ${why}: rebuild it with \`make panel\` (or \`npm ci && npm run build\` in surface/webview/panel) and commit it`);
     process.exit(1);
   }
 } else {
-  writeFileSync(out, bundle);
+  writeFileSync(outAt >= 0 ? args[outAt + 1] : out, bundle);
 }

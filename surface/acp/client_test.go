@@ -26,7 +26,7 @@ func TestRealClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts a kernel")
 	}
-	script, err := filepath.Abs("../tests/acp/client.mjs")
+	script, err := filepath.Abs("../../tests/acp/client.mjs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestRealClient(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "agentkernel")
-	if out, err := exec.Command(kerneltest.GoTool(), "build", "-o", bin, "../cmd/agentkernel").CombinedOutput(); err != nil {
+	if out, err := exec.Command(kerneltest.GoTool(), "build", "-o", bin, "../../cmd/agentkernel").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	work, data := filepath.Join(tmp, "work"), filepath.Join(tmp, "data")

@@ -13,7 +13,7 @@ import (
 // magic list names, and the reverse; each is in %agent help with what it
 // does.
 func TestReadmeNamesEveryMagic(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

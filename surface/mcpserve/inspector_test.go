@@ -23,7 +23,7 @@ func TestInspector(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts kernels")
 	}
-	mods, err := filepath.Abs("../tests/mcp/node_modules")
+	mods, err := filepath.Abs("../../tests/mcp/node_modules")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestInspector(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "agentkernel")
-	if out, err := exec.Command(kerneltest.GoTool(), "build", "-o", bin, "../cmd/agentkernel").CombinedOutput(); err != nil {
+	if out, err := exec.Command(kerneltest.GoTool(), "build", "-o", bin, "../../cmd/agentkernel").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	env := append(os.Environ(), "AGENTKERNEL_DATA_DIR="+filepath.Join(tmp, "data"),

@@ -43,7 +43,7 @@ var (
 
 // runTurn is one turn: the user's message, then model requests and tool
 // calls until the model ends its turn, completes, or something stops it.
-func (t *Task) runTurn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim Limits) error {
+func (t *Task) runTurn(ctx context.Context, p Prompt, resumeFrom *TurnAsk, lim Limits) error {
 	t.lis.Emit(Event{Kind: EventTaskStarted})
 	t.lis.Emit(Event{Kind: EventTaskActive})
 	err := t.turn(ctx, p, resumeFrom, lim)
@@ -68,7 +68,7 @@ func (t *Task) runTurn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, li
 	return err
 }
 
-func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim Limits) error {
+func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *TurnAsk, lim Limits) error {
 	text := p.Text
 	if resumeFrom != nil {
 		if err := t.markAnswered(ctx, resumeFrom.msg); err != nil {

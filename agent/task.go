@@ -188,7 +188,7 @@ type Task struct {
 	cancel    context.CancelFunc // of the running turn
 	turnDone  chan struct{}      // closed when the running turn ends
 	running   *Turn              // the running turn (its done is turnDone)
-	pending   *pendingAsk
+	pending   *TurnAsk
 	totals    Totals
 	tools     map[string]ToolCount
 	closed    bool
@@ -215,14 +215,6 @@ type Task struct {
 	// startContext: what SessionStart hooks said, for the next prompt.
 	stopHookActive bool
 	startContext   string
-}
-
-type pendingAsk struct {
-	msg    messages.UIMessage
-	answer chan Response // cap 1
-	// idle marks an ask that does not hold a turn (completion_result,
-	// api_req_failed, …): the next Start or Respond starts a turn.
-	idle bool
 }
 
 // New returns a Task over cfg's history.
@@ -256,7 +248,7 @@ func New(cfg Config) (*Task, error) {
 	// A resumed session may end on an unanswered ask: it stays pending so
 	// the next Start answers it.
 	if n := len(t.ui); n > 0 && t.ui[n-1].Type == messages.TypeAsk && !t.ui[n-1].IsAnswered {
-		t.pending = &pendingAsk{msg: t.ui[n-1], answer: make(chan Response, 1), idle: true}
+		t.pending = newAsk(t.ui[n-1], true)
 	}
 	return t, nil
 }
@@ -389,8 +381,10 @@ func (r *Turn) Listen(f func(Event)) (remove func()) {
 
 // Next blocks until the turn pauses on an ask, which it returns with ok,
 // or ends (ok false; err is the turn's), or ctx ends. An ask answered
-// meanwhile is not returned again. It is woken by the change itself.
-func (r *Turn) Next(ctx context.Context) (ask messages.UIMessage, ok bool, err error) {
+// meanwhile is not returned again. It is woken by the change itself. The
+// ask's Done says when it was answered, from any surface, or the turn
+// stopped waiting for it.
+func (r *Turn) Next(ctx context.Context) (ask *TurnAsk, ok bool, err error) {
 	t := r.task
 	for {
 		t.mu.Lock()
@@ -401,18 +395,18 @@ func (r *Turn) Next(ctx context.Context) (ask messages.UIMessage, ok bool, err e
 			// the turn's Done closes.
 			select {
 			case <-r.done:
-				return messages.UIMessage{}, false, r.err
+				return nil, false, r.err
 			case <-ctx.Done():
-				return messages.UIMessage{}, false, ctx.Err()
+				return nil, false, ctx.Err()
 			}
 		}
 		if pa != nil && !pa.idle {
-			return pa.msg, true, nil
+			return pa, true, nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return messages.UIMessage{}, false, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }
@@ -455,6 +449,9 @@ func (t *Task) Start(p Prompt, o TurnOptions) (*Turn, error) {
 	}
 	resumeFrom := t.pending
 	t.pending = nil
+	if resumeFrom != nil {
+		resumeFrom.end() // this turn answers it
+	}
 	turnCtx, cancelTurn := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	run := &Turn{task: t, output: o.Output, done: done}
@@ -510,8 +507,9 @@ func (t *Task) Respond(ts int64, a Response) error {
 	select {
 	case p.answer <- a:
 		// Answered: no longer pending, so Wait and PendingAsk do not offer
-		// it again while the turn picks the answer up.
+		// it again while the turn picks the answer up; done everywhere.
 		t.pending = nil
+		p.end()
 		t.state = StateWorking
 		t.notifyLocked()
 	default:
@@ -531,6 +529,7 @@ func (t *Task) closeIdleAsk(ts int64, a Response) error {
 		return fmt.Errorf("%w: %d", ErrNoAsk, ts)
 	}
 	t.pending = nil
+	p.end()
 	t.notifyLocked()
 	t.mu.Unlock()
 	return t.markAnswered(context.Background(), p.msg)
@@ -616,6 +615,7 @@ func (t *Task) Rewind(ctx context.Context, ts int64, opts rewind.Options) (rewin
 	t.mu.Lock()
 	t.ui, t.api = res.UI, res.API
 	if t.pending != nil && !containsTS(t.ui, t.pending.msg.TS) {
+		t.pending.end()
 		t.pending = nil
 		t.notifyLocked()
 	}

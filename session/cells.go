@@ -65,7 +65,7 @@ func (n notebook) record(ctx context.Context, op, id string, before, after *cell
 	if after != nil && err == nil {
 		ch.After, err = json.Marshal(after)
 	}
-	st, serr := n.h.Store()
+	st, serr := n.h.Store(context.WithoutCancel(ctx))
 	if err == nil {
 		err = serr
 	}

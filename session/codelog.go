@@ -123,7 +123,7 @@ func (l *CodeLog) record(ctx context.Context, c *current, anchor int64, origin, 
 
 func (l *CodeLog) store(ctx context.Context, c *current, r store.CodeRun) {
 	h := l.h
-	st, err := h.Store()
+	st, err := h.Store(context.WithoutCancel(ctx))
 	if err == nil {
 		err = st.AddCodeRun(context.WithoutCancel(ctx), c.id, r)
 	}

@@ -263,8 +263,9 @@ var ErrClosed = errors.New("session: host closed")
 // Workspace returns the directory the agent's file tools may touch.
 func (h *Host) Workspace() string { return h.cfg.Workspace }
 
-// Store returns the store, opening it on first use.
-func (h *Host) Store() (*store.Store, error) {
+// Store returns the store, opening it on first use (ctx bounds the open:
+// a PostgreSQL store dials its server).
+func (h *Host) Store(ctx context.Context) (*store.Store, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -273,7 +274,7 @@ func (h *Host) Store() (*store.Store, error) {
 	if h.st != nil {
 		return h.st, nil
 	}
-	st, err := store.Open(context.Background(), store.Options{Dir: h.cfg.DataDir, URL: h.cfg.StoreURL, Logger: h.cfg.Logger.Named("store")})
+	st, err := store.Open(ctx, store.Options{Dir: h.cfg.DataDir, URL: h.cfg.StoreURL, Logger: h.cfg.Logger.Named("store")})
 	if err != nil {
 		return nil, fmt.Errorf("session: open the session store: %w", err)
 	}
@@ -403,7 +404,7 @@ func CanonicalWorkspace(dir string) string {
 // Continue resumes the most recently updated live session of the host's
 // workspace.
 func (h *Host) Continue(ctx context.Context) (Info, error) {
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return Info{}, err
 	}
@@ -419,7 +420,7 @@ func (h *Host) Continue(ctx context.Context) (Info, error) {
 // session to resume that is another user's is forked with forkOthers, and
 // refused without.
 func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool) (*current, error) {
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return nil, err
 	}

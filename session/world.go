@@ -43,8 +43,9 @@ type steps struct {
 	c *current
 }
 
-// tracker returns the host's workspace tracker, made on first use.
-func (w *World) tracker() (*checkpoint.Tracker, error) {
+// tracker returns the host's workspace tracker, made on first use (ctx
+// bounds opening the store).
+func (w *World) tracker(ctx context.Context) (*checkpoint.Tracker, error) {
 	h := w.h
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -54,7 +55,7 @@ func (w *World) tracker() (*checkpoint.Tracker, error) {
 	if w.closed {
 		return nil, ErrClosed
 	}
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func (w *World) StartTracking(wait func(context.Context) error) {
 				return
 			}
 		}
-		t, err := w.tracker()
+		t, err := w.tracker(ctx)
 		if err != nil {
 			if !errors.Is(err, ErrClosed) {
 				h.log.Warn("workspace tracking", "error", err)
@@ -180,7 +181,7 @@ func (w *World) stop() {
 // last scan (the first waits for the baseline).
 func (w *World) scan(ctx context.Context) ([]checkpoint.Change, error) {
 	h := w.h
-	t, err := w.tracker()
+	t, err := w.tracker(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func (w *World) scan(ctx context.Context) ([]checkpoint.Change, error) {
 // baseline); around any other call (code, an MCP tool) the scans find what
 // it changed. Changes are recorded at anchor.
 func (w steps) BeforeTool(ctx context.Context, anchor int64, call provider.ToolCall) func() {
-	t, err := w.h.world.tracker()
+	t, err := w.h.world.tracker(ctx)
 	if err != nil {
 		w.h.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
 		return func() {}
@@ -262,7 +263,7 @@ func (w steps) record(ctx context.Context, anchor int64, tool string, changes []
 	for i, c := range changes {
 		rec[i] = store.FileChange{Anchor: anchor, Path: c.Path, Before: c.Before, After: c.After}
 	}
-	st, err := w.h.Store()
+	st, err := w.h.Store(ctx)
 	if err == nil {
 		err = st.AddFileChanges(ctx, w.c.id, rec)
 	}
@@ -416,7 +417,7 @@ func (w *World) worldAfter(ctx context.Context, ts int64) (*current, pastWorld, 
 	if !containsTS(c.task.UI(), ts) {
 		return nil, pastWorld{}, fmt.Errorf("no message with ts %d in this session (see %%agent history)", ts)
 	}
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return nil, pastWorld{}, err
 	}
@@ -463,7 +464,7 @@ func (w *World) turnBack(ctx context.Context, c *current, ts int64, p pastWorld,
 
 // restoreFiles turns changes back.
 func (w *World) restoreFiles(ctx context.Context, changes []store.FileChange, force bool) (*checkpoint.RestoreReport, error) {
-	t, err := w.tracker()
+	t, err := w.tracker(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -493,7 +494,7 @@ func (w *World) restoreKernel(ctx context.Context, c *current, ts int64, runs []
 	if !later {
 		return
 	}
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		out.KernelNote = err.Error()
 		return
@@ -524,7 +525,7 @@ func (w *World) restoreKernel(ctx context.Context, c *current, ts int64, runs []
 // in the middle is replayed again next time.
 func (w *World) replay(ctx context.Context, c *current, code []store.CodeRun) ([]string, error) {
 	h := w.h
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -567,7 +568,7 @@ func (w *World) ReplayIfPending(ctx context.Context) ([]string, error) {
 	if c == nil || !c.replayPending.Swap(false) || h.cfg.Runner == nil {
 		return nil, nil
 	}
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -621,7 +622,7 @@ func (w *World) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, R
 	}
 	h.logCommand(ctx, c, "fork", tsArg(ts))
 	c.task.Cancel()
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
@@ -651,7 +652,7 @@ func (w *World) Copy(ctx context.Context) (Info, error) {
 		return Info{}, err
 	}
 	h.logCommand(ctx, c, "fork", "end")
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return Info{}, err
 	}

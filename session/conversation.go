@@ -231,10 +231,7 @@ func (cv *Conversation) Snapshot(ctx context.Context) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	t := c.task
-	h.mu.Lock()
-	model := c.model
-	h.mu.Unlock()
-	s := Snapshot{ID: c.id, Messages: t.UI(), Mode: c.policy.PermissionMode(), Model: model, Totals: t.Totals(), State: t.State()}
+	s := Snapshot{ID: c.id, Messages: t.UI(), Mode: c.policy.PermissionMode(), Model: c.modelName(), Totals: t.Totals(), State: t.State()}
 	if ask, ok := t.PendingAsk(); ok {
 		s.PendingAsk = &ask
 	}

@@ -168,7 +168,6 @@ type current struct {
 	id      string
 	task    *agent.Task
 	policy  *agent.Policy
-	model   string
 	resumed bool
 	tools   []string
 	// forkOf, forkOfOwner and forkOfAdmin: see Info.
@@ -186,10 +185,25 @@ type current struct {
 	replayPending atomic.Bool
 
 	mu    sync.Mutex
+	model string     // its model (Models.Set)
 	cells []cell     // %%code cells since the last prompt, for the model
 	notes []string   // what the model must be told at the next prompt
 	seen  seenKernel // what the model was told of the kernel (context.go)
 	turn  turnLog    // for the event log
+}
+
+// modelName is the session's model.
+func (c *current) modelName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.model
+}
+
+// setModel makes model the session's.
+func (c *current) setModel(model string) {
+	c.mu.Lock()
+	c.model = model
+	c.mu.Unlock()
 }
 
 // note queues text for the model, given with the next prompt.
@@ -217,11 +231,13 @@ func New(cfg Config) *Host {
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
 		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
-	h.models.h, h.modes.h, h.world.h, h.code.h, h.tools.h = h, h, h, h, h
+	h.modes.h, h.world.h, h.code.h, h.tools.h = h, h, h, h
 	h.tools.prompt = cfg.PromptCells
 	if cfg.Runner != nil {
 		h.quiet = backing.NewQuiet(cfg.Runner)
 	}
+	h.models = Models{host: h, store: h.Store, lis: &h.lis, log: h.log, quiet: h.quiet, set: modelSettings{
+		model: cfg.Model, completion: cfg.CompletionModel, models: cfg.Models, effort: cfg.Effort, open: cfg.OpenModel, keys: cfg.Keys}}
 	return h
 }
 
@@ -316,7 +332,7 @@ func (i Info) ForkReason() string {
 }
 
 func (c *current) info() Info {
-	return Info{ID: c.id, Model: c.model, Resumed: c.resumed, Elsewhere: c.elsewhere, Messages: len(c.task.UI()), Tools: c.tools,
+	return Info{ID: c.id, Model: c.modelName(), Resumed: c.resumed, Elsewhere: c.elsewhere, Messages: len(c.task.UI()), Tools: c.tools,
 		ForkOf: c.forkOf, ForkOfOwner: c.forkOfOwner, ForkOfAdmin: c.forkOfAdmin}
 }
 

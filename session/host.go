@@ -231,13 +231,15 @@ func New(cfg Config) *Host {
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
 		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
-	h.modes.h, h.world.h, h.code.h, h.tools.h = h, h, h, h
+	h.world.h, h.code.h, h.tools.h = h, h, h
 	h.tools.prompt = cfg.PromptCells
 	if cfg.Runner != nil {
 		h.quiet = backing.NewQuiet(cfg.Runner)
 	}
 	h.models = Models{host: h, store: h.Store, lis: &h.lis, log: h.log, quiet: h.quiet, set: modelSettings{
 		model: cfg.Model, completion: cfg.CompletionModel, models: cfg.Models, effort: cfg.Effort, open: cfg.OpenModel, keys: cfg.Keys}}
+	h.modes = Modes{host: h, lis: &h.lis, log: h.log, set: modeSettings{workspace: cfg.Workspace, userDir: cfg.MCP.UserDir,
+		permission: cfg.PermissionMode, modes: cfg.Modes, kernel: cfg.Kernel, runner: cfg.Runner}}
 	return h
 }
 

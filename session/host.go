@@ -231,8 +231,9 @@ func New(cfg Config) *Host {
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
 		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
-	h.world.h, h.code.h, h.tools.h = h, h, h
-	h.tools.prompt = cfg.PromptCells
+	h.world.h, h.code.h = h, h
+	h.tools = Tools{lis: &h.lis, prompt: cfg.PromptCells, set: toolSettings{workspace: cfg.Workspace, mcp: cfg.MCP,
+		mcpServers: cfg.MCPServers, logger: cfg.Logger, cells: cfg.Cells, openNotebook: cfg.OpenNotebook}}
 	if cfg.Runner != nil {
 		h.quiet = backing.NewQuiet(cfg.Runner)
 	}
@@ -494,7 +495,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	}
 	c.ws = ws
 	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.tools.mcpSource(),
-		Files: h.tools.filesNow(), WebFetch: h.cfg.WebFetch, KernelServers: h.tools.clientServers(), Notebook: h.tools.notebookSource(c),
+		Files: h.tools.filesNow(), WebFetch: h.cfg.WebFetch, KernelServers: h.tools.clientServers(), Notebook: h.tools.notebookSource(func(cells Cells) agent.Notebook { return notebook{cells: cells, h: h, c: c} }),
 		PromptCells: h.tools.promptCells(), Environment: h.environment, Variables: h.variablesOf(), NotebookFile: h.notebookFile()})
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)

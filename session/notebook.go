@@ -100,12 +100,12 @@ func (t *Tools) frontendsNow() Frontends {
 	return t.frontends
 }
 
-// notebookSource is session c's agent.NotebookSource: the frontends'
-// current notebook, else Config.Cells, as the agent's notebook.
-func (t *Tools) notebookSource(c *current) agent.NotebookSource {
-	h := t.h
+// notebookSource is a session's agent.NotebookSource: the frontends'
+// current notebook, else Config.Cells, as the agent's notebook, which
+// open makes of the cells.
+func (t *Tools) notebookSource(open func(Cells) agent.Notebook) agent.NotebookSource {
 	t.mu.Lock()
-	none := h.cfg.Cells == nil && t.frontends == nil && !t.cellsLater
+	none := t.set.cells == nil && t.frontends == nil && !t.cellsLater
 	t.mu.Unlock()
 	if none {
 		return nil
@@ -115,7 +115,7 @@ func (t *Tools) notebookSource(c *current) agent.NotebookSource {
 		if cells == nil {
 			return nil
 		}
-		return notebook{cells: cells, h: h, c: c}
+		return open(cells)
 	}
 }
 
@@ -127,7 +127,7 @@ func (t *Tools) currentCells() Cells {
 			return cells
 		}
 	}
-	if cells := t.h.cfg.Cells; cells != nil {
+	if cells := t.set.cells; cells != nil {
 		return cells()
 	}
 	return nil
@@ -139,17 +139,16 @@ func (t *Tools) currentCells() Cells {
 // papermill, a console), told which notebook is its by %agent notebook or
 // AGENTKERNEL_NOTEBOOK.
 func (t *Tools) OpenNotebookFile(path string) (FileCells, error) {
-	h := t.h
-	if h.cfg.OpenNotebook == nil {
+	if t.set.openNotebook == nil {
 		return nil, errors.New("this kernel cannot open notebook files")
 	}
 	if !filepath.IsAbs(path) {
-		path = filepath.Join(h.cfg.Workspace, path)
+		path = filepath.Join(t.set.workspace, path)
 	}
 	if filepath.Ext(path) != ".ipynb" {
 		return nil, fmt.Errorf("%s: not a notebook (.ipynb)", path)
 	}
-	return h.cfg.OpenNotebook(path)
+	return t.set.openNotebook(path)
 }
 
 // SetPromptCells says whether the notebooks the agent works in are in

@@ -163,6 +163,14 @@ func (h *Host) active() *current {
 	return h.cur
 }
 
+// holdCurrent runs f with the current session (nil: none yet), which no
+// other session replaces while f runs.
+func (h *Host) holdCurrent(f func(c *current)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f(h.cur)
+}
+
 // current is the session the host drives.
 type current struct {
 	id      string
@@ -231,7 +239,8 @@ func New(cfg Config) *Host {
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
 		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
-	h.world.h, h.code.h = h, h
+	h.world.h = h
+	h.code = CodeLog{host: h, runner: cfg.Runner, world: &h.world, openStore: h.Store, log: h.log}
 	h.tools = Tools{lis: &h.lis, prompt: cfg.PromptCells, set: toolSettings{workspace: cfg.Workspace, mcp: cfg.MCP,
 		mcpServers: cfg.MCPServers, logger: cfg.Logger, cells: cfg.Cells, openNotebook: cfg.OpenNotebook}}
 	if cfg.Runner != nil {

@@ -96,7 +96,6 @@ type CellsReport struct {
 // shows it). It returns a report per notebook and the workspace paths of
 // the notebooks' files it handled, which the files' restore leaves alone.
 func (w *World) restoreCells(ctx context.Context, changes []store.CellChange, force bool) ([]CellsReport, map[string]bool) {
-	h := w.h
 	var order []string
 	byNB := map[string][]store.CellChange{}
 	for _, c := range changes {
@@ -111,7 +110,7 @@ func (w *World) restoreCells(ctx context.Context, changes []store.CellChange, fo
 		rep := CellsReport{Notebook: nb, Where: "the frontend"}
 		file := w.notebookFile(nb)
 		if file != "" {
-			if rel, err := filepath.Rel(h.cfg.Workspace, file); err == nil && !strings.HasPrefix(rel, "..") {
+			if rel, err := filepath.Rel(w.set.workspace, file); err == nil && !strings.HasPrefix(rel, "..") {
 				handled[filepath.ToSlash(rel)] = true
 			}
 		}
@@ -133,16 +132,15 @@ func (w *World) restoreCells(ctx context.Context, changes []store.CellChange, fo
 // cellsFor is where notebook nb's cells are put back: the frontend that
 // shows it, else its file.
 func (w *World) cellsFor(nb, file string) (Cells, error) {
-	h := w.h
-	if fe := h.tools.frontendsNow(); fe != nil {
+	if fe := w.frontends.frontendsNow(); fe != nil {
 		if cells := fe.Find(nb); cells != nil {
 			return cells, nil
 		}
 	}
-	if h.cfg.OpenNotebook == nil || file == "" {
+	if w.set.openNotebook == nil || file == "" {
 		return nil, fmt.Errorf("no frontend shows %s now and its file is not found: its cells are left as they are", nb)
 	}
-	cells, err := h.cfg.OpenNotebook(file)
+	cells, err := w.set.openNotebook(file)
 	if err != nil {
 		return nil, fmt.Errorf("no frontend shows %s now, and its file: %w", nb, err)
 	}
@@ -153,15 +151,14 @@ func (w *World) cellsFor(nb, file string) (Cells, error) {
 // server's root, while the workspace is the kernel's directory: the
 // notebook's own), or "" when it is not found.
 func (w *World) notebookFile(nb string) string {
-	h := w.h
-	if nb == "" || h.cfg.Workspace == "" {
+	if nb == "" || w.set.workspace == "" {
 		return ""
 	}
 	rel := filepath.FromSlash(nb)
-	cands := []string{filepath.Join(h.cfg.Workspace, rel)}
+	cands := []string{filepath.Join(w.set.workspace, rel)}
 	dir := filepath.Dir(rel)
-	if dir == "." || strings.HasSuffix(h.cfg.Workspace, string(filepath.Separator)+dir) {
-		cands = append(cands, filepath.Join(h.cfg.Workspace, filepath.Base(rel)))
+	if dir == "." || strings.HasSuffix(w.set.workspace, string(filepath.Separator)+dir) {
+		cands = append(cands, filepath.Join(w.set.workspace, filepath.Base(rel)))
 	}
 	for _, c := range cands {
 		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {

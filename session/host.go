@@ -239,7 +239,8 @@ func New(cfg Config) *Host {
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
 		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
-	h.world.h = h
+	h.world = World{host: h, openStore: h.Store, code: &h.code, frontends: &h.tools, lis: &h.lis, log: h.log,
+		set: worldSettings{workspace: cfg.Workspace, checkpoints: cfg.Checkpoints, runner: cfg.Runner, openNotebook: cfg.OpenNotebook}}
 	h.code = CodeLog{host: h, runner: cfg.Runner, world: &h.world, openStore: h.Store, log: h.log}
 	h.tools = Tools{lis: &h.lis, prompt: cfg.PromptCells, set: toolSettings{workspace: cfg.Workspace, mcp: cfg.MCP,
 		mcpServers: cfg.MCPServers, logger: cfg.Logger, cells: cfg.Cells, openNotebook: cfg.OpenNotebook}}
@@ -526,7 +527,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 	}
 	if c.task, err = agent.New(agent.Config{
 		SessionID: id, Store: agentstore.New(st), Toolbox: tb, Provider: prov, Policy: c.policy,
-		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: h.takeContext(c), World: steps{h: h, c: c},
+		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: h.takeContext(c), World: steps{world: &h.world, c: c},
 		Hooks: h.hooks, Rules: h.modes.turnRules(c),
 	}); err != nil {
 		return nil, fmt.Errorf("session: %w", err)

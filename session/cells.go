@@ -177,20 +177,15 @@ func (w *World) undoCells(ctx context.Context, cells Cells, changes []store.Cell
 		rep.Unrestorable = append(rep.Unrestorable, "the notebook could not be read: "+err.Error())
 		return
 	}
-	cur := make(map[string]string, len(v.Cells)) // id → source
+	u := &cellUndo{cells: cells, cur: make(map[string]string, len(v.Cells)), n: len(v.Cells), alias: map[string]string{}}
 	for _, c := range v.Cells {
-		cur[c.ID] = c.Source
+		u.cur[c.ID] = c.Source
 	}
-	n := len(v.Cells)
-	alias := map[string]string{} // a deleted cell put back under a new id
 	conflicted := map[string]bool{}
-	fail := func(id string, err error) {
-		rep.Unrestorable = append(rep.Unrestorable, fmt.Sprintf("cell %s: %v", messages.ShortID(id), err))
-	}
 	for i := len(changes) - 1; i >= 0; i-- {
 		ch := changes[i]
 		id := ch.CellID
-		if a, ok := alias[id]; ok {
+		if a, ok := u.alias[id]; ok {
 			id = a
 		}
 		if conflicted[id] {
@@ -199,67 +194,91 @@ func (w *World) undoCells(ctx context.Context, cells Cells, changes []store.Cell
 		var before, after cellState
 		_ = json.Unmarshal(ch.Before, &before)
 		_ = json.Unmarshal(ch.After, &after)
-		src, exists := cur[id]
-		if (ch.Op == cellInsert || ch.Op == cellEdit) && exists && src != after.Source && !force {
+		if src, exists := u.cur[id]; (ch.Op == cellInsert || ch.Op == cellEdit) && exists && src != after.Source && !force {
 			conflicted[id] = true
 			rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("cell %s (changed since the agent's %s)", messages.ShortID(id), ch.Op))
 			continue
 		}
-		switch ch.Op {
-		case cellInsert:
-			if !exists {
-				continue // gone already
-			}
-			if _, _, err := cells.Delete(ctx, id); err != nil {
-				fail(id, err)
-				continue
-			}
-			delete(cur, id)
-			n--
-		case cellEdit:
-			if !exists {
-				fail(id, errors.New("deleted since: its edit cannot be turned back"))
-				continue
-			}
-			if _, err := cells.SetSource(ctx, id, before.Source); err != nil {
-				fail(id, err)
-				continue
-			}
-			cur[id] = before.Source
-		case cellMove:
-			if !exists {
-				continue
-			}
-			if before.Index < 0 {
-				fail(id, errors.New("where it was is not known"))
-				continue
-			}
-			if _, err := cells.Move(ctx, id, min(before.Index, n-1)); err != nil {
-				fail(id, err)
-				continue
-			}
-		case cellDelete:
-			if exists {
-				continue // back already
-			}
-			at := before.Index
-			if at < 0 || at > n {
-				at = n
-			}
-			c, err := cells.Insert(ctx, at, Cell{ID: ch.CellID, Kind: before.Kind, Source: before.Source,
-				ExecutionCount: before.ExecutionCount, Outputs: before.Outputs})
-			if err != nil {
-				fail(id, err)
-				continue
-			}
-			if c.ID != ch.CellID {
-				alias[ch.CellID] = c.ID
-			}
-			cur[c.ID] = before.Source
-			n++
-		default:
+		restored, err := u.undo(ctx, ch, id, before)
+		if err != nil {
+			rep.Unrestorable = append(rep.Unrestorable, fmt.Sprintf("cell %s: %v", messages.ShortID(id), err))
 			continue
 		}
-		rep.Restored++
+		if restored {
+			rep.Restored++
+		}
 	}
+}
+
+// cellUndo is one notebook's cells while undoCells turns its changes back:
+// their sources now, their number, and the deleted cells it put back under
+// new ids.
+type cellUndo struct {
+	cells Cells
+	cur   map[string]string // id → source
+	n     int
+	alias map[string]string // a deleted cell put back under a new id
+}
+
+// undo turns back change ch of cell id (now so named), which was before
+// before it. It reports whether it changed the notebook: a change already
+// undone (the cell is gone, or back) is left.
+func (u *cellUndo) undo(ctx context.Context, ch store.CellChange, id string, before cellState) (bool, error) {
+	_, exists := u.cur[id]
+	switch ch.Op {
+	case cellInsert:
+		if !exists {
+			return false, nil // gone already
+		}
+		if _, _, err := u.cells.Delete(ctx, id); err != nil {
+			return false, err
+		}
+		delete(u.cur, id)
+		u.n--
+	case cellEdit:
+		if !exists {
+			return false, errors.New("deleted since: its edit cannot be turned back")
+		}
+		if _, err := u.cells.SetSource(ctx, id, before.Source); err != nil {
+			return false, err
+		}
+		u.cur[id] = before.Source
+	case cellMove:
+		if !exists {
+			return false, nil
+		}
+		if before.Index < 0 {
+			return false, errors.New("where it was is not known")
+		}
+		if _, err := u.cells.Move(ctx, id, min(before.Index, u.n-1)); err != nil {
+			return false, err
+		}
+	case cellDelete:
+		if exists {
+			return false, nil // back already
+		}
+		return true, u.putBack(ctx, ch.CellID, before)
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// putBack inserts deleted cell id again where it was, as it was.
+func (u *cellUndo) putBack(ctx context.Context, id string, before cellState) error {
+	at := before.Index
+	if at < 0 || at > u.n {
+		at = u.n
+	}
+	c, err := u.cells.Insert(ctx, at, Cell{ID: id, Kind: before.Kind, Source: before.Source,
+		ExecutionCount: before.ExecutionCount, Outputs: before.Outputs})
+	if err != nil {
+		return err
+	}
+	if c.ID != id {
+		u.alias[id] = c.ID
+	}
+	u.cur[c.ID] = before.Source
+	u.n++
+	return nil
 }

@@ -24,12 +24,12 @@ import (
 // recording provider must not be re-created: it would start its cassette
 // again), closed by the host's Close.
 type Models struct {
-	set   modelSettings
-	host  sessions
-	store storeOf
-	lis   *agent.Listeners
-	log   hclog.Logger
-	quiet *backing.Quiet // the namespace reads of completions (nil: no kernel)
+	set       modelSettings
+	host      sessions
+	openStore storeOf
+	lis       *agent.Listeners
+	log       hclog.Logger
+	quiet     *backing.Quiet // the namespace reads of completions (nil: no kernel)
 
 	mu        sync.Mutex // guards what follows; never held across a call out
 	providers map[string]provider.Provider
@@ -90,7 +90,7 @@ func (m *Models) Set(ctx context.Context, model string) error {
 	m.explicit = model
 	m.mu.Unlock()
 	c.setModel(model)
-	st, err := m.store(ctx)
+	st, err := m.openStore(ctx)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ type Modes struct {
 type modeSettings struct {
 	workspace, userDir string
 	permission         agent.PermissionMode
+	allow, deny        []string // the policies' rules
 	modes              map[string]rules.AgentMode
 	kernel             string
 	runner             backing.Runner // the kernel's language (nil: none)
@@ -48,6 +49,15 @@ func (m *Modes) Permission() agent.PermissionMode {
 	}
 	return c.policy.PermissionMode()
 }
+
+// policy is the permission policy of a session with toolbox tb: the
+// configured mode and rules.
+func (m *Modes) policy(tb *agent.Toolbox) (*agent.Policy, error) {
+	return agent.NewPolicy(tb, agent.PolicyOptions{Mode: m.set.permission, Allow: m.set.allow, Deny: m.set.deny})
+}
+
+// filter is the tool filter of the current agent mode (nil: every tool).
+func (m *Modes) filter() *agent.ToolFilter { return toolFilter(m.Agent()) }
 
 // SetPermission switches the current session's permission mode.
 func (m *Modes) SetPermission(ctx context.Context, mode agent.PermissionMode) error {

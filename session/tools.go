@@ -41,6 +41,14 @@ type toolSettings struct {
 	openNotebook func(path string) (FileCells, error)
 }
 
+// toolboxOptions are the tools' share of a session's toolbox: the MCP
+// servers, a client's file buffers and servers, and the notebook, which
+// open makes of the frontends' (or the configured) cells.
+func (t *Tools) toolboxOptions(open func(Cells) agent.Notebook) agent.ToolboxOptions {
+	return agent.ToolboxOptions{Source: t.mcpSource(), Files: t.filesNow(), KernelServers: t.clientServers(),
+		Notebook: t.notebookSource(open), PromptCells: t.promptCells()}
+}
+
 // mcpServers returns the host's MCP manager, making it on first use from
 // the workspace's .mcp.json and Config.MCPServers. It starts nothing.
 func (t *Tools) mcpServers() *mcp.Manager {

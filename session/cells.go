@@ -65,7 +65,7 @@ func (n notebook) record(ctx context.Context, op, id string, before, after *cell
 	if after != nil && err == nil {
 		ch.After, err = json.Marshal(after)
 	}
-	st, serr := n.h.Store(context.WithoutCancel(ctx))
+	st, serr := n.code.openStore(context.WithoutCancel(ctx))
 	if err == nil {
 		err = serr
 	}
@@ -73,7 +73,7 @@ func (n notebook) record(ctx context.Context, op, id string, before, after *cell
 		err = st.AddCellChange(context.WithoutCancel(ctx), n.c.id, ch)
 	}
 	if err != nil {
-		n.h.log.Warn("record a cell change", "op", op, "cell", id, "error", err)
+		n.code.log.Warn("record a cell change", "op", op, "cell", id, "error", err)
 	}
 }
 

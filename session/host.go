@@ -516,8 +516,8 @@ func (h *Host) equip(st *store.Store, c *current, hist store.Histories) error {
 	if c.ws, err = agent.NewWorkspace(h.cfg.Workspace); err != nil {
 		return fmt.Errorf("session: workspace: %w", err)
 	}
-	opts := h.tools.toolboxOptions(func(cells Cells) agent.Notebook { return notebook{cells: cells, h: h, c: c} })
-	opts.Workspace, opts.Runner, opts.WebFetch = c.ws, &codeRunner{h: h, c: c}, h.cfg.WebFetch
+	opts := h.tools.toolboxOptions(func(cells Cells) agent.Notebook { return notebook{cells: cells, code: &h.code, tools: &h.tools, c: c} })
+	opts.Workspace, opts.Runner, opts.WebFetch = c.ws, &codeRunner{code: &h.code, c: c}, h.cfg.WebFetch
 	opts.Environment, opts.Variables, opts.NotebookFile = h.environment, h.variablesOf(), h.notebookFile()
 	if c.tb, err = agent.NewToolbox(opts); err != nil {
 		return fmt.Errorf("session: %w", err)

@@ -100,13 +100,14 @@ func (t *Task) ask(ctx context.Context, kind messages.Ask, text string) (Respons
 func (t *Task) askMessage(ctx context.Context, m messages.UIMessage) (Response, error) {
 	m.TS, m.Type = t.clock.Next(), messages.TypeAsk
 	kind := m.Ask
-	p := &pendingAsk{msg: m, answer: make(chan Response, 1)}
+	p := newAsk(m, false)
 	t.mu.Lock()
 	t.pending = p
 	t.state = StateWaiting
 	t.notifyLocked()
 	t.mu.Unlock()
 	defer func() {
+		p.end()
 		t.mu.Lock()
 		if t.pending == p {
 			t.pending = nil
@@ -155,7 +156,7 @@ func (t *Task) askIdle(ctx context.Context, kind messages.Ask, text string) (mes
 		return m, err
 	}
 	t.mu.Lock()
-	t.pending = &pendingAsk{msg: m, answer: make(chan Response, 1), idle: true}
+	t.pending = newAsk(m, true)
 	t.notifyLocked()
 	t.mu.Unlock()
 	return m, nil

@@ -42,7 +42,7 @@ var (
 
 // runTurn is one turn: the user's message, then model requests and tool
 // calls until the model ends its turn, completes, or something stops it.
-func (t *Task) runTurn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim Limits) error {
+func (t *Task) runTurn(ctx context.Context, p Prompt, resumeFrom *TurnAsk, lim Limits) error {
 	t.lis.Emit(Event{Kind: EventTaskStarted})
 	t.lis.Emit(Event{Kind: EventTaskActive})
 	err := t.turn(ctx, p, resumeFrom, lim)
@@ -70,7 +70,7 @@ func (t *Task) runTurn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, li
 // turn is runTurn's work between its events: the answer to the ask it
 // resumes from, the user's message (unless it only retries), then the
 // turn's steps.
-func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim Limits) error {
+func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *TurnAsk, lim Limits) error {
 	if resumeFrom != nil {
 		if err := t.markAnswered(ctx, resumeFrom.msg); err != nil {
 			return err
@@ -103,7 +103,7 @@ func (t *Task) turn(ctx context.Context, p Prompt, resumeFrom *pendingAsk, lim L
 // retriesOnly reports whether p only answers the failed request or the
 // resume ask it resumes from (an empty prompt, or "resume" for a resume
 // ask): the turn then asks the model again without a new user message.
-func retriesOnly(p Prompt, resumeFrom *pendingAsk) bool {
+func retriesOnly(p Prompt, resumeFrom *TurnAsk) bool {
 	if resumeFrom == nil || len(p.Images) > 0 {
 		return false
 	}

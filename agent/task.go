@@ -2,12 +2,10 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -149,28 +147,6 @@ var (
 	ErrNoProvider = errors.New("agent: no model configured")
 )
 
-// ResponseKind is how the user answered an ask (Roo-Code's askResponse).
-type ResponseKind string
-
-// The responses.
-const (
-	ResponseYes      ResponseKind = "yesButtonClicked" // allow / retry / continue
-	ResponseNo       ResponseKind = "noButtonClicked"  // deny / give up
-	ResponseAllowAll ResponseKind = "allowAll"         // allow this tool for the rest of the session
-	ResponseMessage  ResponseKind = "messageResponse"  // free text (followup answers, feedback)
-)
-
-// Response answers an ask.
-type Response struct {
-	Kind ResponseKind `json:"kind"`
-	Text string       `json:"text,omitempty"`
-	// By names who answered ("stdin", "webview", "policy"); recorded.
-	By string `json:"by,omitempty"`
-	// Images attached to a message answer (the web panel); they go to the
-	// model with the answer, as a prompt's do.
-	Images []Image `json:"-"`
-}
-
 // Task is one agent session: its histories, its running turn, its pending
 // ask. All methods are safe for concurrent use. A turn runs on a goroutine
 // the Task owns; Close stops it and waits.
@@ -188,7 +164,7 @@ type Task struct {
 	cancel    context.CancelFunc // of the running turn
 	turnDone  chan struct{}      // closed when the running turn ends
 	running   *Turn              // the running turn (its done is turnDone)
-	pending   *pendingAsk
+	pending   *TurnAsk
 	totals    Totals
 	tools     map[string]ToolCount
 	closed    bool
@@ -215,14 +191,6 @@ type Task struct {
 	// startContext: what SessionStart hooks said, for the next prompt.
 	stopHookActive bool
 	startContext   string
-}
-
-type pendingAsk struct {
-	msg    messages.UIMessage
-	answer chan Response // cap 1
-	// idle marks an ask that does not hold a turn (completion_result,
-	// api_req_failed, …): the next Start or Respond starts a turn.
-	idle bool
 }
 
 // New returns a Task over cfg's history.
@@ -256,7 +224,7 @@ func New(cfg Config) (*Task, error) {
 	// A resumed session may end on an unanswered ask: it stays pending so
 	// the next Start answers it.
 	if n := len(t.ui); n > 0 && t.ui[n-1].Type == messages.TypeAsk && !t.ui[n-1].IsAnswered {
-		t.pending = &pendingAsk{msg: t.ui[n-1], answer: make(chan Response, 1), idle: true}
+		t.pending = newAsk(t.ui[n-1], true)
 	}
 	return t, nil
 }
@@ -302,239 +270,8 @@ func (t *Task) Totals() Totals {
 	return t.totals
 }
 
-// PendingAsk returns the ask waiting for an answer, if any.
-func (t *Task) PendingAsk() (messages.UIMessage, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.pending == nil {
-		return messages.UIMessage{}, false
-	}
-	return t.pending.msg, true
-}
-
 // Policy returns the task's permission policy (mode, rules, allow-all set).
 func (t *Task) Policy() *Policy { return t.perm }
-
-// TurnOptions equip the turn Start begins.
-type TurnOptions struct {
-	// Limits bound it (model requests, cost).
-	Limits Limits
-	// Output receives the outputs of the code the turn runs, as the
-	// backing kernel sends them (a notebook relays them to the prompt's
-	// cell). It belongs to this turn: code a later turn runs never
-	// reports here. Nil: they are not relayed.
-	Output func(CodeOutput)
-}
-
-// CodeOutput is one output of code a turn runs, as the backing kernel sent
-// it: an iopub message's type, content, metadata and buffers.
-type CodeOutput struct {
-	Type     string
-	Content  json.RawMessage
-	Metadata json.RawMessage
-	Buffers  [][]byte
-}
-
-// Turn is one turn of a Task, as Start returns it: the user's message, the
-// requests and tool calls it leads to, its asks, and its end. Safe for
-// concurrent use.
-type Turn struct {
-	task       *Task
-	output     func(CodeOutput)
-	done       chan struct{}
-	err        error
-	superseded atomic.Bool
-}
-
-// Done is closed when the turn has ended.
-func (r *Turn) Done() <-chan struct{} { return r.done }
-
-// Err is the turn's error once Done is closed (context.Canceled for a
-// turn cancelled by Cancel or by a later Start); nil before.
-func (r *Turn) Err() error {
-	select {
-	case <-r.done:
-		return r.err
-	default:
-		return nil
-	}
-}
-
-// Superseded reports whether a later Start cancelled the turn to begin
-// its own (as opposed to Cancel, or the turn ending by itself).
-func (r *Turn) Superseded() bool {
-	return errors.Is(r.Err(), context.Canceled) && r.superseded.Load()
-}
-
-// ended reports whether the turn has ended.
-func (r *Turn) ended() bool {
-	select {
-	case <-r.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Listen registers f for the task's events while the turn runs: the events
-// of a later turn are not its own, and f hears none of them. The returned
-// func removes it.
-func (r *Turn) Listen(f func(Event)) (remove func()) {
-	return r.task.lis.Add(func(e Event) {
-		if !r.ended() {
-			f(e)
-		}
-	})
-}
-
-// Next blocks until the turn pauses on an ask, which it returns with ok,
-// or ends (ok false; err is the turn's), or ctx ends. An ask answered
-// meanwhile is not returned again. It is woken by the change itself.
-func (r *Turn) Next(ctx context.Context) (ask messages.UIMessage, ok bool, err error) {
-	t := r.task
-	for {
-		t.mu.Lock()
-		mine, pa, changed := t.running == r, t.pending, t.changed
-		t.mu.Unlock()
-		if !mine {
-			// Ended, or ending: the task lets go of its turn just before
-			// the turn's Done closes.
-			select {
-			case <-r.done:
-				return messages.UIMessage{}, false, r.err
-			case <-ctx.Done():
-				return messages.UIMessage{}, false, ctx.Err()
-			}
-		}
-		if pa != nil && !pa.idle {
-			return pa.msg, true, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return messages.UIMessage{}, false, ctx.Err()
-		}
-	}
-}
-
-// Start delivers the user's message. If an ask of the running turn is
-// pending, the message answers it (a followup's answer, feedback) and Start
-// returns that turn. Otherwise it begins a turn (a running one is cancelled
-// first, and is Superseded); an idle ask an earlier turn left (a
-// completion, a failed request) is answered by it. Start returns at once;
-// the turn runs on a goroutine of the Task's, with no context of the
-// caller's: Cancel, a later Start and Close end it.
-func (t *Task) Start(p Prompt, o TurnOptions) (*Turn, error) {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil, ErrClosed
-	}
-	if pa := t.pending; pa != nil && !pa.idle && t.turnDone != nil {
-		run := t.running
-		t.mu.Unlock()
-		return run, t.Respond(pa.msg.TS, Response{Kind: ResponseMessage, Text: p.Text, By: "prompt", Images: p.Images})
-	}
-	running := t.turnDone
-	cancel := t.cancel
-	if t.running != nil {
-		t.running.superseded.Store(true)
-	}
-	t.mu.Unlock()
-	if running != nil {
-		cancel()
-		<-running
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return nil, ErrClosed
-	}
-	if t.rewinding || t.turnDone != nil {
-		return nil, ErrBusy // a rewind, or another Start, got in between
-	}
-	resumeFrom := t.pending
-	t.pending = nil
-	turnCtx, cancelTurn := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	run := &Turn{task: t, output: o.Output, done: done}
-	t.cancel, t.turnDone, t.running, t.state, t.lastErr = cancelTurn, done, run, StateWorking, nil
-	t.notifyLocked()
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		defer close(done)
-		err := t.runTurn(turnCtx, p, resumeFrom, o.Limits)
-		cancelTurn()
-		run.err = err
-		t.mu.Lock()
-		t.state, t.cancel, t.turnDone, t.running, t.lastErr = StateIdle, nil, nil, nil, err
-		t.notifyLocked()
-		t.mu.Unlock()
-		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrMaxRequests) && !errors.Is(err, ErrMaxBudget) {
-			t.log.Warn("turn ended with an error", "error", err)
-		}
-	}()
-	return run, nil
-}
-
-// output is the running turn's output sink, or nil.
-func (t *Task) output() func(CodeOutput) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.running == nil {
-		return nil
-	}
-	return t.running.output
-}
-
-// Respond answers the pending ask stamped ts. The first answer wins; a
-// later one, or one for an ask that is not pending, gets ErrNoAsk.
-func (t *Task) Respond(ts int64, a Response) error {
-	t.mu.Lock()
-	p := t.pending
-	if p == nil || p.msg.TS != ts {
-		t.mu.Unlock()
-		return fmt.Errorf("%w: %d", ErrNoAsk, ts)
-	}
-	if t.turnDone == nil || p.idle {
-		// An idle ask: the answer starts a turn (after the one that left
-		// it, if it is still ending).
-		t.mu.Unlock()
-		if a.Kind == ResponseNo {
-			return t.closeIdleAsk(ts, a)
-		}
-		_, err := t.Start(Prompt{Text: a.Text, Images: a.Images}, TurnOptions{})
-		return err
-	}
-	select {
-	case p.answer <- a:
-		// Answered: no longer pending, so Wait and PendingAsk do not offer
-		// it again while the turn picks the answer up.
-		t.pending = nil
-		t.state = StateWorking
-		t.notifyLocked()
-	default:
-		t.mu.Unlock()
-		return fmt.Errorf("%w: %d already answered", ErrNoAsk, ts)
-	}
-	t.mu.Unlock()
-	return nil
-}
-
-// closeIdleAsk records a "no" to an idle ask (nothing to resume).
-func (t *Task) closeIdleAsk(ts int64, a Response) error {
-	t.mu.Lock()
-	p := t.pending
-	if p == nil || p.msg.TS != ts {
-		t.mu.Unlock()
-		return fmt.Errorf("%w: %d", ErrNoAsk, ts)
-	}
-	t.pending = nil
-	t.notifyLocked()
-	t.mu.Unlock()
-	return t.markAnswered(context.Background(), p.msg)
-}
 
 // Cancel stops the running turn: the model stream is aborted, a running
 // tool is interrupted, the partial message is finished, pending asks are
@@ -616,6 +353,7 @@ func (t *Task) Rewind(ctx context.Context, ts int64, opts rewind.Options) (rewin
 	t.mu.Lock()
 	t.ui, t.api = res.UI, res.API
 	if t.pending != nil && !containsTS(t.ui, t.pending.msg.TS) {
+		t.pending.end()
 		t.pending = nil
 		t.notifyLocked()
 	}

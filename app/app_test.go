@@ -93,7 +93,7 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := a.Host.Store()
+	st, err := a.Host.Store(context.Background())
 	if err != nil || st != a.Store {
 		t.Fatalf("the host uses another store (%v)", err)
 	}

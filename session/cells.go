@@ -65,7 +65,7 @@ func (n notebook) record(ctx context.Context, op, id string, before, after *cell
 	if after != nil && err == nil {
 		ch.After, err = json.Marshal(after)
 	}
-	st, serr := n.h.Store()
+	st, serr := n.code.openStore(context.WithoutCancel(ctx))
 	if err == nil {
 		err = serr
 	}
@@ -73,7 +73,7 @@ func (n notebook) record(ctx context.Context, op, id string, before, after *cell
 		err = st.AddCellChange(context.WithoutCancel(ctx), n.c.id, ch)
 	}
 	if err != nil {
-		n.h.log.Warn("record a cell change", "op", op, "cell", id, "error", err)
+		n.code.log.Warn("record a cell change", "op", op, "cell", id, "error", err)
 	}
 }
 
@@ -96,7 +96,6 @@ type CellsReport struct {
 // shows it). It returns a report per notebook and the workspace paths of
 // the notebooks' files it handled, which the files' restore leaves alone.
 func (w *World) restoreCells(ctx context.Context, changes []store.CellChange, force bool) ([]CellsReport, map[string]bool) {
-	h := w.h
 	var order []string
 	byNB := map[string][]store.CellChange{}
 	for _, c := range changes {
@@ -111,7 +110,7 @@ func (w *World) restoreCells(ctx context.Context, changes []store.CellChange, fo
 		rep := CellsReport{Notebook: nb, Where: "the frontend"}
 		file := w.notebookFile(nb)
 		if file != "" {
-			if rel, err := filepath.Rel(h.cfg.Workspace, file); err == nil && !strings.HasPrefix(rel, "..") {
+			if rel, err := filepath.Rel(w.set.workspace, file); err == nil && !strings.HasPrefix(rel, "..") {
 				handled[filepath.ToSlash(rel)] = true
 			}
 		}
@@ -133,16 +132,15 @@ func (w *World) restoreCells(ctx context.Context, changes []store.CellChange, fo
 // cellsFor is where notebook nb's cells are put back: the frontend that
 // shows it, else its file.
 func (w *World) cellsFor(nb, file string) (Cells, error) {
-	h := w.h
-	if fe := h.tools.frontendsNow(); fe != nil {
+	if fe := w.frontends.frontendsNow(); fe != nil {
 		if cells := fe.Find(nb); cells != nil {
 			return cells, nil
 		}
 	}
-	if h.cfg.OpenNotebook == nil || file == "" {
+	if w.set.openNotebook == nil || file == "" {
 		return nil, fmt.Errorf("no frontend shows %s now and its file is not found: its cells are left as they are", nb)
 	}
-	cells, err := h.cfg.OpenNotebook(file)
+	cells, err := w.set.openNotebook(file)
 	if err != nil {
 		return nil, fmt.Errorf("no frontend shows %s now, and its file: %w", nb, err)
 	}
@@ -153,15 +151,14 @@ func (w *World) cellsFor(nb, file string) (Cells, error) {
 // server's root, while the workspace is the kernel's directory: the
 // notebook's own), or "" when it is not found.
 func (w *World) notebookFile(nb string) string {
-	h := w.h
-	if nb == "" || h.cfg.Workspace == "" {
+	if nb == "" || w.set.workspace == "" {
 		return ""
 	}
 	rel := filepath.FromSlash(nb)
-	cands := []string{filepath.Join(h.cfg.Workspace, rel)}
+	cands := []string{filepath.Join(w.set.workspace, rel)}
 	dir := filepath.Dir(rel)
-	if dir == "." || strings.HasSuffix(h.cfg.Workspace, string(filepath.Separator)+dir) {
-		cands = append(cands, filepath.Join(h.cfg.Workspace, filepath.Base(rel)))
+	if dir == "." || strings.HasSuffix(w.set.workspace, string(filepath.Separator)+dir) {
+		cands = append(cands, filepath.Join(w.set.workspace, filepath.Base(rel)))
 	}
 	for _, c := range cands {
 		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
@@ -180,20 +177,15 @@ func (w *World) undoCells(ctx context.Context, cells Cells, changes []store.Cell
 		rep.Unrestorable = append(rep.Unrestorable, "the notebook could not be read: "+err.Error())
 		return
 	}
-	cur := make(map[string]string, len(v.Cells)) // id → source
+	u := &cellUndo{cells: cells, cur: make(map[string]string, len(v.Cells)), n: len(v.Cells), alias: map[string]string{}}
 	for _, c := range v.Cells {
-		cur[c.ID] = c.Source
+		u.cur[c.ID] = c.Source
 	}
-	n := len(v.Cells)
-	alias := map[string]string{} // a deleted cell put back under a new id
 	conflicted := map[string]bool{}
-	fail := func(id string, err error) {
-		rep.Unrestorable = append(rep.Unrestorable, fmt.Sprintf("cell %s: %v", messages.ShortID(id), err))
-	}
 	for i := len(changes) - 1; i >= 0; i-- {
 		ch := changes[i]
 		id := ch.CellID
-		if a, ok := alias[id]; ok {
+		if a, ok := u.alias[id]; ok {
 			id = a
 		}
 		if conflicted[id] {
@@ -202,67 +194,91 @@ func (w *World) undoCells(ctx context.Context, cells Cells, changes []store.Cell
 		var before, after cellState
 		_ = json.Unmarshal(ch.Before, &before)
 		_ = json.Unmarshal(ch.After, &after)
-		src, exists := cur[id]
-		if (ch.Op == cellInsert || ch.Op == cellEdit) && exists && src != after.Source && !force {
+		if src, exists := u.cur[id]; (ch.Op == cellInsert || ch.Op == cellEdit) && exists && src != after.Source && !force {
 			conflicted[id] = true
 			rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("cell %s (changed since the agent's %s)", messages.ShortID(id), ch.Op))
 			continue
 		}
-		switch ch.Op {
-		case cellInsert:
-			if !exists {
-				continue // gone already
-			}
-			if _, _, err := cells.Delete(ctx, id); err != nil {
-				fail(id, err)
-				continue
-			}
-			delete(cur, id)
-			n--
-		case cellEdit:
-			if !exists {
-				fail(id, errors.New("deleted since: its edit cannot be turned back"))
-				continue
-			}
-			if _, err := cells.SetSource(ctx, id, before.Source); err != nil {
-				fail(id, err)
-				continue
-			}
-			cur[id] = before.Source
-		case cellMove:
-			if !exists {
-				continue
-			}
-			if before.Index < 0 {
-				fail(id, errors.New("where it was is not known"))
-				continue
-			}
-			if _, err := cells.Move(ctx, id, min(before.Index, n-1)); err != nil {
-				fail(id, err)
-				continue
-			}
-		case cellDelete:
-			if exists {
-				continue // back already
-			}
-			at := before.Index
-			if at < 0 || at > n {
-				at = n
-			}
-			c, err := cells.Insert(ctx, at, Cell{ID: ch.CellID, Kind: before.Kind, Source: before.Source,
-				ExecutionCount: before.ExecutionCount, Outputs: before.Outputs})
-			if err != nil {
-				fail(id, err)
-				continue
-			}
-			if c.ID != ch.CellID {
-				alias[ch.CellID] = c.ID
-			}
-			cur[c.ID] = before.Source
-			n++
-		default:
+		restored, err := u.undo(ctx, ch, id, before)
+		if err != nil {
+			rep.Unrestorable = append(rep.Unrestorable, fmt.Sprintf("cell %s: %v", messages.ShortID(id), err))
 			continue
 		}
-		rep.Restored++
+		if restored {
+			rep.Restored++
+		}
 	}
+}
+
+// cellUndo is one notebook's cells while undoCells turns its changes back:
+// their sources now, their number, and the deleted cells it put back under
+// new ids.
+type cellUndo struct {
+	cells Cells
+	cur   map[string]string // id → source
+	n     int
+	alias map[string]string // a deleted cell put back under a new id
+}
+
+// undo turns back change ch of cell id (now so named), which was before
+// before it. It reports whether it changed the notebook: a change already
+// undone (the cell is gone, or back) is left.
+func (u *cellUndo) undo(ctx context.Context, ch store.CellChange, id string, before cellState) (bool, error) {
+	_, exists := u.cur[id]
+	switch ch.Op {
+	case cellInsert:
+		if !exists {
+			return false, nil // gone already
+		}
+		if _, _, err := u.cells.Delete(ctx, id); err != nil {
+			return false, err
+		}
+		delete(u.cur, id)
+		u.n--
+	case cellEdit:
+		if !exists {
+			return false, errors.New("deleted since: its edit cannot be turned back")
+		}
+		if _, err := u.cells.SetSource(ctx, id, before.Source); err != nil {
+			return false, err
+		}
+		u.cur[id] = before.Source
+	case cellMove:
+		if !exists {
+			return false, nil
+		}
+		if before.Index < 0 {
+			return false, errors.New("where it was is not known")
+		}
+		if _, err := u.cells.Move(ctx, id, min(before.Index, u.n-1)); err != nil {
+			return false, err
+		}
+	case cellDelete:
+		if exists {
+			return false, nil // back already
+		}
+		return true, u.putBack(ctx, ch.CellID, before)
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// putBack inserts deleted cell id again where it was, as it was.
+func (u *cellUndo) putBack(ctx context.Context, id string, before cellState) error {
+	at := before.Index
+	if at < 0 || at > u.n {
+		at = u.n
+	}
+	c, err := u.cells.Insert(ctx, at, Cell{ID: id, Kind: before.Kind, Source: before.Source,
+		ExecutionCount: before.ExecutionCount, Outputs: before.Outputs})
+	if err != nil {
+		return err
+	}
+	if c.ID != id {
+		u.alias[id] = c.ID
+	}
+	u.cur[c.ID] = before.Source
+	u.n++
+	return nil
 }

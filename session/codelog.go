@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/messages"
@@ -18,13 +20,31 @@ import (
 // the cells the user ran before the host's first session, which that
 // session's first prompt is given.
 type CodeLog struct {
-	h *Host
+	host      codeHost
+	runner    backing.Runner // nil: no backing kernel
+	world     replayer       // replays what a rewind left pending
+	openStore storeOf
+	log       hclog.Logger
 
 	mu    sync.Mutex
 	ran   []logged         // the last maxKernelLog
 	seq   int64            // the last entry's seq
 	mark  map[string]int64 // per session: the last entry it has seen
 	early []cell           // code mode's cells run before any session (UserCode)
+}
+
+// codeHost is what the code log asks of the host: its sessions, and its
+// current session held still while f runs (a cell run before any session
+// waits on the host for the one that opens: takeEarly).
+type codeHost interface {
+	sessions
+	holdCurrent(f func(c *current))
+}
+
+// replayer rebuilds the kernel's state when a rewind left it pending
+// (World).
+type replayer interface {
+	ReplayIfPending(ctx context.Context) ([]string, error)
 }
 
 // takeEarly returns (and forgets) the cells run before any session; the
@@ -41,13 +61,12 @@ func (l *CodeLog) takeEarly() []cell {
 // mode) in the backing kernel, replaying first if a rewind left that
 // pending, and records it (RecordCell).
 func (l *CodeLog) RunCell(ctx context.Context, e backing.Exec) (backing.Result, error) {
-	h := l.h
-	r := h.cfg.Runner
+	r := l.runner
 	if r == nil {
 		return backing.Result{}, errors.New("no backing kernel to run code in")
 	}
-	if _, err := h.world.ReplayIfPending(ctx); err != nil {
-		h.log.Warn("replay before the cell", "error", err)
+	if _, err := l.world.ReplayIfPending(ctx); err != nil {
+		l.log.Warn("replay before the cell", "error", err)
 	}
 	res, err := r.Execute(ctx, e)
 	if err == nil || res.Status != "" {
@@ -64,10 +83,9 @@ const maxCells = 20
 // the model with the next prompt. A failure is logged, not returned: the
 // cell itself ran.
 func (l *CodeLog) RecordCell(ctx context.Context, code string, res backing.Result) {
-	h := l.h
-	c, err := h.session(ctx)
+	c, err := l.host.session(ctx)
 	if err != nil {
-		h.log.Warn("record cell", "error", err)
+		l.log.Warn("record cell", "error", err)
 		return
 	}
 	ims := codeResult(res).Images
@@ -76,7 +94,7 @@ func (l *CodeLog) RecordCell(ctx context.Context, code string, res backing.Resul
 	l.record(ctx, c, 0, "cell", code, res.Status)
 	rec, _ := json.Marshal(map[string]string{"code": code, "output": capText(output, 20000), "status": res.Status})
 	if _, err := c.task.Record(ctx, messages.SayCellExecuted, string(rec)); err != nil && !errors.Is(err, agent.ErrBusy) {
-		h.log.Warn("record cell", "error", err)
+		l.log.Warn("record cell", "error", err)
 	}
 }
 
@@ -87,17 +105,16 @@ func (l *CodeLog) RecordCell(ctx context.Context, code string, res backing.Resul
 // as a message, and no session is opened for it: cells run before the
 // first prompt wait on the host for the session that prompt opens.
 func (l *CodeLog) UserCode(ctx context.Context, code string, res backing.Result) {
-	h := l.h
 	ims := codeResult(res).Images
 	entry := newCell(code, cellOutput(res, ims), ims)
-	h.mu.Lock() // against a session that opens meanwhile (takeEarly)
-	c := h.cur
-	if c == nil {
-		l.mu.Lock()
-		l.early = appendCell(l.early, entry)
-		l.mu.Unlock()
-	}
-	h.mu.Unlock()
+	var c *current
+	l.host.holdCurrent(func(cur *current) { // against a session that opens meanwhile (takeEarly)
+		if c = cur; c == nil {
+			l.mu.Lock()
+			l.early = appendCell(l.early, entry)
+			l.mu.Unlock()
+		}
+	})
 	if c != nil {
 		c.addCell(entry)
 	}
@@ -118,17 +135,17 @@ func (l *CodeLog) record(ctx context.Context, c *current, anchor int64, origin, 
 	if anchor == 0 {
 		anchor = c.task.Stamp()
 	}
-	l.store(ctx, c, store.CodeRun{Anchor: anchor, Origin: origin, Code: code, Status: status})
+	l.keep(ctx, c, store.CodeRun{Anchor: anchor, Origin: origin, Code: code, Status: status})
 }
 
-func (l *CodeLog) store(ctx context.Context, c *current, r store.CodeRun) {
-	h := l.h
-	st, err := h.Store()
+// keep stores r in session c's code log; a failure is logged.
+func (l *CodeLog) keep(ctx context.Context, c *current, r store.CodeRun) {
+	st, err := l.openStore(context.WithoutCancel(ctx))
 	if err == nil {
 		err = st.AddCodeRun(context.WithoutCancel(ctx), c.id, r)
 	}
 	if err != nil {
-		h.log.Warn("record code run", "origin", r.Origin, "error", err)
+		l.log.Warn("record code run", "origin", r.Origin, "error", err)
 	}
 }
 
@@ -180,7 +197,7 @@ func (l *CodeLog) inherit(ctx context.Context, c *current) {
 	l.mu.Unlock()
 	for _, r := range prior {
 		r.Anchor = c.task.Stamp()
-		l.store(ctx, c, r)
+		l.keep(ctx, c, r)
 	}
 }
 

@@ -29,8 +29,7 @@ const namespaceWait = 300 * time.Millisecond
 // counted in the current session's totals when there is one. ctx ends it
 // (the user typed on).
 func (m *Models) Complete(ctx context.Context, r agent.CompletionRequest) (string, error) {
-	h := m.h
-	model := cmp.Or(strings.TrimSpace(h.cfg.CompletionModel), m.Model())
+	model := cmp.Or(strings.TrimSpace(m.set.completion), m.Model())
 	prov, err := m.provider(model)
 	if err != nil {
 		return "", err
@@ -38,7 +37,7 @@ func (m *Models) Complete(ctx context.Context, r agent.CompletionRequest) (strin
 	if prov == nil {
 		return "", ErrNoCompletions
 	}
-	if run := h.quietRunner(); run != nil && run.Running() {
+	if run := m.quiet; run != nil && run.Running() {
 		nctx, cancel := context.WithTimeout(ctx, namespaceWait)
 		vars, err := backing.Namespace(nctx, run)
 		cancel()
@@ -56,7 +55,7 @@ func (m *Models) Complete(ctx context.Context, r agent.CompletionRequest) (strin
 	}
 	text, u, err := agent.Complete(ctx, prov, r)
 	if u != (provider.Usage{}) {
-		c := h.active()
+		c := m.host.active()
 		if c != nil {
 			c.task.Charge(context.WithoutCancel(ctx), u, prov.Model().Cost(u))
 		}

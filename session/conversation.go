@@ -69,7 +69,7 @@ func (cv *Conversation) Cost(ctx context.Context) (store.Session, error) {
 	if err != nil {
 		return store.Session{}, err
 	}
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -91,7 +91,7 @@ func (cv *Conversation) Export(ctx context.Context, path string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -145,7 +145,7 @@ func (cv *Conversation) Export(ctx context.Context, path string) (string, error)
 // and those other users shared with them) whose title or id contains
 // search, newest first.
 func (h *Host) Sessions(ctx context.Context, search string, limit int, all bool) ([]store.Session, error) {
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func (h *Host) Sessions(ctx context.Context, search string, limit int, all bool)
 // sessions of the host's workspace (with all, of every session they may
 // see).
 func (h *Host) Search(ctx context.Context, query string, limit int, all bool) ([]store.SearchHit, error) {
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (cv *Conversation) Title(ctx context.Context) (string, error) {
 	if c == nil {
 		return "", nil
 	}
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -198,7 +198,7 @@ func (cv *Conversation) SetTitle(ctx context.Context, title string) error {
 	if err != nil {
 		return err
 	}
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return err
 	}
@@ -231,14 +231,11 @@ func (cv *Conversation) Snapshot(ctx context.Context) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	t := c.task
-	h.mu.Lock()
-	model := c.model
-	h.mu.Unlock()
-	s := Snapshot{ID: c.id, Messages: t.UI(), Mode: c.policy.PermissionMode(), Model: model, Totals: t.Totals(), State: t.State()}
+	s := Snapshot{ID: c.id, Messages: t.UI(), Mode: c.policy.PermissionMode(), Model: c.modelName(), Totals: t.Totals(), State: t.State()}
 	if ask, ok := t.PendingAsk(); ok {
 		s.PendingAsk = &ask
 	}
-	if st, err := h.Store(); err == nil {
+	if st, err := h.Store(ctx); err == nil {
 		if info, err := st.GetSession(ctx, c.id); err == nil {
 			s.Title = info.Title
 		}

@@ -163,12 +163,19 @@ func (h *Host) active() *current {
 	return h.cur
 }
 
+// holdCurrent runs f with the current session (nil: none yet), which no
+// other session replaces while f runs.
+func (h *Host) holdCurrent(f func(c *current)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f(h.cur)
+}
+
 // current is the session the host drives.
 type current struct {
 	id      string
 	task    *agent.Task
 	policy  *agent.Policy
-	model   string
 	resumed bool
 	tools   []string
 	// forkOf, forkOfOwner and forkOfAdmin: see Info.
@@ -186,10 +193,25 @@ type current struct {
 	replayPending atomic.Bool
 
 	mu    sync.Mutex
+	model string     // its model (Models.Set)
 	cells []cell     // %%code cells since the last prompt, for the model
 	notes []string   // what the model must be told at the next prompt
 	seen  seenKernel // what the model was told of the kernel (context.go)
 	turn  turnLog    // for the event log
+}
+
+// modelName is the session's model.
+func (c *current) modelName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.model
+}
+
+// setModel makes model the session's.
+func (c *current) setModel(model string) {
+	c.mu.Lock()
+	c.model = model
+	c.mu.Unlock()
 }
 
 // note queues text for the model, given with the next prompt.
@@ -217,11 +239,19 @@ func New(cfg Config) *Host {
 	}
 	h := &Host{cfg: cfg, log: cfg.Logger.Named("session"), st: cfg.Store,
 		hooks: hooks.New(hooks.Options{Config: cfg.Hooks, Workspace: cfg.Workspace, Logger: cfg.Logger})}
-	h.models.h, h.modes.h, h.world.h, h.code.h, h.tools.h = h, h, h, h, h
-	h.tools.prompt = cfg.PromptCells
 	if cfg.Runner != nil {
 		h.quiet = backing.NewQuiet(cfg.Runner)
 	}
+	// Each part is given what it needs (parts.go); none holds the host.
+	h.models = Models{host: h, openStore: h.Store, lis: &h.lis, log: h.log, quiet: h.quiet, set: modelSettings{
+		model: cfg.Model, completion: cfg.CompletionModel, models: cfg.Models, effort: cfg.Effort, open: cfg.OpenModel, keys: cfg.Keys}}
+	h.modes = Modes{host: h, lis: &h.lis, log: h.log, set: modeSettings{workspace: cfg.Workspace, userDir: cfg.MCP.UserDir,
+		permission: cfg.PermissionMode, allow: cfg.Allow, deny: cfg.Deny, modes: cfg.Modes, kernel: cfg.Kernel, runner: cfg.Runner}}
+	h.tools = Tools{lis: &h.lis, prompt: cfg.PromptCells, set: toolSettings{workspace: cfg.Workspace, mcp: cfg.MCP,
+		mcpServers: cfg.MCPServers, logger: cfg.Logger, cells: cfg.Cells, openNotebook: cfg.OpenNotebook}}
+	h.code = CodeLog{host: h, runner: cfg.Runner, world: &h.world, openStore: h.Store, log: h.log}
+	h.world = World{host: h, openStore: h.Store, code: &h.code, frontends: &h.tools, lis: &h.lis, log: h.log,
+		set: worldSettings{workspace: cfg.Workspace, checkpoints: cfg.Checkpoints, runner: cfg.Runner, openNotebook: cfg.OpenNotebook}}
 	return h
 }
 
@@ -263,8 +293,9 @@ var ErrClosed = errors.New("session: host closed")
 // Workspace returns the directory the agent's file tools may touch.
 func (h *Host) Workspace() string { return h.cfg.Workspace }
 
-// Store returns the store, opening it on first use.
-func (h *Host) Store() (*store.Store, error) {
+// Store returns the store, opening it on first use (ctx bounds the open:
+// a PostgreSQL store dials its server).
+func (h *Host) Store(ctx context.Context) (*store.Store, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -273,7 +304,7 @@ func (h *Host) Store() (*store.Store, error) {
 	if h.st != nil {
 		return h.st, nil
 	}
-	st, err := store.Open(context.Background(), store.Options{Dir: h.cfg.DataDir, URL: h.cfg.StoreURL, Logger: h.cfg.Logger.Named("store")})
+	st, err := store.Open(ctx, store.Options{Dir: h.cfg.DataDir, URL: h.cfg.StoreURL, Logger: h.cfg.Logger.Named("store")})
 	if err != nil {
 		return nil, fmt.Errorf("session: open the session store: %w", err)
 	}
@@ -315,7 +346,7 @@ func (i Info) ForkReason() string {
 }
 
 func (c *current) info() Info {
-	return Info{ID: c.id, Model: c.model, Resumed: c.resumed, Elsewhere: c.elsewhere, Messages: len(c.task.UI()), Tools: c.tools,
+	return Info{ID: c.id, Model: c.modelName(), Resumed: c.resumed, Elsewhere: c.elsewhere, Messages: len(c.task.UI()), Tools: c.tools,
 		ForkOf: c.forkOf, ForkOfOwner: c.forkOfOwner, ForkOfAdmin: c.forkOfAdmin}
 }
 
@@ -403,7 +434,7 @@ func CanonicalWorkspace(dir string) string {
 // Continue resumes the most recently updated live session of the host's
 // workspace.
 func (h *Host) Continue(ctx context.Context) (Info, error) {
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return Info{}, err
 	}
@@ -419,96 +450,118 @@ func (h *Host) Continue(ctx context.Context) (Info, error) {
 // session to resume that is another user's is forked with forkOthers, and
 // refused without.
 func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool) (*current, error) {
-	st, err := h.Store()
+	st, err := h.Store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	model := h.models.next("")
-	var (
-		id                  string
-		hist                store.Histories
-		pending             bool
-		elsewhere           string
-		forkOf, forkOfOwner string
-		forkOfAdmin         bool
-	)
-	if resume != "" {
-		s, err := st.FindSession(ctx, resume)
-		if err != nil {
-			return nil, fmt.Errorf("session: %w", err)
-		}
-		if s.Archived() {
-			return nil, fmt.Errorf("session: %s is archived; restore it first (agentkernel sessions restore %s)", s.ID, messages.ShortID(s.ID))
-		}
-		if err := st.CheckWritable(s); err != nil {
-			if !forkOthers {
-				return nil, fmt.Errorf("session: %w", err)
-			}
-			fork, err := st.ForkSession(ctx, s.ID, store.WholeHistory)
-			if err != nil {
-				return nil, fmt.Errorf("session: fork %s's session %s: %w", s.Owner, s.ID, err)
-			}
-			forkOf, forkOfOwner, forkOfAdmin, s = s.ID, s.Whose(), st.Admin(), fork
-		}
-		if hist, err = st.Load(ctx, s.ID); err != nil {
-			return nil, fmt.Errorf("session: load %s: %w", s.ID, err)
-		}
-		id, pending = s.ID, s.ReplayPending
-		if s.Workspace != "" && s.Workspace != h.cfg.Workspace {
-			elsewhere = s.Workspace
-		}
-		model = h.models.next(s.Model)
-	} else {
+	c, hist, err := h.stored(ctx, st, resume, forkOthers)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.equip(st, c, hist); err != nil {
+		return nil, err
+	}
+	return h.makeCurrent(ctx, c, replace)
+}
+
+// stored finds the session to resume (forking another user's with
+// forkOthers) and loads its histories, or creates a new one (resume ==
+// ""): the session's record, not yet equipped.
+func (h *Host) stored(ctx context.Context, st *store.Store, resume string, forkOthers bool) (*current, store.Histories, error) {
+	if resume == "" {
+		model := h.models.next("")
 		providerName, _, _ := strings.Cut(model, ":")
 		s, err := st.CreateSession(ctx, store.NewSession{Model: model, Provider: providerName,
 			Mode: h.cfg.Kind, Workspace: h.cfg.Workspace})
 		if err != nil {
-			return nil, fmt.Errorf("session: create: %w", err)
+			return nil, store.Histories{}, fmt.Errorf("session: create: %w", err)
 		}
-		id = s.ID
+		return &current{id: s.ID, model: model}, store.Histories{}, nil
 	}
-	c := &current{id: id, model: model, resumed: resume != "", elsewhere: elsewhere, forkOf: forkOf, forkOfOwner: forkOfOwner, forkOfAdmin: forkOfAdmin}
-	c.replayPending.Store(pending)
-	ws, err := agent.NewWorkspace(h.cfg.Workspace)
+	s, err := st.FindSession(ctx, resume)
 	if err != nil {
-		return nil, fmt.Errorf("session: workspace: %w", err)
+		return nil, store.Histories{}, fmt.Errorf("session: %w", err)
 	}
-	c.ws = ws
-	tb, err := agent.NewToolbox(agent.ToolboxOptions{Workspace: ws, Runner: &codeRunner{h: h, c: c}, Source: h.tools.mcpSource(),
-		Files: h.tools.filesNow(), WebFetch: h.cfg.WebFetch, KernelServers: h.tools.clientServers(), Notebook: h.tools.notebookSource(c),
-		PromptCells: h.tools.promptCells(), Environment: h.environment, Variables: h.variablesOf(), NotebookFile: h.notebookFile()})
+	if s.Archived() {
+		return nil, store.Histories{}, fmt.Errorf("session: %s is archived; restore it first (agentkernel sessions restore %s)", s.ID, messages.ShortID(s.ID))
+	}
+	c := &current{resumed: true}
+	if err := st.CheckWritable(s); err != nil {
+		if !forkOthers {
+			return nil, store.Histories{}, fmt.Errorf("session: %w", err)
+		}
+		fork, err := st.ForkSession(ctx, s.ID, store.WholeHistory)
+		if err != nil {
+			return nil, store.Histories{}, fmt.Errorf("session: fork %s's session %s: %w", s.Owner, s.ID, err)
+		}
+		c.forkOf, c.forkOfOwner, c.forkOfAdmin, s = s.ID, s.Whose(), st.Admin(), fork
+	}
+	hist, err := st.Load(ctx, s.ID)
 	if err != nil {
-		return nil, fmt.Errorf("session: %w", err)
+		return nil, store.Histories{}, fmt.Errorf("session: load %s: %w", s.ID, err)
 	}
-	c.tb = tb
-	// The tools ready now: opening a session waits for no MCP server (the
-	// first model request does).
-	now, stop := context.WithCancel(ctx)
-	stop()
-	for _, t := range tb.Tools(now) {
-		c.tools = append(c.tools, t.Name)
+	c.id, c.model = s.ID, h.models.next(s.Model)
+	c.replayPending.Store(s.ReplayPending)
+	if s.Workspace != "" && s.Workspace != h.cfg.Workspace {
+		c.elsewhere = s.Workspace
 	}
-	if c.policy, err = agent.NewPolicy(tb, agent.PolicyOptions{Mode: h.cfg.PermissionMode, Allow: h.cfg.Allow, Deny: h.cfg.Deny}); err != nil {
-		return nil, fmt.Errorf("session: %w", err)
+	return c, hist, nil
+}
+
+// equip gives session c its workspace, toolbox, policy and task, over the
+// histories hist: each part builds its share (the tools the clients add,
+// the policy and the tool filter of the modes, the model's provider).
+func (h *Host) equip(st *store.Store, c *current, hist store.Histories) error {
+	var err error
+	if c.ws, err = agent.NewWorkspace(h.cfg.Workspace); err != nil {
+		return fmt.Errorf("session: workspace: %w", err)
 	}
-	prov, err := h.models.provider(model)
+	opts := h.tools.toolboxOptions(func(cells Cells) agent.Notebook { return notebook{cells: cells, code: &h.code, tools: &h.tools, c: c} })
+	opts.Workspace, opts.Runner, opts.WebFetch = c.ws, &codeRunner{code: &h.code, c: c}, h.cfg.WebFetch
+	opts.Environment, opts.Variables, opts.NotebookFile = h.environment, h.variablesOf(), h.notebookFile()
+	if c.tb, err = agent.NewToolbox(opts); err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	c.tools = readyTools(c.tb)
+	if c.policy, err = h.modes.policy(c.tb); err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	prov, err := h.models.provider(c.model)
 	if err != nil {
-		h.log.Warn("model not available", "model", model, "error", err)
+		h.log.Warn("model not available", "model", c.model, "error", err)
 	}
 	if c.task, err = agent.New(agent.Config{
-		SessionID: id, Store: agentstore.New(st), Toolbox: tb, Provider: prov, Policy: c.policy,
-		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: h.takeContext(c), World: steps{h: h, c: c},
+		SessionID: c.id, Store: agentstore.New(st), Toolbox: c.tb, Provider: prov, Policy: c.policy,
+		Logger: h.cfg.Logger, UI: hist.UI, API: hist.API, Context: h.takeContext(c), World: steps{world: &h.world, c: c},
 		Hooks: h.hooks, Rules: h.modes.turnRules(c),
 	}); err != nil {
-		return nil, fmt.Errorf("session: %w", err)
+		return fmt.Errorf("session: %w", err)
 	}
 	c.task.SetEffort(h.models.Effort())
-	c.task.SetToolFilter(toolFilter(h.modes.Agent()))
+	c.task.SetToolFilter(h.modes.filter())
 	c.unlisten = c.task.Listen(func(e agent.Event) {
 		h.logEvent(c, e)
 		h.lis.Emit(e)
 	})
+	return nil
+}
 
+// readyTools are the names of the tools of tb ready now: opening a
+// session waits for no MCP server (the first model request does).
+func readyTools(tb *agent.Toolbox) []string {
+	now, stop := context.WithCancel(context.Background())
+	stop()
+	var names []string
+	for _, t := range tb.Tools(now) {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// makeCurrent makes the equipped session c current, unless replace is
+// false and another became current meanwhile (that one is kept, and
+// returned). The session it replaces is closed.
+func (h *Host) makeCurrent(ctx context.Context, c *current, replace bool) (*current, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -529,7 +582,7 @@ func (h *Host) open(ctx context.Context, resume string, replace, forkOthers bool
 		prev.close()
 	}
 	h.code.inherit(ctx, c)
-	h.log.Info("agent session", "id", id, "model", model, "resumed", resume != "")
+	h.log.Info("agent session", "id", c.id, "model", c.model, "resumed", c.resumed)
 	h.lis.Emit(agent.Event{Kind: EventSessionChanged})
 	return c, nil
 }

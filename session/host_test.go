@@ -552,7 +552,7 @@ func TestTrackerIgnoresTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := New(Config{Store: st, Workspace: ws})
-		tr, err := h.world.tracker()
+		tr, err := h.world.tracker(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

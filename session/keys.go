@@ -37,9 +37,8 @@ type ModelSettings struct {
 
 // Settings returns what a settings view shows.
 func (m *Models) Settings() ModelSettings {
-	h := m.h
-	s := ModelSettings{Model: m.Model(), CompletionModel: h.cfg.CompletionModel, Models: h.cfg.Models, Effort: m.Effort()}
-	if f := h.cfg.Keys; f != nil {
+	s := ModelSettings{Model: m.Model(), CompletionModel: m.set.completion, Models: m.set.models, Effort: m.Effort()}
+	if f := m.set.keys; f != nil {
 		s.KeysFile = f.Path
 		var err error
 		if s.Keys, err = f.Statuses(os.Getenv); err != nil {
@@ -57,17 +56,16 @@ func (m *Models) Settings() ModelSettings {
 // were told completions are off) to look again. An environment variable
 // of the provider still wins, as it does at start.
 func (m *Models) SetKey(ctx context.Context, providerName, key string) error {
-	h := m.h
-	f := h.cfg.Keys
+	f := m.set.keys
 	if f == nil {
 		return errors.New("session: keys cannot be saved here")
 	}
 	if err := f.Set(providerName, strings.TrimSpace(key)); err != nil {
 		return err
 	}
-	h.log.Info("API key saved", "provider", providerName, "removed", key == "")
+	m.log.Info("API key saved", "provider", providerName, "removed", key == "")
 	m.reopen(providerName)
-	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	m.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return nil
 }
 
@@ -79,17 +77,16 @@ func (m *Models) SetKey(ctx context.Context, providerName, key string) error {
 // environment variable of the provider (OPENAI_BASE_URL,
 // ANTHROPIC_BASE_URL, OLLAMA_HOST) still wins.
 func (m *Models) SetBaseURL(ctx context.Context, providerName, u string) error {
-	h := m.h
-	f := h.cfg.Keys
+	f := m.set.keys
 	if f == nil {
 		return errors.New("session: base URLs cannot be saved here")
 	}
 	if err := f.SetURL(providerName, strings.TrimSpace(u)); err != nil {
 		return err
 	}
-	h.log.Info("base URL saved", "provider", providerName, "removed", strings.TrimSpace(u) == "")
+	m.log.Info("base URL saved", "provider", providerName, "removed", strings.TrimSpace(u) == "")
 	m.reopen(providerName)
-	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	m.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return nil
 }
 
@@ -97,15 +94,12 @@ func (m *Models) SetBaseURL(ctx context.Context, providerName, u string) error {
 // and gives the current session its model's provider anew. A provider
 // that must be closed is kept as it is, with its old key.
 func (m *Models) reopen(providerName string) {
-	h := m.h
 	m.forget(providerName)
-	c := h.active()
+	c := m.host.active()
 	if c == nil {
 		return
 	}
-	h.mu.Lock()
-	model := c.model
-	h.mu.Unlock()
+	model := c.modelName()
 	if name, _, err := models.Parse(model); err != nil || name != providerName {
 		return
 	}
@@ -113,7 +107,7 @@ func (m *Models) reopen(providerName string) {
 	if err != nil {
 		// The key was removed, say: the session keeps the provider it
 		// has until a model is set; the next open says what is missing.
-		h.log.Warn("model not available", "model", model, "error", err)
+		m.log.Warn("model not available", "model", model, "error", err)
 		return
 	}
 	if p != nil {

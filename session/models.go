@@ -9,9 +9,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/agent/provider/models"
+	"github.com/agentkernel/agentkernel/backing"
+	"github.com/agentkernel/agentkernel/internal/keys"
 	"github.com/agentkernel/agentkernel/store"
 )
 
@@ -20,7 +24,12 @@ import (
 // recording provider must not be re-created: it would start its cassette
 // again), closed by the host's Close.
 type Models struct {
-	h *Host
+	set       modelSettings
+	host      sessions
+	openStore storeOf
+	lis       *agent.Listeners
+	log       hclog.Logger
+	quiet     *backing.Quiet // the namespace reads of completions (nil: no kernel)
 
 	mu        sync.Mutex // guards what follows; never held across a call out
 	providers map[string]provider.Provider
@@ -30,18 +39,20 @@ type Models struct {
 	effortSet bool // SetEffort was called: effort wins over Config.Effort
 }
 
+// modelSettings are the configuration's models (Config).
+type modelSettings struct {
+	model, completion string
+	models            []string
+	effort            provider.Effort
+	open              ModelOpener
+	keys              *keys.File
+}
+
 // Model returns the current session's model ("" for none). Without a
 // session yet it is what a new one would get.
 func (m *Models) Model() string {
-	m.h.mu.Lock()
-	c := m.h.cur
-	var model string
-	if c != nil {
-		model = c.model // guarded by the host's lock (Set)
-	}
-	m.h.mu.Unlock()
-	if c != nil {
-		return model
+	if c := m.host.active(); c != nil {
+		return c.modelName()
 	}
 	return m.next("")
 }
@@ -51,43 +62,43 @@ func (m *Models) Model() string {
 func (m *Models) next(stored string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return cmp.Or(m.explicit, stored, m.h.cfg.Model)
+	return cmp.Or(m.explicit, stored, m.set.model)
 }
 
 // Set switches the current session (and those the host opens later) to
 // model: it wins over a resumed session's model and the default. It is
 // recorded on the session; the next model request uses it.
 func (m *Models) Set(ctx context.Context, model string) error {
-	h := m.h
 	model = strings.TrimSpace(model)
 	if model == "" {
 		return errors.New("session: no model given")
 	}
-	if h.cfg.OpenModel == nil {
+	if m.set.open == nil {
 		return errors.New("session: models cannot be changed here")
 	}
 	p, err := m.provider(model)
 	if err != nil {
 		return err
 	}
-	c, err := h.session(ctx)
+	c, err := m.host.session(ctx)
 	if err != nil {
 		return err
 	}
-	h.logCommand(ctx, c, "model", model)
+	m.host.logCommand(ctx, c, "model", model)
 	c.task.SetProvider(p)
 	m.mu.Lock()
 	m.explicit = model
 	m.mu.Unlock()
-	h.mu.Lock()
-	c.model = model
-	st := h.st
-	h.mu.Unlock()
+	c.setModel(model)
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
 	providerName, _, _ := strings.Cut(model, ":")
 	if err := st.UpdateSession(ctx, c.id, store.SessionUpdate{Model: &model, Provider: &providerName}); err != nil {
 		return fmt.Errorf("session: record the model: %w", err)
 	}
-	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	m.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return nil
 }
 
@@ -96,17 +107,16 @@ func (m *Models) Set(ctx context.Context, model string) error {
 // ("" is the provider's default). Anthropic's extended thinking budget,
 // OpenAI's reasoning_effort.
 func (m *Models) SetEffort(ctx context.Context, e provider.Effort) error {
-	h := m.h
-	c, err := h.session(ctx)
+	c, err := m.host.session(ctx)
 	if err != nil {
 		return err
 	}
-	h.logCommand(ctx, c, "effort", string(e))
+	m.host.logCommand(ctx, c, "effort", string(e))
 	m.mu.Lock()
 	m.effort, m.effortSet = e, true
 	m.mu.Unlock()
 	c.task.SetEffort(e)
-	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	m.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return nil
 }
 
@@ -117,13 +127,13 @@ func (m *Models) Effort() provider.Effort {
 	if m.effortSet {
 		return m.effort
 	}
-	return m.h.cfg.Effort
+	return m.set.effort
 }
 
 // provider returns the provider for a model string, opening it once.
 // "" is no model.
 func (m *Models) provider(model string) (provider.Provider, error) {
-	open := m.h.cfg.OpenModel
+	open := m.set.open
 	if model == "" || open == nil {
 		return nil, nil
 	}

@@ -9,44 +9,67 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/agentkernel/agentkernel/agent"
+	"github.com/agentkernel/agentkernel/backing"
 	"github.com/agentkernel/agentkernel/rules"
 )
 
 // Modes are the permission mode of the current session and the agent mode
 // of a host's sessions, and the rules that shape their turns.
 type Modes struct {
-	h *Host
+	set  modeSettings
+	host sessions
+	lis  *agent.Listeners
+	log  hclog.Logger
 
 	mu    sync.Mutex
 	agent rules.AgentMode // SetAgent's; zero: the default
 }
 
+// modeSettings are what the modes and rules are read from (Config).
+type modeSettings struct {
+	workspace, userDir string
+	permission         agent.PermissionMode
+	allow, deny        []string // the policies' rules
+	modes              map[string]rules.AgentMode
+	kernel             string
+	runner             backing.Runner // the kernel's language (nil: none)
+}
+
 // Permission returns the current session's permission mode.
 func (m *Modes) Permission() agent.PermissionMode {
-	h := m.h
-	c := h.active()
+	c := m.host.active()
 	if c == nil {
-		if h.cfg.PermissionMode != "" {
-			return h.cfg.PermissionMode
+		if m.set.permission != "" {
+			return m.set.permission
 		}
 		return agent.PermissionDefault
 	}
 	return c.policy.PermissionMode()
 }
 
+// policy is the permission policy of a session with toolbox tb: the
+// configured mode and rules.
+func (m *Modes) policy(tb *agent.Toolbox) (*agent.Policy, error) {
+	return agent.NewPolicy(tb, agent.PolicyOptions{Mode: m.set.permission, Allow: m.set.allow, Deny: m.set.deny})
+}
+
+// filter is the tool filter of the current agent mode (nil: every tool).
+func (m *Modes) filter() *agent.ToolFilter { return toolFilter(m.Agent()) }
+
 // SetPermission switches the current session's permission mode.
 func (m *Modes) SetPermission(ctx context.Context, mode agent.PermissionMode) error {
-	h := m.h
-	c, err := h.session(ctx)
+	c, err := m.host.session(ctx)
 	if err != nil {
 		return err
 	}
-	h.logCommand(ctx, c, "permission_mode", string(mode))
+	m.host.logCommand(ctx, c, "permission_mode", string(mode))
 	if err := c.policy.SetPermissionMode(mode); err != nil {
 		return err
 	}
-	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	m.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return nil
 }
 
@@ -58,11 +81,10 @@ func (m *Modes) SetPermission(ctx context.Context, mode agent.PermissionMode) er
 
 // turnRules is session c's agent.Config.Rules.
 func (m *Modes) turnRules(c *current) func(ctx context.Context) (string, []string) {
-	h := m.h
 	return func(ctx context.Context) (string, []string) {
 		applying, _, problems := m.rulesOf(ctx, c)
 		for _, err := range problems {
-			h.log.Warn("rules", "error", err)
+			m.log.Warn("rules", "error", err)
 		}
 		var files []string
 		for _, r := range applying {
@@ -79,7 +101,7 @@ func (m *Modes) turnRules(c *current) func(ctx context.Context) (string, []strin
 // AgentModes returns the agent modes (built-in, the config file's, the
 // workspace's .agentkernel/modes) and the files that could not be used.
 func (m *Modes) AgentModes() ([]rules.AgentMode, []error) {
-	return rules.LoadModes(m.h.cfg.Workspace, m.h.cfg.Modes)
+	return rules.LoadModes(m.set.workspace, m.set.modes)
 }
 
 // Agent returns the current agent mode.
@@ -99,7 +121,6 @@ func (m *Modes) Agent() rules.AgentMode {
 // tools (and a call of another is refused), and its permission mode, if
 // it names one, is set.
 func (ms *Modes) SetAgent(ctx context.Context, name string) (rules.AgentMode, error) {
-	h := ms.h
 	modes, _ := ms.AgentModes()
 	m, ok := rules.FindMode(modes, name)
 	if !ok {
@@ -116,11 +137,11 @@ func (ms *Modes) SetAgent(ctx context.Context, name string) (rules.AgentMode, er
 			return rules.AgentMode{}, fmt.Errorf("mode %s: %w", m.Name, err)
 		}
 	}
-	c, err := h.session(ctx)
+	c, err := ms.host.session(ctx)
 	if err != nil {
 		return rules.AgentMode{}, err
 	}
-	h.logCommand(ctx, c, "agent_mode", m.Name)
+	ms.host.logCommand(ctx, c, "agent_mode", m.Name)
 	ms.mu.Lock()
 	ms.agent = m
 	ms.mu.Unlock()
@@ -130,7 +151,7 @@ func (ms *Modes) SetAgent(ctx context.Context, name string) (rules.AgentMode, er
 			return rules.AgentMode{}, err
 		}
 	}
-	h.lis.Emit(agent.Event{Kind: EventSettingsChanged})
+	ms.lis.Emit(agent.Event{Kind: EventSettingsChanged})
 	return m, nil
 }
 
@@ -145,7 +166,7 @@ func toolFilter(m rules.AgentMode) *agent.ToolFilter {
 // Rules returns the rules that apply to the current session now, every
 // rule file found, and the files that could not be used (%agent rules).
 func (m *Modes) Rules(ctx context.Context) (applying, all []rules.Rule, ctxt rules.Context, problems []error) {
-	c, err := m.h.session(ctx)
+	c, err := m.host.session(ctx)
 	if err != nil {
 		return nil, nil, rules.Context{}, []error{err}
 	}
@@ -154,7 +175,7 @@ func (m *Modes) Rules(ctx context.Context) (applying, all []rules.Rule, ctxt rul
 }
 
 func (m *Modes) rulesOf(_ context.Context, c *current) (applying, all []rules.Rule, problems []error) {
-	all, problems = rules.Load(m.h.cfg.Workspace, m.h.cfg.MCP.UserDir)
+	all, problems = rules.Load(m.set.workspace, m.set.userDir)
 	return rules.Applying(all, m.ruleContext(c)), all, problems
 }
 
@@ -162,17 +183,16 @@ func (m *Modes) rulesOf(_ context.Context, c *current) (applying, all []rules.Ru
 // kernel's language (as far as it is known without waiting for a start)
 // and kernelspec, the permission mode, and the notebook Jupyter named.
 func (m *Modes) ruleContext(c *current) rules.Context {
-	h := m.h
-	rc := rules.Context{Kernel: h.cfg.Kernel, Notebook: os.Getenv("JPY_SESSION_NAME"), AgentMode: m.Agent().Name}
+	rc := rules.Context{Kernel: m.set.kernel, Notebook: os.Getenv("JPY_SESSION_NAME"), AgentMode: m.Agent().Name}
 	if c.policy != nil {
 		rc.Mode = string(c.policy.PermissionMode())
 	}
 	if rc.Notebook != "" && filepath.IsAbs(rc.Notebook) {
-		if rel, err := filepath.Rel(h.cfg.Workspace, rc.Notebook); err == nil {
+		if rel, err := filepath.Rel(m.set.workspace, rc.Notebook); err == nil {
 			rc.Notebook = rel
 		}
 	}
-	if r := h.cfg.Runner; r != nil {
+	if r := m.set.runner; r != nil {
 		now, stop := context.WithCancel(context.Background())
 		stop() // the cached language_info only
 		var li struct {

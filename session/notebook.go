@@ -74,12 +74,13 @@ type Frontends interface {
 	Find(path string) Cells
 }
 
-// notebook is the host's agent.Notebook over the Cells of the moment: it
+// notebook is session c's agent.Notebook over the Cells of the moment: it
 // records what each call does to a cell (a rewind puts it back), and runs
-// a cell in the host's backing kernel.
+// a cell in the code log's backing kernel.
 type notebook struct {
 	cells Cells
-	h     *Host
+	code  *CodeLog
+	tools *Tools // whether the cells are in prompt mode
 	c     *current
 }
 
@@ -100,12 +101,12 @@ func (t *Tools) frontendsNow() Frontends {
 	return t.frontends
 }
 
-// notebookSource is session c's agent.NotebookSource: the frontends'
-// current notebook, else Config.Cells, as the agent's notebook.
-func (t *Tools) notebookSource(c *current) agent.NotebookSource {
-	h := t.h
+// notebookSource is a session's agent.NotebookSource: the frontends'
+// current notebook, else Config.Cells, as the agent's notebook, which
+// open makes of the cells.
+func (t *Tools) notebookSource(open func(Cells) agent.Notebook) agent.NotebookSource {
 	t.mu.Lock()
-	none := h.cfg.Cells == nil && t.frontends == nil && !t.cellsLater
+	none := t.set.cells == nil && t.frontends == nil && !t.cellsLater
 	t.mu.Unlock()
 	if none {
 		return nil
@@ -115,7 +116,7 @@ func (t *Tools) notebookSource(c *current) agent.NotebookSource {
 		if cells == nil {
 			return nil
 		}
-		return notebook{cells: cells, h: h, c: c}
+		return open(cells)
 	}
 }
 
@@ -127,7 +128,7 @@ func (t *Tools) currentCells() Cells {
 			return cells
 		}
 	}
-	if cells := t.h.cfg.Cells; cells != nil {
+	if cells := t.set.cells; cells != nil {
 		return cells()
 	}
 	return nil
@@ -139,17 +140,16 @@ func (t *Tools) currentCells() Cells {
 // papermill, a console), told which notebook is its by %agent notebook or
 // AGENTKERNEL_NOTEBOOK.
 func (t *Tools) OpenNotebookFile(path string) (FileCells, error) {
-	h := t.h
-	if h.cfg.OpenNotebook == nil {
+	if t.set.openNotebook == nil {
 		return nil, errors.New("this kernel cannot open notebook files")
 	}
 	if !filepath.IsAbs(path) {
-		path = filepath.Join(h.cfg.Workspace, path)
+		path = filepath.Join(t.set.workspace, path)
 	}
 	if filepath.Ext(path) != ".ipynb" {
 		return nil, fmt.Errorf("%s: not a notebook (.ipynb)", path)
 	}
-	return h.cfg.OpenNotebook(path)
+	return t.set.openNotebook(path)
 }
 
 // SetPromptCells says whether the notebooks the agent works in are in
@@ -295,16 +295,16 @@ func (n notebook) Run(ctx context.Context, id, code string, sink func(agent.Code
 	case cell.Kind != agent.CodeCell:
 		return agent.CodeResult{}, fmt.Errorf("cell %s is a %s cell: only code cells run", id, cell.Kind)
 	}
-	if use, now := agent.ParseCell(cell.Source, n.h.tools.promptCells()); use != agent.UseCode || now != code {
+	if use, now := agent.ParseCell(cell.Source, n.tools.promptCells()); use != agent.UseCode || now != code {
 		return agent.CodeResult{}, fmt.Errorf("cell %s changed since its code was read and approved, so it was not run; "+
 			"read it, and run it again if it is still to run (%w)", id, agent.ErrConflict)
 	}
-	r := n.h.cfg.Runner
+	r := n.code.runner
 	if r == nil {
 		return agent.CodeResult{}, errors.New("no backing kernel to run code in")
 	}
-	if _, err := n.h.world.ReplayIfPending(ctx); err != nil {
-		n.h.log.Warn("replay before the cell", "error", err)
+	if _, err := n.code.world.ReplayIfPending(ctx); err != nil {
+		n.code.log.Warn("replay before the cell", "error", err)
 	}
 	var out backing.CellOutputs
 	anchor := n.c.task.Stamp()
@@ -314,7 +314,7 @@ func (n notebook) Run(ctx context.Context, id, code string, sink func(agent.Code
 			sink(agent.CodeOutput(o))
 		}
 	}})
-	n.h.code.record(ctx, n.c, anchor, "agent", code, res.Status)
+	n.code.record(ctx, n.c, anchor, "agent", code, res.Status)
 	outs, count := out.Result()
 	if serr := n.SetOutputs(context.WithoutCancel(ctx), id, outs, count); serr != nil {
 		err = errors.Join(err, fmt.Errorf("the outputs could not be put in the cell: %w", serr))

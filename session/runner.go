@@ -10,22 +10,23 @@ import (
 	"github.com/agentkernel/agentkernel/backing"
 )
 
-// codeRunner runs the agent's execute_code in the host's backing kernel;
-// the outputs go, unchanged, to the output sink of the turn that runs it.
+// codeRunner runs the agent's execute_code of session c in the code log's
+// backing kernel; the outputs go, unchanged, to the output sink of the
+// turn that runs it.
 type codeRunner struct {
-	h *Host
-	c *current
+	code *CodeLog
+	c    *current
 }
 
 // Run implements agent.CodeRunner. The code joins the session's code log
 // (what a rewind replays); a replay left pending by a rewind runs first.
 func (cr *codeRunner) Run(ctx context.Context, code string, out func(agent.CodeOutput)) (agent.CodeResult, error) {
-	r := cr.h.cfg.Runner
+	r := cr.code.runner
 	if r == nil {
 		return agent.CodeResult{}, errors.New("no backing kernel to run code in")
 	}
-	if _, err := cr.h.world.ReplayIfPending(ctx); err != nil {
-		cr.h.log.Warn("replay before the code", "error", err)
+	if _, err := cr.code.world.ReplayIfPending(ctx); err != nil {
+		cr.code.log.Warn("replay before the code", "error", err)
 	}
 	e := backing.Exec{Code: code}
 	if out != nil {
@@ -33,7 +34,7 @@ func (cr *codeRunner) Run(ctx context.Context, code string, out func(agent.CodeO
 	}
 	anchor := cr.c.task.Stamp()
 	res, err := r.Execute(ctx, e)
-	cr.h.code.record(ctx, cr.c, anchor, "agent", code, res.Status)
+	cr.code.record(ctx, cr.c, anchor, "agent", code, res.Status)
 	return codeResult(res), err
 }
 

@@ -2,9 +2,11 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-
 	"sync"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/mcp"
@@ -14,7 +16,8 @@ import (
 // sessions: MCP servers (the configured ones, and a client's), a client's
 // file buffers, and the notebooks frontends show.
 type Tools struct {
-	h *Host
+	set toolSettings
+	lis *agent.Listeners
 
 	mu        sync.Mutex         // guards what follows; never held across a call out
 	mcp       *mcp.Manager       // made at the first session
@@ -28,19 +31,36 @@ type Tools struct {
 	prompt     bool // the notebooks' cells are in prompt mode (SetPromptCells)
 }
 
+// toolSettings are what the tools are made from (Config).
+type toolSettings struct {
+	workspace    string
+	mcp          mcp.Options
+	mcpServers   json.RawMessage
+	logger       hclog.Logger
+	cells        func() Cells
+	openNotebook func(path string) (FileCells, error)
+}
+
+// toolboxOptions are the tools' share of a session's toolbox: the MCP
+// servers, a client's file buffers and servers, and the notebook, which
+// open makes of the frontends' (or the configured) cells.
+func (t *Tools) toolboxOptions(open func(Cells) agent.Notebook) agent.ToolboxOptions {
+	return agent.ToolboxOptions{Source: t.mcpSource(), Files: t.filesNow(), KernelServers: t.clientServers(),
+		Notebook: t.notebookSource(open), PromptCells: t.promptCells()}
+}
+
 // mcpServers returns the host's MCP manager, making it on first use from
 // the workspace's .mcp.json and Config.MCPServers. It starts nothing.
 func (t *Tools) mcpServers() *mcp.Manager {
-	h := t.h
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.mcp == nil && !t.closed {
-		opts := h.cfg.MCP
-		opts.Config = mcp.Load(h.cfg.Workspace, h.cfg.MCPServers, opts.UserDir)
+		opts := t.set.mcp
+		opts.Config = mcp.Load(t.set.workspace, t.set.mcpServers, opts.UserDir)
 		opts.Config.Add(t.clientMCP)
-		opts.Dir = h.cfg.Workspace
-		opts.Logger = h.cfg.Logger
-		opts.OnChange = func() { h.lis.Emit(agent.Event{Kind: EventMCPChanged}) }
+		opts.Dir = t.set.workspace
+		opts.Logger = t.set.logger
+		opts.OnChange = func() { t.lis.Emit(agent.Event{Kind: EventMCPChanged}) }
 		t.mcp = mcp.NewManager(opts)
 	}
 	return t.mcp

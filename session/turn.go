@@ -193,50 +193,32 @@ func (h *Host) answer(ctx context.Context, c *current, turn *agent.Turn, f Follo
 			}
 			return err
 		}
+		msg := ask.Message()
 		if f.Approve == nil {
-			res.Pending = &ask
+			res.Pending = &msg
 			return nil
 		}
-		actx, stop := askContext(ctx, c.task, ask.TS)
-		resp, answered := f.Approve(actx, ask)
+		actx, stop := ask.Context(ctx)
+		resp, answered := f.Approve(actx, msg)
 		elsewhere := actx.Err() != nil && ctx.Err() == nil
 		stop()
 		if elsewhere {
 			continue // answered by someone else, or rewound away
 		}
 		if !answered {
-			res.Pending = &ask
+			res.Pending = &msg
 			return nil
 		}
-		a := AnsweredAsk{Ask: ask, Response: resp}
+		a := AnsweredAsk{Ask: msg, Response: resp}
 		res.Asks = append(res.Asks, a)
 		if f.OnAsk != nil {
 			f.OnAsk(a)
 		}
-		h.logAnswer(ctx, c, ask.TS, resp)
-		if err := c.task.Respond(ask.TS, resp); err != nil && !errors.Is(err, agent.ErrNoAsk) {
+		h.logAnswer(ctx, c, msg.TS, resp)
+		if err := c.task.Respond(msg.TS, resp); err != nil && !errors.Is(err, agent.ErrNoAsk) {
 			return err
 		}
 	}
-}
-
-// askContext returns a context that ends when the ask stamped ts is
-// answered (by anyone) or rewound away, or the turn is aborted. Call stop
-// when done.
-func askContext(parent context.Context, t *agent.Task, ts int64) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(parent)
-	remove := t.Listen(func(e agent.Event) {
-		switch {
-		case e.Kind == agent.EventMessageUpdated && e.Message != nil && e.Message.TS == ts && e.Message.IsAnswered:
-			cancel()
-		case e.Kind == agent.EventRewound, e.Kind == agent.EventTaskAborted:
-			cancel()
-		}
-	})
-	if ask, ok := t.PendingAsk(); !ok || ask.TS != ts {
-		cancel() // answered before we listened
-	}
-	return ctx, func() { remove(); cancel() }
 }
 
 // lastAssistantText returns the text of the last assistant message after

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
 	"github.com/agentkernel/agentkernel/backing"
@@ -29,7 +31,13 @@ import (
 // learning the workspace in the background), the notebooks' cells, and
 // the backing kernel's state (the code log replayed).
 type World struct {
-	h *Host
+	set       worldSettings
+	host      worldHost
+	openStore storeOf
+	code      *CodeLog // what the kernel ran: a replay starts it again
+	frontends *Tools   // the notebooks frontends show, whose cells are put back
+	lis       *agent.Listeners
+	log       hclog.Logger
 
 	mu       sync.Mutex // guards what follows; held while the tracker is made
 	track    *checkpoint.Tracker
@@ -37,15 +45,30 @@ type World struct {
 	closed   bool
 }
 
-// steps records the steps of one session (agent.World).
-type steps struct {
-	h *Host
-	c *current
+// worldSettings are what the world is made of (Config).
+type worldSettings struct {
+	workspace    string
+	checkpoints  checkpoint.Options
+	runner       backing.Runner // nil: no kernel here
+	openNotebook func(path string) (FileCells, error)
 }
 
-// tracker returns the host's workspace tracker, made on first use.
-func (w *World) tracker() (*checkpoint.Tracker, error) {
-	h := w.h
+// worldHost is what the world asks of the host: its sessions, and to make
+// a fork it stored current (Fork, Copy).
+type worldHost interface {
+	sessions
+	resume(ctx context.Context, ref string, offer, forkOthers bool) (Info, error)
+}
+
+// steps records the steps of one session (agent.World).
+type steps struct {
+	world *World
+	c     *current
+}
+
+// tracker returns the host's workspace tracker, made on first use (ctx
+// bounds opening the store).
+func (w *World) tracker(ctx context.Context) (*checkpoint.Tracker, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.track != nil {
@@ -54,13 +77,13 @@ func (w *World) tracker() (*checkpoint.Tracker, error) {
 	if w.closed {
 		return nil, ErrClosed
 	}
-	st, err := h.Store()
+	st, err := w.openStore(ctx)
 	if err != nil {
 		return nil, err
 	}
-	opts := h.cfg.Checkpoints
-	opts.Ignore = append(append([]string(nil), opts.Ignore...), ownFiles(h.cfg.Workspace, st)...)
-	t, err := checkpoint.New(h.cfg.Workspace, trackerStore{st}, opts)
+	opts := w.set.checkpoints
+	opts.Ignore = append(append([]string(nil), opts.Ignore...), ownFiles(w.set.workspace, st)...)
+	t, err := checkpoint.New(w.set.workspace, trackerStore{st}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +140,6 @@ func (s trackerStore) SaveIndex(ctx context.Context, root string, put []checkpoi
 // while its kernel starts, and a run that changes no file never does.
 // Close stops it.
 func (w *World) StartTracking(wait func(context.Context) error) {
-	h := w.h
 	w.mu.Lock()
 	if w.closed || w.baseline != nil {
 		w.mu.Unlock()
@@ -135,10 +157,10 @@ func (w *World) StartTracking(wait func(context.Context) error) {
 				return
 			}
 		}
-		t, err := w.tracker()
+		t, err := w.tracker(ctx)
 		if err != nil {
 			if !errors.Is(err, ErrClosed) {
-				h.log.Warn("workspace tracking", "error", err)
+				w.log.Warn("workspace tracking", "error", err)
 			}
 			return
 		}
@@ -147,9 +169,9 @@ func (w *World) StartTracking(wait func(context.Context) error) {
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
-			h.log.Warn("workspace baseline", "error", err)
+			w.log.Warn("workspace baseline", "error", err)
 		default:
-			h.log.Debug("workspace baseline", "took", time.Since(start), "unkept", len(rep.Unkept), "unreadable", len(rep.Unreadable))
+			w.log.Debug("workspace baseline", "took", time.Since(start), "unkept", len(rep.Unkept), "unreadable", len(rep.Unreadable))
 		}
 	}()
 }
@@ -179,14 +201,13 @@ func (w *World) stop() {
 // scan brings the tracker up to date and returns what changed since its
 // last scan (the first waits for the baseline).
 func (w *World) scan(ctx context.Context) ([]checkpoint.Change, error) {
-	h := w.h
-	t, err := w.tracker()
+	t, err := w.tracker(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ch, rep, err := t.Sync(ctx)
 	if len(rep.Unreadable) > 0 {
-		h.log.Debug("workspace scan: unreadable", "paths", rep.Unreadable)
+		w.log.Debug("workspace scan: unreadable", "paths", rep.Unreadable)
 	}
 	return ch, err
 }
@@ -196,21 +217,21 @@ func (w *World) scan(ctx context.Context) ([]checkpoint.Change, error) {
 // baseline); around any other call (code, an MCP tool) the scans find what
 // it changed. Changes are recorded at anchor.
 func (w steps) BeforeTool(ctx context.Context, anchor int64, call provider.ToolCall) func() {
-	t, err := w.h.world.tracker()
+	t, err := w.world.tracker(ctx)
 	if err != nil {
-		w.h.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
+		w.world.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
 		return func() {}
 	}
-	check := func(ctx context.Context) ([]checkpoint.Change, error) { return w.h.world.scan(ctx) }
+	check := func(ctx context.Context) ([]checkpoint.Change, error) { return w.world.scan(ctx) }
 	if rel, ok := w.toolFile(t, call); ok {
 		check = func(ctx context.Context) ([]checkpoint.Change, error) { return t.Track(ctx, rel) }
-	} else if r := w.h.cfg.Runner; call.Name == agent.ToolExecuteCode && r != nil {
+	} else if r := w.world.set.runner; call.Name == agent.ToolExecuteCode && r != nil {
 		// The kernel starts while the first scan learns the workspace.
 		r.Start()
 	}
 	start := time.Now()
 	if _, err := check(ctx); err != nil {
-		w.h.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
+		w.world.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
 		return func() {}
 	}
 	took := time.Since(start)
@@ -219,7 +240,7 @@ func (w steps) BeforeTool(ctx context.Context, anchor int64, call provider.ToolC
 		start := time.Now()
 		changes, err := check(ctx)
 		if err != nil {
-			w.h.log.Warn("checkpoint after a tool", "tool", call.Name, "error", err)
+			w.world.log.Warn("checkpoint after a tool", "tool", call.Name, "error", err)
 			return
 		}
 		w.record(ctx, anchor, call.Name, changes, took+time.Since(start))
@@ -254,7 +275,7 @@ func (w steps) record(ctx context.Context, anchor int64, tool string, changes []
 	for _, c := range changes {
 		cp.Files = append(cp.Files, agent.FileChange{Path: c.Path, Change: c.Kind()})
 	}
-	defer w.h.lis.Emit(agent.Event{Kind: EventCheckpoint, Checkpoint: cp})
+	defer w.world.lis.Emit(agent.Event{Kind: EventCheckpoint, Checkpoint: cp})
 	if len(changes) == 0 {
 		return
 	}
@@ -262,12 +283,12 @@ func (w steps) record(ctx context.Context, anchor int64, tool string, changes []
 	for i, c := range changes {
 		rec[i] = store.FileChange{Anchor: anchor, Path: c.Path, Before: c.Before, After: c.After}
 	}
-	st, err := w.h.Store()
+	st, err := w.world.openStore(ctx)
 	if err == nil {
 		err = st.AddFileChanges(ctx, w.c.id, rec)
 	}
 	if err != nil {
-		w.h.log.Warn("record file changes", "tool", tool, "error", err)
+		w.world.log.Warn("record file changes", "tool", tool, "error", err)
 	}
 }
 
@@ -363,12 +384,11 @@ func (r Rewound) Summary() string {
 // first). The model is told at the next prompt. A running turn is
 // cancelled first.
 func (w *World) Rewind(ctx context.Context, ts int64, opts RewindOptions) (Rewound, error) {
-	h := w.h
 	c, past, err := w.worldAfter(ctx, ts)
 	if err != nil {
 		return Rewound{}, err
 	}
-	h.logCommand(ctx, c, "rewind", tsArg(ts))
+	w.host.logCommand(ctx, c, "rewind", tsArg(ts))
 	before := len(c.task.UI())
 	res, err := c.task.Rewind(ctx, ts, rewind.Options{})
 	if err != nil {
@@ -408,15 +428,14 @@ type pastWorld struct {
 // what its world did from there on. It is read before the conversation's
 // rewind, which marks it rewound.
 func (w *World) worldAfter(ctx context.Context, ts int64) (*current, pastWorld, error) {
-	h := w.h
-	c, err := h.session(ctx)
+	c, err := w.host.session(ctx)
 	if err != nil {
 		return nil, pastWorld{}, err
 	}
 	if !containsTS(c.task.UI(), ts) {
 		return nil, pastWorld{}, fmt.Errorf("no message with ts %d in this session (see %%agent history)", ts)
 	}
-	st, err := h.Store()
+	st, err := w.openStore(ctx)
 	if err != nil {
 		return nil, pastWorld{}, err
 	}
@@ -436,7 +455,6 @@ func (w *World) worldAfter(ctx context.Context, ts int64) (*current, pastWorld, 
 // turnBack restores the files and the kernel of session c to ts, as opts
 // allow, and says what it did in out.
 func (w *World) turnBack(ctx context.Context, c *current, ts int64, p pastWorld, opts RewindOptions, out *Rewound) {
-	h := w.h
 	if !opts.NoFiles && len(p.cells) > 0 {
 		// The cells first, through the frontend: the notebooks' files are
 		// theirs (what the frontend saved meanwhile is not the agent's).
@@ -447,7 +465,7 @@ func (w *World) turnBack(ctx context.Context, c *current, ts int64, p pastWorld,
 	if !opts.NoFiles && len(p.changes) > 0 && c.elsewhere != "" {
 		// Its files are in another directory; this one's are not its.
 		out.FilesNote = fmt.Sprintf("left alone: the session was started in %s, and this kernel works in %s "+
-			"(rewind it from there to restore its files)", c.elsewhere, h.cfg.Workspace)
+			"(rewind it from there to restore its files)", c.elsewhere, w.set.workspace)
 		opts.NoFiles = true
 	}
 	if !opts.NoFiles && len(p.changes) > 0 {
@@ -463,7 +481,7 @@ func (w *World) turnBack(ctx context.Context, c *current, ts int64, p pastWorld,
 
 // restoreFiles turns changes back.
 func (w *World) restoreFiles(ctx context.Context, changes []store.FileChange, force bool) (*checkpoint.RestoreReport, error) {
-	t, err := w.tracker()
+	t, err := w.tracker(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +496,6 @@ func (w *World) restoreFiles(ctx context.Context, changes []store.FileChange, fo
 // restoreKernel restarts the backing kernel and replays the code run
 // before ts, when code ran after it (otherwise the kernel is as it was).
 func (w *World) restoreKernel(ctx context.Context, c *current, ts int64, runs []store.CodeRun, opts RewindOptions, out *Rewound) {
-	h := w.h
 	var replay []store.CodeRun
 	later := false
 	for _, r := range runs {
@@ -493,12 +510,12 @@ func (w *World) restoreKernel(ctx context.Context, c *current, ts int64, runs []
 	if !later {
 		return
 	}
-	st, err := h.Store()
+	st, err := w.openStore(ctx)
 	if err != nil {
 		out.KernelNote = err.Error()
 		return
 	}
-	if h.cfg.Runner == nil {
+	if w.set.runner == nil {
 		// No kernel here (agentkernel sessions rewind): the next kernel that
 		// runs code for the session replays first.
 		if err := st.SetReplayPending(ctx, c.id, true); err != nil {
@@ -523,20 +540,19 @@ func (w *World) restoreKernel(ctx context.Context, c *current, ts int64, runs []
 // the first cell that fails. The session is marked so that a kernel killed
 // in the middle is replayed again next time.
 func (w *World) replay(ctx context.Context, c *current, code []store.CodeRun) ([]string, error) {
-	h := w.h
-	st, err := h.Store()
+	st, err := w.openStore(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if err := st.SetReplayPending(ctx, c.id, true); err != nil {
 		return nil, err
 	}
-	r := h.cfg.Runner
+	r := w.set.runner
 	if err := r.Restart(ctx); err != nil {
 		return nil, fmt.Errorf("could not restart the backing kernel: %w", err)
 	}
-	h.code.reset() // a fresh kernel: it holds what is replayed below
-	defer h.code.add(code...)
+	w.code.reset() // a fresh kernel: it holds what is replayed below
+	defer w.code.add(code...)
 	var lines []string
 	for i, run := range code {
 		res, err := r.Execute(ctx, backing.Exec{Code: run.Code})
@@ -553,8 +569,7 @@ func (w *World) replay(ctx context.Context, c *current, code []store.CodeRun) ([
 // ReplayPending reports whether the current session's kernel state must be
 // rebuilt (a rewind done outside a kernel, or a replay cut short).
 func (w *World) ReplayPending() bool {
-	h := w.h
-	c := h.active()
+	c := w.host.active()
 	return c != nil && c.replayPending.Load()
 }
 
@@ -562,12 +577,11 @@ func (w *World) ReplayPending() bool {
 // kernel if a rewind left that for the next code run. It returns a line
 // per replayed cell.
 func (w *World) ReplayIfPending(ctx context.Context) ([]string, error) {
-	h := w.h
-	c := h.active()
-	if c == nil || !c.replayPending.Swap(false) || h.cfg.Runner == nil {
+	c := w.host.active()
+	if c == nil || !c.replayPending.Swap(false) || w.set.runner == nil {
 		return nil, nil
 	}
-	st, err := h.Store()
+	st, err := w.openStore(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -614,14 +628,13 @@ func firstLine(s string, n int) string {
 // turned back to that point as Rewind does (the original's history and
 // records are not changed). It returns the new session.
 func (w *World) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, Rewound, error) {
-	h := w.h
 	c, past, err := w.worldAfter(ctx, ts)
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
-	h.logCommand(ctx, c, "fork", tsArg(ts))
+	w.host.logCommand(ctx, c, "fork", tsArg(ts))
 	c.task.Cancel()
-	st, err := h.Store()
+	st, err := w.openStore(ctx)
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
@@ -629,13 +642,13 @@ func (w *World) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, R
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
-	info, err := h.resume(ctx, fork.ID, false, false)
+	info, err := w.host.resume(ctx, fork.ID, false, false)
 	if err != nil {
 		return Info{}, Rewound{}, err
 	}
 	out := Rewound{UI: info.Messages}
 	if !opts.ConversationOnly {
-		nc := h.active()
+		nc := w.host.active()
 		w.turnBack(ctx, nc, ts, past, opts, &out)
 	}
 	return info, out, nil
@@ -645,13 +658,12 @@ func (w *World) Fork(ctx context.Context, ts int64, opts RewindOptions) (Info, R
 // linked to it as a fork at its end, and makes it current. The files and
 // the kernel are not touched (ACP's session/fork).
 func (w *World) Copy(ctx context.Context) (Info, error) {
-	h := w.h
-	c, err := h.session(ctx)
+	c, err := w.host.session(ctx)
 	if err != nil {
 		return Info{}, err
 	}
-	h.logCommand(ctx, c, "fork", "end")
-	st, err := h.Store()
+	w.host.logCommand(ctx, c, "fork", "end")
+	st, err := w.openStore(ctx)
 	if err != nil {
 		return Info{}, err
 	}
@@ -659,7 +671,7 @@ func (w *World) Copy(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return h.resume(ctx, fork.ID, false, false)
+	return w.host.resume(ctx, fork.ID, false, false)
 }
 
 func containsTS(ui []messages.UIMessage, ts int64) bool {

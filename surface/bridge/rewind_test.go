@@ -136,7 +136,7 @@ func TestForkKeepsTheOriginal(t *testing.T) {
 	if fork.ID == orig.ID || fork.Messages >= orig.Messages {
 		t.Fatalf("fork %+v, original %+v", fork, orig)
 	}
-	st, err := h.b.host.Store()
+	st, err := h.b.host.Store(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

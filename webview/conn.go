@@ -55,15 +55,15 @@ const reasonShutdown = "server shutting down"
 // had an id), a reply frame, or an error frame.
 func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
 	p.log.Debug("web panel command", "client", c.id, "type", in.Type)
-	a := p.agent
+	a := &p.agent
 	var err error
 	switch in.Type {
 	case TypeNewTask:
-		err = a.NewTask(ctx, in.Text, in.Images)
+		err = a.Driver.NewTask(ctx, in.Text, in.Images)
 	case TypeAskResponse:
-		err = a.Respond(ctx, in.TS, Response{Kind: ResponseKind(in.Response), Text: in.Text, Images: in.Images})
+		err = a.Driver.Respond(ctx, in.TS, Response{Kind: ResponseKind(in.Response), Text: in.Text, Images: in.Images})
 	case TypeCancelTask:
-		err = a.Cancel(ctx)
+		err = a.Driver.Cancel(ctx)
 	case TypeDeleteMessage, TypeForkSession, TypeEditMessage:
 		choice := RewindChoice{}
 		if in.Rewind != nil {
@@ -72,24 +72,24 @@ func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
 		var rep RewindReport
 		switch in.Type {
 		case TypeDeleteMessage:
-			rep, err = a.Rewind(ctx, in.TS, choice)
+			rep, err = a.Rewinder.Rewind(ctx, in.TS, choice)
 		case TypeForkSession:
-			rep, err = a.Fork(ctx, in.TS, choice)
+			rep, err = a.Rewinder.Fork(ctx, in.TS, choice)
 		default:
-			rep, err = a.Edit(ctx, in.TS, in.Text, choice)
+			rep, err = a.Rewinder.Edit(ctx, in.TS, in.Text, choice)
 		}
 		if err == nil {
 			p.hub.sendTo(c, mustJSON(rewindReportFrame{V: ProtocolVersion, Type: "rewindReport", ID: in.ID, Report: rep}))
 			return
 		}
 	case TypeSetPermissionMode:
-		err = a.SetPermissionMode(ctx, in.PermissionMode)
+		err = a.Modes.SetPermissionMode(ctx, in.PermissionMode)
 	case TypeSetAgentMode:
-		err = a.SetAgentMode(ctx, in.AgentMode)
+		err = a.Modes.SetAgentMode(ctx, in.AgentMode)
 	case TypeSetModel:
-		err = a.SetModel(ctx, in.Model)
+		err = a.Modes.SetModel(ctx, in.Model)
 	case TypeLoadSession:
-		err = a.LoadSession(ctx, in.SessionID)
+		err = a.Sessions.LoadSession(ctx, in.SessionID)
 	case TypeGetState:
 		p.hub.stateFor(c)
 	case TypeLoadOlder:
@@ -105,7 +105,7 @@ func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
 		}
 	case TypeListSessions:
 		var list []SessionInfo
-		if list, err = a.ListSessions(ctx, in.Search, orInt(in.Limit, 50)); err == nil {
+		if list, err = a.Sessions.ListSessions(ctx, in.Search, orInt(in.Limit, 50)); err == nil {
 			if list == nil {
 				list = []SessionInfo{}
 			}
@@ -114,7 +114,7 @@ func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
 		}
 	case TypeSearchMessages:
 		var hits []SearchHit
-		if hits, err = a.SearchMessages(ctx, in.Query, orInt(in.Limit, 20)); err == nil {
+		if hits, err = a.Sessions.SearchMessages(ctx, in.Query, orInt(in.Limit, 20)); err == nil {
 			if hits == nil {
 				hits = []SearchHit{}
 			}

@@ -21,8 +21,7 @@ const (
 const maxKeyBytes = 4096
 
 // Settings is what an Agent offers the settings view, when it offers one
-// (an Agent that does not implement it answers the view's frames with an
-// error). Its methods may be called concurrently.
+// (an Agent without it answers the view's frames with an error). Its methods may be called concurrently.
 type Settings interface {
 	// ModelSettings returns what the view shows: never a key.
 	ModelSettings(ctx context.Context) (ModelSettings, error)
@@ -85,8 +84,8 @@ type modelSettingsFrame struct {
 // runSettings runs a settings view's frame for c: the view's content, after
 // a change too, goes to c alone.
 func (p *Panel) runSettings(ctx context.Context, c *conn, in Inbound) error {
-	s, ok := p.agent.(Settings)
-	if !ok {
+	s := p.agent.Settings
+	if s == nil {
 		return errNoSettings
 	}
 	var err error

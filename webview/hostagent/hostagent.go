@@ -41,32 +41,34 @@ func panelCtx(ctx context.Context) context.Context {
 	return session.WithSource(ctx, eventlog.SourcePanel)
 }
 
-// Subscribe implements webview.Mirror.
+// Subscribe implements webview.Mirror. What it reads to report a change
+// it reads with ctx; the title a prompt gives the session is read and
+// reported by a follower (follow.go), off the turn's goroutine. remove
+// waits for the follower to end.
 func (p mirror) Subscribe(ctx context.Context, f func(webview.Event)) func() {
 	h := p.h
-	return h.Subscribe(func(e agent.Event) {
+	ctx, cancel := context.WithCancel(ctx)
+	fl := follow(ctx, h, f)
+	remove := h.Subscribe(func(e agent.Event) {
 		switch e.Kind {
 		case agent.EventMessageCreated:
 			f(webview.Event{Kind: webview.EventMessageCreated, Message: e.Message})
 			if m := e.Message; m != nil && m.Type == messages.TypeSay && !m.Partial &&
 				(m.Say == messages.SayText || m.Say == messages.SayUserFeedback) {
-				// The first prompt names the session: the header follows.
-				if title, err := h.Conversation().Title(context.Background()); err == nil && title != "" {
-					f(webview.Event{Kind: webview.EventSettings, PermissionMode: string(h.Modes().Permission()), Model: h.Models().Model(), Title: title, AgentMode: h.Modes().Agent().Name})
-				}
+				fl.ask() // the first prompt names the session: the header follows
 			}
 		case agent.EventMessageUpdated:
 			f(webview.Event{Kind: webview.EventMessageUpdated, Message: e.Message})
 		case agent.EventRewound:
 			f(webview.Event{Kind: webview.EventRewound})
 		case session.EventSessionChanged:
-			f(webview.Event{Kind: webview.EventReset})
+			fl.supersede(webview.Event{Kind: webview.EventReset})
 		case session.EventSettingsChanged:
 			// The mode, the model or the title (a rename) changed.
-			title, _ := h.Conversation().Title(context.Background())
-			f(webview.Event{Kind: webview.EventSettings, PermissionMode: string(h.Modes().Permission()), Model: h.Models().Model(), Title: title, AgentMode: h.Modes().Agent().Name})
+			title, _ := h.Conversation().Title(ctx)
+			fl.supersede(settingsEvent(h, title))
 		case session.EventMCPChanged:
-			f(webview.Event{Kind: webview.EventMCP, MCP: mcpServers(h.Tools().MCPStatus(context.Background(), false))})
+			f(webview.Event{Kind: webview.EventMCP, MCP: mcpServers(h.Tools().MCPStatus(ctx, false))})
 		case agent.EventTaskStarted, agent.EventTaskActive:
 			f(webview.Event{Kind: webview.EventStatus, Status: "busy"})
 		case agent.EventTaskInteractive, agent.EventTaskResumable:
@@ -81,6 +83,11 @@ func (p mirror) Subscribe(ctx context.Context, f func(webview.Event)) func() {
 			f(webview.Event{Kind: webview.EventTotals, Totals: t})
 		}
 	})
+	return func() {
+		remove()
+		cancel()
+		<-fl.done
+	}
 }
 
 // mcpServers is the MCP servers' status as the panel shows it.

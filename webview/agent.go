@@ -30,10 +30,11 @@ type Mirror interface {
 	// (it is called off the event path).
 	Snapshot(ctx context.Context) (State, error)
 	// Subscribe registers f for every change until the returned func
-	// removes it, or ctx ends; ctx bounds what the Mirror reads to report
-	// a change (a session's title). f may be called on the agent's
-	// goroutine (possibly with the agent's locks held): the server's f
-	// never blocks and never calls back into the Agent.
+	// removes it; ctx bounds what the Mirror reads to report a change (a
+	// session's title), and the panel's ends at its Close. f may be
+	// called on the agent's goroutines (possibly with the agent's locks
+	// held): the server's f never blocks and never calls back into the
+	// Agent.
 	Subscribe(ctx context.Context, f func(Event)) (remove func())
 }
 

@@ -455,77 +455,37 @@ func (k *wsKernel) forget(id string) {
 // p's. A probe not answered within idleTimeout waits behind later
 // requests: p is taken at its reply.
 func (k *wsKernel) waitIdle(ctx context.Context, c *websocket.Conn, req client.Request, p *wsPending) (*wire.Message, error) {
+	reply := func() *wire.Message {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return p.reply
+	}
+	// noIdle gives up on the idle: only an execution's outputs can be
+	// missing (client.ErrIncomplete).
+	noIdle := func(why string) (*wire.Message, error) {
+		k.log.Warn("no status idle for a request", "msg_type", hdrType(req), "why", why)
+		if hdrType(req) != wire.MsgExecuteRequest {
+			return reply(), nil
+		}
+		return reply(), fmt.Errorf("%s: %w", why, client.ErrIncomplete)
+	}
 	quiet := time.NewTimer(idleTimeout)
 	defer quiet.Stop()
-	pr := newWSProbes(p)
-	defer pr.forget(k)
-	for {
-		select {
-		case <-p.idle:
-			return k.replyOf(p), nil
-		case <-p.failed:
-			return k.noIdle(req, p, "the connection was lost after the reply")
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-p.seen:
-		case <-pr.replied():
-			pr.answered = true
-		case <-pr.status:
-			// One reader dispatches in order: p's messages before the
-			// probe's were handled before this.
-			select {
-			case <-p.idle:
-				return k.replyOf(p), nil
-			default:
-			}
-			return k.noIdle(req, p, "a probe's status came before the idle")
-		case <-quiet.C:
-			switch {
-			case pr.waiting(): // see client.Client.Do
-				return k.noIdle(req, p, "the kernel is busy with later requests")
-			case len(pr.ids) >= client.IdleProbes:
-				return k.noIdle(req, p, "no probe's status came")
-			}
-			if err := pr.send(ctx, k, c, req); err != nil {
-				return k.noIdle(req, p, "the probe could not be sent: "+err.Error())
-			}
+	var (
+		probe    *wsPending // the last probe
+		probeIDs []string   // every probe's: what comes for any of them is seen to
+		answered bool       // the last probe's reply came
+	)
+	defer func() {
+		for _, id := range probeIDs {
+			k.forget(id)
 		}
-		quiet.Reset(idleTimeout)
-	}
-}
-
-// replyOf is p's reply.
-func (k *wsKernel) replyOf(p *wsPending) *wire.Message {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return p.reply
-}
-
-// noIdle gives up on p's idle, for why: only an execution's outputs can
-// be missing (client.ErrIncomplete).
-func (k *wsKernel) noIdle(req client.Request, p *wsPending, why string) (*wire.Message, error) {
-	k.log.Warn("no status idle for a request", "msg_type", hdrType(req), "why", why)
-	if hdrType(req) != wire.MsgExecuteRequest {
-		return k.replyOf(p), nil
-	}
-	return k.replyOf(p), fmt.Errorf("%s: %w", why, client.ErrIncomplete)
-}
-
-// wsProbes are waitIdle's probes of a request whose idle is late.
-type wsProbes struct {
-	last     *wsPending // the last probe
-	ids      []string   // every probe's: what comes for any of them is seen to
-	answered bool       // the last probe's reply came
-	status   chan struct{}
-	// output takes the probes' iopub: a probe's output is the request's
-	// (a kernel binds buffered output to the request it handles when it
-	// flushes it); its status says the kernel is past the request.
-	output client.Handlers
-}
-
-// newWSProbes returns the probes of p's late idle, none sent yet.
-func newWSProbes(p *wsPending) *wsProbes {
-	return &wsProbes{status: make(chan struct{}, 1), output: client.Handlers{IOPub: func(m *wire.Message) {
+	}()
+	probeStatus := make(chan struct{}, 1) // any probe's status came
+	// A probe's output is p's (a kernel binds buffered output to the
+	// request it handles when it flushes it); its status says the kernel
+	// is past p.
+	probeOutput := client.Handlers{IOPub: func(m *wire.Message) {
 		if m.Header.MsgType == wire.MsgStatus {
 			return
 		}
@@ -533,43 +493,55 @@ func newWSProbes(p *wsPending) *wsProbes {
 			p.h.IOPub(m)
 		}
 		poke(p.seen)
-	}}}
-}
-
-// replied is closed at the last probe's reply while it is unanswered; nil
-// (never ready) otherwise.
-func (pr *wsProbes) replied() <-chan struct{} {
-	if pr.waiting() {
-		return pr.last.replied
-	}
-	return nil
-}
-
-// waiting reports whether the last probe went unanswered.
-func (pr *wsProbes) waiting() bool { return pr.last != nil && !pr.answered }
-
-// send sends a new probe for req, on its channel and subshell, through
-// k's connection c.
-func (pr *wsProbes) send(ctx context.Context, k *wsKernel, c *websocket.Conn, req client.Request) error {
-	hdr := wire.NewHeader(k.session, k.user, wire.MsgKernelInfoRequest)
-	if req.Header != nil {
-		hdr.SubshellID = req.Header.SubshellID
-	}
-	probe := newWSPending(pr.output)
-	probe.status = pr.status
-	id, err := k.send(ctx, c, client.Request{Channel: req.Channel, MsgType: wire.MsgKernelInfoRequest, Header: &hdr}, probe)
-	if err != nil {
-		return err
-	}
-	pr.last, pr.answered = probe, false
-	pr.ids = append(pr.ids, id)
-	return nil
-}
-
-// forget ends every probe: what comes for them later goes to onIOPub.
-func (pr *wsProbes) forget(k *wsKernel) {
-	for _, id := range pr.ids {
-		k.forget(id)
+	}}
+	for {
+		var probeReplied <-chan struct{}
+		if probe != nil && !answered {
+			probeReplied = probe.replied
+		}
+		select {
+		case <-p.idle:
+			return reply(), nil
+		case <-p.failed:
+			return noIdle("the connection was lost after the reply")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.seen:
+			quiet.Reset(idleTimeout)
+		case <-probeReplied:
+			answered = true
+			quiet.Reset(idleTimeout)
+		case <-probeStatus:
+			// One reader dispatches in order: p's messages before the
+			// probe's were handled before this.
+			select {
+			case <-p.idle:
+				return reply(), nil
+			default:
+			}
+			return noIdle("a probe's status came before the idle")
+		case <-quiet.C:
+			switch {
+			case probe != nil && !answered: // see client.Client.Do
+				return noIdle("the kernel is busy with later requests")
+			case len(probeIDs) >= client.IdleProbes:
+				return noIdle("no probe's status came")
+			default:
+				hdr := wire.NewHeader(k.session, k.user, wire.MsgKernelInfoRequest)
+				if req.Header != nil {
+					hdr.SubshellID = req.Header.SubshellID
+				}
+				probe = newWSPending(probeOutput)
+				probe.status = probeStatus
+				id, err := k.send(ctx, c, client.Request{Channel: req.Channel, MsgType: wire.MsgKernelInfoRequest, Header: &hdr}, probe)
+				if err != nil {
+					return noIdle("the probe could not be sent: " + err.Error())
+				}
+				probeIDs = append(probeIDs, id)
+				answered = false
+			}
+			quiet.Reset(idleTimeout)
+		}
 	}
 }
 

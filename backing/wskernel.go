@@ -455,20 +455,8 @@ func (k *wsKernel) forget(id string) {
 // p's. A probe not answered within idleTimeout waits behind later
 // requests: p is taken at its reply.
 func (k *wsKernel) waitIdle(ctx context.Context, c *websocket.Conn, req client.Request, p *wsPending) (*wire.Message, error) {
-	reply := func() *wire.Message {
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		return p.reply
-	}
-	// noIdle gives up on the idle: only an execution's outputs can be
-	// missing (client.ErrIncomplete).
-	noIdle := func(why string) (*wire.Message, error) {
-		k.log.Warn("no status idle for a request", "msg_type", hdrType(req), "why", why)
-		if hdrType(req) != wire.MsgExecuteRequest {
-			return reply(), nil
-		}
-		return reply(), fmt.Errorf("%s: %w", why, client.ErrIncomplete)
-	}
+	reply := func() *wire.Message { return k.replyOf(p) }
+	noIdle := func(why string) (*wire.Message, error) { return k.noIdle(req, p, why) }
 	quiet := time.NewTimer(idleTimeout)
 	defer quiet.Stop()
 	var (
@@ -482,18 +470,7 @@ func (k *wsKernel) waitIdle(ctx context.Context, c *websocket.Conn, req client.R
 		}
 	}()
 	probeStatus := make(chan struct{}, 1) // any probe's status came
-	// A probe's output is p's (a kernel binds buffered output to the
-	// request it handles when it flushes it); its status says the kernel
-	// is past p.
-	probeOutput := client.Handlers{IOPub: func(m *wire.Message) {
-		if m.Header.MsgType == wire.MsgStatus {
-			return
-		}
-		if p.h.IOPub != nil {
-			p.h.IOPub(m)
-		}
-		poke(p.seen)
-	}}
+	probeOutput := probeOutputOf(p)
 	for {
 		var probeReplied <-chan struct{}
 		if probe != nil && !answered {
@@ -527,13 +504,9 @@ func (k *wsKernel) waitIdle(ctx context.Context, c *websocket.Conn, req client.R
 			case len(probeIDs) >= client.IdleProbes:
 				return noIdle("no probe's status came")
 			default:
-				hdr := wire.NewHeader(k.session, k.user, wire.MsgKernelInfoRequest)
-				if req.Header != nil {
-					hdr.SubshellID = req.Header.SubshellID
-				}
 				probe = newWSPending(probeOutput)
 				probe.status = probeStatus
-				id, err := k.send(ctx, c, client.Request{Channel: req.Channel, MsgType: wire.MsgKernelInfoRequest, Header: &hdr}, probe)
+				id, err := k.sendProbe(ctx, c, req, probe)
 				if err != nil {
 					return noIdle("the probe could not be sent: " + err.Error())
 				}
@@ -543,6 +516,48 @@ func (k *wsKernel) waitIdle(ctx context.Context, c *websocket.Conn, req client.R
 			quiet.Reset(idleTimeout)
 		}
 	}
+}
+
+// replyOf is p's reply.
+func (k *wsKernel) replyOf(p *wsPending) *wire.Message {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return p.reply
+}
+
+// noIdle gives up on the idle of p, for why: only an execution's outputs
+// can be missing (client.ErrIncomplete).
+func (k *wsKernel) noIdle(req client.Request, p *wsPending, why string) (*wire.Message, error) {
+	k.log.Warn("no status idle for a request", "msg_type", hdrType(req), "why", why)
+	if hdrType(req) != wire.MsgExecuteRequest {
+		return k.replyOf(p), nil
+	}
+	return k.replyOf(p), fmt.Errorf("%s: %w", why, client.ErrIncomplete)
+}
+
+// probeOutputOf takes the iopub of p's probes: a probe's output is p's (a
+// kernel binds buffered output to the request it handles when it flushes
+// it); its status says the kernel is past p.
+func probeOutputOf(p *wsPending) client.Handlers {
+	return client.Handlers{IOPub: func(m *wire.Message) {
+		if m.Header.MsgType == wire.MsgStatus {
+			return
+		}
+		if p.h.IOPub != nil {
+			p.h.IOPub(m)
+		}
+		poke(p.seen)
+	}}
+}
+
+// sendProbe sends a probe of req's late idle, a kernel_info_request on
+// req's channel and subshell, whose messages go to probe.
+func (k *wsKernel) sendProbe(ctx context.Context, c *websocket.Conn, req client.Request, probe *wsPending) (string, error) {
+	hdr := wire.NewHeader(k.session, k.user, wire.MsgKernelInfoRequest)
+	if req.Header != nil {
+		hdr.SubshellID = req.Header.SubshellID
+	}
+	return k.send(ctx, c, client.Request{Channel: req.Channel, MsgType: wire.MsgKernelInfoRequest, Header: &hdr}, probe)
 }
 
 // close drops the connection and waits for the goroutines.

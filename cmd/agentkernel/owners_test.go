@@ -170,7 +170,7 @@ func TestSessionsBelongToTheirUser(t *testing.T) {
 		if out := searchMCP(); seen(out) {
 			t.Errorf("alice's search_sessions: %s", out)
 		}
-		list, err := panel.ListSessions(context.Background(), "", 100)
+		list, err := panel.Sessions.ListSessions(context.Background(), "", 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestSessionsBelongToTheirUser(t *testing.T) {
 				t.Errorf("alice's panel lists bob's session")
 			}
 		}
-		hits, err := panel.SearchMessages(context.Background(), "zanzibar", 20)
+		hits, err := panel.Sessions.SearchMessages(context.Background(), "zanzibar", 20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestSessionsBelongToTheirUser(t *testing.T) {
 				t.Errorf("alice's panel search: %+v", h)
 			}
 		}
-		if err := panel.LoadSession(context.Background(), bid); err == nil {
+		if err := panel.Sessions.LoadSession(context.Background(), bid); err == nil {
 			t.Errorf("alice's panel loads bob's session")
 		}
 	}
@@ -235,7 +235,7 @@ func TestSessionsBelongToTheirUser(t *testing.T) {
 	if out := searchMCP(); !strings.Contains(out, bid) {
 		t.Errorf("alice's search_sessions after share: %s", out)
 	}
-	if err := panel.LoadSession(context.Background(), bid); err != nil {
+	if err := panel.Sessions.LoadSession(context.Background(), bid); err != nil {
 		t.Fatalf("alice's panel loads a shared session: %v", err)
 	}
 	if cur, err := a.Host.Current(context.Background()); err != nil || cur.ForkOf != bid || cur.ID == bid {

@@ -319,103 +319,161 @@ func (c *Client) do(ctx context.Context, req Request, h Handlers, waitIdle bool)
 	if h.Sent != nil {
 		h.Sent()
 	}
-	msgType := req.MsgType
-	if msgType == "" && req.Header != nil {
-		msgType = req.Header.MsgType
+	w := &requestWait{c: c, req: req, p: p, l: l, h: h, msgType: req.MsgType}
+	if w.msgType == "" && req.Header != nil {
+		w.msgType = req.Header.MsgType
 	}
-	wantReply := !noReply[msgType]
-	var (
-		reply *wire.Message
-		idle  bool
-		timer *time.Timer // IdleTimeout since the last message, once the reply came
-		timeC <-chan time.Time
-		pr    idleProbe
-	)
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	wantReply := !noReply[w.msgType]
+	defer w.stopTimer()
 	for {
-		expired := false
-		select {
-		case <-p.notify:
-		case <-ctx.Done():
-			c.abandon(p, idle)
-			return nil, ctx.Err()
-		case <-timeC:
-			expired = true
+		expired, err := w.wake(ctx)
+		if err != nil {
+			return nil, err
 		}
 		evs, err := p.take()
-		for _, ev := range evs {
-			switch {
-			case pr.owns(ev.parent):
-				if pr.take(ev) && h.IOPub != nil {
-					h.IOPub(ev.msg)
-				}
-			case ev.channel == "iopub":
-				if h.IOPub != nil {
-					h.IOPub(ev.msg)
-				}
-				if isIdle(ev.msg) {
-					idle = true
-				}
-			case ev.channel == "stdin":
-				if ev.msg.Header.MsgType != wire.MsgInputRequest {
-					continue
-				}
-				if err := c.answerInput(ctx, l, ev.msg, h); err != nil {
-					c.log.Warn("input_reply failed", "error", err)
-				}
-			default:
-				reply = ev.msg
-				if h.Reply != nil {
-					h.Reply(reply)
-				}
-			}
-		}
-		if (idle || !waitIdle) && (reply != nil || !wantReply) {
+		w.route(ctx, evs)
+		if (w.idle || !waitIdle) && (w.reply != nil || !wantReply) {
 			// Without idle yet, drop the rest (busy/idle) rather than
 			// handing it to OnIOPub.
-			c.abandon(p, idle)
-			return reply, nil
+			c.abandon(p, w.idle)
+			return w.reply, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		if reply == nil {
+		if w.reply == nil {
 			continue
 		}
 		quiet := expired && len(evs) == 0
-		// The idle is lost when a probe's status came first, or when no
-		// probe's ever did; when the last probe is not answered, the
-		// kernel is busy with what came after the request: it answered
-		// that one without a status (agentkernel's comm_info for its panel
-		// does, to skip a running cell), or its idle was lost.
-		if pr.published || (quiet && (pr.gaveUp() || pr.waiting())) {
-			c.log.Warn("no status idle for a request", "msg_type", msgType, "msg_id", p.id,
-				"probes", pr.sent, "probe_status_seen", pr.published, "probe_answered", pr.answered)
-			c.abandon(p, false)
-			if msgType == wire.MsgExecuteRequest { // only an execution's outputs can be missing
-				return reply, fmt.Errorf("%s %s: %w", msgType, p.id, ErrIncomplete)
-			}
-			return reply, nil
+		if w.idleLost(quiet) {
+			return w.giveUp()
 		}
-		if quiet && pr.due() {
-			if err := pr.send(ctx, c, req, p); err != nil {
-				if ctx.Err() != nil {
-					c.abandon(p, false)
-					return nil, ctx.Err()
-				}
-				c.log.Debug("probe for a late idle", "error", err) // a dead kernel fails p too
+		if quiet && w.pr.due() {
+			if err := w.probe(ctx); err != nil {
+				return nil, err
 			}
 		}
-		if timer == nil {
-			timer = time.NewTimer(c.opts.IdleTimeout)
-			timeC = timer.C
-		} else if len(evs) > 0 || expired {
-			timer.Reset(c.opts.IdleTimeout)
+		w.rearm(len(evs) > 0 || expired)
+	}
+}
+
+// requestWait is what do knows of one request while it waits: the
+// reply, whether its status idle came, the timer of IdleTimeout since
+// the last message once the reply came, and the probes of a late idle.
+type requestWait struct {
+	c       *Client
+	req     Request
+	msgType string
+	p       *pending
+	l       *link
+	h       Handlers
+
+	reply *wire.Message
+	idle  bool
+	timer *time.Timer
+	timeC <-chan time.Time
+	pr    idleProbe
+}
+
+// wake waits for the request's next messages or the timer, and reports
+// whether the timer expired; when ctx ends first the request is
+// abandoned and ctx's error returned.
+func (w *requestWait) wake(ctx context.Context) (expired bool, err error) {
+	select {
+	case <-w.p.notify:
+		return false, nil
+	case <-ctx.Done():
+		w.c.abandon(w.p, w.idle)
+		return false, ctx.Err()
+	case <-w.timeC:
+		return true, nil
+	}
+}
+
+// route hands each of evs where it goes: a probe's to the probe (its
+// output to IOPub), the request's iopub to IOPub (noting its idle), an
+// input_request to the handlers' Input, the reply to Reply.
+func (w *requestWait) route(ctx context.Context, evs []event) {
+	h := w.h
+	for _, ev := range evs {
+		switch {
+		case w.pr.owns(ev.parent):
+			if w.pr.take(ev) && h.IOPub != nil {
+				h.IOPub(ev.msg)
+			}
+		case ev.channel == "iopub":
+			if h.IOPub != nil {
+				h.IOPub(ev.msg)
+			}
+			if isIdle(ev.msg) {
+				w.idle = true
+			}
+		case ev.channel == "stdin":
+			if ev.msg.Header.MsgType != wire.MsgInputRequest {
+				continue
+			}
+			if err := w.c.answerInput(ctx, w.l, ev.msg, h); err != nil {
+				w.c.log.Warn("input_reply failed", "error", err)
+			}
+		default:
+			w.reply = ev.msg
+			if h.Reply != nil {
+				h.Reply(w.reply)
+			}
 		}
+	}
+}
+
+// idleLost reports whether the replied request's idle is lost: a probe's
+// status came first, or (quiet: IdleTimeout passed without a message) no
+// probe's ever did, or the last probe is not answered — the kernel is
+// busy with what came after the request: it answered that one without a
+// status (agentkernel's comm_info for its panel does, to skip a running
+// cell), or its idle was lost.
+func (w *requestWait) idleLost(quiet bool) bool {
+	return w.pr.published || (quiet && (w.pr.gaveUp() || w.pr.waiting()))
+}
+
+// giveUp ends a request whose idle is lost: its reply, and for an
+// execution (only its outputs can be missing) ErrIncomplete.
+func (w *requestWait) giveUp() (*wire.Message, error) {
+	pr := &w.pr
+	w.c.log.Warn("no status idle for a request", "msg_type", w.msgType, "msg_id", w.p.id,
+		"probes", pr.sent, "probe_status_seen", pr.published, "probe_answered", pr.answered)
+	w.c.abandon(w.p, false)
+	if w.msgType == wire.MsgExecuteRequest {
+		return w.reply, fmt.Errorf("%s %s: %w", w.msgType, w.p.id, ErrIncomplete)
+	}
+	return w.reply, nil
+}
+
+// probe sends a probe for the late idle; only ctx's end is an error (the
+// request is abandoned): a dead kernel fails the pending request too.
+func (w *requestWait) probe(ctx context.Context) error {
+	if err := w.pr.send(ctx, w.c, w.req, w.p); err != nil {
+		if ctx.Err() != nil {
+			w.c.abandon(w.p, false)
+			return ctx.Err()
+		}
+		w.c.log.Debug("probe for a late idle", "error", err)
+	}
+	return nil
+}
+
+// rearm starts the timer of IdleTimeout once the reply came, and
+// restarts it when something happened (a message, or it expired).
+func (w *requestWait) rearm(happened bool) {
+	if w.timer == nil {
+		w.timer = time.NewTimer(w.c.opts.IdleTimeout)
+		w.timeC = w.timer.C
+	} else if happened {
+		w.timer.Reset(w.c.opts.IdleTimeout)
+	}
+}
+
+func (w *requestWait) stopTimer() {
+	if w.timer != nil {
+		w.timer.Stop()
 	}
 }
 

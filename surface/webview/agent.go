@@ -6,20 +6,40 @@ import (
 	"github.com/agentkernel/agentkernel/messages"
 )
 
-// Agent is what the panel needs from the agent session it mirrors.
-// webview/hostagent implements it over the session host (session.Host). All methods may be
-// called concurrently; they are called from connection goroutines, never
-// from inside a Subscribe callback.
-type Agent interface {
+// Agent is what a panel composes from the agent session it mirrors: one
+// small interface per concern, each implemented by whatever offers it
+// (webview/hostagent offers them all over the session host, session.Host).
+// Mirror, Driver, Rewinder, Modes and Sessions are required (NewPanel
+// panics without them); Settings and Mentions may be nil, and the panel
+// then answers their frames with an error. Every method may be called
+// concurrently; they are called from connection goroutines, never from
+// inside a Subscribe callback.
+type Agent struct {
+	Mirror   Mirror
+	Driver   Driver
+	Rewinder Rewinder
+	Modes    Modes
+	Sessions Sessions
+	Settings Settings
+	Mentions MentionCompleter
+}
+
+// Mirror is the session's state and its changes, which the panel mirrors.
+type Mirror interface {
 	// Snapshot returns the session's current state. It may block briefly
 	// (it is called off the event path).
 	Snapshot(ctx context.Context) (State, error)
-	// Subscribe registers f for every change; the returned func removes it.
-	// f is called synchronously on the agent's goroutine (possibly with
-	// the agent's locks held): the server's f never blocks and never calls
-	// back into the Agent.
-	Subscribe(f func(Event)) (remove func())
+	// Subscribe registers f for every change until the returned func
+	// removes it; ctx bounds what the Mirror reads to report a change (a
+	// session's title), and the panel's ends at its Close. f may be
+	// called on the agent's goroutines (possibly with the agent's locks
+	// held): the server's f never blocks and never calls back into the
+	// Agent.
+	Subscribe(ctx context.Context, f func(Event)) (remove func())
+}
 
+// Driver runs the session's turns.
+type Driver interface {
 	// NewTask submits text, with the images attached to it (data: URLs,
 	// possibly none): it starts a turn, or answers the pending ask.
 	NewTask(ctx context.Context, text string, images []string) error
@@ -28,6 +48,10 @@ type Agent interface {
 	Respond(ctx context.Context, ts int64, r Response) error
 	// Cancel stops the running turn.
 	Cancel(ctx context.Context) error
+}
+
+// Rewinder turns the session back to one of its messages.
+type Rewinder interface {
 	// Rewind removes the message stamped ts and everything after it, and
 	// turns back what choice says (files, kernel).
 	Rewind(ctx context.Context, ts int64, choice RewindChoice) (RewindReport, error)
@@ -36,12 +60,19 @@ type Agent interface {
 	Fork(ctx context.Context, ts int64, choice RewindChoice) (RewindReport, error)
 	// Edit rewinds to ts (as choice says) and submits text in its place.
 	Edit(ctx context.Context, ts int64, text string, choice RewindChoice) (RewindReport, error)
-	// SetPermissionMode, SetAgentMode and SetModel switch the permission
-	// mode (default, acceptEdits, bypassPermissions, plan), the agent mode
-	// (code, ask, architect, debug, the user's) and the model.
+}
+
+// Modes switches what the header's pickers show: the permission mode
+// (default, acceptEdits, bypassPermissions, plan), the agent mode (code,
+// ask, architect, debug, the user's) and the model.
+type Modes interface {
 	SetPermissionMode(ctx context.Context, mode string) error
 	SetAgentMode(ctx context.Context, mode string) error
 	SetModel(ctx context.Context, model string) error
+}
+
+// Sessions are the stored sessions: listed, searched, loaded.
+type Sessions interface {
 	// ListSessions lists stored sessions whose title or id contains search.
 	ListSessions(ctx context.Context, search string, limit int) ([]SessionInfo, error)
 	// SearchMessages runs a full-text search over every session's messages.

@@ -53,7 +53,7 @@ func TestFramesCarryAskAnswers(t *testing.T) {
 	ask := messages.UIMessage{TS: f.nextTS(), Type: messages.TypeAsk, Ask: messages.AskUseMCPServer,
 		Text: `{"serverName":"everything","toolName":"echo","arguments":"{}"}`}
 	f.create(ask)
-	s := startServer(t, f, Options{})
+	s := startServer(t, f.parts(), Options{})
 	c := dial(t, s)
 	raw := c.rawUntil("state")
 	var st struct {

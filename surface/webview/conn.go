@@ -1,7 +1,6 @@
 package webview
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"sync"
@@ -50,93 +49,6 @@ func (c *conn) drop(reason string) {
 }
 
 const reasonShutdown = "server shutting down"
-
-// run executes one command for c and answers it: an ack (when the frame
-// had an id), a reply frame, or an error frame.
-func (p *Panel) run(ctx context.Context, c *conn, in Inbound) {
-	p.log.Debug("web panel command", "client", c.id, "type", in.Type)
-	a := p.agent
-	var err error
-	switch in.Type {
-	case TypeNewTask:
-		err = a.NewTask(ctx, in.Text, in.Images)
-	case TypeAskResponse:
-		err = a.Respond(ctx, in.TS, Response{Kind: ResponseKind(in.Response), Text: in.Text, Images: in.Images})
-	case TypeCancelTask:
-		err = a.Cancel(ctx)
-	case TypeDeleteMessage, TypeForkSession, TypeEditMessage:
-		choice := RewindChoice{}
-		if in.Rewind != nil {
-			choice = *in.Rewind
-		}
-		var rep RewindReport
-		switch in.Type {
-		case TypeDeleteMessage:
-			rep, err = a.Rewind(ctx, in.TS, choice)
-		case TypeForkSession:
-			rep, err = a.Fork(ctx, in.TS, choice)
-		default:
-			rep, err = a.Edit(ctx, in.TS, in.Text, choice)
-		}
-		if err == nil {
-			p.hub.sendTo(c, mustJSON(rewindReportFrame{V: ProtocolVersion, Type: "rewindReport", ID: in.ID, Report: rep}))
-			return
-		}
-	case TypeSetPermissionMode:
-		err = a.SetPermissionMode(ctx, in.PermissionMode)
-	case TypeSetAgentMode:
-		err = a.SetAgentMode(ctx, in.AgentMode)
-	case TypeSetModel:
-		err = a.SetModel(ctx, in.Model)
-	case TypeLoadSession:
-		err = a.LoadSession(ctx, in.SessionID)
-	case TypeGetState:
-		p.hub.stateFor(c)
-	case TypeLoadOlder:
-		p.hub.olderFor(c, in.ID, in.TS, orInt(in.Limit, 200))
-		return
-	case TypeGetSettings, TypeSetKey, TypeSetBaseURL, TypeSetEffort:
-		if err = p.runSettings(ctx, c, in); err == nil {
-			return // the modelSettings frame answers it
-		}
-	case TypeCompleteMention:
-		if err = p.runCompleteMention(c, in); err == nil {
-			return // the mentionCompletions frame answers it
-		}
-	case TypeListSessions:
-		var list []SessionInfo
-		if list, err = a.ListSessions(ctx, in.Search, orInt(in.Limit, 50)); err == nil {
-			if list == nil {
-				list = []SessionInfo{}
-			}
-			p.hub.sendTo(c, mustJSON(sessionsFrame{V: ProtocolVersion, Type: "sessions", ID: in.ID, Search: in.Search, Sessions: list}))
-			return
-		}
-	case TypeSearchMessages:
-		var hits []SearchHit
-		if hits, err = a.SearchMessages(ctx, in.Query, orInt(in.Limit, 20)); err == nil {
-			if hits == nil {
-				hits = []SearchHit{}
-			}
-			p.hub.sendTo(c, mustJSON(searchFrame{V: ProtocolVersion, Type: "searchResults", ID: in.ID, Query: in.Query, Hits: hits}))
-			return
-		}
-	}
-	if err != nil {
-		p.hub.sendTo(c, errorJSON(frameErr(CodeFailed, in.ID, "%s: %v", in.Type, err)))
-		return
-	}
-	if in.ID != "" {
-		p.hub.sendTo(c, mustJSON(ackFrame{V: ProtocolVersion, Type: "ack", ID: in.ID}))
-	}
-}
-
-func orInt(v, def int) int {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
 
 func newConnID(n uint64) string { return fmt.Sprintf("c%d", n) }
 

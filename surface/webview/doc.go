@@ -3,8 +3,9 @@
 // takes commands back from them.
 //
 // Where to start: [Start] binds the server (127.0.0.1 and an ephemeral port
-// by default) around an [Agent], the small interface that
-// webview/hostagent implements over the session host. [Server.URL] is the panel's address,
+// by default) around an [Agent], the small interfaces a surface composes
+// (a mirror, a driver, a rewinder, …), which webview/hostagent implements
+// over the session host. [Server.URL] is the panel's address,
 // token included; [Server.Close] stops it and removes its runtime file;
 // [ListRunning] lists the panels of running kernels from those files.
 //
@@ -22,7 +23,7 @@
 // the bundle was built from the sources as they are.
 //
 // Ownership: the server keeps a mirror of the session's state, updated from
-// the Agent's events under one lock, and fans every change out to the
+// the Mirror's events under one lock, and fans every change out to the
 // clients' bounded send buffers without blocking; a client whose buffer is
 // full is dropped and resyncs with full state when it reconnects. So the
 // agent is never slowed by a client, and every client sees the same frames

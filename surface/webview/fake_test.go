@@ -31,6 +31,12 @@ type fakeAgent struct {
 	gate chan struct{}
 }
 
+// parts is f as a panel composes it: every part but the settings view and
+// the completion of mentions.
+func (f *fakeAgent) parts() Agent {
+	return Agent{Mirror: f, Driver: f, Rewinder: f, Modes: f, Sessions: f}
+}
+
 func newFake() *fakeAgent {
 	return &fakeAgent{st: State{SessionID: "s1", Messages: []messages.UIMessage{}, PermissionMode: "default", Model: "scripted:test",
 		KernelStatus: "idle"}, lis: map[int]func(Event){}, ts: 1000}
@@ -140,7 +146,7 @@ func (f *fakeAgent) Snapshot(ctx context.Context) (State, error) {
 	return st, nil
 }
 
-func (f *fakeAgent) Subscribe(fn func(Event)) func() {
+func (f *fakeAgent) Subscribe(_ context.Context, fn func(Event)) func() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := f.next

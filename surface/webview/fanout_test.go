@@ -118,7 +118,7 @@ func (c *testClient) followTo(ctx context.Context, final string) error {
 func TestFanOut100Clients(t *testing.T) {
 	const clients, updates = 100, 10000
 	f := newFake()
-	s := startServer(t, f, Options{})
+	s := startServer(t, f.parts(), Options{})
 	cs := make([]*testClient, clients)
 	for i := range cs {
 		cs[i] = dial(t, s)
@@ -161,7 +161,7 @@ func TestFanOut100Clients(t *testing.T) {
 func TestStalledClientDropped(t *testing.T) {
 	const clients, updates = 5, 500
 	f := newFake()
-	s := startServer(t, f, Options{SendBuffer: 64})
+	s := startServer(t, f.parts(), Options{SendBuffer: 64})
 	// The stalled client connects and then never reads.
 	stalled, _, err := websocket.Dial(context.Background(), wsURL(s), nil)
 	if err != nil {
@@ -234,7 +234,7 @@ func TestStalledClientDropped(t *testing.T) {
 // comes before the queue fills, and that race lost the stalled client
 // from the count (TestStalledClientDropped never saw it dropped).
 func TestTimedOutWriteIsADrop(t *testing.T) {
-	p := NewPanel(newFake(), PanelOptions{WriteTimeout: 50 * time.Millisecond})
+	p := NewPanel(newFake().parts(), PanelOptions{WriteTimeout: 50 * time.Millisecond})
 	defer p.Close()
 	tr := &readerFirst{p: p, client: make(chan *Client, 1), detached: make(chan struct{})}
 	cl, err := p.Attach(tr)
@@ -292,7 +292,7 @@ func BenchmarkFanOut(b *testing.B) {
 	const clients, updates = 100, 10000
 	for b.Loop() {
 		f := newFake()
-		s, err := Start(f, Options{})
+		s, err := Start(f.parts(), Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -406,7 +406,7 @@ func TestBatchFrames(t *testing.T) {
 // messagesRewound.
 func TestJoinDuringResync(t *testing.T) {
 	f := newFake()
-	s := startServer(t, f, Options{})
+	s := startServer(t, f.parts(), Options{})
 	before := dial(t, s)
 	before.until("state")
 	for i := range 3 {

@@ -32,8 +32,8 @@ import (
 // lands, then the new mirror as its state frame: never the history the
 // rewind removed.
 type hub struct {
-	agent Agent
-	log   hclog.Logger
+	mirror Mirror
+	log    hclog.Logger
 
 	mu        sync.Mutex
 	st        State
@@ -54,9 +54,9 @@ type hub struct {
 	onBroadcast func(frame []byte)
 }
 
-func newHub(a Agent, log hclog.Logger) *hub {
+func newHub(m Mirror, log hclog.Logger) *hub {
 	return &hub{
-		agent:   a,
+		mirror:  m,
 		log:     log,
 		pos:     map[int64]int{},
 		clients: map[*conn]struct{}{},
@@ -68,7 +68,7 @@ func newHub(a Agent, log hclog.Logger) *hub {
 	}
 }
 
-// publish is the Agent's Subscribe callback.
+// publish is the Mirror's Subscribe callback.
 func (h *hub) publish(ev Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -352,7 +352,7 @@ func (h *hub) resync(ctx context.Context) bool {
 	gen := h.gen
 	h.mu.Unlock()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	st, err := h.agent.Snapshot(sctx)
+	st, err := h.mirror.Snapshot(sctx)
 	cancel()
 	h.mu.Lock()
 	defer h.mu.Unlock()

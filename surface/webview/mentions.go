@@ -29,8 +29,7 @@ const (
 )
 
 // MentionCompleter is what an Agent offers the completion list, when it
-// offers one (an Agent that does not implement it answers completeMention
-// with an error). Its method may be called concurrently.
+// offers one (an Agent without it answers completeMention with an error). Its method may be called concurrently.
 type MentionCompleter interface {
 	// CompleteMention returns the completions of prefix (what follows
 	// the @), at most limit (0: the Agent's default). Quick and bounded:
@@ -62,8 +61,8 @@ type mentionCompletionsFrame struct {
 // answer to what is typed by its prefix, so answers may overtake each
 // other.
 func (p *Panel) runCompleteMention(c *conn, in Inbound) error {
-	m, ok := p.agent.(MentionCompleter)
-	if !ok {
+	m := p.agent.Mentions
+	if m == nil {
 		return errNoMentions
 	}
 	if p.ctx.Err() != nil {

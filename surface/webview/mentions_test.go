@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// slowMentions is a fakeAgent whose completions of a mention wait until
-// release is closed.
+// slowMentions is a fakeAgent with completions of a mention that wait
+// until release is closed.
 type slowMentions struct {
 	*fakeAgent
 	release chan struct{}
@@ -28,7 +28,9 @@ func (s slowMentions) CompleteMention(ctx context.Context, prefix string, limit 
 // client, with the prefix they answer.
 func TestCompleteMentionDoesNotHoldTheClient(t *testing.T) {
 	a := slowMentions{fakeAgent: newFake(), release: make(chan struct{})}
-	s := startServer(t, a, Options{})
+	parts := a.parts()
+	parts.Mentions = a
+	s := startServer(t, parts, Options{})
 	c := dial(t, s)
 	c.until("state")
 	c.send(map[string]any{"type": "completeMention", "id": "m1", "prefix": "d"})

@@ -63,12 +63,16 @@ func (o PanelOptions) withDefaults() PanelOptions {
 }
 
 // NewPanel mirrors a's state (read once now) and follows it until Close.
+// It panics when a lacks one of its required parts.
 func NewPanel(a Agent, opts PanelOptions) *Panel {
+	if a.Mirror == nil || a.Driver == nil || a.Rewinder == nil || a.Modes == nil || a.Sessions == nil {
+		panic("webview: an Agent needs its Mirror, Driver, Rewinder, Modes and Sessions")
+	}
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Panel{agent: a, log: opts.Logger, hub: newHub(a, opts.Logger), opts: opts, ctx: ctx, cancel: cancel,
+	p := &Panel{agent: a, log: opts.Logger, hub: newHub(a.Mirror, opts.Logger), opts: opts, ctx: ctx, cancel: cancel,
 		completing: make(chan struct{}, maxCompleting)}
-	p.unsub = a.Subscribe(p.hub.publish)
+	p.unsub = a.Mirror.Subscribe(ctx, p.hub.publish)
 	p.hub.resync(ctx)
 	p.wg.Add(1)
 	go func() {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -142,129 +141,42 @@ func DecodeInbound(data []byte) (Inbound, error) {
 	return in, nil
 }
 
+// validate checks the frame's common fields, then its type's own
+// (commands).
 func (in *Inbound) validate() *FrameError {
-	bad := func(format string, args ...any) *FrameError { return frameErr(CodeBadFrame, "", format, args...) }
 	if in.V != 0 && in.V != ProtocolVersion {
 		return frameErr(CodeBadVersion, "", "protocol version %d is not supported (want %d)", in.V, ProtocolVersion)
 	}
 	if len(in.ID) > maxIDBytes {
-		return bad("id longer than %d bytes", maxIDBytes)
+		return badFrame("id longer than %d bytes", maxIDBytes)
 	}
 	if len(in.Text) > MaxTextBytes {
 		return frameErr(CodeTooLarge, "", "text longer than %d bytes", MaxTextBytes)
 	}
-	needTS := func() *FrameError {
-		if in.TS <= 0 {
-			return bad("%s needs a positive ts", in.Type)
-		}
-		return nil
-	}
+	cmd, known := commands[in.Type]
 	if len(in.Images) == 0 {
 		in.Images = nil // "images": [] is none
 	} else {
-		if in.Type != TypeNewTask && !(in.Type == TypeAskResponse && in.Response == string(ResponseMessage)) {
-			return bad("only newTask and a messageResponse take images")
+		if cmd.images == nil || !cmd.images(in) {
+			return badFrame("only newTask and a messageResponse take images")
 		}
-		if len(in.Images) > MaxImages {
-			return frameErr(CodeTooLarge, "", "%d images attached, at most %d are taken", len(in.Images), MaxImages)
-		}
-		for i, u := range in.Images {
-			if len(u) > MaxImageURLBytes {
-				return frameErr(CodeTooLarge, "", "image %d is larger than 1 MiB", i+1)
-			}
-			if !strings.HasPrefix(u, "data:image/") {
-				return bad("image %d is not a data:image/ URL", i+1)
-			}
+		if err := checkImages(in.Images); err != nil {
+			return err
 		}
 	}
-	switch in.Type {
-	case TypeNewTask:
-		if in.Text == "" {
-			return bad("newTask needs text")
-		}
-	case TypeAskResponse:
-		if err := needTS(); err != nil {
-			return err
-		}
-		switch ResponseKind(in.Response) {
-		case ResponseYes, ResponseNo, ResponseAllowAll:
-		case ResponseMessage:
-			if in.Text == "" {
-				return bad("a messageResponse needs text")
-			}
-		case "":
-			return bad("askResponse needs response")
-		default:
-			return bad("unknown response %q (want yesButtonClicked, noButtonClicked, messageResponse or allowAll)", clip(in.Response, 40))
-		}
-	case TypeCancelTask, TypeGetState:
-	case TypeDeleteMessage, TypeForkSession:
-		return needTS()
-	case TypeEditMessage:
-		if err := needTS(); err != nil {
-			return err
-		}
-		if in.Text == "" {
-			return bad("editMessage needs text")
-		}
-	case TypeSetPermissionMode:
-		if in.PermissionMode == "" || len(in.PermissionMode) > 64 {
-			return bad("setPermissionMode needs a permissionMode")
-		}
-	case TypeSetAgentMode:
-		if in.AgentMode == "" || len(in.AgentMode) > 64 {
-			return bad("setAgentMode needs an agentMode")
-		}
-	case TypeSetModel:
-		if in.Model == "" || len(in.Model) > 256 {
-			return bad("setModel needs a model")
-		}
-	case TypeListSessions:
-		if len(in.Search) > maxQuery {
-			return bad("search longer than %d bytes", maxQuery)
-		}
-	case TypeSearchMessages:
-		if in.Query == "" || len(in.Query) > maxQuery {
-			return bad("searchMessages needs a query of at most %d bytes", maxQuery)
-		}
-	case TypeLoadSession:
-		if in.SessionID == "" || len(in.SessionID) > maxIDBytes {
-			return bad("loadSession needs a sessionId")
-		}
-	case TypeLoadOlder:
-		if in.TS <= 0 {
-			return bad("loadOlder needs ts: the oldest message the client has")
-		}
-	case TypeGetSettings:
-	case TypeSetKey:
-		if in.Provider == "" || len(in.Provider) > 64 {
-			return bad("setKey needs a provider")
-		}
-		if len(in.Key) > maxKeyBytes {
-			return frameErr(CodeTooLarge, "", "key longer than %d bytes: not an API key", maxKeyBytes)
-		}
-	case TypeSetBaseURL:
-		if in.Provider == "" || len(in.Provider) > 64 {
-			return bad("setBaseURL needs a provider")
-		}
-		if len(in.URL) > maxKeyBytes {
-			return frameErr(CodeTooLarge, "", "url longer than %d bytes", maxKeyBytes)
-		}
-	case TypeSetEffort:
-		if len(in.Effort) > 32 {
-			return bad("setEffort needs an effort")
-		}
-	case TypeCompleteMention:
-		if len(in.Prefix) > maxMentionPrefix {
-			return bad("completeMention's prefix is longer than %d bytes", maxMentionPrefix)
-		}
-	case "":
-		return bad("frame has no type")
-	default:
+	switch {
+	case in.Type == "":
+		return badFrame("frame has no type")
+	case !known:
 		return frameErr(CodeUnknownType, "", "unknown frame type %q", clip(in.Type, 40))
 	}
+	if cmd.check != nil {
+		if err := cmd.check(in); err != nil {
+			return err
+		}
+	}
 	if in.Limit < 0 || in.Limit > maxLimit {
-		return bad("limit must be between 0 and %d", maxLimit)
+		return badFrame("limit must be between 0 and %d", maxLimit)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 )
 
 func TestAuth(t *testing.T) {
-	s := startServer(t, newFake(), Options{})
+	s := startServer(t, newFake().parts(), Options{})
 	base := strings.TrimSuffix(s.URL()[:strings.Index(s.URL(), "?")], "/")
 	good := s.opts.Token
 	tests := []struct {
@@ -77,7 +77,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestPageHeaders(t *testing.T) {
-	s := startServer(t, newFake(), Options{})
+	s := startServer(t, newFake().parts(), Options{})
 	resp, err := http.Get(s.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestPageHeaders(t *testing.T) {
 }
 
 func TestInboundErrors(t *testing.T) {
-	s := startServer(t, newFake(), Options{MaxFrameBytes: 4096})
+	s := startServer(t, newFake().parts(), Options{MaxFrameBytes: 4096})
 	c := dial(t, s)
 	c.until("state")
 	tests := []struct {
@@ -148,7 +148,7 @@ func TestInboundErrors(t *testing.T) {
 
 func TestCommands(t *testing.T) {
 	f := newFake()
-	s := startServer(t, f, Options{})
+	s := startServer(t, f.parts(), Options{})
 	c := dial(t, s)
 	other := dial(t, s)
 	c.until("state")
@@ -250,7 +250,7 @@ func waitSame(t testing.TB, s *Server, c *testClient) {
 
 func TestRuntimeFile(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Start(newFake(), Options{RuntimeDir: dir, Info: map[string]string{"session": "s1"}})
+	s, err := Start(newFake().parts(), Options{RuntimeDir: dir, Info: map[string]string{"session": "s1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestOptionsFromEnv(t *testing.T) {
 }
 
 func TestShutdownClosesClients(t *testing.T) {
-	s, err := Start(newFake(), Options{})
+	s, err := Start(newFake().parts(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestShutdownClosesClients(t *testing.T) {
 
 func TestMCPServers(t *testing.T) {
 	f := newFake()
-	s := startServer(t, f, Options{})
+	s := startServer(t, f.parts(), Options{})
 	c := dial(t, s)
 	c.until("state")
 	servers := []MCPServer{{Name: "everything", Scope: "project", Transport: "stdio", State: "ready", Tools: []string{"mcp__everything__echo"}},
@@ -340,7 +340,7 @@ func TestOlderMessages(t *testing.T) {
 	for i := 0; i < n; i++ {
 		f.create(messages.UIMessage{TS: f.nextTS(), Type: messages.TypeSay, Say: messages.SayText, Text: fmt.Sprintf("m%d", i)})
 	}
-	s := startServer(t, f, Options{})
+	s := startServer(t, f.parts(), Options{})
 	c := dial(t, s)
 	c.until("state")
 	if got := len(c.st.Messages); got != StateWindow || c.st.Older != n-StateWindow {

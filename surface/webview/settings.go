@@ -21,8 +21,7 @@ const (
 const maxKeyBytes = 4096
 
 // Settings is what an Agent offers the settings view, when it offers one
-// (an Agent that does not implement it answers the view's frames with an
-// error). Its methods may be called concurrently.
+// (an Agent without it answers the view's frames with an error). Its methods may be called concurrently.
 type Settings interface {
 	// ModelSettings returns what the view shows: never a key.
 	ModelSettings(ctx context.Context) (ModelSettings, error)
@@ -82,37 +81,33 @@ type modelSettingsFrame struct {
 	ModelSettings
 }
 
-// runSettings runs a settings view's frame for c: the view's content, after
-// a change too, goes to c alone.
-func (p *Panel) runSettings(ctx context.Context, c *conn, in Inbound) error {
-	s, ok := p.agent.(Settings)
-	if !ok {
-		return errNoSettings
+// settingsChange is the run of a settings view's frame: change (nil for
+// getSettings) and then the view's content, which goes to c alone, as the
+// frame's answer.
+func settingsChange(change func(s Settings, ctx context.Context, in Inbound) error) func(*Panel, context.Context, *conn, Inbound) (bool, error) {
+	return func(p *Panel, ctx context.Context, c *conn, in Inbound) (bool, error) {
+		s := p.agent.Settings
+		if s == nil {
+			return false, errNoSettings
+		}
+		if change != nil {
+			if err := change(s, ctx, in); err != nil {
+				return false, err
+			}
+		}
+		ms, err := s.ModelSettings(ctx)
+		if err != nil {
+			return false, err
+		}
+		if ms.Models == nil {
+			ms.Models = []string{}
+		}
+		if ms.Providers == nil {
+			ms.Providers = []ProviderKey{}
+		}
+		p.hub.sendTo(c, mustJSON(modelSettingsFrame{V: ProtocolVersion, Type: "modelSettings", ID: in.ID, ModelSettings: ms}))
+		return true, nil
 	}
-	var err error
-	switch in.Type {
-	case TypeSetKey:
-		err = s.SetKey(ctx, in.Provider, in.Key)
-	case TypeSetBaseURL:
-		err = s.SetBaseURL(ctx, in.Provider, in.URL)
-	case TypeSetEffort:
-		err = s.SetEffort(ctx, in.Effort)
-	}
-	if err != nil {
-		return err
-	}
-	ms, err := s.ModelSettings(ctx)
-	if err != nil {
-		return err
-	}
-	if ms.Models == nil {
-		ms.Models = []string{}
-	}
-	if ms.Providers == nil {
-		ms.Providers = []ProviderKey{}
-	}
-	p.hub.sendTo(c, mustJSON(modelSettingsFrame{V: ProtocolVersion, Type: "modelSettings", ID: in.ID, ModelSettings: ms}))
-	return nil
 }
 
 type settingsError string

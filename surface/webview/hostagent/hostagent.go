@@ -1,5 +1,5 @@
 // Package hostagent adapts a session host to the web panel's protocol
-// (webview.Agent): the same typed operations the notebook's magics use, and
+// (webview.Agent, its parts): the same typed operations the notebook's magics use, and
 // the host's events, which follow whichever session is current. The
 // standalone panel (webview's WebSocket server) serves it; another
 // transport of the same protocol (a Jupyter comm) can serve it too.
@@ -17,45 +17,58 @@ import (
 	"github.com/agentkernel/agentkernel/surface/webview"
 )
 
-// New returns the panel's Agent over h.
-func New(h *session.Host) webview.Agent { return agentOf{h} }
-
-// agentOf implements webview.Agent over the session host: the same
-// typed operations the magics use, and the host's events, which follow
+// New returns the panel's Agent over h: each of its parts the same typed
+// operations the magics use, and the host's events, which follow
 // whichever session is current.
-type agentOf struct{ h *session.Host }
+func New(h *session.Host) webview.Agent {
+	return webview.Agent{Mirror: mirror{h}, Driver: driver{h}, Rewinder: rewinder{h}, Modes: modes{h},
+		Sessions: sessions{h}, Settings: settings{h}, Mentions: mentions{h}}
+}
+
+// The parts of the panel's Agent, each over the session host.
+type (
+	mirror   struct{ h *session.Host } // the state and its events
+	driver   struct{ h *session.Host } // prompts, answers, cancel
+	rewinder struct{ h *session.Host } // rewind, fork, edit
+	modes    struct{ h *session.Host } // the permission and agent modes, the model
+	sessions struct{ h *session.Host } // the stored sessions
+	settings struct{ h *session.Host } // the settings view (settings.go)
+	mentions struct{ h *session.Host } // the @-mentions' completions (mentions.go)
+)
 
 // panelCtx marks a panel's command as the panel's, for the event log.
 func panelCtx(ctx context.Context) context.Context {
 	return session.WithSource(ctx, eventlog.SourcePanel)
 }
 
-// Subscribe implements webview.Agent.
-func (p agentOf) Subscribe(f func(webview.Event)) func() {
+// Subscribe implements webview.Mirror. What it reads to report a change
+// it reads with ctx; the title a prompt gives the session is read and
+// reported by a follower (follow.go), off the turn's goroutine. remove
+// waits for the follower to end.
+func (p mirror) Subscribe(ctx context.Context, f func(webview.Event)) func() {
 	h := p.h
-	return h.Subscribe(func(e agent.Event) {
+	ctx, cancel := context.WithCancel(ctx)
+	fl := follow(ctx, h, f)
+	remove := h.Subscribe(func(e agent.Event) {
 		switch e.Kind {
 		case agent.EventMessageCreated:
 			f(webview.Event{Kind: webview.EventMessageCreated, Message: e.Message})
 			if m := e.Message; m != nil && m.Type == messages.TypeSay && !m.Partial &&
 				(m.Say == messages.SayText || m.Say == messages.SayUserFeedback) {
-				// The first prompt names the session: the header follows.
-				if title, err := h.Conversation().Title(context.Background()); err == nil && title != "" {
-					f(webview.Event{Kind: webview.EventSettings, PermissionMode: string(h.Modes().Permission()), Model: h.Models().Model(), Title: title, AgentMode: h.Modes().Agent().Name})
-				}
+				fl.ask() // the first prompt names the session: the header follows
 			}
 		case agent.EventMessageUpdated:
 			f(webview.Event{Kind: webview.EventMessageUpdated, Message: e.Message})
 		case agent.EventRewound:
 			f(webview.Event{Kind: webview.EventRewound})
 		case session.EventSessionChanged:
-			f(webview.Event{Kind: webview.EventReset})
+			fl.supersede(webview.Event{Kind: webview.EventReset})
 		case session.EventSettingsChanged:
 			// The mode, the model or the title (a rename) changed.
-			title, _ := h.Conversation().Title(context.Background())
-			f(webview.Event{Kind: webview.EventSettings, PermissionMode: string(h.Modes().Permission()), Model: h.Models().Model(), Title: title, AgentMode: h.Modes().Agent().Name})
+			title, _ := h.Conversation().Title(ctx)
+			fl.supersede(settingsEvent(h, title))
 		case session.EventMCPChanged:
-			f(webview.Event{Kind: webview.EventMCP, MCP: mcpServers(h.Tools().MCPStatus(context.Background(), false))})
+			f(webview.Event{Kind: webview.EventMCP, MCP: mcpServers(h.Tools().MCPStatus(ctx, false))})
 		case agent.EventTaskStarted, agent.EventTaskActive:
 			f(webview.Event{Kind: webview.EventStatus, Status: "busy"})
 		case agent.EventTaskInteractive, agent.EventTaskResumable:
@@ -70,6 +83,11 @@ func (p agentOf) Subscribe(f func(webview.Event)) func() {
 			f(webview.Event{Kind: webview.EventTotals, Totals: t})
 		}
 	})
+	return func() {
+		remove()
+		cancel()
+		<-fl.done
+	}
 }
 
 // mcpServers is the MCP servers' status as the panel shows it.
@@ -90,8 +108,8 @@ func totals(u agent.Totals) webview.Totals {
 		CacheWriteTokens: u.CacheWriteTokens, Cost: u.Cost, Requests: u.Requests}
 }
 
-// Snapshot implements webview.Agent.
-func (p agentOf) Snapshot(ctx context.Context) (webview.State, error) {
+// Snapshot implements webview.Mirror.
+func (p mirror) Snapshot(ctx context.Context) (webview.State, error) {
 	s, err := p.h.Conversation().Snapshot(ctx)
 	if err != nil {
 		return webview.State{}, err
@@ -117,8 +135,8 @@ func (p agentOf) Snapshot(ctx context.Context) (webview.State, error) {
 	return st, nil
 }
 
-// NewTask implements webview.Agent.
-func (p agentOf) NewTask(ctx context.Context, text string, images []string) error {
+// NewTask implements webview.Driver.
+func (p driver) NewTask(ctx context.Context, text string, images []string) error {
 	ims, err := attachedImages(images)
 	if err != nil {
 		return err
@@ -141,8 +159,8 @@ func attachedImages(urls []string) ([]agent.Image, error) {
 	return ims, nil
 }
 
-// Respond implements webview.Agent.
-func (p agentOf) Respond(ctx context.Context, ts int64, r webview.Response) error {
+// Respond implements webview.Driver.
+func (p driver) Respond(ctx context.Context, ts int64, r webview.Response) error {
 	kind := map[webview.ResponseKind]agent.ResponseKind{
 		webview.ResponseYes: agent.ResponseYes, webview.ResponseNo: agent.ResponseNo,
 		webview.ResponseAllowAll: agent.ResponseAllowAll, webview.ResponseMessage: agent.ResponseMessage,
@@ -157,22 +175,21 @@ func (p agentOf) Respond(ctx context.Context, ts int64, r webview.Response) erro
 	return p.h.Respond(panelCtx(ctx), ts, agent.Response{Kind: kind, Text: r.Text, By: "webview", Images: ims})
 }
 
-// Cancel implements webview.Agent.
-func (p agentOf) Cancel(ctx context.Context) error {
+// Cancel implements webview.Driver.
+func (p driver) Cancel(ctx context.Context) error {
 	p.h.Cancel(panelCtx(ctx))
 	return nil
 }
 
-// Rewind implements webview.Agent.
-// Rewind implements webview.Agent: the panel's user chose what goes back
+// Rewind implements webview.Rewinder: the panel's user chose what goes back
 // (the dialog of "rewind to here"), so a kernel replay needs no second ask.
-func (p agentOf) Rewind(ctx context.Context, ts int64, choice webview.RewindChoice) (webview.RewindReport, error) {
+func (p rewinder) Rewind(ctx context.Context, ts int64, choice webview.RewindChoice) (webview.RewindReport, error) {
 	rw, err := p.h.World().Rewind(panelCtx(ctx), ts, rewindOptions(choice))
 	return report(rw, ""), err
 }
 
-// Fork implements webview.Agent.
-func (p agentOf) Fork(ctx context.Context, ts int64, choice webview.RewindChoice) (webview.RewindReport, error) {
+// Fork implements webview.Rewinder.
+func (p rewinder) Fork(ctx context.Context, ts int64, choice webview.RewindChoice) (webview.RewindReport, error) {
 	info, rw, err := p.h.World().Fork(panelCtx(ctx), ts, rewindOptions(choice))
 	return report(rw, info.ID), err
 }
@@ -190,15 +207,15 @@ func report(rw session.Rewound, forkID string) webview.RewindReport {
 	return r
 }
 
-// Edit implements webview.Agent: the new turn runs without a cell; its
+// Edit implements webview.Rewinder: the new turn runs without a cell; its
 // asks wait for the panel.
-func (p agentOf) Edit(ctx context.Context, ts int64, text string, choice webview.RewindChoice) (webview.RewindReport, error) {
+func (p rewinder) Edit(ctx context.Context, ts int64, text string, choice webview.RewindChoice) (webview.RewindReport, error) {
 	rw, err := p.h.StartEdit(panelCtx(ctx), ts, text, rewindOptions(choice))
 	return report(rw, ""), err
 }
 
-// SetPermissionMode implements webview.Agent.
-func (p agentOf) SetPermissionMode(ctx context.Context, mode string) error {
+// SetPermissionMode implements webview.Modes.
+func (p modes) SetPermissionMode(ctx context.Context, mode string) error {
 	m, err := agent.ParsePermissionMode(mode)
 	if err != nil {
 		return err
@@ -206,19 +223,19 @@ func (p agentOf) SetPermissionMode(ctx context.Context, mode string) error {
 	return p.h.Modes().SetPermission(panelCtx(ctx), m)
 }
 
-// SetAgentMode implements webview.Agent.
-func (p agentOf) SetAgentMode(ctx context.Context, mode string) error {
+// SetAgentMode implements webview.Modes.
+func (p modes) SetAgentMode(ctx context.Context, mode string) error {
 	_, err := p.h.Modes().SetAgent(panelCtx(ctx), mode)
 	return err
 }
 
-// SetModel implements webview.Agent.
-func (p agentOf) SetModel(ctx context.Context, model string) error {
+// SetModel implements webview.Modes.
+func (p modes) SetModel(ctx context.Context, model string) error {
 	return p.h.Models().Set(panelCtx(ctx), model)
 }
 
-// ListSessions implements webview.Agent.
-func (p agentOf) ListSessions(ctx context.Context, search string, limit int) ([]webview.SessionInfo, error) {
+// ListSessions implements webview.Sessions.
+func (p sessions) ListSessions(ctx context.Context, search string, limit int) ([]webview.SessionInfo, error) {
 	list, err := p.h.Sessions(ctx, search, limit, false)
 	if err != nil {
 		return nil, err
@@ -232,8 +249,8 @@ func (p agentOf) ListSessions(ctx context.Context, search string, limit int) ([]
 	return out, nil
 }
 
-// SearchMessages implements webview.Agent.
-func (p agentOf) SearchMessages(ctx context.Context, query string, limit int) ([]webview.SearchHit, error) {
+// SearchMessages implements webview.Sessions.
+func (p sessions) SearchMessages(ctx context.Context, query string, limit int) ([]webview.SearchHit, error) {
 	hits, err := p.h.Search(ctx, query, limit, false)
 	if err != nil {
 		return nil, err
@@ -245,10 +262,16 @@ func (p agentOf) SearchMessages(ctx context.Context, query string, limit int) ([
 	return out, nil
 }
 
-// LoadSession implements webview.Agent, as %agent resume does.
-func (p agentOf) LoadSession(ctx context.Context, id string) error {
+// LoadSession implements webview.Sessions, as %agent resume does.
+func (p sessions) LoadSession(ctx context.Context, id string) error {
 	_, err := p.h.Resume(panelCtx(ctx), id)
 	return err
 }
 
-var _ webview.Agent = agentOf{}
+var (
+	_ webview.Mirror   = mirror{}
+	_ webview.Driver   = driver{}
+	_ webview.Rewinder = rewinder{}
+	_ webview.Modes    = modes{}
+	_ webview.Sessions = sessions{}
+)

@@ -8,7 +8,7 @@ import (
 
 // CompleteMention implements webview.MentionCompleter: the host's
 // completions (session.Host.CompleteMention), already bounded and clean.
-func (p agentOf) CompleteMention(ctx context.Context, prefix string, limit int) ([]webview.MentionCompletion, error) {
+func (p mentions) CompleteMention(ctx context.Context, prefix string, limit int) ([]webview.MentionCompletion, error) {
 	list := p.h.CompleteMention(ctx, prefix, limit)
 	out := make([]webview.MentionCompletion, len(list))
 	for i, c := range list {
@@ -17,4 +17,4 @@ func (p agentOf) CompleteMention(ctx context.Context, prefix string, limit int) 
 	return out, nil
 }
 
-var _ webview.MentionCompleter = agentOf{}
+var _ webview.MentionCompleter = mentions{}

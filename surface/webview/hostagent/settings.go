@@ -12,7 +12,7 @@ import (
 var efforts = []string{"default", string(provider.EffortLow), string(provider.EffortMedium), string(provider.EffortHigh)}
 
 // ModelSettings implements webview.Settings: the host's, keys masked.
-func (p agentOf) ModelSettings(context.Context) (webview.ModelSettings, error) {
+func (p settings) ModelSettings(context.Context) (webview.ModelSettings, error) {
 	s := p.h.Models().Settings()
 	out := webview.ModelSettings{Model: s.Model, CompletionModel: s.CompletionModel, Models: s.Models,
 		Effort: string(s.Effort), Efforts: efforts, KeysFile: s.KeysFile, KeysProblem: s.KeysProblem}
@@ -27,17 +27,17 @@ func (p agentOf) ModelSettings(context.Context) (webview.ModelSettings, error) {
 }
 
 // SetKey implements webview.Settings.
-func (p agentOf) SetKey(ctx context.Context, providerName, key string) error {
+func (p settings) SetKey(ctx context.Context, providerName, key string) error {
 	return p.h.Models().SetKey(panelCtx(ctx), providerName, key)
 }
 
 // SetBaseURL implements webview.Settings.
-func (p agentOf) SetBaseURL(ctx context.Context, providerName, u string) error {
+func (p settings) SetBaseURL(ctx context.Context, providerName, u string) error {
 	return p.h.Models().SetBaseURL(panelCtx(ctx), providerName, u)
 }
 
 // SetEffort implements webview.Settings, as %agent effort does.
-func (p agentOf) SetEffort(ctx context.Context, effort string) error {
+func (p settings) SetEffort(ctx context.Context, effort string) error {
 	e, err := provider.ParseEffort(effort)
 	if err != nil {
 		return err
@@ -45,4 +45,4 @@ func (p agentOf) SetEffort(ctx context.Context, effort string) error {
 	return p.h.Models().SetEffort(panelCtx(ctx), e)
 }
 
-var _ webview.Settings = agentOf{}
+var _ webview.Settings = settings{}

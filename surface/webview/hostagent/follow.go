@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/agentkernel/agentkernel/session"
-	"github.com/agentkernel/agentkernel/webview"
+	"github.com/agentkernel/agentkernel/surface/webview"
 )
 
 // follower reports the title a prompt gave the session from a goroutine

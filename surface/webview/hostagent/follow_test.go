@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
-	"github.com/agentkernel/agentkernel/agent/provider/scripted"
 	"github.com/agentkernel/agentkernel/session/surfacetest"
-	"github.com/agentkernel/agentkernel/webview"
-	"github.com/agentkernel/agentkernel/webview/hostagent"
+	"github.com/agentkernel/agentkernel/surface/webview"
+	"github.com/agentkernel/agentkernel/surface/webview/hostagent"
+	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
 // TestFirstPromptNamesTheHeader: the first prompt names the session, and

@@ -1,6 +1,7 @@
 // Browser tests of the notebook as the agent's workspace: the agent's
 // notebook tools answered by the extension's notebook comm
-// (labextension/src/notebook.ts) on the notebook's shared model, in
+// (labextension/src/notebook.ts, its operations in notebookOps.ts) on the
+// notebook's shared model, in
 // JupyterLab 4 and Notebook 7, with the scripted model calling the tools.
 // The review of a change in the sidebar (light and dark), "Ask the agent"
 // and "Fix with the agent", Ctrl+Z, saving, a rewind from the sidebar that

@@ -192,6 +192,21 @@ func TestCommAnswersTheRunningCell(t *testing.T) {
 			}
 		}
 	}
+	// The user answers once the cell has told them where: a sidebar that
+	// answered before the cell's approver came to the ask would leave
+	// nothing to say.
+	for {
+		mu.Lock()
+		told := strings.Contains(out.String(), "Answer it in the Agent sidebar.")
+		mu.Unlock()
+		if told {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the cell never said where to answer its ask")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	frame, _ := json.Marshal(map[string]any{"type": "askResponse", "ts": ts, "response": "yesButtonClicked"})
 	if err := side.Send(ctx, frame); err != nil {
 		t.Fatal(err)

@@ -215,13 +215,20 @@ def run_nbclient(name, env, out_dir, label):
     out, info_path = out_dir / f"{name}.ipynb", out_dir / f"{name}.json"
     cmd = [PYTHON, str(RUNNER), str(NOTEBOOKS / f"{name}.ipynb"), str(out), str(info_path),
            str(CELL_TIMEOUT.get(name, DEFAULT_TIMEOUT))]
-    info = {}
-    try:
-        rc, _, err = _run(cmd, env, out_dir)
-    finally:
-        if info_path.exists():
-            info = json.loads(info_path.read_text())
-        leftovers = reap_kernel_processes(info)
+    # jupyter_client picks a kernel's ports by binding port 0 and letting it
+    # go; with the two runs starting kernels at once, one kernel may find a
+    # port taken ("Address already in use") before it binds it. That is the
+    # client's race, not the kernel's: the run is tried once more.
+    for attempt in range(2):
+        info = {}
+        try:
+            rc, _, err = _run(cmd, env, out_dir)
+        finally:
+            if info_path.exists():
+                info = json.loads(info_path.read_text())
+            leftovers = reap_kernel_processes(info)
+        if rc == 0 or "Address already in use" not in err:
+            break
     nb = nbformat.read(out, as_version=4) if rc == 0 and out.exists() else None
     return Run(f"{label} {name}", rc, err, nb, info, leftovers)
 

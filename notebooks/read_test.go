@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agentkernel/agentkernel/internal/nbtest"
 )
 
 // pyRewrite is what nbformat writes for the notebook in a file, without
@@ -22,7 +24,7 @@ nb = split_lines(rejoin_lines(nb))
 sys.stdout.write(json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False, separators=(",", ": ")) + "\n")`
 
 func TestRoundTripMatchesNbformat(t *testing.T) {
-	havePython(t)
+	nbtest.HavePython(t)
 	for _, name := range []string{"v45_ids.ipynb", "v44_noids.ipynb", "v40_unicode.ipynb"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join("testdata", name)
@@ -34,7 +36,7 @@ func TestRoundTripMatchesNbformat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := python(t, pyRewrite, path)
+			want := nbtest.Python(t, pyRewrite, path)
 			if string(got) != want {
 				t.Errorf("Marshal differs from nbformat's writer\n%s", firstDiff(string(got), want))
 			}
@@ -289,7 +291,7 @@ func TestWriteFileAtomic(t *testing.T) {
 			t.Errorf("temporary file left: %s", e.Name())
 		}
 	}
-	validate(t, path)
+	nbtest.Validate(t, path)
 }
 
 func TestSplitLines(t *testing.T) {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -251,25 +252,21 @@ func (r *runner) setMetadata(ctx context.Context, spec *client.Spec) error {
 	var info struct {
 		LanguageInfo json.RawMessage `json:"language_info"`
 	}
-	if err := reply.DecodeContent(&info); err != nil || len(info.LanguageInfo) == 0 || isNull(info.LanguageInfo) {
+	if err := reply.DecodeContent(&info); err != nil || len(info.LanguageInfo) == 0 || string(bytes.TrimSpace(info.LanguageInfo)) == "null" {
 		return fmt.Errorf("notebooks: run: kernel_info reply has no language_info")
 	}
 	r.nb.Metadata["language_info"] = info.LanguageInfo
-	ks := map[string]json.RawMessage{}
+	ks := notebooks.Metadata{}
 	if raw, ok := r.nb.Metadata["kernelspec"]; ok {
 		_ = json.Unmarshal(raw, &ks) // a broken kernelspec is replaced
 		if ks == nil {
-			ks = map[string]json.RawMessage{}
+			ks = notebooks.Metadata{}
 		}
 	}
-	set := func(k, v string) {
-		b, _ := marshalNoEscape(v)
-		ks[k] = b
-	}
-	set("name", spec.Name)
-	set("display_name", spec.DisplayName)
+	_ = ks.Set("name", spec.Name) // strings always encode
+	_ = ks.Set("display_name", spec.DisplayName)
 	if spec.Language != "" {
-		set("language", spec.Language)
+		_ = ks.Set("language", spec.Language)
 	}
 	return r.nb.Metadata.Set("kernelspec", ks)
 }
@@ -395,7 +392,7 @@ func (r *runner) cell(ctx context.Context, i int, c *notebooks.Cell) (CellStatus
 	}
 	r.executed++
 	r.mu.Lock()
-	c.ExecutionCount = intPtr(r.executed)
+	c.ExecutionCount = new(r.executed)
 	r.mu.Unlock()
 	var reply struct {
 		Status    string   `json:"status"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/agentkernel/agentkernel/internal/nbtest"
 	"github.com/agentkernel/agentkernel/kernel/client"
 	"github.com/agentkernel/agentkernel/notebooks"
 )
@@ -32,7 +33,7 @@ func python3Spec(t testing.TB) *client.Spec {
 	if testing.Short() {
 		t.Skip("starts ipykernel")
 	}
-	havePython(t, "ipykernel")
+	nbtest.HavePython(t, "ipykernel")
 	spec, err := client.ReadSpec("/usr/share/jupyter/kernels/python3")
 	if err != nil {
 		t.Skipf("no python3 kernelspec: %v", err)
@@ -90,7 +91,7 @@ func tour() *notebooks.Notebook {
 	// The empty cell keeps what it had: nbclient skips it.
 	empty := nb.Cells[cellIndex("empty")]
 	empty.Outputs = []*notebooks.Output{{OutputType: notebooks.Stream, Name: "stdout", Text: "stale\n"}}
-	empty.ExecutionCount = intPtr(99)
+	empty.ExecutionCount = new(99)
 	return nb
 }
 

@@ -19,30 +19,6 @@ type genRunner struct {
 
 func (g *genRunner) Generation() int { return int(g.gen.Load()) }
 
-// lastUserText is the text of the last user message of the last request.
-func lastUserText(t *testing.T, srv *scripted.Server) string {
-	t.Helper()
-	req, _ := srv.Last()
-	var text string
-	for _, m := range req.Messages() {
-		if m["role"] != "user" {
-			continue
-		}
-		if s, ok := m["content"].(string); ok {
-			text = s
-			continue
-		}
-		text = ""
-		parts, _ := m["content"].([]any)
-		for _, p := range parts {
-			pm, _ := p.(map[string]any)
-			s, _ := pm["text"].(string)
-			text += s
-		}
-	}
-	return text
-}
-
 // TestContextTellsOfARestart: a kernel that restarted (or was replaced)
 // between two prompts is told at the second, once, in the context block; a
 // session resumed in a new process is told its kernel is new.
@@ -60,16 +36,16 @@ func TestContextTellsOfARestart(t *testing.T) {
 	if _, err := h.Submit(ctx, "first", Follow{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := lastUserText(t, srv); strings.Contains(got, "restarted") {
+	if got := srv.LastUserText(); strings.Contains(got, "restarted") {
 		t.Errorf("the first prompt tells of a restart:\n%s", got)
 	}
 	r.gen.Store(2)
 	h.Submit(ctx, "second", Follow{})
-	if got := lastUserText(t, srv); !strings.Contains(got, "<notebook_context>\nThe kernel restarted since the last message") {
+	if got := srv.LastUserText(); !strings.Contains(got, "<notebook_context>\nThe kernel restarted since the last message") {
 		t.Errorf("the restart is not told:\n%s", got)
 	}
 	h.Submit(ctx, "third", Follow{})
-	if got := lastUserText(t, srv); strings.Contains(got, "restarted") {
+	if got := srv.LastUserText(); strings.Contains(got, "restarted") {
 		t.Errorf("the restart is told twice:\n%s", got)
 	}
 
@@ -81,7 +57,7 @@ func TestContextTellsOfARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h2.Submit(ctx, "fourth", Follow{})
-	if got := lastUserText(t, srv); !strings.Contains(got, "The kernel is new since this session's last message") {
+	if got := srv.LastUserText(); !strings.Contains(got, "The kernel is new since this session's last message") {
 		t.Errorf("a resumed session is not told its kernel is new:\n%s", got)
 	}
 }
@@ -134,7 +110,7 @@ func TestMentions(t *testing.T) {
 	if _, err := h.Submit(context.Background(), "Summarise @data/sales.csv, and what is in @.env?", Follow{}); err != nil {
 		t.Fatal(err)
 	}
-	got := lastUserText(t, srv)
+	got := srv.LastUserText()
 	if !strings.Contains(got, "@data/sales.csv (a file; the first lines at most):\n1 | city,sales\n2 | Oslo,3") {
 		t.Errorf("the file's head is not given:\n%s", got)
 	}
@@ -160,7 +136,7 @@ func TestMentionedCell(t *testing.T) {
 	if _, err := h.Submit(context.Background(), "Why does @cell:c2 fail? And @cell:zz?", Follow{}); err != nil {
 		t.Fatal(err)
 	}
-	got := lastUserText(t, srv)
+	got := srv.LastUserText()
 	if !strings.Contains(got, "@cell:c2 (cell c2, index 1, code):\ntotal = sum(rows)") || !strings.Contains(got, "@cell:zz: the notebook has no such cell") {
 		t.Errorf("the cells are not given:\n%s", got)
 	}

@@ -28,7 +28,7 @@ func TestContextBlockCarriesTheNamespace(t *testing.T) {
 		t.Fatalf("setup cell: %v", rep)
 	}
 	first := rep["execution_count"]
-	lastUser := func() string { return lastUserText(t, srv) }
+	lastUser := srv.LastUserText
 	srv.Enqueue(scripted.Reply(scripted.Text("A table.")))
 	if rep, _ := h.cell("%%agent\nWhat is df?"); rep["status"] != "ok" {
 		t.Fatalf("prompt: %v", rep)
@@ -133,35 +133,13 @@ func TestEmptyNamespaceIsNoBaseline(t *testing.T) {
 	if rep, _ := h.cell("%%agent\nWhat is there?"); rep["status"] != "ok" {
 		t.Fatalf("prompt: %v", rep)
 	}
-	if got := lastUserText(t, srv); strings.Contains(got, "Variables in the kernel") {
+	if got := srv.LastUserText(); strings.Contains(got, "Variables in the kernel") {
 		t.Fatalf("an empty namespace was told:\n%s", got)
 	}
 	h.cell("x = 1")
 	srv.Enqueue(scripted.Reply(scripted.Text("One.")))
 	h.cell("%%agent\nAnd now?")
-	if got := lastUserText(t, srv); !strings.Contains(got, "Variables in the kernel (name: type, shape, columns, value):\nx: int = 1") {
+	if got := srv.LastUserText(); !strings.Contains(got, "Variables in the kernel (name: type, shape, columns, value):\nx: int = 1") {
 		t.Errorf("the first variables are not told whole:\n%s", got)
 	}
-}
-
-// lastUserText is the text of the last user message of srv's last request.
-func lastUserText(t *testing.T, srv *scripted.Server) string {
-	t.Helper()
-	req, _ := srv.Last()
-	var text string
-	for _, m := range req.Messages() {
-		if m["role"] != "user" {
-			continue
-		}
-		text, _ = m["content"].(string)
-		if text == "" {
-			parts, _ := m["content"].([]any)
-			for _, p := range parts {
-				pm, _ := p.(map[string]any)
-				s, _ := pm["text"].(string)
-				text += s
-			}
-		}
-	}
-	return text
 }

@@ -47,6 +47,29 @@ func (r Request) Messages() []map[string]any {
 	return out
 }
 
+// LastUserText is the text of the request's last user message: its
+// string content, or its text parts joined ("" when there is none).
+func (r Request) LastUserText() string {
+	var text string
+	for _, m := range r.Messages() {
+		if m["role"] != "user" {
+			continue
+		}
+		if s, ok := m["content"].(string); ok {
+			text = s
+			continue
+		}
+		text = ""
+		parts, _ := m["content"].([]any)
+		for _, p := range parts {
+			pm, _ := p.(map[string]any)
+			s, _ := pm["text"].(string)
+			text += s
+		}
+	}
+	return text
+}
+
 // Server is a scripted model server on 127.0.0.1. It serves the OpenAI chat
 // completions API at /v1/chat/completions and the Anthropic Messages API at
 // /v1/messages, both streaming only, from one queue of turns: each request
@@ -138,6 +161,13 @@ func (s *Server) Last() (r Request, ok bool) {
 		return Request{}, false
 	}
 	return s.requests[len(s.requests)-1], true
+}
+
+// LastUserText is the text of the last user message of the last request
+// ("" before any).
+func (s *Server) LastUserText() string {
+	r, _ := s.Last()
+	return r.LastUserText()
 }
 
 // Close ends stalled and delayed streams, then shuts the server down and

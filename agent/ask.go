@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/agentkernel/agentkernel/messages"
 )
@@ -20,13 +19,15 @@ type TurnAsk struct {
 	// api_req_failed, …): the next Start or Respond starts a turn.
 	idle bool
 
-	done    chan struct{}
-	endOnce sync.Once
+	// ended is done once the ask is (end).
+	ended context.Context
+	end   context.CancelFunc
 }
 
 // newAsk is the ask of m; idle: see TurnAsk.idle.
 func newAsk(m messages.UIMessage, idle bool) *TurnAsk {
-	return &TurnAsk{msg: m, answer: make(chan Response, 1), idle: idle, done: make(chan struct{})}
+	ended, end := context.WithCancel(context.Background())
+	return &TurnAsk{msg: m, answer: make(chan Response, 1), idle: idle, ended: ended, end: end}
 }
 
 // Message is the ask as the UI history holds it.
@@ -34,25 +35,16 @@ func (a *TurnAsk) Message() messages.UIMessage { return a.msg }
 
 // Done is closed once the ask is answered, from any surface, or its turn
 // no longer waits for it.
-func (a *TurnAsk) Done() <-chan struct{} { return a.done }
+func (a *TurnAsk) Done() <-chan struct{} { return a.ended.Done() }
 
 // Context returns a context of parent's that is also cancelled when the
 // ask is done: an approver given it stops waiting when someone else
 // answered. Call cancel when done with it.
-func (a *TurnAsk) Context(parent context.Context) (ctx context.Context, cancel context.CancelFunc) {
-	ctx, cancel = context.WithCancel(parent)
-	go func() {
-		select {
-		case <-a.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+func (a *TurnAsk) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(a.ended, cancel)
+	return ctx, func() { stop(); cancel() }
 }
-
-// end marks the ask done; later calls do nothing.
-func (a *TurnAsk) end() { a.endOnce.Do(func() { close(a.done) }) }
 
 // ResponseKind is how the user answered an ask (Roo-Code's askResponse).
 type ResponseKind string

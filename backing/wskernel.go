@@ -455,8 +455,6 @@ func (k *wsKernel) forget(id string) {
 // p's. A probe not answered within idleTimeout waits behind later
 // requests: p is taken at its reply.
 func (k *wsKernel) waitIdle(ctx context.Context, c *websocket.Conn, req client.Request, p *wsPending) (*wire.Message, error) {
-	reply := func() *wire.Message { return k.replyOf(p) }
-	noIdle := func(why string) (*wire.Message, error) { return k.noIdle(req, p, why) }
 	quiet := time.NewTimer(idleTimeout)
 	defer quiet.Stop()
 	var (
@@ -478,9 +476,9 @@ func (k *wsKernel) waitIdle(ctx context.Context, c *websocket.Conn, req client.R
 		}
 		select {
 		case <-p.idle:
-			return reply(), nil
+			return k.replyOf(p), nil
 		case <-p.failed:
-			return noIdle("the connection was lost after the reply")
+			return k.noIdle(req, p, "the connection was lost after the reply")
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-p.seen:
@@ -493,22 +491,22 @@ func (k *wsKernel) waitIdle(ctx context.Context, c *websocket.Conn, req client.R
 			// probe's were handled before this.
 			select {
 			case <-p.idle:
-				return reply(), nil
+				return k.replyOf(p), nil
 			default:
 			}
-			return noIdle("a probe's status came before the idle")
+			return k.noIdle(req, p, "a probe's status came before the idle")
 		case <-quiet.C:
 			switch {
 			case probe != nil && !answered: // see client.Client.Do
-				return noIdle("the kernel is busy with later requests")
+				return k.noIdle(req, p, "the kernel is busy with later requests")
 			case len(probeIDs) >= client.IdleProbes:
-				return noIdle("no probe's status came")
+				return k.noIdle(req, p, "no probe's status came")
 			default:
 				probe = newWSPending(probeOutput)
 				probe.status = probeStatus
 				id, err := k.sendProbe(ctx, c, req, probe)
 				if err != nil {
-					return noIdle("the probe could not be sent: " + err.Error())
+					return k.noIdle(req, p, "the probe could not be sent: "+err.Error())
 				}
 				probeIDs = append(probeIDs, id)
 				answered = false

@@ -104,6 +104,29 @@ type wsPending struct {
 	status  chan struct{} // cap 1: a status for it came
 	failed  chan struct{} // closed with err
 	err     error
+
+	// hmu is held while one of h's handlers runs, on the reader's
+	// goroutine; ended, set under it when Do returns, stops them: the
+	// caller reads what the handlers collected once Do has returned, and
+	// the reader may have taken p from pending just before.
+	hmu   sync.Mutex
+	ended bool
+}
+
+// handle runs f, one of p's handlers, unless p's Do has returned.
+func (p *wsPending) handle(f func()) {
+	p.hmu.Lock()
+	defer p.hmu.Unlock()
+	if !p.ended {
+		f()
+	}
+}
+
+// end waits for a handler of p that runs and stops the rest.
+func (p *wsPending) end() {
+	p.hmu.Lock()
+	p.ended = true
+	p.hmu.Unlock()
 }
 
 func newWSPending(h client.Handlers) *wsPending {
@@ -252,7 +275,7 @@ func (k *wsKernel) dispatch(c *websocket.Conn, m wsMsg, bufs [][]byte) {
 			return
 		}
 		if p.h.IOPub != nil {
-			p.h.IOPub(msg)
+			p.handle(func() { p.h.IOPub(msg) })
 		}
 		if m.Header.MsgType == wire.MsgStatus {
 			var st wire.Status
@@ -267,7 +290,7 @@ func (k *wsKernel) dispatch(c *websocket.Conn, m wsMsg, bufs [][]byte) {
 			return
 		}
 		if p.h.Reply != nil {
-			p.h.Reply(msg)
+			p.handle(func() { p.h.Reply(msg) })
 		}
 		k.mu.Lock()
 		p.reply = msg
@@ -354,6 +377,7 @@ func (k *wsKernel) Do(ctx context.Context, req client.Request, h client.Handlers
 		return nil, err
 	}
 	defer k.forget(id)
+	defer p.end()
 	if h.Sent != nil {
 		h.Sent()
 	}
@@ -542,7 +566,7 @@ func probeOutputOf(p *wsPending) client.Handlers {
 			return
 		}
 		if p.h.IOPub != nil {
-			p.h.IOPub(m)
+			p.handle(func() { p.h.IOPub(m) })
 		}
 		poke(p.seen)
 	}}

@@ -14,6 +14,10 @@
 //     call (took_ms of stream-json's checkpoint event), for the first
 //     prompt's step (which waits for the baseline) and a later prompt's;
 //
+//   - later prompts in a running kernel: each runs code that writes a file
+//     (a step, checkpointed) and answers; execute to reply, the two
+//     directories' kernels taking turns;
+//
 //   - a repeated `ask` (text only): wall time and peak RSS.
 //
 //     go run ./scripts/ckptbench -agentkernel bin/agentkernel
@@ -59,6 +63,7 @@ type figures struct {
 	firstCold, firstWarm time.Duration // first output of a fresh kernel's first prompt
 	stepFirst, stepLater float64       // ms of checkpointing around a step
 	askCold, askWarm     time.Duration // text-only ask: the first, then the median of the repeats
+	later                time.Duration // a later prompt with a step, execute to reply: the median
 	rssCold, rssWarm     int64         // peak RSS, KiB: the first ask, the largest repeat
 }
 
@@ -116,6 +121,7 @@ func run() error {
 	ratio("first prompt's first output", e.firstWarm, w.firstWarm, "≤ 1.2×")
 	fmt.Printf("%-46s %12s %12s %8s  %s\n", "checkpoint around the first prompt's step", fmtMS(e.stepFirst), fmtMS(w.stepFirst), "", "")
 	fmt.Printf("%-46s %12s %12s %8s  %s\n", "checkpoint around a later prompt's step", fmtMS(e.stepLater), fmtMS(w.stepLater), "", "≤ 5 ms")
+	ratio("later prompt with a step, execute to reply", e.later, w.later, "≤ 1.2×")
 	ratio("first ask (text), new store", e.askCold, w.askCold, "")
 	ratio("repeated ask (text)", e.askWarm, w.askWarm, "≤ 1.5×")
 	fmt.Printf("%-46s %9d MiB %9d MiB %+7d MiB\n", "peak RSS, first ask", e.rssCold>>10, w.rssCold>>10, (w.rssCold-e.rssCold)>>10)
@@ -177,7 +183,73 @@ func (b *bench) measure(dirs [2]string) ([2]figures, error) {
 	for i := range dirs {
 		f[i].firstWarm, f[i].askWarm = median(first[i]), median(asks[i])
 	}
+	fmt.Fprintf(os.Stderr, "%d later prompts in each directory's kernel, alternating…\n", 3*b.runs)
+	later, err := b.laterPrompts(dirs, kenv)
+	if err != nil {
+		return f, err
+	}
+	for i := range dirs {
+		f[i].later = median(later[i])
+	}
 	return f, nil
+}
+
+// laterPrompts starts a kernel in each directory, runs a first prompt in
+// each, then 3×runs later prompts in each, taking turns: each prompt runs
+// code that writes a file (one step, checkpointed) and then answers. It
+// returns each directory's execute-to-reply times.
+func (b *bench) laterPrompts(dirs [2]string, env [2][]string) ([2][]time.Duration, error) {
+	var took [2][]time.Duration
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	spec, err := client.FindSpec("ckptbench")
+	if err != nil {
+		return took, err
+	}
+	var ks [2]*client.Kernel
+	for i, dir := range dirs {
+		k, err := client.Start(ctx, spec, client.Options{Dir: dir, Env: env[i]})
+		if err != nil {
+			return took, err
+		}
+		defer k.Shutdown(context.Background())
+		if _, err := k.Client().KernelInfo(ctx); err != nil {
+			return took, err
+		}
+		ks[i] = k
+	}
+	prompt := func(i, n int) (time.Duration, error) {
+		code, _ := json.Marshal(map[string]string{"code": fmt.Sprintf("open('later%d.txt', 'w').write('prompt %d')", n%4, n)})
+		b.srv.Enqueue(scripted.Reply(scripted.ToolCall(fmt.Sprintf("l%d", n), "execute_code", string(code))),
+			scripted.Reply(scripted.Text("Written.")))
+		start := time.Now()
+		rep, err := ks[i].Client().Execute(ctx, fmt.Sprintf("Write later%d.txt.", n%4), client.ExecuteOptions{}, client.Handlers{})
+		if err != nil {
+			return 0, err
+		}
+		var c struct {
+			Status string `json:"status"`
+		}
+		if err := rep.DecodeContent(&c); err != nil || c.Status != "ok" {
+			return 0, fmt.Errorf("later prompt %d in %s: %s", n, dirs[i], rep.Content)
+		}
+		return time.Since(start), nil
+	}
+	for i := range dirs {
+		if _, err := prompt(i, 0); err != nil {
+			return took, err
+		}
+	}
+	for n := 1; n <= 3*b.runs; n++ {
+		for i := range dirs {
+			d, err := prompt(i, n)
+			if err != nil {
+				return took, err
+			}
+			took[i] = append(took[i], d)
+		}
+	}
+	return took, nil
 }
 
 // env is what a process measured in data's store gets besides ours.

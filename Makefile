@@ -8,7 +8,7 @@ GOTEST    := $(GO) test -race -count=1
 # here a missing PostgreSQL fails them instead of skipping them.
 export AGENTKERNEL_REQUIRE_POSTGRES := 1
 
-.PHONY: build wheel wheels install panel panel-check test check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser screenshots bench-notebook mcp-server acp-client bench clean
+.PHONY: build wheel wheels install panel panel-check test check test-go test-norace test-load test-fuzz test-python test-python-modern test-browser screenshots bench-notebook mcp-server acp-client baseline bench clean
 
 # A static binary (no cgo: pure-Go DNS and user lookup), which runs on any
 # Linux of its architecture, Python or not. Tests need cgo for -race only.
@@ -163,9 +163,24 @@ acp-client: tests/acp/node_modules/.package-lock.json
 tests/acp/node_modules/.package-lock.json: tests/acp/package.json tests/acp/package-lock.json
 	cd tests/acp && npm ci --no-audit --no-fund --loglevel=error
 
-bench: build
-	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -gateway -ipykernel-python $$(scripts/modern-venv.sh)
-	$(GO) run ./scripts/promptbench -agentkernel $(BIN) -jupyter-ai $$(scripts/modern-venv.sh aimagics)
+# Every benchmark, printed side by side: this tree's binary beside an older
+# build's (BASELINE_REF, by default the landed main: origin/main, or HEAD
+# where there is no remote; built into bin/baseline) and beside the peers
+# (ipykernel alone, Jupyter AI's %%ai). `make bench BASELINE_REF=<commit>`
+# compares with another commit. Figures, never assertions; the README's
+# Speed table is a run of it.
+BASELINE_REF ?= origin/main
+BASELINE     := bin/baseline/agentkernel
+baseline:
+	rm -rf bin/baseline && mkdir -p bin/baseline/src
+	ref=$$(git rev-parse --verify -q '$(BASELINE_REF)^{commit}' || git rev-parse HEAD) && \
+	  echo "bench: the baseline is $$ref ($(BASELINE_REF))" && git archive $$ref | tar -x -C bin/baseline/src
+	cd bin/baseline/src && CGO_ENABLED=0 $(GO) build -trimpath -o ../agentkernel ./cmd/agentkernel
+	rm -rf bin/baseline/src
+
+bench: build baseline
+	$(GO) run ./scripts/kernelbench -agentkernel $(BIN) -baseline $(BASELINE) -gateway -ipykernel-python $$(scripts/modern-venv.sh)
+	$(GO) run ./scripts/promptbench -agentkernel $(BIN) -baseline $(BASELINE) -jupyter-ai $$(scripts/modern-venv.sh aimagics)
 	$(GO) run ./scripts/ckptbench -agentkernel $(BIN)
 	$(GO) run ./scripts/mcpbench -agentkernel $(BIN)
 

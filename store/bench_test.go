@@ -112,7 +112,10 @@ func BenchmarkAppendConcurrent20(b *testing.B) {
 // and p90 of the server's time per append — the planning and execution
 // of the append's statements, from pg_stat_statements, read after each
 // append — and of the caller's time on loopback, and the policies' ratio
-// (rls/none, 1.10 is +10%). Cases: ui, one message of the model's (one
+// (rls/none, 1.10 is +10%). pg_stat_statements times the planner and the
+// executor's run, not the executor's start and end (where the policies'
+// subplans are set up, those never run included) nor Bind; the caller's
+// time has those too, and the network and commit both roles pay. Cases: ui, one message of the model's (one
 // statement); ui-batch, three (a transaction); api, one API message (a
 // transaction). Without pg_stat_statements (a server of
 // $AGENTKERNEL_TEST_POSTGRES that does not load it) only the caller's

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/agentkernel/agentkernel/internal/pgtest"
 	"github.com/agentkernel/agentkernel/messages"
 	"github.com/agentkernel/agentkernel/rewind"
@@ -99,6 +101,191 @@ func BenchmarkAppendConcurrent20(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(per*writers)/elapsed.Seconds(), "appends/s")
 	reportPercentiles(b, slices.Concat(durs...))
+}
+
+// BenchmarkAppendRLS measures what row-level security costs an append on
+// PostgreSQL (so it runs in the suite's PostgreSQL run only). Two stores on
+// the same tables append the same messages, taking turns (each iteration
+// both, the first of them alternating): a user of the store, held to the
+// policies (testRole), and a role they do not hold (BYPASSRLS, with the
+// same grants), each to a session of its own. For each it reports the p50
+// and p90 of the server's time per append — the planning and execution
+// of the append's statements, from pg_stat_statements, read after each
+// append — and of the caller's time on loopback, and the policies' ratio
+// (rls/none, 1.10 is +10%). pg_stat_statements times the planner and the
+// executor's run, not the executor's start and end (where the policies'
+// subplans are set up, those never run included) nor Bind; the caller's
+// time has those too, and the network and commit both roles pay. Cases: ui, one message of the model's (one
+// statement); ui-batch, three (a transaction); api, one API message (a
+// transaction). Without pg_stat_statements (a server of
+// $AGENTKERNEL_TEST_POSTGRES that does not load it) only the caller's
+// times are reported. Run:
+//
+//	go test -run '^$' -bench AppendRLS -benchtime 2000x ./store/
+func BenchmarkAppendRLS(b *testing.B) {
+	onlyPostgres(b)
+	ctx := context.Background()
+	admin := pgAdminSchema(b)
+	held, err := Open(ctx, Options{URL: pgUserURL(b, admin, testRole)})
+	must(b, err)
+	b.Cleanup(func() { held.Close() })
+	free := openBypassing(b, admin, "ak_bench_bypass")
+	text := "The dataframe has 3 columns and 1,204 rows; plotting revenue by month next."
+	// Tables as a store in use has them: sessions of both roles, each with
+	// messages, and statistics, so that the plans are those of such a store.
+	for _, s := range []*Store{held, free} {
+		for i := range 200 {
+			id := newSession(b, s)
+			must(b, s.AppendUI(ctx, id, say(int64(i+1), messages.SayText, text), say(int64(i+2), messages.SayText, text)))
+		}
+	}
+	superExec(b, held.opts.URL, "ANALYZE sessions, ui_messages, api_messages, ak_owners")
+	srv := newServerClock(b)
+	for _, tc := range []struct {
+		name   string
+		append func(s *Store, id string, c *messages.Clock) error
+	}{
+		{"ui", func(s *Store, id string, c *messages.Clock) error {
+			return s.AppendUI(ctx, id, say(c.Next(), messages.SayText, text))
+		}},
+		{"ui-batch", func(s *Store, id string, c *messages.Clock) error {
+			return s.AppendUI(ctx, id, say(c.Next(), messages.SayText, text), ask(c.Next(), messages.AskCommand, "ls -la"),
+				say(c.Next(), messages.SayCommandOutput, text))
+		}},
+		{"api", func(s *Store, id string, c *messages.Clock) error {
+			return s.AppendAPI(ctx, id, assistantText(c.Next(), text))
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			sides := []*rlsSide{{name: "rls", s: held, role: testRole}, {name: "none", s: free, role: "ak_bench_bypass"}}
+			for _, sd := range sides {
+				sd.id = newSession(b, sd.s)
+				must(b, sd.s.AppendUI(ctx, sd.id, say(sd.clock.Next(), messages.SayText, text)))
+				for range 20 { // the first append's long way, the statement and plan caches
+					must(b, tc.append(sd.s, sd.id, &sd.clock))
+				}
+			}
+			for i := 0; b.Loop(); i++ {
+				for j := range sides {
+					sd := sides[(i+j)%2]
+					before := srv.spent(b, sd.role)
+					t0 := time.Now()
+					if err := tc.append(sd.s, sd.id, &sd.clock); err != nil {
+						b.Fatal(err)
+					}
+					sd.client = append(sd.client, time.Since(t0))
+					if srv != nil {
+						sd.server = append(sd.server, srv.spent(b, sd.role)-before)
+					}
+				}
+			}
+			reportRLS(b, sides)
+		})
+	}
+}
+
+// rlsSide is one role's half of BenchmarkAppendRLS: its store, session,
+// clock, and each append's times.
+type rlsSide struct {
+	name, role     string
+	s              *Store
+	id             string
+	clock          messages.Clock
+	client, server []time.Duration
+}
+
+// reportRLS reports the p50 and p90 of both sides' server and caller times
+// and the ratio of the first side's to the second's, and logs them as a table.
+func reportRLS(b *testing.B, sides []*rlsSide) {
+	pct := func(d []time.Duration, p int) time.Duration {
+		if len(d) == 0 {
+			return 0
+		}
+		d = slices.Clone(d)
+		slices.Sort(d)
+		return d[len(d)*p/100]
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	var table strings.Builder
+	fmt.Fprintf(&table, "%d appends each\n%-7s %-8s %9s %9s\n", len(sides[0].client), "time", "role", "p50 µs", "p90 µs")
+	for _, what := range []string{"server", "client"} {
+		var p [2][2]time.Duration
+		for i, sd := range sides {
+			d := sd.server
+			if what == "client" {
+				d = sd.client
+			}
+			if len(d) == 0 {
+				continue
+			}
+			p[i] = [2]time.Duration{pct(d, 50), pct(d, 90)}
+			b.ReportMetric(us(p[i][0]), what+"-"+sd.name+"-p50-µs")
+			b.ReportMetric(us(p[i][1]), what+"-"+sd.name+"-p90-µs")
+			fmt.Fprintf(&table, "%-7s %-8s %9.0f %9.0f\n", what, sd.name, us(p[i][0]), us(p[i][1]))
+		}
+		if p[1][0] > 0 && p[1][1] > 0 {
+			r50, r90 := float64(p[0][0])/float64(p[1][0]), float64(p[0][1])/float64(p[1][1])
+			b.ReportMetric(r50, what+"-ratio-p50")
+			b.ReportMetric(r90, what+"-ratio-p90")
+			fmt.Fprintf(&table, "%-7s %-8s %9.2f %9.2f\n", what, "ratio", r50, r90)
+		}
+	}
+	b.Log("\n" + table.String())
+}
+
+// openBypassing opens the store at adminURL's schema as the login role
+// name, a member of UserRole made BYPASSRLS: the same grants as a user,
+// none of the policies. Open refuses such a role (pgCheck), so this opens
+// it as Open does but for that check.
+func openBypassing(b *testing.B, adminURL, name string) *Store {
+	b.Helper()
+	ctx := context.Background()
+	u := pgUserURL(b, adminURL, name)
+	must(b, pg.Exec(ctx, "ALTER ROLE "+name+" BYPASSRLS"))
+	o, err := Options{URL: u}.withDefaults()
+	must(b, err)
+	s := &Store{path: RedactURL(u), opts: o, log: o.Logger.Named("store"), done: make(chan struct{}),
+		smallSession: smallSession, pg: true, user: name}
+	s.w, s.pool, err = pgConnect(ctx, o)
+	must(b, err)
+	s.r = s.w
+	s.start()
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// serverClock reads how long the server spent on a role's statements, in
+// total, from pg_stat_statements; nil when the server does not load it.
+type serverClock struct{ c *pgx.Conn }
+
+func newServerClock(b *testing.B) *serverClock {
+	b.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, pg.URL)
+	must(b, err)
+	b.Cleanup(func() { c.Close(ctx) })
+	if _, err := c.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public"); err == nil {
+		_, err = c.Exec(ctx, "SELECT FROM public.pg_stat_statements LIMIT 1")
+		if err == nil {
+			return &serverClock{c}
+		}
+		b.Logf("no server times: %v", err)
+	}
+	return nil
+}
+
+// spent is the server's time on role's statements so far (planning and
+// execution); 0 for a nil clock.
+func (sc *serverClock) spent(b *testing.B, role string) time.Duration {
+	if sc == nil {
+		return 0
+	}
+	var ms float64
+	if err := sc.c.QueryRow(context.Background(), `SELECT coalesce(sum(total_plan_time + total_exec_time), 0)
+		FROM public.pg_stat_statements WHERE userid = to_regrole($1)`, role).Scan(&ms); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ms * 1e6)
 }
 
 func reportPercentiles(b *testing.B, durs []time.Duration) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -52,9 +53,15 @@ func TestMain(m *testing.M) {
 	os.Exit(runOnPostgres())
 }
 
-// runOnPostgres runs this test binary again on PostgreSQL.
+// runOnPostgres runs this test binary again on PostgreSQL. When it runs
+// benchmarks, the cluster records each statement's server time
+// (pg_stat_statements, planning included), which BenchmarkAppendRLS reads.
 func runOnPostgres() int {
-	srv, err := pgtest.Start()
+	var settings []string
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		settings = []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_planning=on"}
+	}
+	srv, err := pgtest.Start(settings...)
 	if err != nil {
 		if errors.Is(err, pgtest.ErrUnavailable) && os.Getenv(pgtest.EnvRequire) == "" {
 			fmt.Fprintln(os.Stderr, "store: SKIP the PostgreSQL run:", err)

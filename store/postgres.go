@@ -329,7 +329,46 @@ CREATE TABLE ak_owners (
 	oid  OID  NOT NULL
 );
 `,
+	// 8 (PostgreSQL only): every owned row carries its owner's role OID
+	// (owner_oid), as ak_owners binds the name, so that the policies
+	// compare the row with the caller without reading ak_owners (see
+	// pgOwnPolicy); new rows get the writer's. Existing rows get their
+	// name's binding, else the OID of the role of that name (Init binds it
+	// next, pgBindOwners), else 0, which no role has. A session's rows
+	// carry its owner_oid too (the foreign key takes it in), so that they
+	// are written only into a session of the writer's role.
+	pgOwnerOIDs(),
 }
+
+// pgOwned are the tables whose rows have an owner (and an owner_oid).
+var pgOwned = []string{"sessions", "ui_messages", "api_messages", "code_runs", "file_changes", "cell_changes",
+	"blobs", "file_index", "session_shares"}
+
+// pgOwnerOIDs is migration 8.
+func pgOwnerOIDs() string {
+	var b strings.Builder
+	for _, t := range pgOwned {
+		fmt.Fprintf(&b, `ALTER TABLE %[1]s ADD COLUMN owner_oid OID NOT NULL DEFAULT 0;
+UPDATE %[1]s x SET owner_oid = coalesce((SELECT o.oid FROM ak_owners o WHERE o.name = x.owner),
+	(SELECT r.oid FROM pg_roles r WHERE r.rolname = x.owner), 0);
+ALTER TABLE %[1]s ALTER COLUMN owner_oid SET DEFAULT to_regrole(quote_ident(current_user));
+`, t)
+	}
+	b.WriteString("ALTER TABLE sessions ADD CONSTRAINT sessions_pk_owner_oid UNIQUE (pk, owner, owner_oid);\n")
+	for _, t := range pgSessionRows {
+		fmt.Fprintf(&b, `ALTER TABLE %[1]s DROP CONSTRAINT IF EXISTS %[1]s_session_owner_fkey,
+	DROP CONSTRAINT IF EXISTS %[1]s_session_pk_owner_fkey,
+	ADD CONSTRAINT %[1]s_session_owner_fkey FOREIGN KEY (session_pk, owner, owner_oid)
+	REFERENCES sessions(pk, owner, owner_oid) ON DELETE CASCADE ON UPDATE CASCADE;
+`, t)
+	}
+	b.WriteString("ALTER TABLE sessions DROP CONSTRAINT IF EXISTS sessions_pk_owner;\n")
+	return b.String()
+}
+
+// pgSessionRows are the tables of a session's rows: a foreign key ties
+// each to its session, owner and owner_oid included.
+var pgSessionRows = []string{"ui_messages", "api_messages", "code_runs", "file_changes", "cell_changes", "session_shares"}
 
 // pgVersion maps a PostgreSQL schema version to the SQLite one it matches
 // (migrationCode is keyed by SQLite's).

@@ -29,10 +29,14 @@ import (
 //     may clean up every session (support, audits).
 //
 // Policies (pgSecure), on every table, with FORCE ROW LEVEL SECURITY:
-//   - ak_own (all commands, UserRole): owner = current_user, when
-//     ak_owners binds that name to the caller's role (its OID: a role made
-//     later under a dropped role's name owns none of its rows; Open, Share
-//     and Grant bind a name that is free with ak_bind);
+//   - ak_own (all commands, UserRole): the row's owner is current_user and
+//     its owner_oid the caller's role (pgOwnPolicy); a new row must also
+//     be of the role ak_owners binds the name to (pgOwnCheck; on sessions
+//     the restrictive ak_new, and a session's rows follow it). A
+//     role made later under a dropped role's name owns none of its rows
+//     and writes none; Open, Share and Grant bind a name that is free with
+//     ak_bind, and an administrator's change of a binding moves the rows
+//     of the name to its new role (ak_hand_over);
 //   - ak_shared (SELECT, UserRole; sessions and their messages, code runs,
 //     file and cell changes): the row is the role's own, or its session is
 //     in session_shares (ak_shared_sessions), which a role sees for its own
@@ -41,19 +45,21 @@ import (
 //     grantee bound in ak_owners too);
 //   - ak_admin (all commands, AdminRole): every row.
 //
-// They cost each statement of a user a little (an append's three, ~10%
-// of their server time, measured against a store without them), which the
-// store wins back where it talks to the server: an append to a session
-// with messages is one UPDATE and its INSERTs (bumpSession), or one
-// statement for one message that is not the user's (pgAppendOne); a
-// listing of one page is one statement outside a transaction (readOne).
-// The caller's bound name is read once per statement, a subquery of the
-// policy (an InitPlan), not once per row. ak_shared tests the owner
-// first: PostgreSQL ORs the policies in an order of its own, and so the
-// shares, a hashed SubPlan built on first use, are read only when a row
-// is another's. They are read through ak_shared_sessions, a function
-// PostgreSQL does not inline, so that a statement does not plan the query
-// of session_shares and its policies every time it runs.
+// They cost a user's statements little: an append's server time is within
+// a few per cent of a role's without them (BenchmarkAppendRLS measures it,
+// side by side). The owner test reads no table (pgOwnPolicy), so the
+// several copies of it PostgreSQL puts in one statement (an UPDATE checks
+// the old row for UPDATE and SELECT, the new one for both) are each a
+// comparison; a written row reads ak_owners once, in an InitPlan. An
+// append to a session with messages is one UPDATE and its INSERTs
+// (bumpSession), or one statement for one message that is not the user's
+// (pgAppendOne); a listing of one page is one statement outside a
+// transaction (readOne). ak_shared tests the owner first: PostgreSQL ORs
+// the policies in an order of its own, and so the shares, a hashed
+// SubPlan built on first use, are read only when a row is another's. They
+// are read through ak_shared_sessions, a function PostgreSQL does not
+// inline, so that a statement does not plan the query of session_shares
+// and its policies every time it runs.
 //
 // Blobs and the file index have an owner in their keys: content is
 // deduplicated within a user's checkpoints, never across users, and no
@@ -148,6 +154,7 @@ func pgSecure(ctx context.Context, tx *sql.Tx) error {
 		pgSecureTable(&b, t)
 	}
 	pgBindFunc(&b, ident)
+	pgHandOverFunc(&b, ident)
 	pgSearchFunc(&b, ident)
 	if _, err := tx.ExecContext(ctx, b.String()); err != nil {
 		return fmt.Errorf("secure: %w", err)
@@ -156,11 +163,12 @@ func pgSecure(ctx context.Context, tx *sql.Tx) error {
 }
 
 // pgPolicy writes the statement that creates the policy name on the
-// table t, for cmd and role, using using (and checking it, if check).
-func pgPolicy(b *strings.Builder, t, name, cmd, role, using string, check bool) {
+// table t, for cmd and role, using using and, unless it is "", checking
+// check.
+func pgPolicy(b *strings.Builder, t, name, cmd, role, using, check string) {
 	fmt.Fprintf(b, "CREATE POLICY %s ON %s FOR %s TO %s USING (%s)", name, t, cmd, role, using)
-	if check {
-		fmt.Fprintf(b, " WITH CHECK (%s)", using)
+	if check != "" {
+		fmt.Fprintf(b, " WITH CHECK (%s)", check)
 	}
 	b.WriteString(";\n")
 }
@@ -177,15 +185,36 @@ GRANT EXECUTE ON FUNCTION ak_shared_sessions() TO %[2]s;
 `, ident, UserRole)
 }
 
-// pgOwnPolicy is the caller as an owner in a policy: current_user when
-// ak_owners binds that name to this very role (its OID), else NULL, which
-// owns nothing — so a role made later under a dropped one's name sees none
-// of its rows. Read once per statement (an InitPlan), as current_user was.
-// It is a subquery of the policy, not a function: planned with the
-// statement (and kept with its plan), it costs two index lookups when the
-// statement runs; a function would cost a call, or a plan, each time.
-const pgOwnPolicy = "owner = (SELECT o.name FROM ak_owners o WHERE o.name = current_user::text " +
+// pgOwnPolicy is a row the caller owns: of their name, and of their role
+// (owner_oid, the role the name was bound to when the row was written) —
+// so a role made later under a dropped one's name sees none of its rows,
+// whose OID is no role's. Both are plain expressions, with no subquery
+// and no table: owner = current_user is an index condition (the owner
+// leads the indexes of what a user lists), and pg_has_role(oid) looks in
+// the backend's cache of the caller's memberships. A role it holds counts
+// as its own there, but a row is written only with the writer's own OID
+// (pgOwnCheck, pgOwnRole, or for a session's row its foreign key to the
+// session), and with the writer's name. Reading ak_owners in
+// each policy instead (an InitPlan per policy, six in an append's UPDATE)
+// cost an append 10–20% of its server time.
+const pgOwnPolicy = "owner = current_user AND pg_has_role(owner_oid, 'MEMBER')"
+
+// pgOwnCheck is what a new session, blob or index entry of the caller's
+// must be: of their name and of their role, and that name bound to that
+// role in ak_owners, so that a role that took a dropped one's name writes
+// nothing. A statement reads ak_owners for it once, in an InitPlan. On
+// sessions it is a restrictive policy of INSERT (ak_new); a session
+// changed must be of the caller's role (pgOwnRole), which it was already
+// (pgOwnPolicy), so that the UPDATE of each append reads no table. A
+// session's rows (pgSessionRows) are checked with pgOwnPolicy alone: the
+// foreign key to their session (session_pk, owner, owner_oid) holds them
+// to a session so checked, and so to the writer's role — and an append's
+// INSERTs read no table for their policy either.
+const pgOwnCheck = "owner = current_user AND owner_oid = (SELECT o.oid FROM ak_owners o WHERE o.name = current_user::text " +
 	"AND o.oid = to_regrole(quote_ident(current_user)))"
+
+// pgOwnRole is a row of the caller's name and role, no other role of theirs.
+const pgOwnRole = "owner = current_user AND owner_oid = (SELECT to_regrole(quote_ident(current_user))::oid)"
 
 // pgSecureTable writes what puts the table t under row-level security:
 // forced, every privilege and policy taken away, then the grants
@@ -202,25 +231,34 @@ func pgSecureTable(b *strings.Builder, t string) {
 	switch t {
 	case "agentkernel_schema":
 		// Everyone reads the version; only the owner (Init) writes it.
-		pgPolicy(b, t, "ak_read", "SELECT", "PUBLIC", "true", false)
+		pgPolicy(b, t, "ak_read", "SELECT", "PUBLIC", "true", "")
 		return
 	case "ak_owners":
 		// Users read the bindings (the policies); ak_bind and administrators write them.
-		pgPolicy(b, t, "ak_bound", "SELECT", UserRole, "true", false)
-		pgPolicy(b, t, "ak_admin", "ALL", AdminRole, "true", true)
+		pgPolicy(b, t, "ak_bound", "SELECT", UserRole, "true", "")
+		pgPolicy(b, t, "ak_admin", "ALL", AdminRole, "true", "true")
 		return
 	}
-	pgPolicy(b, t, "ak_own", "ALL", UserRole, pgOwnPolicy, true)
-	pgPolicy(b, t, "ak_admin", "ALL", AdminRole, "true", true)
+	check := pgOwnCheck
 	switch {
 	case t == "sessions":
-		pgPolicy(b, t, "ak_shared", "SELECT", UserRole, pgOwnPolicy+" OR pk IN (SELECT ak_shared_sessions())", false)
+		check = pgOwnRole
+		// A new session must also be of a bound name (as well as ak_own).
+		fmt.Fprintf(b, "CREATE POLICY ak_new ON %s AS RESTRICTIVE FOR INSERT TO %s WITH CHECK (%s);\n", t, UserRole, pgOwnCheck)
+	case slices.Contains(pgSessionRows, t):
+		check = pgOwnPolicy
+	}
+	pgPolicy(b, t, "ak_own", "ALL", UserRole, pgOwnPolicy, check)
+	pgPolicy(b, t, "ak_admin", "ALL", AdminRole, "true", "true")
+	switch {
+	case t == "sessions":
+		pgPolicy(b, t, "ak_shared", "SELECT", UserRole, "("+pgOwnPolicy+") OR pk IN (SELECT ak_shared_sessions())", "")
 	case t == "session_shares":
 		// A grant is to a role bound in ak_owners (Share binds it).
 		pgPolicy(b, t, "ak_granted", "SELECT", UserRole, "grantee IN (SELECT o.name FROM ak_owners o JOIN pg_roles r "+
-			"ON r.oid = o.oid AND r.rolname = o.name WHERE pg_has_role(current_user, r.oid, 'MEMBER'))", false)
+			"ON r.oid = o.oid AND r.rolname = o.name WHERE pg_has_role(current_user, r.oid, 'MEMBER'))", "")
 	case slices.Contains(pgChildren, t):
-		pgPolicy(b, t, "ak_shared", "SELECT", UserRole, pgOwnPolicy+" OR session_pk IN (SELECT ak_shared_sessions())", false)
+		pgPolicy(b, t, "ak_shared", "SELECT", UserRole, "("+pgOwnPolicy+") OR session_pk IN (SELECT ak_shared_sessions())", "")
 	}
 }
 
@@ -245,6 +283,31 @@ REVOKE CREATE ON SCHEMA %[1]s FROM %[2]s;
 REVOKE ALL ON FUNCTION ak_bind(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION ak_bind(text) TO %[3]s, %[2]s;
 `, ident, AdminRole, UserRole)
+}
+
+// pgHandOverFunc writes the trigger that follows an administrator's
+// change of a binding (UPDATE ak_owners SET oid = …, docs/scale-out.md)
+// on every row of the name: owner_oid becomes the new role's, which then
+// owns them. It runs as the administrator who changed it (SECURITY
+// INVOKER: ak_admin lets them write every row). ident is the schema,
+// quoted.
+func pgHandOverFunc(b *strings.Builder, ident string) {
+	fmt.Fprintf(b, `CREATE OR REPLACE FUNCTION ak_hand_over() RETURNS trigger LANGUAGE plpgsql
+SET search_path = %[1]s, pg_catalog, pg_temp AS $f$
+BEGIN
+`, ident)
+	for _, t := range pgOwned {
+		if !slices.Contains(pgSessionRows, t) { // a session's rows follow it (ON UPDATE CASCADE)
+			fmt.Fprintf(b, "\tUPDATE %s SET owner_oid = NEW.oid WHERE owner = NEW.name AND owner_oid <> NEW.oid;\n", t)
+		}
+	}
+	b.WriteString(`	RETURN NULL;
+END $f$;
+REVOKE ALL ON FUNCTION ak_hand_over() FROM PUBLIC;
+DROP TRIGGER IF EXISTS ak_hand_over ON ak_owners;
+CREATE TRIGGER ak_hand_over AFTER UPDATE OF oid ON ak_owners FOR EACH ROW WHEN (OLD.oid IS DISTINCT FROM NEW.oid)
+	EXECUTE FUNCTION ak_hand_over();
+`)
 }
 
 // pgSearchFunc writes ak_search, the search through the GIN index.
@@ -276,7 +339,7 @@ GRANT EXECUTE ON FUNCTION ak_search(tsquery, bigint, boolean, text, boolean) TO 
 
 // pgPolicies are the policies pgSecure makes, by name, with the one role
 // each is for ("" is PUBLIC).
-var pgPolicies = map[string]string{"ak_own": UserRole, "ak_shared": UserRole, "ak_granted": UserRole,
+var pgPolicies = map[string]string{"ak_own": UserRole, "ak_new": UserRole, "ak_shared": UserRole, "ak_granted": UserRole,
 	"ak_admin": AdminRole, "ak_read": "", "ak_bound": UserRole}
 
 // pgWidenedQuery lists what makes the store wider than pgSecure leaves

@@ -47,8 +47,9 @@ type Server struct {
 var ErrUnavailable = errors.New("no PostgreSQL: set " + EnvURL + " or install Debian's postgresql")
 
 // Start returns the server named by $AGENTKERNEL_TEST_POSTGRES, or starts
-// a throwaway cluster.
-func Start() (*Server, error) {
+// a throwaway cluster with the server settings given ("name=value", as
+// postgres -c takes them; a named server keeps its own).
+func Start(settings ...string) (*Server, error) {
 	if u := os.Getenv(EnvURL); u != "" {
 		return &Server{URL: u}, nil
 	}
@@ -61,7 +62,7 @@ func Start() (*Server, error) {
 		return nil, err
 	}
 	s := &Server{dir: dir, exit: make(chan struct{})}
-	if err := s.start(filepath.Dir(initdb)); err != nil {
+	if err := s.start(filepath.Dir(initdb), settings); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func Start() (*Server, error) {
 
 // start makes a cluster in s.dir with the binaries in bin, starts its
 // server on a free port and waits until it accepts connections.
-func (s *Server) start(bin string) error {
+func (s *Server) start(bin string, settings []string) error {
 	cred, err := credential(s.dir)
 	if err != nil {
 		return err
@@ -85,18 +86,22 @@ func (s *Server) start(bin string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.launch(cred, bin, data, port); err != nil {
+	if err := s.launch(cred, bin, data, port, settings); err != nil {
 		return err
 	}
 	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return s.waitReady()
 }
 
-// launch starts the server of the cluster in data, its output to
-// postgres.log in s.dir; s.exit closes when it exits.
-func (s *Server) launch(cred *syscall.Credential, bin, data string, port int) error {
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", s.dir, "-h", "127.0.0.1",
-		"-p", strconv.Itoa(port), "-c", "max_connections=300", "-c", "logging_collector=off")
+// launch starts the server of the cluster in data, with settings, its
+// output to postgres.log in s.dir; s.exit closes when it exits.
+func (s *Server) launch(cred *syscall.Credential, bin, data string, port int, settings []string) error {
+	args := []string{"-D", data, "-k", s.dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
+		"-c", "max_connections=300", "-c", "logging_collector=off"}
+	for _, kv := range settings {
+		args = append(args, "-c", kv)
+	}
+	s.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
 	s.cmd.SysProcAttr = procAttr(cred)
 	logf, err := os.Create(filepath.Join(s.dir, "postgres.log"))
 	if err != nil {

@@ -1,0 +1,125 @@
+// agentkernel's notebook tools beside jupyter-mcp-server's, in one
+// JupyterLab 4.6 with jupyter-collaboration (the venv of
+// tests/python/requirements-peer.txt, where jupyter-mcp-server is a
+// Jupyter server extension), through one MCP client (Python's `mcp` SDK:
+// scripts/peerbench/client.py): read a 2,001-cell notebook (2,000
+// characters of output in each of 2,000 cells), insert a cell, run it,
+// edit it; p50 and p90 of each, the two servers taking turns call by call.
+// Printed, never asserted.
+//
+// Each has a notebook of its own, the same cells: ours.ipynb on the Agent
+// (code) kernel, open in a Chromium page (our tools act through the page's
+// notebook comm; a cell `%agent mcp serve` gives the kernel's MCP server's
+// URL and token), and peer.ipynb on python3, open in a page too (the
+// jupyter-collaboration document theirs edit is the page's). Both kernels
+// run the venv's ipykernel: it is the python3 kernelspec of the server and
+// agentkernel's backing kernel.
+//
+//   make bench-peer                  (N=15 rounds by default)
+// Environment: LAB_PYTHON (the peer venv's python), AGENTKERNEL_BIN,
+// SCRIPTED_BIN, LAB_EXTENSION, as the other browser scripts; N;
+// BASELINE_BIN: an older agentkernel, measured beside AGENTKERNEL_BIN on a
+// third notebook (its own kernelspec, agent-baseline).
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import {
+  Steps, TIMEOUT, browse, cells, commOpen, kernelIdle, labWorld, repo, runTest, setting, start, startJupyter, until,
+  writeNotebook,
+} from "./jupyterkit.mjs";
+
+const N = Number(process.env.N || 15);
+const steps = new Steps("peerbench");
+
+/** The notebook of the benchmark: an empty cell (where ours serves), then 2,000 with 2,000 characters of output. */
+function bigCells() {
+  return [
+    { id: "serve", cell_type: "code", metadata: {}, source: "", outputs: [], execution_count: null },
+    ...Array.from({ length: 2000 }, (_, i) => ({
+      id: "big" + i, cell_type: "code", metadata: {}, source: `v${i} = ${i}  # cell ${i}`,
+      outputs: [{ output_type: "stream", name: "stdout", text: "x".repeat(1999) + "\n" }], execution_count: i + 1,
+    })),
+  ];
+}
+
+/** Opens notebook name in a page of its own (a workspace of its own, so no page restores another's tabs). */
+async function open(browser, lab, name) {
+  const page = await browser.newPage();
+  page.on("pageerror", (e) => steps.log(name + ": page error:", e.message));
+  const ws = name.replace(/\.ipynb$/, "");
+  await page.goto(`${lab.base}/lab/workspaces/${ws}/tree/${name}?reset&token=${lab.token}`);
+  await cells(page).first().waitFor({ timeout: TIMEOUT });
+  await kernelIdle(lab, name);
+  return page;
+}
+
+/** Runs `%agent mcp serve` in the notebook's first cell: the server's {url, token}. */
+async function serve(page) {
+  await commOpen(page);
+  const cell = cells(page).first();
+  await cell.locator(".cm-content").click();
+  await page.keyboard.insertText("%agent mcp serve");
+  await page.keyboard.press("Control+Enter");
+  const out = cell.locator(".jp-OutputArea-output", { hasText: "token:" });
+  await out.waitFor({ timeout: TIMEOUT });
+  const text = await out.innerText();
+  const m = /URL: (http:\/\/127\.0\.0\.1:\d+\/mcp)\s+token: ([0-9a-f]+)/.exec(text);
+  if (!m) throw new Error("no URL and token in the cell's output: " + text);
+  return { url: m[1], token: m[2] };
+}
+
+async function run(tmp) {
+  const { env, work } = await labWorld(tmp);
+  setting(tmp, "@agentkernel/jupyterlab:plugin", { autoOpen: false });
+  // The MCP clients' calls are not asked about (the decisions are still made and stored).
+  env.AGENTKERNEL_PERMISSION_MODE = "bypassPermissions";
+  const prefix = join(tmp, "prefix");
+  // The venv's ipykernel as python3, for the server and for agentkernel's backing kernel alike.
+  execFileSync(process.env.LAB_PYTHON, ["-m", "ipykernel", "install", "--prefix", prefix, "--name", "python3"], { env, stdio: "ignore" });
+  const big = bigCells();
+  writeNotebook(join(work, "ours.ipynb"), "agent-code", "Agent (code)", big);
+  writeNotebook(join(work, "peer.ipynb"), "python3", "Python 3", big);
+  if (process.env.BASELINE_BIN) {
+    execFileSync(process.env.BASELINE_BIN, ["install", "--prefix", prefix, "--probe=false", "--name", "agent-baseline", "--mode", "code"], { env, stdio: "ignore" });
+    writeNotebook(join(work, "baseline.ipynb"), "agent-baseline", "Agent (baseline)", big);
+  }
+  const lab = await startJupyter({ python: process.env.LAB_PYTHON, app: "jupyterlab", tmp, env,
+    args: ["--LabApp.expose_app_in_browser=True", "--JupyterMCPServerExtensionApp.document_id=peer.ipynb"] });
+  const browser = await browse(tmp);
+  try {
+    let ours, base, peerPage;
+    await steps.step("the notebooks open in JupyterLab, ours serving its kernel over MCP", async () => {
+      const page = await open(browser, lab, "ours.ipynb");
+      steps.page = page;
+      ours = await serve(page);
+      if (process.env.BASELINE_BIN) base = await serve(await open(browser, lab, "baseline.ipynb"));
+      peerPage = await open(browser, lab, "peer.ipynb");
+      await until("jupyter-mcp-server to answer", async () => (await fetch(`${lab.base}/mcp/healthz?token=${lab.token}`)).ok);
+    });
+
+    await steps.step(`${N} rounds of read, insert, run, edit on each, alternating (scripts/peerbench/client.py)`, async () => {
+      const client = start(process.env.LAB_PYTHON, [join(repo, "scripts", "peerbench", "client.py")], {
+        stdio: ["ignore", "pipe", "pipe"],
+        env: {
+          ...process.env, N: String(N), OURS_URL: ours.url, OURS_TOKEN: ours.token,
+          PEER_URL: `${lab.base}/mcp`, PEER_TOKEN: lab.token, PEER_NOTEBOOK: "peer.ipynb",
+          ...(base ? { BASE_URL: base.url, BASE_TOKEN: base.token } : {}),
+        },
+      });
+      let out = "";
+      client.stdout.on("data", (b) => { out += b; });
+      client.stderr.on("data", (b) => process.stderr.write(b));
+      const code = await new Promise((resolve) => client.on("exit", (c) => resolve(c)));
+      if (code !== 0) throw new Error(`the client exited ${code} (its stderr is above); the Jupyter server's last words:\n${lab.stderr().slice(-3000)}`);
+      console.log("\n" + out);
+      // Each side's inserts are in its page, so both worked on what a person sees.
+      for (const [name, page] of [["ours", steps.page], ["peer", peerPage]]) {
+        const n = await page.evaluate(() => window.jupyterapp.shell.currentWidget.content.model.cells.length);
+        steps.log(`${name}: the page shows ${n} cells`);
+      }
+    });
+  } finally {
+    await browser.close();
+  }
+}
+
+runTest(steps, "ak-peerbench-", run);

@@ -7,13 +7,15 @@
 // edit it; p50 and p90 of each, the two servers taking turns call by call.
 // Printed, never asserted.
 //
-// Each has a notebook of its own, the same cells: ours.ipynb on the Agent
-// (code) kernel, open in a Chromium page (our tools act through the page's
-// notebook comm; a cell `%agent mcp serve` gives the kernel's MCP server's
-// URL and token), and peer.ipynb on python3, open in a page too (the
-// jupyter-collaboration document theirs edit is the page's). Both kernels
-// run the venv's ipykernel: it is the python3 kernelspec of the server and
-// agentkernel's backing kernel.
+// Each has a notebook of its own, the same cells, in a folder of its own
+// (a kernel starts in its notebook's folder, and our tool calls checkpoint
+// the files there: not the other's notebook, which changes at every step):
+// ours/ours.ipynb on the Agent (code) kernel, open in a Chromium page (our
+// tools act through the page's notebook comm; a cell `%agent mcp serve`
+// gives the kernel's MCP server's URL and token), and peer/peer.ipynb on
+// python3, open in a page too (the jupyter-collaboration document theirs
+// edit is the page's). Both kernels run the venv's ipykernel: it is the
+// python3 kernelspec of the server and agentkernel's backing kernel.
 //
 //   make bench-peer                  (N=15 rounds by default)
 // Environment: LAB_PYTHON (the peer venv's python), AGENTKERNEL_BIN,
@@ -21,6 +23,7 @@
 // BASELINE_BIN: an older agentkernel, measured beside AGENTKERNEL_BIN on a
 // third notebook (its own kernelspec, agent-baseline).
 import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import {
   Steps, TIMEOUT, browse, cells, commOpen, kernelIdle, labWorld, repo, runTest, setting, start, startJupyter, until,
@@ -41,14 +44,21 @@ function bigCells() {
   ];
 }
 
-/** Opens notebook name in a page of its own (a workspace of its own, so no page restores another's tabs). */
-async function open(browser, lab, name) {
+/** Writes who/who.ipynb under work on kernelspec kernel: its path. */
+function notebook(work, who, kernel, display) {
+  mkdirSync(join(work, who));
+  writeNotebook(join(work, who, who + ".ipynb"), kernel, display, bigCells());
+  return who + "/" + who + ".ipynb";
+}
+
+/** Opens notebook path in a page of its own (a workspace of its own, so no page restores another's tabs). */
+async function open(browser, lab, path) {
   const page = await browser.newPage();
-  page.on("pageerror", (e) => steps.log(name + ": page error:", e.message));
-  const ws = name.replace(/\.ipynb$/, "");
-  await page.goto(`${lab.base}/lab/workspaces/${ws}/tree/${name}?reset&token=${lab.token}`);
+  page.on("pageerror", (e) => steps.log(path + ": page error:", e.message));
+  const ws = path.replace(/\/.*/, "");
+  await page.goto(`${lab.base}/lab/workspaces/${ws}/tree/${path}?reset&token=${lab.token}`);
   await cells(page).first().waitFor({ timeout: TIMEOUT });
-  await kernelIdle(lab, name);
+  await kernelIdle(lab, path);
   return page;
 }
 
@@ -75,24 +85,24 @@ async function run(tmp) {
   const prefix = join(tmp, "prefix");
   // The venv's ipykernel as python3, for the server and for agentkernel's backing kernel alike.
   execFileSync(process.env.LAB_PYTHON, ["-m", "ipykernel", "install", "--prefix", prefix, "--name", "python3"], { env, stdio: "ignore" });
-  const big = bigCells();
-  writeNotebook(join(work, "ours.ipynb"), "agent-code", "Agent (code)", big);
-  writeNotebook(join(work, "peer.ipynb"), "python3", "Python 3", big);
+  const oursPath = notebook(work, "ours", "agent-code", "Agent (code)");
+  const peerPath = notebook(work, "peer", "python3", "Python 3");
+  let basePath;
   if (process.env.BASELINE_BIN) {
     execFileSync(process.env.BASELINE_BIN, ["install", "--prefix", prefix, "--probe=false", "--name", "agent-baseline", "--mode", "code"], { env, stdio: "ignore" });
-    writeNotebook(join(work, "baseline.ipynb"), "agent-baseline", "Agent (baseline)", big);
+    basePath = notebook(work, "baseline", "agent-baseline", "Agent (baseline)");
   }
   const lab = await startJupyter({ python: process.env.LAB_PYTHON, app: "jupyterlab", tmp, env,
-    args: ["--LabApp.expose_app_in_browser=True", "--JupyterMCPServerExtensionApp.document_id=peer.ipynb"] });
+    args: ["--LabApp.expose_app_in_browser=True", "--JupyterMCPServerExtensionApp.document_id=" + peerPath] });
   const browser = await browse(tmp);
   try {
     let ours, base, peerPage;
     await steps.step("the notebooks open in JupyterLab, ours serving its kernel over MCP", async () => {
-      const page = await open(browser, lab, "ours.ipynb");
+      const page = await open(browser, lab, oursPath);
       steps.page = page;
       ours = await serve(page);
-      if (process.env.BASELINE_BIN) base = await serve(await open(browser, lab, "baseline.ipynb"));
-      peerPage = await open(browser, lab, "peer.ipynb");
+      if (basePath) base = await serve(await open(browser, lab, basePath));
+      peerPage = await open(browser, lab, peerPath);
       await until("jupyter-mcp-server to answer", async () => (await fetch(`${lab.base}/mcp/healthz?token=${lab.token}`)).ok);
     });
 
@@ -101,7 +111,7 @@ async function run(tmp) {
         stdio: ["ignore", "pipe", "pipe"],
         env: {
           ...process.env, N: String(N), OURS_URL: ours.url, OURS_TOKEN: ours.token,
-          PEER_URL: `${lab.base}/mcp`, PEER_TOKEN: lab.token, PEER_NOTEBOOK: "peer.ipynb",
+          PEER_URL: `${lab.base}/mcp`, PEER_TOKEN: lab.token, PEER_NOTEBOOK: peerPath,
           ...(base ? { BASE_URL: base.url, BASE_TOKEN: base.token } : {}),
         },
       });

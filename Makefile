@@ -153,10 +153,11 @@ bench-notebook:
 # Our notebook tools beside jupyter-mcp-server 2.2.4's, in one JupyterLab
 # (the venv of tests/python/requirements-peer.txt), through one MCP client
 # (Python's mcp SDK): a 2,001-cell read, insert, run, edit, alternating;
-# p50/p90 and the ratio (tests/browser/peerbench.mjs; N rounds, default 15;
-# BASELINE_BIN=an older agentkernel adds its column).
+# p50/p90 and the ratio (tests/browser/peerbench.mjs; N rounds, default 15),
+# the baseline's column too (make baseline, BASELINE_REF).
 .PHONY: bench-peer
-bench-peer:
+bench-peer: export BASELINE_BIN = $(abspath $(BASELINE))
+bench-peer: baseline
 	$(call lab-script,peerbench.mjs,peer)
 
 # The reference MCP server (npm's @modelcontextprotocol/server-everything)

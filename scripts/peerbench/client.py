@@ -20,7 +20,9 @@ every call reaches its server.
 Environment: OURS_URL, OURS_TOKEN (Bearer), PEER_URL, PEER_TOKEN (Jupyter's
 token), PEER_NOTEBOOK (its path under the server's root), N (rounds,
 default 15), BASE_URL, BASE_TOKEN (optional: an older agentkernel, measured
-as a third column).
+as a third column), INSERTS_FILE (where it writes when each insert was
+called, epoch ms by side and round: the cell "x = i  # insert i" is then
+looked for in the pages).
 """
 
 import asyncio
@@ -53,6 +55,7 @@ class Side:
         self.headers = headers
         self.times = {}  # op -> [ms]
         self.chars = {}  # op -> characters of the last result
+        self.inserts = {}  # round -> when its insert was called (epoch ms)
         self.client = None
 
     async def __aenter__(self):
@@ -64,7 +67,9 @@ class Side:
     async def __aexit__(self, *exc):
         await self.client.__aexit__(*exc)
 
-    async def call(self, op, tool, args):
+    async def call(self, op, tool, args, insert=None):
+        if insert is not None:
+            self.inserts[insert] = time.time() * 1000
         t0 = time.perf_counter()
         res = await self.client.call_tool(tool, args)
         ms = (time.perf_counter() - t0) * 1000
@@ -84,7 +89,7 @@ class Ours(Side):
         if op == "read":
             await self.call("read", "notebook_read", {})
         elif op == "insert":
-            inserted = await self.call("insert", "notebook_insert_cell", {"source": f"x = {i}", "index": 1})
+            inserted = await self.call("insert", "notebook_insert_cell", {"source": f"x = {i}  # insert {i}", "index": 1}, insert=i)
             m = re.search(r"cell (\S+) at index", inserted)  # "Inserted code cell ID at index 1."
             if not m:
                 raise RuntimeError("ours: no cell id in the insert's result: " + inserted[:500])
@@ -106,7 +111,7 @@ class Peer(Side):
             await self.call("read", "read_notebook", {"notebook_name": "peer"})
             await self.call("read all", "read_notebook", {"notebook_name": "peer", "response_format": "detailed", "limit": 0})
         elif op == "insert":
-            await self.call("insert", "insert_cell", {"cell_index": 1, "cell_type": "code", "cell_source": f"x = {i}"})
+            await self.call("insert", "insert_cell", {"cell_index": 1, "cell_type": "code", "cell_source": f"x = {i}  # insert {i}"}, insert=i)
         elif op == "run":
             await self.call("run", "execute_cell", {"cell_index": 1})
         elif op == "edit":
@@ -165,6 +170,9 @@ async def main():
             if base:
                 await base.__aexit__(None, None, None)
         print(table(sides, n, warm), flush=True)
+        if os.environ.get("INSERTS_FILE"):
+            with open(os.environ["INSERTS_FILE"], "w") as f:
+                json.dump({"warm": warm, **{s.name: s.inserts for s in sides}}, f)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@
 // Jupyter server extension), through one MCP client (Python's `mcp` SDK:
 // scripts/peerbench/client.py): read a 2,001-cell notebook (2,000
 // characters of output in each of 2,000 cells), insert a cell, run it,
-// edit it; p50 and p90 of each, the two servers taking turns call by call.
-// Printed, never asserted.
+// edit it; p50 and p90 of each, the two servers taking turns call by call;
+// and each insert from its call to its cell in the page's DOM. Printed,
+// never asserted.
 //
 // Each has a notebook of its own, the same cells, in a folder of its own
 // (a kernel starts in its notebook's folder, and our tool calls checkpoint
@@ -23,7 +24,7 @@
 // BASELINE_BIN: an older agentkernel, measured beside AGENTKERNEL_BIN on a
 // third notebook (its own kernelspec, agent-baseline).
 import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   Steps, TIMEOUT, browse, cells, commOpen, kernelIdle, labWorld, repo, runTest, setting, start, startJupyter, until,
@@ -62,6 +63,38 @@ async function open(browser, lab, path) {
   return page;
 }
 
+/**
+ * Watches the notebook shown in page: each cell line "x = i  # insert i"
+ * is stamped (Date.now) when it first appears in the DOM, in
+ * window.__shown[i].
+ */
+async function watch(page) {
+  await page.evaluate(() => {
+    const root = window.jupyterapp.shell.currentWidget.content.node;
+    const shown = (window.__shown = {});
+    const look = (node) => {
+      const line = node && (node.nodeType === 1 ? node : node.parentElement);
+      for (const l of line ? [line.closest(".cm-line"), ...line.querySelectorAll(".cm-line")] : []) {
+        const m = l && /^x = \d+  # insert (\d+)$/.exec(l.textContent);
+        if (m && !(m[1] in shown)) shown[m[1]] = Date.now();
+      }
+    };
+    new MutationObserver((records) => {
+      for (const r of records) {
+        if (r.type === "characterData") look(r.target);
+        else for (const n of r.addedNodes) look(n);
+      }
+    }).observe(root, { childList: true, subtree: true, characterData: true });
+  });
+}
+
+/** p50 and p90 of xs (ms), as text. */
+function percentiles(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q) => s[Math.min(s.length - 1, Math.floor(s.length * q))];
+  return `${at(0.5).toFixed(1).padStart(8)} / ${at(0.9).toFixed(1).padStart(7)}`;
+}
+
 /** Runs `%agent mcp serve` in the notebook's first cell: the server's {url, token}. */
 async function serve(page) {
   await commOpen(page);
@@ -96,13 +129,15 @@ async function run(tmp) {
     args: ["--LabApp.expose_app_in_browser=True", "--JupyterMCPServerExtensionApp.document_id=" + peerPath] });
   const browser = await browse(tmp);
   try {
-    let ours, base, peerPage;
+    let ours, base;
+    const pages = {}; // by the client's name for each side
     await steps.step("the notebooks open in JupyterLab, ours serving its kernel over MCP", async () => {
-      const page = await open(browser, lab, oursPath);
-      steps.page = page;
-      ours = await serve(page);
-      if (basePath) base = await serve(await open(browser, lab, basePath));
-      peerPage = await open(browser, lab, peerPath);
+      pages.ours = await open(browser, lab, oursPath);
+      steps.page = pages.ours;
+      ours = await serve(pages.ours);
+      if (basePath) base = await serve((pages.baseline = await open(browser, lab, basePath)));
+      pages.peer = await open(browser, lab, peerPath);
+      for (const page of Object.values(pages)) await watch(page);
       await until("jupyter-mcp-server to answer", async () => (await fetch(`${lab.base}/mcp/healthz?token=${lab.token}`)).ok);
     });
 
@@ -113,6 +148,7 @@ async function run(tmp) {
           ...process.env, N: String(N), OURS_URL: ours.url, OURS_TOKEN: ours.token,
           PEER_URL: `${lab.base}/mcp`, PEER_TOKEN: lab.token, PEER_NOTEBOOK: peerPath,
           ...(base ? { BASE_URL: base.url, BASE_TOKEN: base.token } : {}),
+          INSERTS_FILE: join(tmp, "inserts.json"),
         },
       });
       let out = "";
@@ -121,10 +157,15 @@ async function run(tmp) {
       const code = await new Promise((resolve) => client.on("exit", (c) => resolve(c)));
       if (code !== 0) throw new Error(`the client exited ${code} (its stderr is above); the Jupyter server's last words:\n${lab.stderr().slice(-3000)}`);
       console.log("\n" + out);
-      // Each side's inserts are in its page, so both worked on what a person sees.
-      for (const [name, page] of [["ours", steps.page], ["peer", peerPage]]) {
+      // The insert as a person sees it: the call made to its cell's line
+      // in the page's DOM (the same machine's clock).
+      const called = JSON.parse(readFileSync(join(tmp, "inserts.json"), "utf8"));
+      console.log("insert → in the page (the call made to the cell's line in the DOM), p50 / p90 (ms):");
+      for (const [name, page] of Object.entries(pages)) {
+        const shown = await page.evaluate(() => window.__shown);
+        const xs = Object.entries(called[name]).filter(([i]) => Number(i) >= called.warm && shown[i]).map(([i, t]) => shown[i] - t);
         const n = await page.evaluate(() => window.jupyterapp.shell.currentWidget.content.model.cells.length);
-        steps.log(`${name}: the page shows ${n} cells`);
+        console.log(`  ${name.padEnd(9)} ${xs.length ? percentiles(xs) : "—"}   (${xs.length} of ${N} seen; the page has ${n} cells)`);
       }
     });
   } finally {

@@ -20,7 +20,8 @@
 //
 //   make bench-peer                  (N=15 rounds by default)
 // Environment: LAB_PYTHON (the peer venv's python), AGENTKERNEL_BIN,
-// SCRIPTED_BIN, LAB_EXTENSION, as the other browser scripts; N;
+// SCRIPTED_BIN, LAB_EXTENSION, as the other browser scripts; N; CELLS
+// (default 2000: CELLS=0 times the edits on a notebook of one cell);
 // BASELINE_BIN: an older agentkernel, measured beside AGENTKERNEL_BIN on a
 // third notebook (its own kernelspec, agent-baseline).
 import { execFileSync } from "node:child_process";
@@ -32,13 +33,14 @@ import {
 } from "./jupyterkit.mjs";
 
 const N = Number(process.env.N || 15);
+const CELLS = Number(process.env.CELLS ?? 2000);
 const steps = new Steps("peerbench");
 
-/** The notebook of the benchmark: an empty cell (where ours serves), then 2,000 with 2,000 characters of output. */
+/** The notebook of the benchmark: an empty cell (where ours serves), then CELLS with 2,000 characters of output. */
 function bigCells() {
   return [
     { id: "serve", cell_type: "code", metadata: {}, source: "", outputs: [], execution_count: null },
-    ...Array.from({ length: 2000 }, (_, i) => ({
+    ...Array.from({ length: CELLS }, (_, i) => ({
       id: "big" + i, cell_type: "code", metadata: {}, source: `v${i} = ${i}  # cell ${i}`,
       outputs: [{ output_type: "stream", name: "stdout", text: "x".repeat(1999) + "\n" }], execution_count: i + 1,
     })),
@@ -141,7 +143,7 @@ async function run(tmp) {
       await until("jupyter-mcp-server to answer", async () => (await fetch(`${lab.base}/mcp/healthz?token=${lab.token}`)).ok);
     });
 
-    await steps.step(`${N} rounds of read, insert, run, edit on each, alternating (scripts/peerbench/client.py)`, async () => {
+    await steps.step(`${N} rounds of read, insert, run, edit on each, alternating, on ${CELLS + 1}-cell notebooks (scripts/peerbench/client.py)`, async () => {
       const client = start(process.env.LAB_PYTHON, [join(repo, "scripts", "peerbench", "client.py")], {
         stdio: ["ignore", "pipe", "pipe"],
         env: {

@@ -119,14 +119,15 @@ test-browser:
 	bash tests/browser/run.sh
 
 # A script of tests/browser ($(1)) in JupyterLab 4 with the extension built
-# from labextension/ and the scripted model answering (Debian's chromium).
+# from labextension/ and the scripted model answering (Debian's chromium),
+# in the venv of scripts/modern-venv.sh $(2) (default modern).
 SHOTS := $(abspath bin/screenshots)
 define lab-script
 	mkdir -p $(SHOTS)
 	$(GO) build -o $(SHOTS)/agentkernel ./cmd/agentkernel
 	$(GO) build -o $(SHOTS)/scriptedmodel ./scripts/scriptedmodel
 	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
-	lab_python=$$(scripts/modern-venv.sh) && \
+	lab_python=$$(scripts/modern-venv.sh $(2)) && \
 	  (cd labextension && npm ci --no-audit --no-fund --loglevel=error && \
 	    PATH="$$(dirname $$lab_python):$$PATH" npm run --silent build >/dev/null) && \
 	  cd tests/browser && LAB_PYTHON=$$lab_python AGENTKERNEL_BIN=$(SHOTS)/agentkernel \
@@ -148,6 +149,16 @@ screenshots:
 # (tests/browser/notebookbench.mjs, p50/p90; N inserts, default 40).
 bench-notebook:
 	$(call lab-script,notebookbench.mjs)
+
+# Our notebook tools beside jupyter-mcp-server 2.2.4's, in one JupyterLab
+# (the venv of tests/python/requirements-peer.txt), through one MCP client
+# (Python's mcp SDK): a 2,001-cell read, insert, run, edit, alternating;
+# p50/p90 and the ratio (tests/browser/peerbench.mjs; N rounds, default 15),
+# the baseline's column too (make baseline, BASELINE_REF).
+.PHONY: bench-peer
+bench-peer: export BASELINE_BIN = $(abspath $(BASELINE))
+bench-peer: baseline
+	$(call lab-script,peerbench.mjs,peer)
 
 # The reference MCP server (npm's @modelcontextprotocol/server-everything)
 # that the MCP tests run over stdio, pinned by tests/mcp/package-lock.json.

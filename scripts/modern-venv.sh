@@ -3,7 +3,8 @@
 # tests/python/requirements-NAME.txt (default modern, the PyPI stack:
 # JupyterLab 4, Notebook 7, ipykernel 7, jupyter_client 8, jupyter_server 2;
 # eg: Enterprise Gateway 3.3; jupyterai: Jupyter AI 3; aimagics: Jupyter AI's
-# magics, for make bench) or of
+# magics, for make bench; peer: collab with jupyter-mcp-server, for make
+# bench-peer) or of
 # python/requirements-NAME.txt (build: what builds the wheels), making it
 # first when it is missing or its requirements changed. It lives under
 # ${XDG_CACHE_HOME:-~/.cache}/agentkernel/, named by NAME and the

@@ -177,7 +177,8 @@ tests/acp/node_modules/.package-lock.json: tests/acp/package.json tests/acp/pack
 # Every benchmark, printed side by side: this tree's binary beside an older
 # build's (BASELINE_REF, by default the landed main: origin/main, or HEAD
 # where there is no remote; built into bin/baseline) and beside the peers
-# (ipykernel alone, Jupyter AI's %%ai). `make bench BASELINE_REF=<commit>`
+# (ipykernel alone, Jupyter AI's %%ai, jupyter-mcp-server; a role without
+# row-level security). `make bench BASELINE_REF=<commit>`
 # compares with another commit. Figures, never assertions; the README's
 # Speed table is a run of it.
 BASELINE_REF ?= origin/main
@@ -194,6 +195,10 @@ bench: build baseline
 	$(GO) run ./scripts/promptbench -agentkernel $(BIN) -baseline $(BASELINE) -jupyter-ai $$(scripts/modern-venv.sh aimagics)
 	$(GO) run ./scripts/ckptbench -agentkernel $(BIN)
 	$(GO) run ./scripts/mcpbench -agentkernel $(BIN)
+	$(GO) test -run '^$$' -bench AppendRLS -benchtime 2000x ./store/
+	$(GO) test -run '^$$' -bench NotebookCommRead ./surface/bridge/
+	$(MAKE) --no-print-directory bench-notebook
+	$(MAKE) --no-print-directory bench-peer
 
 clean:
 	rm -rf bin

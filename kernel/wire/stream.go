@@ -3,6 +3,7 @@ package wire
 import (
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // DecodeStream returns the content of m, a stream message: what
@@ -101,7 +102,14 @@ func jsonString(b []byte, i int) (string, int, bool) {
 		}
 		return string(raw), i + 1, true
 	}
-	out := make([]byte, 0, i-start+(len(b)-i)/8)
+	// Unquoting never lengthens: the quoted string's length bounds it,
+	// and the buffer is not grown (a megabyte copied again for a last
+	// "\n").
+	v := validator{b: b, i: start - 1}
+	if !v.str() {
+		return "", 0, false
+	}
+	out := make([]byte, 0, v.i-start)
 	out = append(out, b[start:i]...)
 	for i < len(b) {
 		c := b[i]
@@ -110,7 +118,11 @@ func jsonString(b []byte, i int) (string, int, bool) {
 			if !utf8.Valid(out) {
 				return "", 0, false
 			}
-			return string(out), i + 1, true
+			if len(out) == 0 {
+				return "", i + 1, true
+			}
+			// out is this string's alone and never written again.
+			return unsafe.String(&out[0], len(out)), i + 1, true
 		case c < 0x20:
 			return "", 0, false
 		case c != '\\':

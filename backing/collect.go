@@ -56,8 +56,7 @@ type Collector struct {
 func (c *Collector) Add(m *wire.Message) {
 	switch m.Header.MsgType {
 	case wire.MsgStream:
-		var s wire.Stream
-		if m.DecodeContent(&s) == nil {
+		if s, err := m.DecodeStream(); err == nil {
 			if s.Name == "stderr" {
 				c.stderr.WriteString(s.Text)
 			} else {

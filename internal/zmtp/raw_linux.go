@@ -109,3 +109,63 @@ func (r *rawIO) opError(op string, errno syscall.Errno) error {
 	}
 	return &net.OpError{Op: op, Net: network, Source: local, Addr: remote, Err: os.NewSyscallError(op, errno)}
 }
+
+// maxIovecs is how many buffers one writev(2) is given (IOV_MAX is 1024).
+const maxIovecs = 1024
+
+// writev writes bufs in order with writev(2), as few calls as the socket
+// allows; it waits in the poller as Write does.
+func (r *rawIO) writev(bufs net.Buffers) error {
+	iov := make([]syscall.Iovec, 0, min(len(bufs), maxIovecs))
+	var errno syscall.Errno
+	err := r.rc.Write(func(fd uintptr) bool {
+		for len(bufs) > 0 {
+			iov = iov[:0]
+			for _, b := range bufs {
+				if len(iov) == maxIovecs {
+					break
+				}
+				if len(b) > 0 {
+					v := syscall.Iovec{Base: &b[0]}
+					v.SetLen(len(b))
+					iov = append(iov, v)
+				}
+			}
+			if len(iov) == 0 {
+				bufs = nil
+				break
+			}
+			m, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+			switch e {
+			case 0:
+				bufs = consume(bufs, int(m))
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return false // wait in the poller until writable
+			default:
+				errno = e
+				return true
+			}
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return err
+	case errno != 0:
+		return r.opError("writev", errno)
+	}
+	return nil
+}
+
+// consume drops the first n bytes of bufs, and the buffers emptied.
+func consume(bufs net.Buffers, n int) net.Buffers {
+	for len(bufs) > 0 && n >= len(bufs[0]) {
+		n -= len(bufs[0])
+		bufs = bufs[1:]
+	}
+	if len(bufs) > 0 {
+		bufs[0] = bufs[0][n:]
+	}
+	return bufs
+}

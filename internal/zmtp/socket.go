@@ -70,8 +70,8 @@ func Listen(ep string) (net.Listener, error) {
 // peer is one connected ZMTP peer.
 type peer struct {
 	id  string
-	nc  net.Conn
-	zc  *zmq4.Conn
+	nc  *conn
+	zc  *zmq4.Conn // its handshake and reads; messages are written by send
 	wmu sync.Mutex
 
 	// A PUB subscriber's queue, drained by its own writer: a subscriber
@@ -82,13 +82,17 @@ type peer struct {
 }
 
 // send writes one message; a failed or timed-out write closes the peer.
-func (p *peer) send(frames [][]byte) error {
+func (p *peer) send(frames [][]byte) error { return p.sendAll([][][]byte{frames}) }
+
+// sendAll writes messages in order, together (see conn.writeMsgs), within
+// one WriteTimeout; a failed or timed-out write closes the peer.
+func (p *peer) sendAll(msgs [][][]byte) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	_ = p.nc.SetWriteDeadline(time.Now().Add(WriteTimeout))
-	if err := p.zc.SendMsg(zmq4.NewMsgFrom(frames...)); err != nil {
+	if err := p.nc.writeMsgs(msgs); err != nil {
 		p.nc.Close()
-		return err
+		return fmt.Errorf("zmtp: send: %w", err)
 	}
 	return nil
 }
@@ -140,7 +144,7 @@ func (s *server) serve(read func(*peer)) {
 }
 
 func (s *server) run(c net.Conn, read func(*peer)) {
-	nc := net.Conn(newConn(c))
+	nc := newConn(c)
 	_ = nc.SetDeadline(time.Now().Add(HandshakeTimeout))
 	zc, err := zmq4.Open(nc, nullSecurity{}, s.typ, nil, true, nil)
 	if err != nil {
@@ -293,12 +297,7 @@ func NewPub(ln net.Listener, onError func(error)) *Pub {
 		wg.Add(1)
 		go func() { // the subscriber's writer, waited for below
 			defer wg.Done()
-			for frames := range p.out {
-				if err := p.send(frames); err != nil {
-					break // send closed the connection: the read below ends
-				}
-				p.queued.Add(-int64(size(frames)))
-			}
+			writeQueue(p)
 			for range p.out { // drop the rest until the queue closes
 			}
 		}()
@@ -322,6 +321,45 @@ func NewPub(ln net.Listener, onError func(error)) *Pub {
 		wg.Wait()
 	})
 	return pub
+}
+
+// The most a subscriber's writer gathers into one write: what is queued
+// when it wakes, up to these bounds.
+const (
+	batchMessages = 64
+	batchBytes    = 4 << 20
+)
+
+// writeQueue writes p's queue until it closes or a write fails (which
+// closes the connection). Each write takes the message that woke the
+// writer and those queued behind it by then (a burst: status, outputs,
+// status), so a burst costs one system call where it cost one a message;
+// a lone message is written at once, never held for company.
+func writeQueue(p *peer) {
+	batch := make([][][]byte, 0, batchMessages)
+	for frames := range p.out {
+		batch = append(batch[:0], frames)
+		n := size(frames)
+	gather:
+		for len(batch) < batchMessages && n < batchBytes {
+			select {
+			case more, ok := <-p.out:
+				if !ok {
+					break gather // closed: write these, then the range ends
+				}
+				batch = append(batch, more)
+				n += size(more)
+			default:
+				break gather
+			}
+		}
+		err := p.sendAll(batch)
+		p.queued.Add(-int64(n))
+		clear(batch) // do not keep the messages' frames alive
+		if err != nil {
+			return
+		}
+	}
 }
 
 // subscription returns the topic of a subscription: a message whose first
@@ -480,7 +518,7 @@ func (d *Dialer) connect(ctx context.Context) (*peer, error) {
 // ctx: something that accepts and never answers (not a ZeroMQ peer, or a
 // process that stopped) must not hold a dial past its ctx.
 func (d *Dialer) handshake(ctx context.Context, c net.Conn) (*peer, error) {
-	nc := net.Conn(newConn(c))
+	nc := newConn(c)
 	_ = nc.SetDeadline(time.Now().Add(HandshakeTimeout))
 	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 	zc, err := zmq4.Open(nc, nullSecurity{}, d.typ, zmq4.SocketIdentity(d.id), false, nil)

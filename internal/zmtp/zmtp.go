@@ -20,7 +20,11 @@
 //     read and, through a wrapped connection, writes every header and body
 //     with its own write. Reads are buffered here, and writes are gathered
 //     until the last frame of a message is complete, then sent at once: one
-//     write (one TCP segment for small messages) per message. The reads and
+//     write (one TCP segment for small messages) per message. Our sockets
+//     frame their messages themselves (conn.writeMsgs): a PUB subscriber's
+//     writer sends every message queued when it wakes (a burst: status,
+//     outputs, status) in one write, and big frames go out by writev from
+//     where they are, not copied. The reads and
 //     writes are raw system calls on Linux (see rawIO), except in race
 //     builds; `make test` runs the socket tests without -race for them.
 //
@@ -32,6 +36,7 @@ package zmtp
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -123,6 +128,7 @@ type conn struct {
 	ws   scanner
 	wbuf []byte
 	w    io.Writer // raw writes to the socket; nil: the Conn itself
+	raw  *rawIO    // the same, for writev; nil: net.Buffers on the Conn
 }
 
 func newConn(c net.Conn) *conn {
@@ -133,7 +139,7 @@ func newConn(c net.Conn) *conn {
 	// happened in that order); raw system calls bypass that bookkeeping, so
 	// race builds use the connection's own Read and Write.
 	if raw := newRawIO(c); raw != nil && !raceEnabled {
-		r, cn.w = raw, raw
+		r, cn.w, cn.raw = raw, raw, raw
 	}
 	cn.br = bufio.NewReaderSize(r, 64<<10)
 	return cn
@@ -177,17 +183,90 @@ func (c *conn) Write(p []byte) (int, error) {
 }
 
 func (c *conn) flush() error {
-	w := c.w
-	if w == nil {
-		w = c.Conn
-	}
-	_, err := w.Write(c.wbuf)
+	_, err := c.writer().Write(c.wbuf)
 	if cap(c.wbuf) > 1<<20 {
 		c.wbuf = nil // do not keep a huge buffer after a big message
 	} else {
 		c.wbuf = c.wbuf[:0]
 	}
 	return err
+}
+
+// A message's frames of up to inlineFrame bytes are copied into one
+// buffer with their headers; bigger ones are written from where they are
+// (writev), not copied.
+const inlineFrame = 16 << 10
+
+// writeMsgs writes ZMTP messages (their frames) with one system call
+// where the socket takes it all: a burst of messages queued for one peer
+// goes out together, and a big frame is not copied. Bytes that an
+// earlier Write left unflushed (a unit not yet complete) go first.
+func (c *conn) writeMsgs(msgs [][][]byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var bufs net.Buffers
+	small := c.wbuf // headers and small frames, appended after the pending bytes
+	start := 0      // where the part of small not yet in bufs begins
+	for _, frames := range msgs {
+		for i, f := range frames {
+			flag := byte(0)
+			if i < len(frames)-1 {
+				flag |= 0x01 // more
+			}
+			var hdr [9]byte
+			h := hdr[:2]
+			if len(f) > 255 {
+				flag |= 0x02 // long
+				h = hdr[:9]
+				binary.BigEndian.PutUint64(hdr[1:], uint64(len(f)))
+			} else {
+				hdr[1] = byte(len(f))
+			}
+			hdr[0] = flag
+			// The scanner follows what is written, as for Write: a unit
+			// that an earlier Write left open stays consistent.
+			if _, err := c.ws.scan(h); err != nil && !errors.Is(err, errBoundary) {
+				return err
+			}
+			if len(f) > 0 {
+				if _, err := c.ws.scan(f); err != nil && !errors.Is(err, errBoundary) {
+					return err
+				}
+			}
+			small = append(small, h...)
+			if len(f) <= inlineFrame {
+				small = append(small, f...)
+				continue
+			}
+			bufs = append(bufs, small[start:], f)
+			start = len(small)
+		}
+	}
+	if start < len(small) {
+		bufs = append(bufs, small[start:])
+	}
+	var err error
+	switch {
+	case len(bufs) == 1:
+		_, err = c.writer().Write(bufs[0])
+	case c.raw != nil:
+		err = c.raw.writev(bufs)
+	default:
+		_, err = bufs.WriteTo(c.Conn)
+	}
+	if cap(small) > 1<<20 {
+		c.wbuf = nil
+	} else {
+		c.wbuf = small[:0]
+	}
+	return err
+}
+
+func (c *conn) writer() io.Writer {
+	if c.w == nil {
+		return c.Conn
+	}
+	return c.w
 }
 
 // errBoundary tells the writer that the scanned bytes end a unit.

@@ -174,5 +174,5 @@ func (s *Signer) Decode(frames [][]byte) (*Message, error) {
 // isObject reports whether b is a valid JSON object.
 func isObject(b []byte) bool {
 	b = bytes.TrimLeft(b, " \t\r\n")
-	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+	return len(b) > 0 && b[0] == '{' && validJSON(b)
 }

@@ -1,8 +1,9 @@
 // Command kernelbench measures Jupyter protocol latency from a Go client,
 // side by side, for each kernelspec it is given in the same run: the
-// kernel_info round trip (p50/p99), an empty execute (reply and idle) and the
-// kernel process's CPU time and context switches per execute (and its
-// backing kernel's), and
+// kernel_info round trip (p50/p99), an empty execute (reply and idle,
+// p50/p90/p99) and the kernel process's CPU time and context switches per
+// execute (and its backing kernel's), an execute that prints 1 MB (one
+// stream message; -big, p50/p90), and
 // start-up to the first kernel_info_reply. With -agentkernel BIN it installs
 // BIN's kernelspec (code mode over python3) into a temporary prefix first.
 // All kernels run at once and take turns in rounds, so that a change in the
@@ -48,7 +49,9 @@ type result struct {
 	spec               string
 	rtP50, rtP99       time.Duration // kernel_info request → reply
 	infoP50, infoP99   time.Duration // kernel_info reply and idle, through kernel/client
-	execP50, execP99   time.Duration
+	execP50, execP90   time.Duration
+	execP99            time.Duration
+	bigP50, bigP90     time.Duration // an execute that prints 1 MB
 	startP50, startMin time.Duration
 	rssKiB             int
 	cpuPerExec         time.Duration
@@ -61,9 +64,10 @@ type target struct {
 	spec            *client.Spec
 	k               *client.Kernel
 	rt, info, execs []time.Duration
-	execCPU         time.Duration // the kernel process's CPU time during execs
-	execSwitches    int           // its threads' context switches during execs
-	kidsCPU         time.Duration // the same for its child processes (a backing kernel)
+	bigs            []time.Duration // executes that print bigOutput
+	execCPU         time.Duration   // the kernel process's CPU time during execs
+	execSwitches    int             // its threads' context switches during execs
+	kidsCPU         time.Duration   // the same for its child processes (a backing kernel)
 	kidsSwitches    int
 }
 
@@ -74,14 +78,15 @@ func run() error {
 	baseline := flag.String("baseline", "", "another agentkernel `BINARY` (an older build): measured over python3 beside -agentkernel, in the same rounds, as \"agentkernel-baseline\"")
 	n := flag.Int("n", 2000, "kernel_info round trips")
 	nexec := flag.Int("exec", 2000, "empty executes")
+	nbig := flag.Int("big", 200, "executes that print 1 MB (0: none; else ≥ -rounds)")
 	rounds := flag.Int("rounds", 100, "the measurements are split into this many rounds, the kernels taking turns, so that drift in the machine's speed falls on all alike")
 	starts := flag.Int("starts", 10, "cold starts to the first kernel_info_reply")
 	local := flag.Bool("local", true, "measure the local kernels: -specs, and agentkernel over python3")
 	gateway := flag.Bool("gateway", false, "measure agentkernel with gateway backing against a direct WebSocket client on a Jupyter server (needs -agentkernel)")
 	gwexec := flag.Int("gwexec", 2000, "empty executes with gateway backing, for each client")
 	flag.Parse()
-	if *rounds < 1 || *n < *rounds || *nexec < *rounds || *starts < 1 {
-		return errors.New("need -rounds ≥ 1, -n and -exec ≥ -rounds, -starts ≥ 1")
+	if *rounds < 1 || *n < *rounds || *nexec < *rounds || *starts < 1 || (*nbig != 0 && *nbig < *rounds) {
+		return errors.New("need -rounds ≥ 1, -n and -exec ≥ -rounds, -big 0 or ≥ -rounds, -starts ≥ 1")
 	}
 	if *gateway && *ak == "" {
 		return errors.New("-gateway needs -agentkernel")
@@ -100,7 +105,7 @@ func run() error {
 			defer os.RemoveAll(dir)
 			all += ",ipykernel-pypi"
 		}
-		if err := benchLocal(all, *ak, *baseline, *n, *nexec, *rounds, *starts); err != nil {
+		if err := benchLocal(all, *ak, *baseline, *n, *nexec, *nbig, *rounds, *starts); err != nil {
 			return err
 		}
 	}
@@ -113,7 +118,7 @@ func run() error {
 // benchLocal measures the kernels that run on this machine: -specs, and
 // with -agentkernel, agentkernel over each of them (and the baseline over
 // python3).
-func benchLocal(specs, ak, baseline string, n, nexec, rounds, starts int) error {
+func benchLocal(specs, ak, baseline string, n, nexec, nbig, rounds, starts int) error {
 	names := strings.Split(specs, ",")
 	// over maps agentkernel's kernelspec over each backing to it: the pairs
 	// whose ratios are printed.
@@ -128,7 +133,7 @@ func benchLocal(specs, ak, baseline string, n, nexec, rounds, starts int) error 
 		}
 		names = append(names, ours...)
 	}
-	results, err := measureRunning(names, n, nexec, rounds)
+	results, err := measureRunning(names, n, nexec, nbig, rounds)
 	if err != nil {
 		return err
 	}
@@ -176,7 +181,7 @@ func installOurs(ak, baseline string, names []string, over map[string]string) (p
 // measureRunning starts the kernelspecs names, all at once, measures them
 // in rounds, taking turns, and shuts them down. It prints the CPU time and
 // context switches of their child processes (a backing kernel) per execute.
-func measureRunning(names []string, n, nexec, rounds int) ([]result, error) {
+func measureRunning(names []string, n, nexec, nbig, rounds int) ([]result, error) {
 	ctx := context.Background()
 	var targets []*target
 	defer func() {
@@ -197,6 +202,9 @@ func measureRunning(names []string, n, nexec, rounds int) ([]result, error) {
 		fmt.Fprintf(os.Stderr, "\rround %d/%d", round+1, rounds)
 		for _, t := range targets {
 			if err := t.measure(ctx, n/rounds, nexec/rounds); err != nil {
+				return nil, fmt.Errorf("%s: %w", t.name, err)
+			}
+			if err := t.measureBig(ctx, nbig/rounds); err != nil {
 				return nil, fmt.Errorf("%s: %w", t.name, err)
 			}
 		}
@@ -244,7 +252,10 @@ func (t *target) result() result {
 	r := result{spec: t.name, rssKiB: rss(t.k.Pid())}
 	r.rtP50, r.rtP99 = pct(t.rt, 0.5), pct(t.rt, 0.99)
 	r.infoP50, r.infoP99 = pct(t.info, 0.5), pct(t.info, 0.99)
-	r.execP50, r.execP99 = pct(t.execs, 0.5), pct(t.execs, 0.99)
+	r.execP50, r.execP90, r.execP99 = pct(t.execs, 0.5), pct(t.execs, 0.9), pct(t.execs, 0.99)
+	if len(t.bigs) > 0 {
+		r.bigP50, r.bigP90 = pct(t.bigs, 0.5), pct(t.bigs, 0.9)
+	}
 	r.cpuPerExec = t.execCPU / time.Duration(len(t.execs))
 	r.switchesPerExec = float64(t.execSwitches) / float64(len(t.execs))
 	return r
@@ -276,10 +287,10 @@ func coldStarts(results []result, starts int) error {
 // agentkernel kernelspec to the one it is over.
 func printLocal(results []result, over map[string]string) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "kernelspec\tkernel_info round trip p50\tp99\twith idle p50\tp99\texecute (reply+idle) p50\tp99\tCPU/execute\tswitches/execute\tstart-up p50\tmin\tRSS MiB\t")
+	fmt.Fprintln(w, "kernelspec\tkernel_info round trip p50\tp99\twith idle p50\tp99\texecute (reply+idle) p50\tp90\tp99\t1 MB output p50\tp90\tCPU/execute\tswitches/execute\tstart-up p50\tmin\tRSS MiB\t")
 	for _, r := range results {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%.1f\t\n", r.spec, us(r.rtP50), us(r.rtP99), us(r.infoP50), us(r.infoP99),
-			us(r.execP50), us(r.execP99), us(r.cpuPerExec), r.switchesPerExec, ms(r.startP50), ms(r.startMin), float64(r.rssKiB)/1024)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%.1f\t\n", r.spec, us(r.rtP50), us(r.rtP99), us(r.infoP50), us(r.infoP99),
+			us(r.execP50), us(r.execP90), us(r.execP99), us(r.bigP50), us(r.bigP90), us(r.cpuPerExec), r.switchesPerExec, ms(r.startP50), ms(r.startMin), float64(r.rssKiB)/1024)
 	}
 	w.Flush()
 	byName := map[string]result{}
@@ -290,8 +301,12 @@ func printLocal(results []result, over map[string]string) {
 	for _, r := range results {
 		if b, ok := over[r.spec]; ok {
 			base := byName[b]
-			fmt.Printf("%s vs %s: kernel_info round trip p50 %.2fx, execute p50 %+.1f%%\n", r.spec, base.spec,
-				float64(r.rtP50)/float64(base.rtP50), 100*(float64(r.execP50)/float64(base.execP50)-1))
+			fmt.Printf("%s vs %s: kernel_info round trip p50 %.2fx, execute p50 %.3fx p90 %.3fx", r.spec, base.spec,
+				float64(r.rtP50)/float64(base.rtP50), ratio(r.execP50, base.execP50), ratio(r.execP90, base.execP90))
+			if r.bigP50 > 0 {
+				fmt.Printf(", 1 MB output p50 %.3fx p90 %.3fx", ratio(r.bigP50, base.bigP50), ratio(r.bigP90, base.bigP90))
+			}
+			fmt.Println()
 		}
 	}
 }
@@ -314,6 +329,8 @@ func installIPyKernel(python string) (string, error) {
 	return prefix, nil
 }
 
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
 
@@ -323,8 +340,13 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
+// bigOutput is the cell of the 1 MB output execute: one stream message of
+// a million characters (and its newline).
+const bigOutput = "print('x' * 1_000_000)"
+
 // measure runs one round on t: n kernel_info calls through kernel/client,
-// n raw round trips, nexec empty executes.
+// n raw round trips, nexec empty executes (the CPU time and context
+// switches counted are theirs).
 func (t *target) measure(ctx context.Context, n, nexec int) error {
 	c := t.k.Client()
 	for range n {
@@ -363,6 +385,31 @@ func (t *target) measure(ctx context.Context, n, nexec int) error {
 			return err
 		}
 		t.execs = append(t.execs, time.Since(start))
+	}
+	return nil
+}
+
+// measureBig runs n executes of bigOutput, checking that all of it came.
+func (t *target) measureBig(ctx context.Context, n int) error {
+	c := t.k.Client()
+	for range n {
+		got := 0
+		start := time.Now()
+		_, err := c.Execute(ctx, bigOutput, client.ExecuteOptions{}, client.Handlers{IOPub: func(m *wire.Message) {
+			if m.Header.MsgType == wire.MsgStream {
+				if s, err := m.DecodeStream(); err == nil {
+					got += len(s.Text)
+				}
+			}
+		}})
+		if err != nil {
+			return err
+		}
+		d := time.Since(start)
+		if got != 1_000_001 {
+			return fmt.Errorf("1 MB output: got %d characters of stream", got)
+		}
+		t.bigs = append(t.bigs, d)
 	}
 	return nil
 }

@@ -1,0 +1,201 @@
+package wire
+
+import (
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// DecodeStream returns the content of m, a stream message: what
+// DecodeContent into a Stream gives, faster. A stream's text can be
+// megabytes, which encoding/json scans three times (to validate, to find
+// the value's end, to unquote); the common shape of a stream's content (an
+// object of the keys name and text, string values) is read here in one
+// pass, and anything else goes to DecodeContent.
+func (m *Message) DecodeStream() (Stream, error) {
+	if s, ok := fastStream(m.Content); ok {
+		return s, nil
+	}
+	var s Stream
+	err := m.DecodeContent(&s)
+	return s, err
+}
+
+// fastStream reads b as an object of the keys "name" and "text" (exactly
+// spelt, each at most once, string values); ok is false for anything else,
+// which encoding/json then decides on.
+func fastStream(b []byte) (s Stream, ok bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return s, false
+	}
+	i = skipSpace(b, i+1)
+	var seen [2]bool
+	if i < len(b) && b[i] == '}' {
+		return s, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		key, j, ok := jsonString(b, i)
+		if !ok {
+			return s, false
+		}
+		i = skipSpace(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return s, false
+		}
+		val, j, ok := jsonString(b, skipSpace(b, i+1))
+		if !ok {
+			return s, false
+		}
+		switch key {
+		case "name":
+			if seen[0] {
+				return s, false
+			}
+			s.Name, seen[0] = val, true
+		case "text":
+			if seen[1] {
+				return s, false
+			}
+			s.Text, seen[1] = val, true
+		default:
+			return s, false
+		}
+		i = skipSpace(b, j)
+		if i >= len(b) {
+			return s, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return s, skipSpace(b, i+1) == len(b)
+		default:
+			return s, false
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// jsonString unquotes the JSON string at b[i:] and returns it and the
+// index after it; ok is false when there is none, or one that is not
+// valid UTF-8 (encoding/json replaces such bytes; it decides then).
+func jsonString(b []byte, i int) (string, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	i++
+	start := i
+	for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+		i++
+	}
+	if i < len(b) && b[i] == '"' { // no escapes: the common case
+		raw := b[start:i]
+		if !utf8.Valid(raw) {
+			return "", 0, false
+		}
+		return string(raw), i + 1, true
+	}
+	// Unquoting never lengthens: the quoted string's length bounds it,
+	// and the buffer is not grown (a megabyte copied again for a last
+	// "\n").
+	v := validator{b: b, i: start - 1}
+	if !v.str() {
+		return "", 0, false
+	}
+	out := make([]byte, 0, v.i-start)
+	out = append(out, b[start:i]...)
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			if !utf8.Valid(out) {
+				return "", 0, false
+			}
+			if len(out) == 0 {
+				return "", i + 1, true
+			}
+			// out is this string's alone and never written again.
+			return unsafe.String(&out[0], len(out)), i + 1, true
+		case c < 0x20:
+			return "", 0, false
+		case c != '\\':
+			j := i + 1
+			for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
+				j++
+			}
+			out = append(out, b[i:j]...)
+			i = j
+			continue
+		}
+		if i+1 >= len(b) {
+			return "", 0, false
+		}
+		switch e := b[i+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(b, i+2)
+			if !ok {
+				return "", 0, false
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				// A pair makes one rune; a lone half is U+FFFD, as in
+				// encoding/json.
+				if r2, ok := hex4(b, i+2); ok && i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						out = utf8.AppendRune(out, dec)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default:
+			return "", 0, false
+		}
+		i += 2
+	}
+	return "", 0, false
+}
+
+// hex4 reads the four hex digits at b[i:].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}

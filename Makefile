@@ -103,7 +103,9 @@ test-load:
 	GO=$(GO) scripts/underload.sh -run '$(LOAD_TESTS)' ./kernel/client ./backing ./surface/bridge ./surface/webview ./cmd/agentkernel
 
 test-fuzz:
-	$(GO) test -run=NONE -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./kernel/wire
+	$(GO) test -run=NONE -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) ./kernel/wire
+	$(GO) test -run=NONE -fuzz='^FuzzValidJSON$$' -fuzztime=$(FUZZTIME) ./kernel/wire
+	$(GO) test -run=NONE -fuzz='^FuzzDecodeStream$$' -fuzztime=$(FUZZTIME) ./kernel/wire
 
 test-python: build mcp-server acp-client wheels
 	AGENTKERNEL_BIN=$(abspath $(BIN)) AGENTKERNEL_WHEELS=$(WHEELS) $(PYTHON) -m pytest tests/python -q -p no:cacheprovider

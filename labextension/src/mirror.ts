@@ -19,8 +19,8 @@ const FLUSH_FALLBACK_MS = 50;
 /**
  * MirrorFeed follows the notebook's shared model and sends its changes
  * through send (false: the comm is not open; the next snapshot covers
- * them). flush() sends what is pending now: before every reply to the
- * kernel, so that a write's change comes before its reply.
+ * them). take() gives what is pending now, which every reply to the
+ * kernel carries: a write's change comes with its reply.
  */
 export class MirrorFeed {
   /** The version of the last snapshot or change sent. */
@@ -61,22 +61,31 @@ export class MirrorFeed {
 
   /** Sends the changes still pending, if any. */
   flush(): void {
+    const change = this.take();
+    if (change && !this.send({ changes: change })) {
+      this.version--; // the comm is gone: the next one starts with a snapshot
+    }
+  }
+
+  /**
+   * The changes still pending, with the next version (null: none), to be
+   * sent now with a reply ({"reply": …, "changes": …}: one message, the
+   * change applied first).
+   */
+  take(): Record<string, unknown> | null {
     this.unschedule();
     const nb = this.model;
     if (!nb || (!this.order && this.dirty.size === 0)) {
-      return;
+      return null;
     }
     const cells = nb.cells.filter(c => this.dirty.has(c.id)).map(c => mirrorCell(c));
-    const change: Record<string, unknown> = { version: this.version + 1, cells };
+    const change: Record<string, unknown> = { version: ++this.version, cells };
     if (this.order) {
       change.order = nb.cells.map(c => c.id);
     }
     this.dirty.clear();
     this.order = false;
-    if (this.send({ changes: change })) {
-      this.version++;
-    }
-    // Not sent: the comm is gone, and the next one starts with a snapshot.
+    return change;
   }
 
   private follow(nb: ISharedNotebook): void {

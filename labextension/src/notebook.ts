@@ -214,13 +214,14 @@ export class NotebookLink {
     if (comm.isDisposed) {
       return;
     }
-    // The change an operation made goes first, then the reply with its
-    // version: the kernel's mirror shows a write once its reply comes.
-    this.mirror.flush();
+    // The change an operation made comes with the reply, and the reply
+    // says its version: the kernel's mirror shows a write once its reply
+    // comes.
+    const changes = this.mirror.take();
     reply.version = this.mirror.version;
     // No reply comes to a comm message: the future is let go at once
     // (the kernel publishes no status for our comm's messages).
-    comm.send({ reply } as any).dispose();
+    comm.send((changes ? { reply, changes } : { reply }) as any).dispose();
   }
 }
 /**

@@ -105,7 +105,7 @@ func (n *notebookComms) message(_ context.Context, m commMsg) { n.reply(m) }
 // reply implements replyTarget: a frontend's reply goes to the request
 // waiting for it; its focus message is kept for Focus; its snapshot and
 // changes feed its comm's mirror. They come in the order the page sent
-// them: a write's change before its reply.
+// them; a write's change comes with its reply, and is applied first.
 func (n *notebookComms) reply(m commMsg) {
 	var d struct {
 		Reply    *nbcomm.Reply    `json:"reply"`
@@ -128,15 +128,16 @@ func (n *notebookComms) reply(m commMsg) {
 	if c == nil {
 		return
 	}
-	switch {
-	case err == nil && d.Snapshot != nil:
+	if err == nil && d.Snapshot != nil {
 		c.mirror.snapshot(*d.Snapshot)
-		return
-	case err == nil && d.Changes != nil:
+	}
+	if err == nil && d.Changes != nil { // alone, or with the reply of the write that made it
 		c.mirror.change(*d.Changes)
-		return
-	case err != nil || d.Reply == nil:
-		n.b.log.Warn("notebook comm: a message that is no reply", "comm_id", m.id)
+	}
+	if err != nil || d.Reply == nil {
+		if err != nil || (d.Snapshot == nil && d.Changes == nil) {
+			n.b.log.Warn("notebook comm: a message that is no reply", "comm_id", m.id)
+		}
 		return
 	}
 	c.mirror.replied(d.Reply.Version)

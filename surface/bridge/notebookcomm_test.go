@@ -167,12 +167,11 @@ func (f *fakeFrontend) iopub(m *wire.Message) {
 		reply["version"] = f.version
 		f.mu.Unlock()
 	}
-	go func() { // the change first, then the reply, as the page sends them
-		if change != nil {
-			_ = f.send(map[string]any{"changes": change})
-		}
-		_ = f.send(map[string]any{"reply": reply})
-	}()
+	data := map[string]any{"reply": reply}
+	if change != nil {
+		data["changes"] = change // with the reply, as the page sends it
+	}
+	go func() { _ = f.send(data) }()
 }
 
 // connect makes f a frontend of the kernel at conn, showing the notebook

@@ -33,10 +33,51 @@ const (
 	CodeConflict = "conflict"
 )
 
+// Mirror is the version of the mirror capability: a frontend whose
+// comm_open says it (Open.Mirror) sends the kernel a Snapshot of the
+// notebook and then its Changes, and the kernel answers reads from its
+// mirror of them. A frontend that does not say it is asked for each read.
+const Mirror = 1
+
+// MirrorText is how much of an output's text a Snapshot or Changes
+// carries (in UTF-16 units, as the page counts): a longer text is cut
+// there as a read cuts it, and its cell is MirrorCell.Cut.
+const MirrorText = 32000
+
 // Open is the data of the frontend's comm_open.
 type Open struct {
 	Protocol int    `json:"protocol"`
 	Path     string `json:"path,omitempty"`
+	// Mirror is the mirror capability's version the frontend speaks
+	// (0: none; it sends no Snapshot).
+	Mirror int `json:"mirror,omitempty"`
+}
+
+// MirrorCell is a cell as a Snapshot or Changes carries it: its outputs
+// as a read with max_output MirrorText carries them (image data emptied,
+// the mime type kept), and Cut when one of their texts was cut to it.
+type MirrorCell struct {
+	Cell
+	Cut bool `json:"cut,omitempty"`
+}
+
+// Snapshot is the frontend's whole notebook at Version: comm_msg data
+// {"snapshot": …}, sent after comm_open and again when the kernel sends
+// {"resync": true}.
+type Snapshot struct {
+	Version int64        `json:"version"`
+	Cells   []MirrorCell `json:"cells"`
+}
+
+// Changes is what changed in the frontend's notebook since the version
+// before Version (Version-1): comm_msg data {"changes": …}, sent at most
+// once a frame. Order, when present, is every cell's id in the order the
+// notebook has them now (cells were inserted, deleted or moved); Cells are
+// the cells that are new or changed, whole.
+type Changes struct {
+	Version int64        `json:"version"`
+	Order   []string     `json:"order,omitempty"`
+	Cells   []MirrorCell `json:"cells,omitempty"`
 }
 
 // Request is one request of the kernel: comm_msg data {"request": …}.
@@ -53,6 +94,10 @@ type Reply struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
 	Code   string          `json:"code,omitempty"`
+	// Version is, from a frontend with the mirror capability, the version
+	// of the last Changes it sent before this reply (a write's own change
+	// among them).
+	Version *int64 `json:"version,omitempty"`
 }
 
 // Args are the arguments of the requests (each op uses some).

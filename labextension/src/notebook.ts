@@ -29,6 +29,7 @@ import { IAgentSidebar } from './agentSidebar';
 import { addCellCommands } from './cellActions';
 import { AGENT_NOTEBOOK_CLASS, addErrorButtons } from './errorButtons';
 import { Focus, FocusWatch } from './focus';
+import { MIRROR_CAPABILITY, MirrorFeed } from './mirror';
 import { NotebookOps, OpError, Request } from './notebookOps';
 import { TypingWatch } from './typing';
 
@@ -53,6 +54,7 @@ export class NotebookLink {
   private readonly typing: TypingWatch;
   private readonly ops: NotebookOps;
   private readonly focus: FocusWatch;
+  private readonly mirror: MirrorFeed;
   private disposed = false;
 
   constructor(
@@ -63,6 +65,7 @@ export class NotebookLink {
     this.typing = new TypingWatch(panel);
     this.ops = new NotebookOps(panel, this.typing, localPath);
     this.focus = new FocusWatch(panel, f => this.sendFocus(f));
+    this.mirror = new MirrorFeed(panel, data => this.sendData(data));
     const ctx = panel.sessionContext;
     ctx.kernelChanged.connect(this.sync, this);
     ctx.statusChanged.connect(this.sync, this);
@@ -98,6 +101,7 @@ export class NotebookLink {
     this.close(true);
     this.typing.dispose();
     this.focus.dispose();
+    this.mirror.dispose();
   }
 
   /** Opens, keeps or closes the comm, as the kernel now is. */
@@ -138,18 +142,24 @@ export class NotebookLink {
       }
     };
     this.comm = comm;
-    comm.open({ protocol: NOTEBOOK_PROTOCOL, path: this.localPath(this.panel.context.path) });
+    comm.open({ protocol: NOTEBOOK_PROTOCOL, path: this.localPath(this.panel.context.path), mirror: MIRROR_CAPABILITY });
+    this.mirror.snapshot();
     this.focus.resend();
   }
 
   /** Tells the kernel where the user is; false when the comm is not open. */
   private sendFocus(focus: Focus): boolean {
+    return this.sendData({ focus });
+  }
+
+  /** Sends data on the comm; false when it is not open. */
+  private sendData(data: Record<string, unknown>): boolean {
     const comm = this.comm;
     if (!comm || comm.isDisposed) {
       return false;
     }
     try {
-      comm.send({ focus } as any).dispose();
+      comm.send(data as any).dispose();
     } catch {
       return false; // the kernel went: sent again when a comm opens
     }
@@ -175,7 +185,12 @@ export class NotebookLink {
   }
 
   private onRequest(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
-    const req = (msg.content.data as { request?: Partial<Request> } | undefined)?.request;
+    const data = msg.content.data as { request?: Partial<Request>; resync?: boolean } | undefined;
+    if (data?.resync) {
+      this.mirror.snapshot(); // the kernel's mirror missed a change
+      return;
+    }
+    const req = data?.request;
     if (!req || typeof req !== 'object' || typeof req.id !== 'string') {
       // Nothing to answer to: the kernel's request times out.
       console.warn('agentkernel: a notebook request without an id', msg.content.data);
@@ -199,9 +214,14 @@ export class NotebookLink {
     if (comm.isDisposed) {
       return;
     }
+    // The change an operation made comes with the reply, and the reply
+    // says its version: the kernel's mirror shows a write once its reply
+    // comes.
+    const changes = this.mirror.take();
+    reply.version = this.mirror.version;
     // No reply comes to a comm message: the future is let go at once
     // (the kernel publishes no status for our comm's messages).
-    comm.send({ reply } as any).dispose();
+    comm.send((changes ? { reply, changes } : { reply }) as any).dispose();
   }
 }
 /**

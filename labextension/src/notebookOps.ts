@@ -142,6 +142,39 @@ function wireCell(cell: ISharedCell, max: number, maxImage = 0): WireCell {
   };
 }
 
+/**
+ * The most of an output's text the kernel's mirror is sent (UTF-16 units,
+ * nbcomm.MirrorText): a longer one is cut as a read cuts it, and its cell
+ * marked cut (a read that wants it asks the page).
+ */
+export const MIRROR_TEXT = 32000;
+
+/** The length of an output's text before a read cuts it. */
+function rawChars(o: nbformat.IOutput): number {
+  switch (o.output_type) {
+    case 'stream':
+      return joined(o.text as nbformat.MultilineString).length;
+    case 'error':
+      return Math.max(String(o.evalue ?? '').length, (o.traceback as string[] | undefined)?.join('\n').length ?? 0);
+    case 'execute_result':
+    case 'display_data':
+      return joined((o.data as nbformat.IMimeBundle | undefined)?.['text/plain'] as nbformat.MultilineString).length;
+  }
+  return 0;
+}
+
+/**
+ * cell as the kernel's mirror is sent it (a snapshot's or a change's):
+ * as a read with max_output MIRROR_TEXT carries it (image data emptied,
+ * the mime type kept), cut when one of its texts was cut.
+ */
+export function mirrorCell(cell: ISharedCell): WireCell & { cut?: true } {
+  const c: WireCell & { cut?: true } = wireCell(cell, MIRROR_TEXT);
+  if (cell.cell_type === 'code' && (cell as ISharedCodeCell).getOutputs().some(o => rawChars(o) > MIRROR_TEXT)) {
+    c.cut = true;
+  }
+  return c;
+}
 
 // ---- the arguments, checked: a malformed request changes nothing ----
 

@@ -69,6 +69,10 @@ type notebookComm struct {
 	mu      sync.Mutex
 	pending map[string]chan nbcomm.Reply
 	gone    chan struct{}
+
+	// mirror is the page's notebook as its changes say, when it sends
+	// them (notebookmirror.go): what reads are answered from.
+	mirror notebookMirror
 }
 
 func (n *notebookComms) open(_ context.Context, m commMsg) {
@@ -80,6 +84,7 @@ func (n *notebookComms) open(_ context.Context, m commMsg) {
 		return
 	}
 	c := &notebookComm{n: n, t: t, session: m.r.Msg.Header.Session, path: d.Path, pending: map[string]chan nbcomm.Reply{}, gone: make(chan struct{})}
+	c.mirror.on = d.Mirror >= nbcomm.Mirror
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.comms == nil {
@@ -98,11 +103,15 @@ func (n *notebookComms) open(_ context.Context, m commMsg) {
 func (n *notebookComms) message(_ context.Context, m commMsg) { n.reply(m) }
 
 // reply implements replyTarget: a frontend's reply goes to the request
-// waiting for it; its focus message is kept for Focus.
+// waiting for it; its focus message is kept for Focus; its snapshot and
+// changes feed its comm's mirror. They come in the order the page sent
+// them; a write's change comes with its reply, and is applied first.
 func (n *notebookComms) reply(m commMsg) {
 	var d struct {
-		Reply *nbcomm.Reply `json:"reply"`
-		Focus *nbcomm.Focus `json:"focus"`
+		Reply    *nbcomm.Reply    `json:"reply"`
+		Focus    *nbcomm.Focus    `json:"focus"`
+		Snapshot *nbcomm.Snapshot `json:"snapshot"`
+		Changes  *nbcomm.Changes  `json:"changes"`
 	}
 	err := json.Unmarshal(m.data, &d)
 	n.mu.Lock()
@@ -119,10 +128,19 @@ func (n *notebookComms) reply(m commMsg) {
 	if c == nil {
 		return
 	}
+	if err == nil && d.Snapshot != nil {
+		c.mirror.snapshot(*d.Snapshot)
+	}
+	if err == nil && d.Changes != nil { // alone, or with the reply of the write that made it
+		c.mirror.change(*d.Changes)
+	}
 	if err != nil || d.Reply == nil {
-		n.b.log.Warn("notebook comm: a message that is no reply", "comm_id", m.id)
+		if err != nil || (d.Snapshot == nil && d.Changes == nil) {
+			n.b.log.Warn("notebook comm: a message that is no reply", "comm_id", m.id)
+		}
 		return
 	}
+	c.mirror.replied(d.Reply.Version)
 	c.mu.Lock()
 	ch := c.pending[d.Reply.ID]
 	delete(c.pending, d.Reply.ID)
@@ -289,6 +307,12 @@ func (c *notebookComm) ask(ctx context.Context, op string, args nbcomm.Args, out
 	if err != nil {
 		return err
 	}
+	if op != nbcomm.OpRead {
+		// Reads wait for the write's change to come back (its reply is
+		// behind it).
+		c.mirror.writing(1)
+		defer c.mirror.writing(-1)
+	}
 	if err := c.t.send(map[string]any{"request": nbcomm.Request{ID: id, Op: op, Args: raw}}); err != nil {
 		return fmt.Errorf("notebook %s: send: %w", op, err)
 	}
@@ -338,11 +362,36 @@ func agentCell(w nbcomm.Cell, maxOutput int, images bool) agent.NotebookCell {
 	return c
 }
 
-// Read implements session.Cells. The frontend cuts outputs' text to
-// max_output and leaves out image data.
+// Read implements session.Cells: from the mirror when it is current,
+// else from the frontend, which cuts outputs' text to max_output and
+// leaves out image data.
 func (c *notebookComm) Read(ctx context.Context, maxOutput int) (agent.NotebookView, error) {
+	if v, ok := c.mirrored(agent.ReadRange{MaxOutput: maxOutput}, true); ok {
+		return v, nil
+	}
 	v, _, err := c.read(ctx, nbcomm.Args{MaxOutput: maxOutput})
 	return v, err
+}
+
+// mirrored is the read r (whole: every cell) from the mirror, and whether
+// the mirror could answer it; when it is stale, the page is asked for a
+// snapshot (the read itself then goes to the page).
+func (c *notebookComm) mirrored(r agent.ReadRange, whole bool) (agent.NotebookView, bool) {
+	v, ok := c.mirror.view(r, whole)
+	if !ok {
+		if c.mirror.resync() {
+			if err := c.t.send(map[string]any{"resync": true}); err != nil {
+				c.n.b.log.Debug("notebook comm: resync", "comm_id", c.t.id, "error", err)
+			}
+		}
+		return v, false
+	}
+	v.Path = c.path
+	v.Active, v.Selection = c.Focus()
+	if v.Part {
+		v.ActiveIndex = c.mirror.indexOf(v.Active)
+	}
+	return v, true
 }
 
 // ReadRange implements agent.RangeReader: the frontend sends the cells of
@@ -352,6 +401,9 @@ func (c *notebookComm) ReadRange(ctx context.Context, r agent.ReadRange) (agent.
 	budget := r.MaxChars
 	if budget <= 0 {
 		budget = math.MaxInt32 // no bound, and a frontend that knows ranges still says where it started
+	}
+	if v, ok := c.mirrored(r, false); ok {
+		return v, nil
 	}
 	a := nbcomm.Args{MaxOutput: r.MaxOutput, Start: r.Start, End: r.End, MaxChars: budget}
 	if r.Images {

@@ -39,6 +39,75 @@ type fakeFrontend struct {
 	// (the cells that fit, and the count); else every cell, as an older
 	// extension does.
 	ranges bool
+	// mirror: the frontend speaks the mirror capability, as the extension
+	// does: a snapshot after comm_open, then a change (with the next
+	// version) for each change of its cells, a write's before its reply,
+	// which carries the version. typing are the cells the user types in:
+	// a write to one is refused as a conflict.
+	mirror  bool
+	version int64
+	typing  map[string]bool
+}
+
+// reads is the number of reads the frontend was asked for.
+func (f *fakeFrontend) reads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, op := range f.ops {
+		if op == "read" {
+			n++
+		}
+	}
+	return n
+}
+
+// send sends data on the comm, as a comm_msg of the frontend's.
+func (f *fakeFrontend) send(data any) error {
+	return f.c.Send(context.Background(), client.Request{MsgType: wire.MsgCommMsg, Content: map[string]any{"comm_id": f.id, "data": data}})
+}
+
+// userEdit is the user changing cell id's source in the page: with the
+// mirror, its change goes to the kernel (gap: the version skips one, as
+// a lost change would).
+func (f *fakeFrontend) userEdit(t testing.TB, id, source string, gap bool) {
+	t.Helper()
+	f.mu.Lock()
+	var cell nbcomm.Cell
+	for i := range f.cells {
+		if f.cells[i].ID == id {
+			f.cells[i].Source = source
+			cell = f.cells[i]
+		}
+	}
+	f.version++
+	if gap {
+		f.version++
+	}
+	ch := nbcomm.Changes{Version: f.version, Cells: []nbcomm.MirrorCell{{Cell: cell}}}
+	f.mu.Unlock()
+	if err := f.send(map[string]any{"changes": ch}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// changeOf is the change a write (op, with the cell it touched) made, as
+// the extension sends it; f.mu is held.
+func (f *fakeFrontend) changeOf(op, touched string) nbcomm.Changes {
+	f.version++
+	ch := nbcomm.Changes{Version: f.version}
+	if op == "insert" || op == "move" || op == "delete" {
+		ch.Order = []string{}
+		for _, c := range f.cells {
+			ch.Order = append(ch.Order, c.ID)
+		}
+	}
+	for _, c := range f.cells {
+		if c.ID == touched && op != "move" {
+			ch.Cells = append(ch.Cells, nbcomm.MirrorCell{Cell: c})
+		}
+	}
+	return ch
 }
 
 func (f *fakeFrontend) iopub(m *wire.Message) {
@@ -53,9 +122,20 @@ func (f *fakeFrontend) iopub(m *wire.Message) {
 				Op   string          `json:"op"`
 				Args json.RawMessage `json:"args"`
 			} `json:"request"`
+			Resync bool `json:"resync"`
 		} `json:"data"`
 	}
-	if json.Unmarshal(m.Content, &c) != nil || c.CommID != f.id || c.Data.Request == nil {
+	if json.Unmarshal(m.Content, &c) != nil || c.CommID != f.id {
+		return
+	}
+	if c.Data.Resync && f.mirror {
+		f.mu.Lock()
+		f.ops = append(f.ops, "resync")
+		f.mu.Unlock()
+		go func() { _ = f.sendSnapshot() }()
+		return
+	}
+	if c.Data.Request == nil {
 		return
 	}
 	req := c.Data.Request
@@ -71,8 +151,27 @@ func (f *fakeFrontend) iopub(m *wire.Message) {
 	if err != nil {
 		reply["error"], reply["code"] = err.Error(), code
 	}
-	go f.c.Send(context.Background(), client.Request{MsgType: wire.MsgCommMsg, Content: map[string]any{
-		"comm_id": f.id, "data": map[string]any{"reply": reply}}})
+	var change *nbcomm.Changes
+	if f.mirror {
+		f.mu.Lock()
+		if err == nil && req.Op != "read" {
+			var a nbcomm.Args
+			_ = json.Unmarshal(req.Args, &a)
+			touched := a.ID
+			if r, ok := result.(map[string]any); ok && req.Op == "insert" {
+				touched = r["cell"].(nbcomm.Cell).ID
+			}
+			ch := f.changeOf(req.Op, touched)
+			change = &ch
+		}
+		reply["version"] = f.version
+		f.mu.Unlock()
+	}
+	data := map[string]any{"reply": reply}
+	if change != nil {
+		data["changes"] = change // with the reply, as the page sends it
+	}
+	go func() { _ = f.send(data) }()
 }
 
 // connect makes f a frontend of the kernel at conn, showing the notebook
@@ -84,12 +183,33 @@ func (f *fakeFrontend) connect(ctx context.Context, t testing.TB, conn *wire.Con
 		t.Fatal(err)
 	}
 	f.c = c
+	open := map[string]any{"protocol": 1, "path": path}
+	if f.mirror {
+		open["mirror"] = nbcomm.Mirror
+	}
 	if err := c.Send(ctx, client.Request{MsgType: wire.MsgCommOpen, Content: map[string]any{
-		"comm_id": f.id, "target_name": NotebookTarget, "data": map[string]any{"protocol": 1, "path": path}}}); err != nil {
+		"comm_id": f.id, "target_name": NotebookTarget, "data": open}}); err != nil {
 		c.Close()
 		t.Fatal(err)
 	}
+	if f.mirror {
+		if err := f.sendSnapshot(); err != nil {
+			c.Close()
+			t.Fatal(err)
+		}
+	}
 	return c
+}
+
+// sendSnapshot sends the kernel the frontend's notebook whole.
+func (f *fakeFrontend) sendSnapshot() error {
+	f.mu.Lock()
+	s := nbcomm.Snapshot{Version: f.version, Cells: []nbcomm.MirrorCell{}}
+	for _, c := range f.cells {
+		s.Cells = append(s.Cells, nbcomm.MirrorCell{Cell: c})
+	}
+	f.mu.Unlock()
+	return f.send(map[string]any{"snapshot": s})
 }
 
 func (f *fakeFrontend) apply(op string, raw json.RawMessage) (any, string, error) {
@@ -149,6 +269,9 @@ func (f *fakeFrontend) apply(op string, raw json.RawMessage) (any, string, error
 	i := find()
 	if i < 0 {
 		return nil, "no_cell", fmt.Errorf("no cell %s", a.ID)
+	}
+	if f.typing[a.ID] && op != "set_outputs" {
+		return nil, "conflict", fmt.Errorf("the user is typing in cell %s: not changed; try again when they stop", a.ID)
 	}
 	switch op {
 	case "set_source":

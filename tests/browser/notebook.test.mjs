@@ -377,6 +377,7 @@ async function run(tmp) {
       await attached(page);
     });
 
+    await mirrorRead(page);
     await scenario(page, lab, "lab.ipynb", "lab");
     await malformed(page);
     await severalFrontends(browser, lab);
@@ -407,6 +408,43 @@ async function run(tmp) {
   } finally {
     await browser2.close();
   }
+}
+
+/**
+ * The kernel's mirror of the notebook: what the user types in a cell is in
+ * the agent's next notebook_read, which the kernel answers from the changes
+ * the page sent it, asking the page for no read. The edit is then undone.
+ */
+async function mirrorRead(page) {
+  await step("lab: a user's edit is in the agent's next read, answered from the kernel's mirror (the page is asked for no read)", async () => {
+    await page.evaluate(() => {
+      const panel = window.jupyterapp.shell.currentWidget;
+      const kernel = panel.sessionContext.session.kernel;
+      const comm = [...kernel._comms.values()].find((c) => c.targetName === "agentkernel.notebook" && !c.isDisposed);
+      window.__reads = 0;
+      const handle = comm.onMsg;
+      comm.onMsg = (msg) => {
+        const req = msg.content.data && msg.content.data.request;
+        if (req && req.op === "read") window.__reads++;
+        return handle(msg);
+      };
+    });
+    const edit = "\n# edited by the user";
+    const last = await lastUserCell(page);
+    await last.locator(".cm-content").click();
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type(edit);
+    await model.enqueue(call("notebook_read", {}), say("Read."));
+    await send(page, "Read the notebook again");
+    await turnDone(page, model);
+    const read = (await lastToolResults()).join("\n");
+    assert.ok(read.includes("# edited by the user"), read);
+    assert.equal(await page.evaluate(() => window.__reads), 0, "the page was asked for a read: the kernel's mirror was not used");
+    await last.locator(".cm-content").click();
+    await page.keyboard.press("Control+End");
+    for (let i = 0; i < edit.length; i++) await page.keyboard.press("Backspace");
+    await until("the edit undone", async () => !(await last.innerText()).includes("edited by the user"));
+  });
 }
 
 /**

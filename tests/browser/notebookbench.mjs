@@ -147,6 +147,20 @@ async function run(tmp) {
       // The whole read: the model's answer with the call ended to the
       // next request, which carries the result, arriving.
       await attached(page);
+      // How many of the reads the page is asked for (with the kernel's
+      // mirror of the notebook, none: the kernel answers them itself).
+      await page.evaluate(() => {
+        const panel = window.jupyterapp.shell.currentWidget;
+        const kernel = panel.sessionContext.session.kernel;
+        const comm = [...kernel._comms.values()].find((c) => c.targetName === "agentkernel.notebook" && !c.isDisposed);
+        window.__pageReads = 0;
+        const handle = comm.onMsg;
+        comm.onMsg = (msg) => {
+          const req = msg.content.data && msg.content.data.request;
+          if (req && req.op === "read") window.__pageReads++;
+          return handle(msg);
+        };
+      });
       const reads = [];
       for (let i = 0; i < 12; i++) {
         const asked = (await model.requests()).length;
@@ -156,7 +170,8 @@ async function run(tmp) {
         const reqs = await model.requests();
         reads.push(reqs[asked + 1].received - reqs[asked].done);
       }
-      log("2,000-cell notebook_read, tool call to result (the kernel, the Jupyter server, the page):", percentiles(reads.slice(2)));
+      log("2,000-cell notebook_read, tool call to result (the kernel, the Jupyter server, the page):", percentiles(reads.slice(2)),
+        `; the page was asked for ${await page.evaluate(() => window.__pageReads)} reads`);
     });
   } finally {
     await browser.close();

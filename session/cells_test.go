@@ -340,3 +340,51 @@ func TestEditChangesACellsType(t *testing.T) {
 		t.Fatalf("after the rewind the cell is %+v (%d cells)", got, n)
 	}
 }
+
+// TestRewindTurnsBackANotebookFile: the cells of a notebook that is only
+// a file (FileCells: no frontend shows it) are the file checkpoints': a
+// notebook tool's change of the file is recorded as the step's (the file
+// alone is read around the call), and a rewind puts the file back.
+func TestRewindTurnsBackANotebookFile(t *testing.T) {
+	srv, open := scriptedModels(t)
+	ws := t.TempDir()
+	file := filepath.Join(ws, "work.ipynb")
+	nb := &memCells{path: "work.ipynb", cells: []Cell{{ID: "code1", Kind: agent.CodeCell, Source: "x = 1"}}}
+	write := func() { // under nb.mu, as saved is called
+		var lines []string
+		for _, c := range nb.cells {
+			lines = append(lines, c.ID+":"+c.Source)
+		}
+		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	nb.mu.Lock()
+	write()
+	nb.mu.Unlock()
+	original, _ := os.ReadFile(file)
+	nb.saved = write // the file is written at each change
+	h := newHost(t, Config{Store: openStore(t), Model: "openai:m", OpenModel: open, Workspace: ws,
+		Cells: func() Cells { return memFile{nb, file} }})
+	ctx := context.Background()
+	warmUp(t, h, srv)
+	srv.Enqueue(
+		scripted.Reply(scripted.ToolCall("i1", agent.ToolNotebookInsert, `{"source": "y = 2", "index": 1}`)),
+		scripted.Reply(scripted.ToolCall("e1", agent.ToolNotebookEdit, `{"id": "code1", "source": "x = 3"}`)),
+		scripted.Reply(scripted.Text("Done.")),
+	)
+	if _, err := h.Submit(ctx, "change it", Follow{Approve: agent.ApproveAll.Approver()}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(file); string(b) == string(original) {
+		t.Fatalf("the agent's changes did not reach the file: %q", b)
+	}
+	nb.saved = nil
+	rw, err := h.World().Rewind(ctx, promptTS(t, h, "change it"), RewindOptions{NoKernel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != string(original) {
+		t.Fatalf("after the rewind the file is %q, want %q (%s)", b, original, rw.Summary())
+	}
+}

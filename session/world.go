@@ -214,16 +214,24 @@ func (w *World) scan(ctx context.Context) ([]checkpoint.Change, error) {
 
 // BeforeTool implements agent.World. A file tool's file is read before
 // and after the call (the write is recorded without waiting for the
-// baseline); around any other call (code, an MCP tool) the scans find what
-// it changed. Changes are recorded at anchor.
+// baseline), and so is a notebook file that a notebook tool changes; a
+// notebook tool's change of the cells a frontend shows is no file's (the
+// cell changes record it), so nothing is scanned around it; around any
+// other call (code, an MCP tool) the scans find what it changed. Changes
+// are recorded at anchor.
 func (w steps) BeforeTool(ctx context.Context, anchor int64, call provider.ToolCall) func() {
+	if w.frontendCells(call) {
+		return func() {}
+	}
 	t, err := w.world.tracker(ctx)
 	if err != nil {
 		w.world.log.Warn("checkpoint before a tool", "tool", call.Name, "error", err)
 		return func() {}
 	}
 	check := func(ctx context.Context) ([]checkpoint.Change, error) { return w.world.scan(ctx) }
-	if rel, ok := w.toolFile(t, call); ok {
+	if rel, ok := w.notebookFile(t, call); ok {
+		check = func(ctx context.Context) ([]checkpoint.Change, error) { return t.Track(ctx, rel) }
+	} else if rel, ok := w.toolFile(t, call); ok {
 		check = func(ctx context.Context) ([]checkpoint.Change, error) { return t.Track(ctx, rel) }
 	} else if r := w.world.set.runner; call.Name == agent.ToolExecuteCode && r != nil {
 		// The kernel starts while the first scan learns the workspace.
@@ -245,6 +253,48 @@ func (w steps) BeforeTool(ctx context.Context, anchor int64, call provider.ToolC
 		}
 		w.record(ctx, anchor, call.Name, changes, took+time.Since(start))
 	}
+}
+
+// changesCells reports whether call is a notebook tool's that changes
+// cells only (insert, edit, move, delete: not a run, whose code may change
+// any file).
+func changesCells(call provider.ToolCall) bool {
+	switch call.Name {
+	case agent.ToolNotebookInsert, agent.ToolNotebookEdit, agent.ToolNotebookMove, agent.ToolNotebookDelete:
+		return true
+	}
+	return false
+}
+
+// frontendCells reports whether call changes only the cells of a notebook
+// that is no file of the step's (a frontend's, whose page saves its
+// document when it will, or the headless runner's): the cells it works in
+// are the ones the tool then finds (Tools.currentCells).
+func (w steps) frontendCells(call provider.ToolCall) bool {
+	if !changesCells(call) {
+		return false
+	}
+	cells := w.world.frontends.currentCells()
+	_, file := cells.(FileCells)
+	return cells != nil && !file
+}
+
+// notebookFile is the workspace path of the notebook file a notebook
+// tool's call changes, if call is one and its cells are a file's
+// (FileCells) in the workspace.
+func (w steps) notebookFile(t *checkpoint.Tracker, call provider.ToolCall) (string, bool) {
+	if !changesCells(call) {
+		return "", false
+	}
+	fc, ok := w.world.frontends.currentCells().(FileCells)
+	if !ok {
+		return "", false
+	}
+	rel, err := filepath.Rel(t.Root(), fc.File())
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
 }
 
 // toolFile is the workspace path a file tool writes, if call is one.

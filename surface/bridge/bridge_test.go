@@ -115,8 +115,12 @@ func startWith(t *testing.T, tc testConfig) *harness {
 		var ctx context.Context
 		ctx, cancel = context.WithCancel(context.Background())
 		served = make(chan error, 1)
-		go func() { served <- srv.Serve(ctx) }()
 		dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+		go func() {
+			err := srv.Serve(ctx)
+			dcancel() // a port taken ends Serve at once: the dial need not wait out its 30 s
+			served <- err
+		}()
 		c, err = client.Dial(dctx, conn, client.Options{Logger: logger()})
 		dcancel()
 		if err == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"testing"
 
 	"github.com/go-zeromq/zmq4"
@@ -79,7 +80,7 @@ func TestWriteMsgsBigBatch(t *testing.T) {
 	c := newConn(a)
 	var msgs [][][]byte
 	var want []byte
-	for i := range maxIovecs + 100 {
+	for i := range 1024 + 100 { // more than Linux's one writev takes (IOV_MAX, maxIovecs)
 		m := [][]byte{[]byte("k"), bytes.Repeat([]byte{byte(i)}, inlineFrame+1+i)}
 		msgs = append(msgs, m)
 		want = append(want, msgBytes(m)...)
@@ -144,4 +145,27 @@ func TestPubBurstInOrder(t *testing.T) {
 	if got := recvOne(t, s); len(got.Frames) != 1 || string(got.Frames[0]) != "lone" {
 		t.Fatalf("lone message: %q", got.Frames)
 	}
+}
+
+// tcpPair is the two ends of a loopback TCP connection, closed when the
+// test ends.
+func tcpPair(t *testing.T) (a, b net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	done := make(chan net.Conn, 1)
+	go func() {
+		c, _ := l.Accept()
+		done <- c
+	}()
+	a, err = net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = <-done
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
 }

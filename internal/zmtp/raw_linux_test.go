@@ -10,27 +10,6 @@ import (
 	"time"
 )
 
-func tcpPair(t *testing.T) (a, b net.Conn) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	done := make(chan net.Conn, 1)
-	go func() {
-		c, _ := l.Accept()
-		done <- c
-	}()
-	a, err = net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = <-done
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
-}
-
 // A write larger than the socket buffers waits for the reader (the EAGAIN
 // path) and arrives whole; a closed peer reads as EOF.
 func TestRawIOBigWriteAndEOF(t *testing.T) {

@@ -70,12 +70,22 @@ export class FocusWatch {
 
   private follow(): void {
     const cell = this.panel.content.activeCell;
-    if (cell !== this.watched) {
-      this.watched?.model.selections.changed.disconnect(this.changed, this);
-      this.watched = cell;
-      cell?.model.selections.changed.connect(this.changed, this);
+    if (cell === this.watched) {
+      this.changed();
+      return;
     }
-    this.changed();
+    this.watched?.model.selections.changed.disconnect(this.changed, this);
+    this.watched = cell;
+    cell?.model.selections.changed.connect(this.changed, this);
+    // A new active cell is sent at once (only a selection settles): the
+    // kernel answers reads from its mirror without asking the page, so the
+    // cell the user clicked, typed a prompt in and ran must be known
+    // before that cell's turn reads the notebook.
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    this.flush();
   }
 
   private changed(): void {

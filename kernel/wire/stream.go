@@ -92,9 +92,7 @@ func jsonString(b []byte, i int) (string, int, bool) {
 	}
 	i++
 	start := i
-	for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
-		i++
-	}
+	i = plainEnd(b, i)
 	if i < len(b) && b[i] == '"' { // no escapes: the common case
 		raw := b[start:i]
 		if !utf8.Valid(raw) {
@@ -102,14 +100,11 @@ func jsonString(b []byte, i int) (string, int, bool) {
 		}
 		return string(raw), i + 1, true
 	}
-	// Unquoting never lengthens: the quoted string's length bounds it,
+	// Unquoting never lengthens, so what is left of b bounds the string,
 	// and the buffer is not grown (a megabyte copied again for a last
-	// "\n").
-	v := validator{b: b, i: start - 1}
-	if !v.str() {
-		return "", 0, false
-	}
-	out := make([]byte, 0, v.i-start)
+	// "\n"). Escapes are rare in a short string ahead of a long one (a
+	// stream's "name" before its "text"), the case this bound wastes on.
+	out := make([]byte, 0, len(b)-start)
 	out = append(out, b[start:i]...)
 	for i < len(b) {
 		c := b[i]
@@ -126,10 +121,7 @@ func jsonString(b []byte, i int) (string, int, bool) {
 		case c < 0x20:
 			return "", 0, false
 		case c != '\\':
-			j := i + 1
-			for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
-				j++
-			}
+			j := plainEnd(b, i+1)
 			out = append(out, b[i:j]...)
 			i = j
 			continue

@@ -119,6 +119,10 @@ func (v *validator) str() bool {
 	b := v.b
 	i := v.i + 1
 	for i < len(b) {
+		i = plainEnd(b, i)
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -141,8 +145,6 @@ func (v *validator) str() bool {
 			default:
 				return false
 			}
-		default:
-			i++
 		}
 	}
 	return false

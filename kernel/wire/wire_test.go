@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,36 @@ func TestTamperedAndForged(t *testing.T) {
 	f2, _ := other.Encode(sample())
 	if _, err := s.Decode(f2); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("foreign key: err = %v", err)
+	}
+}
+
+// TestBigMessageSignature: a message over parallelVerify, whose signature
+// is checked beside its parse, is refused as forged whatever its JSON, and
+// one signed right decodes whole.
+func TestBigMessageSignature(t *testing.T) {
+	s := mustSigner(t, "secret")
+	m := sample()
+	m.Content = json.RawMessage(`{"name":"stdout","text":"` + strings.Repeat("x", parallelVerify) + `\n"}`)
+	frames, _ := s.Encode(m)
+	got, err := s.Decode(frames)
+	if err != nil || !bytes.Equal(got.Content, m.Content) {
+		t.Fatalf("a big message signed right: %v", err)
+	}
+	for name, content := range map[string][]byte{
+		"content changed":          bytes.Replace(frames[7], []byte("xx"), []byte("yy"), 1),
+		"content changed, invalid": append(bytes.Clone(frames[7][:len(frames[7])-1]), ','),
+	} {
+		cp := slices.Clone(frames)
+		cp[7] = content
+		if _, err := s.Decode(cp); !errors.Is(err, ErrBadSignature) {
+			t.Errorf("%s: err = %v, want %v", name, err, ErrBadSignature)
+		}
+	}
+	cp := slices.Clone(frames)
+	cp[7] = append(bytes.Clone(frames[7][:len(frames[7])-1]), ',')
+	cp[3] = s.sign(nil, cp[4], cp[5], cp[6], cp[7])
+	if _, err := s.Decode(cp); !errors.Is(err, ErrMalformed) {
+		t.Errorf("invalid JSON signed right: err = %v, want %v", err, ErrMalformed)
 	}
 }
 

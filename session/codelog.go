@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -106,7 +107,32 @@ func (l *CodeLog) RecordCell(ctx context.Context, code string, res backing.Resul
 // first prompt wait on the host for the session that prompt opens.
 func (l *CodeLog) UserCode(ctx context.Context, code string, res backing.Result) {
 	ims := codeResult(res).Images
-	entry := newCell(code, cellOutput(res, ims), ims)
+	l.userCell(ctx, code, res.Status, newCell(code, cellOutput(res, ims), ims))
+}
+
+// cellSettle is how long after a cell ends UserCodeOutput makes the
+// model's text of it, if no prompt asked for it first.
+const cellSettle = 20 * time.Millisecond
+
+// UserCodeOutput is UserCode for a cell whose outputs are still held as
+// they came (status is its reply's): output gives them, and is called
+// once, when the model's text of the cell is first needed or cellSettle
+// after this returns, whichever is first. Decoding a cell's outputs (a
+// megabyte of print is milliseconds of work) is then not done between
+// the backing kernel's reply and the kernel's idle, which the frontend
+// waits for.
+func (l *CodeLog) UserCodeOutput(ctx context.Context, code, status string, output func() backing.Result) {
+	made := sync.OnceValue(func() cell {
+		res := output()
+		ims := codeResult(res).Images
+		return newCell(code, cellOutput(res, ims), ims)
+	})
+	time.AfterFunc(cellSettle, func() { made() }) // lets go of the outputs soon
+	l.userCell(ctx, code, status, cell{made: made})
+}
+
+// userCell is UserCode's with the cell entry made.
+func (l *CodeLog) userCell(ctx context.Context, code, status string, entry cell) {
 	var c *current
 	l.host.holdCurrent(func(cur *current) { // against a session that opens meanwhile (takeEarly)
 		if c = cur; c == nil {
@@ -118,7 +144,7 @@ func (l *CodeLog) UserCode(ctx context.Context, code string, res backing.Result)
 	if c != nil {
 		c.addCell(entry)
 	}
-	l.record(ctx, c, 0, "user", code, res.Status)
+	l.record(ctx, c, 0, "user", code, status)
 }
 
 // maxKernelLog bounds the code the host remembers of its kernel.

@@ -83,6 +83,18 @@ func cellOutput(res backing.Result, ims []agent.Image) string {
 type cell struct {
 	text   string
 	images []agent.Image
+	// made, when set, makes the cell when it is first read: a cell run
+	// through the proxy is made from its outputs off that cell's path
+	// (UserCodeOutput).
+	made func() cell
+}
+
+// read returns c, made if it was made later.
+func (c cell) read() cell {
+	if c.made != nil {
+		return c.made()
+	}
+	return c
 }
 
 // maxCellImages is how many of the cells' images (the newest) go to a
@@ -129,6 +141,7 @@ func (c *current) takeCells() (notes []string, cells string, images []agent.Imag
 	if len(c.cells) > 0 {
 		texts := make([]string, len(c.cells))
 		for i, cl := range c.cells {
+			cl = cl.read()
 			texts[i] = cl.text
 			images = append(images, cl.images...)
 		}

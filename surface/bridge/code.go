@@ -96,12 +96,20 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 		if b.host.World().ReplayPending() {
 			b.replayFirst(ctx, r)
 		}
-		var col collector
-		b.forward(ctx, r, wire.MsgExecuteReply, &col)
+		col := new(collector)
+		b.forward(ctx, r, wire.MsgExecuteReply, col)
 		if !c.Silent {
-			res := col.result()
-			res.Status = r.ReplyStatus()
-			b.host.CodeLog().UserCode(ctx, c.Code, res)
+			status := r.ReplyStatus()
+			output := func() backing.Result {
+				res := col.result()
+				res.Status = status
+				return res
+			}
+			if col.size() < decodeLater {
+				b.host.CodeLog().UserCode(ctx, c.Code, output())
+			} else {
+				b.host.CodeLog().UserCodeOutput(ctx, c.Code, status, output)
+			}
 		}
 		return
 	}
@@ -372,17 +380,34 @@ func (b *Bridge) fail(r *kernel.Request, replyType, ename, evalue string) {
 	b.log.Info("request failed", "msg_type", r.Type(), "ename", ename, "evalue", strings.TrimSpace(evalue))
 }
 
-// collector gathers what a user's cell printed, for the model: a
-// backing.Collector that takes the first maxCollected bytes of output (the
-// model is given a few KiB of it) and that a remote kernel's reader may
-// still feed after the request returned.
+// collector gathers what a user's cell printed, for the model: the
+// outputs of the first maxCollected bytes (the model is given a few KiB of
+// them), which a remote kernel's reader may still add to after the request
+// returned. They are kept as they came and decoded (backing.Collector)
+// when the result is asked for: at once for small outputs, after the
+// cell's reply and idle went out for big ones (decodeLater), as a
+// megabyte of print is milliseconds of decoding, which the frontend would
+// otherwise wait for.
 type collector struct {
-	mu sync.Mutex
-	n  int
-	c  backing.Collector
+	mu   sync.Mutex
+	n    int
+	msgs []*wire.Message // not yet decoded
+	c    backing.Collector
 }
 
 const maxCollected = 1 << 20
+
+// decodeLater is the size of a cell's outputs from which they are decoded
+// for the model after the cell's idle (session.CodeLog.UserCodeOutput);
+// smaller ones are decoded at once, which costs less than a timer.
+const decodeLater = 64 << 10
+
+// size is the size of the outputs collected.
+func (c *collector) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
 
 func (c *collector) add(m *wire.Message) {
 	c.mu.Lock()
@@ -391,12 +416,16 @@ func (c *collector) add(m *wire.Message) {
 		return
 	}
 	c.n += len(m.Content)
-	c.c.Add(m)
+	c.msgs = append(c.msgs, m)
 }
 
 func (c *collector) result() backing.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, m := range c.msgs {
+		c.c.Add(m)
+	}
+	c.msgs = nil
 	return c.c.Result()
 }
 

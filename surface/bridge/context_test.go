@@ -143,3 +143,51 @@ func TestEmptyNamespaceIsNoBaseline(t *testing.T) {
 		t.Errorf("the first variables are not told whole:\n%s", got)
 	}
 }
+
+// TestProxiedCellsReachTheModel: in code mode the user's own cells go
+// through the proxy whole to the frontend, and their code and output, cut
+// to its head and tail, reach the model with the next %%agent prompt: a
+// cell run before the first prompt and one run between prompts, a
+// 200,000-character print among them and an error.
+func TestProxiedCellsReachTheModel(t *testing.T) {
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveAll}})
+	const big = "print('head-' + 'x' * 200000 + '-tail')"
+	rep, out := h.cell(big)
+	if rep["status"] != "ok" {
+		t.Fatalf("big cell: %v", rep)
+	}
+	if got := strings.Join(texts(out, "stream", ""), ""); len(got) != 200011 || !strings.HasPrefix(got, "head-x") || !strings.HasSuffix(got, "x-tail\n") {
+		t.Fatalf("the frontend got %d characters of stream (%.20q…), want the print whole", len(got), got)
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("Long.")))
+	if rep, _ := h.cell("%%agent\nWhat did I print?"); rep["status"] != "ok" {
+		t.Fatalf("prompt: %v", rep)
+	}
+	got := srv.LastUserText()
+	for _, want := range []string{big, "Output:\n```\nhead-xxx", "bytes cut", "xxx-tail\n```"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the first prompt lacks %q:\n%.3000s", want, got)
+		}
+	}
+	if len(got) > 10000 {
+		t.Errorf("the first prompt is %d bytes: the output was not cut", len(got))
+	}
+	if rep, _ := h.cell("print('between')\n1/0"); rep["status"] != "error" {
+		t.Fatalf("error cell: %v", rep)
+	}
+	srv.Enqueue(scripted.Reply(scripted.Text("An error.")))
+	h.cell("%%agent\nAnd then?")
+	got = srv.LastUserText()
+	for _, want := range []string{"1/0", "between", "ZeroDivisionError: division by zero"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the second prompt lacks %q:\n%.3000s", want, got)
+		}
+	}
+	if strings.Contains(got, "head-x") {
+		t.Errorf("the second prompt repeats the first one's cell:\n%.3000s", got)
+	}
+}

@@ -4,7 +4,9 @@
 // p50/p90/p99) and the kernel process's CPU time and context switches per
 // execute (and its backing kernel's), an execute that prints 1 MB (one
 // stream message; -big, p50/p90), and
-// start-up to the first kernel_info_reply. With -agentkernel BIN it installs
+// start-up to the first kernel_info_reply. The client connects over TCP, as
+// jupyter_client and JupyterLab do (-transport ipc: Unix sockets, for
+// every kernel alike). With -agentkernel BIN it installs
 // BIN's kernelspec (code mode over python3) into a temporary prefix first.
 // All kernels run at once and take turns in rounds, so that a change in the
 // machine's speed during the run does not favour one of them.
@@ -84,7 +86,11 @@ func run() error {
 	local := flag.Bool("local", true, "measure the local kernels: -specs, and agentkernel over python3")
 	gateway := flag.Bool("gateway", false, "measure agentkernel with gateway backing against a direct WebSocket client on a Jupyter server (needs -agentkernel)")
 	gwexec := flag.Int("gwexec", 2000, "empty executes with gateway backing, for each client")
+	flag.StringVar(&transport, "transport", client.TransportTCP, "how the client connects to every kernel measured: tcp, as jupyter_client and JupyterLab do, or ipc (Unix sockets); agentkernel's own backing kernel is reached over ipc either way")
 	flag.Parse()
+	if transport != client.TransportTCP && transport != client.TransportIPC {
+		return fmt.Errorf("-transport %q: want tcp or ipc", transport)
+	}
 	if *rounds < 1 || *n < *rounds || *nexec < *rounds || *starts < 1 || (*nbig != 0 && *nbig < *rounds) {
 		return errors.New("need -rounds ≥ 1, -n and -exec ≥ -rounds, -big 0 or ≥ -rounds, -starts ≥ 1")
 	}
@@ -224,13 +230,16 @@ func measureRunning(names []string, n, nexec, nbig, rounds int) ([]result, error
 // startTarget starts the kernelspec name and warms it up (which lets a
 // backing kernel finish starting). A target whose warm-up failed is
 // returned with the error, to be shut down.
+// transport is how the client connects to the kernels measured (-transport).
+var transport string
+
 func startTarget(ctx context.Context, name string) (*target, error) {
 	fmt.Fprintf(os.Stderr, "starting %s ...\n", name)
 	spec, err := client.FindSpec(name)
 	if err != nil {
 		return nil, err
 	}
-	k, err := client.Start(ctx, spec, client.Options{})
+	k, err := client.Start(ctx, spec, client.Options{Transport: transport})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -286,6 +295,7 @@ func coldStarts(results []result, starts int) error {
 // printLocal prints the table of results, then the ratios of each
 // agentkernel kernelspec to the one it is over.
 func printLocal(results []result, over map[string]string) {
+	fmt.Printf("the client connects to each kernel over %s (-transport)\n", transport)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "kernelspec\tkernel_info round trip p50\tp99\twith idle p50\tp99\texecute (reply+idle) p50\tp90\tp99\t1 MB output p50\tp90\tCPU/execute\tswitches/execute\tstart-up p50\tmin\tRSS MiB\t")
 	for _, r := range results {

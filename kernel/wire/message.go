@@ -73,7 +73,7 @@ func (m *Message) Parent() (Header, error) {
 	if len(m.ParentHeader) == 0 {
 		return h, nil
 	}
-	if err := json.Unmarshal(m.ParentHeader, &h); err != nil {
+	if err := decodeHeader(m.ParentHeader, &h); err != nil {
 		return h, fmt.Errorf("wire: decode parent header: %w", err)
 	}
 	return h, nil

@@ -177,7 +177,7 @@ func parse(frames [][]byte, d int) (*Message, error) {
 		Identities: frames[:d:d],
 		rawHeader:  json.RawMessage(header),
 	}
-	if err := json.Unmarshal(header, &m.Header); err != nil {
+	if err := decodeHeader(header, &m.Header); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrMalformed, err)
 	}
 	if m.Header.MsgType == "" {

@@ -287,8 +287,21 @@ export async function commOpen(page) {
 /** Sends text from the sidebar's prompt box, by clicking Send. */
 export async function send(page, text) {
   const sb = sidebar(page);
-  await sb.locator("#prompt").fill(text);
-  await sb.locator("#send").click();
+  const box = sb.locator("#prompt");
+  await box.fill(text);
+  // The panel empties the box as it sends. A click that left the text
+  // there was not taken (seen once in CI: a sidebar just attached kept
+  // "Insert a cell" and sent nothing), and is made again, as a user would.
+  for (let tries = 1; ; tries++) {
+    await sb.locator("#send").click();
+    const taken = await box.evaluate((el) => new Promise((resolve) => {
+      const t0 = Date.now();
+      const check = () => (el.value === "" ? resolve(true) : Date.now() - t0 > 3000 ? resolve(false) : setTimeout(check, 50));
+      check();
+    }));
+    if (taken) return;
+    if (tries === 3) throw new Error(`the panel did not send ${JSON.stringify(text)}: the prompt box kept it after 3 clicks`);
+  }
 }
 
 /** Waits for model to have served every queued turn and page's sidebar to be idle again. */

@@ -11,6 +11,18 @@ import (
 	"github.com/agentkernel/agentkernel/tests/scripted"
 )
 
+// codeKernel starts a code-mode kernel whose model is srv, the scripted
+// OpenAI API, approving as approve.
+func codeKernel(t *testing.T, approve agent.ApprovalPolicy) (*harness, *scripted.Server) {
+	t.Helper()
+	srv := scripted.New(t)
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
+	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
+	}}, Config: Config{Cells: CodeCells, Approve: approve}})
+	return h, srv
+}
+
 // TestContextBlockCarriesTheNamespace: in code mode, after the user made a
 // table in a real kernel, the next %%agent prompt reaches the model with a
 // <notebook_context> block naming it with its shape and columns, read
@@ -18,11 +30,7 @@ import (
 // else had run. A prompt after cells that changed nothing repeats nothing;
 // one after a change names only what changed.
 func TestContextBlockCarriesTheNamespace(t *testing.T) {
-	srv := scripted.New(t)
-	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
-	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
-		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveAll}})
+	h, srv := codeKernel(t, agent.ApproveAll)
 	rep, _ := h.cell("class Table:\n    columns = ['city', 'sales']\n    dtypes = ['object', 'float64']\n    shape = (120, 2)\ndf = Table()\nimport json as js")
 	if rep["status"] != "ok" {
 		t.Fatalf("setup cell: %v", rep)
@@ -60,11 +68,7 @@ func TestContextBlockCarriesTheNamespace(t *testing.T) {
 // looks at the user's table with inspect_variable — no cell runs, nobody
 // is asked — and gets its columns, dtypes and nulls.
 func TestInspectVariableInPlanMode(t *testing.T) {
-	srv := scripted.New(t)
-	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
-	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
-		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveNone}})
+	h, srv := codeKernel(t, agent.ApproveNone)
 	if rep, _ := h.cell("import pandas as pd\ndf = pd.DataFrame({'city': ['Oslo', None], 'sales': [1.5, 2.0]})"); rep["status"] != "ok" {
 		t.Skipf("pandas: %v", rep)
 	}
@@ -94,11 +98,7 @@ func TestInspectVariableInPlanMode(t *testing.T) {
 // model the table's description from the real kernel, and the prompt as
 // typed.
 func TestMentionedVariable(t *testing.T) {
-	srv := scripted.New(t)
-	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
-	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
-		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveNone}})
+	h, srv := codeKernel(t, agent.ApproveNone)
 	if rep, _ := h.cell("import pandas as pd\nsales = pd.DataFrame({'city': ['Oslo', None], 'total': [1.5, 2.0]})"); rep["status"] != "ok" {
 		t.Skipf("pandas: %v", rep)
 	}
@@ -121,11 +121,7 @@ func TestMentionedVariable(t *testing.T) {
 // (agentkernel run's replay depended on whether the kernel was up at the
 // first prompt).
 func TestEmptyNamespaceIsNoBaseline(t *testing.T) {
-	srv := scripted.New(t)
-	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
-	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
-		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveAll}})
+	h, srv := codeKernel(t, agent.ApproveAll)
 	if rep, _ := h.cell("pass"); rep["status"] != "ok" {
 		t.Fatalf("setup cell: %v", rep)
 	}
@@ -150,11 +146,7 @@ func TestEmptyNamespaceIsNoBaseline(t *testing.T) {
 // cell run before the first prompt and one run between prompts, a
 // 200,000-character print among them and an error.
 func TestProxiedCellsReachTheModel(t *testing.T) {
-	srv := scripted.New(t)
-	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
-	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
-		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-	}}, Config: Config{Cells: CodeCells, Approve: agent.ApproveAll}})
+	h, srv := codeKernel(t, agent.ApproveAll)
 	const big = "print('head-' + 'x' * 200000 + '-tail')"
 	rep, out := h.cell(big)
 	if rep["status"] != "ok" {

@@ -24,56 +24,20 @@ func decodeHeader(b []byte, h *Header) error {
 // fastHeader is decodeHeader's one pass; false: not sure (h may then be
 // half set).
 func fastHeader(b []byte, h *Header) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
-	for {
-		key, j, ok := jsonString(b, i)
-		if !ok {
-			return false
-		}
-		i = skipSpace(b, j)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
+	return members(b, func(key string, i int) (int, bool) {
 		if f := h.field(key); f != nil {
-			if *f, j, ok = jsonString(b, i); !ok {
-				return false
-			}
-			i = j
-		} else {
-			if isFieldFold(key) {
-				return false
-			}
-			v := validator{b: b, i: i}
-			if !v.value(0) {
-				return false
-			}
-			i = v.i
+			v, j, ok := jsonString(b, i)
+			*f = v
+			return j, ok
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return false
+		if isFieldFold(key) {
+			return 0, false
 		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return skipSpace(b, i+1) == len(b)
-		default:
-			return false
-		}
-	}
+		v := validator{b: b, i: i}
+		ok := v.value(0)
+		return v.i, ok
+	})
 }
-
-// headerKeys are Header's JSON names.
-var headerKeys = [...]string{"msg_id", "session", "username", "date", "msg_type", "version", "subshell_id"}
 
 // field returns the field of h that key names exactly, or nil.
 func (h *Header) field(key string) *string {
@@ -96,21 +60,15 @@ func (h *Header) field(key string) *string {
 	return nil
 }
 
-// isFieldFold reports whether key, not a field's exact name, matches one
-// the way encoding/json also matches names (ignoring case, and with
-// Unicode's folds: "ſ" is an "s" to it).
+// isFieldFold reports whether key, not a field's exact name, may match one
+// the way encoding/json also matches names: ignoring ASCII case, and with
+// Unicode's folds (the Kelvin sign is a "k" to it), so a key with any
+// non-ASCII byte is left to it.
 func isFieldFold(key string) bool {
-	for _, k := range headerKeys {
-		if strings.EqualFold(key, k) {
-			return true
-		}
-	}
-	// encoding/json folds more than EqualFold's simple folds (the Kelvin
-	// sign is a "k"); a key with non-ASCII letters is left to it.
 	for i := 0; i < len(key); i++ {
 		if key[i] >= 0x80 {
 			return true
 		}
 	}
-	return false
+	return new(Header).field(strings.ToLower(key)) != nil
 }

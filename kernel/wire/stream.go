@@ -25,53 +25,60 @@ func (m *Message) DecodeStream() (Stream, error) {
 // spelt, each at most once, string values); ok is false for anything else,
 // which encoding/json then decides on.
 func fastStream(b []byte) (s Stream, ok bool) {
+	var seen [2]bool
+	ok = members(b, func(key string, i int) (int, bool) {
+		val, j, ok := jsonString(b, i)
+		switch {
+		case !ok:
+			return 0, false
+		case key == "name" && !seen[0]:
+			s.Name, seen[0] = val, true
+		case key == "text" && !seen[1]:
+			s.Text, seen[1] = val, true
+		default:
+			return 0, false
+		}
+		return j, true
+	})
+	return s, ok
+}
+
+// members reads b as one JSON object (with surrounding white space) in one
+// pass: member reads the value of key at b[i:] (white space skipped) and
+// returns the index after it. false: b is not such an object, or member
+// said false — not sure, for a caller that then leaves b to encoding/json.
+func members(b []byte, member func(key string, i int) (int, bool)) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return s, false
+		return false
 	}
 	i = skipSpace(b, i+1)
-	var seen [2]bool
 	if i < len(b) && b[i] == '}' {
-		return s, skipSpace(b, i+1) == len(b)
+		return skipSpace(b, i+1) == len(b)
 	}
 	for {
 		key, j, ok := jsonString(b, i)
 		if !ok {
-			return s, false
+			return false
 		}
 		i = skipSpace(b, j)
 		if i >= len(b) || b[i] != ':' {
-			return s, false
+			return false
 		}
-		val, j, ok := jsonString(b, skipSpace(b, i+1))
-		if !ok {
-			return s, false
+		if i, ok = member(key, skipSpace(b, i+1)); !ok {
+			return false
 		}
-		switch key {
-		case "name":
-			if seen[0] {
-				return s, false
-			}
-			s.Name, seen[0] = val, true
-		case "text":
-			if seen[1] {
-				return s, false
-			}
-			s.Text, seen[1] = val, true
-		default:
-			return s, false
-		}
-		i = skipSpace(b, j)
+		i = skipSpace(b, i)
 		if i >= len(b) {
-			return s, false
+			return false
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case '}':
-			return s, skipSpace(b, i+1) == len(b)
+			return skipSpace(b, i+1) == len(b)
 		default:
-			return s, false
+			return false
 		}
 	}
 }

@@ -107,6 +107,7 @@ test-fuzz:
 	$(GO) test -run=NONE -fuzz='^FuzzValidJSON$$' -fuzztime=$(FUZZTIME) ./kernel/wire
 	$(GO) test -run=NONE -fuzz='^FuzzDecodeStream$$' -fuzztime=$(FUZZTIME) ./kernel/wire
 	$(GO) test -run=NONE -fuzz='^FuzzDecodeHeader$$' -fuzztime=$(FUZZTIME) ./kernel/wire
+	$(GO) test -run=NONE -fuzz='^FuzzDecodeLazy$$' -fuzztime=$(FUZZTIME) ./kernel/wire
 
 test-python: build mcp-server acp-client wheels
 	AGENTKERNEL_BIN=$(abspath $(BIN)) AGENTKERNEL_WHEELS=$(WHEELS) $(PYTHON) -m pytest tests/python -q -p no:cacheprovider

@@ -42,6 +42,11 @@ type LocalOptions struct {
 	// Refuse, when set, is why no kernel may be started (this process is
 	// itself a backing kernel: CheckNested). Every request fails with it.
 	Refuse error
+	// Key, when set, is the kernel's signing key (client.Options.Key):
+	// the key of the frontend of the agentkernel that owns the runner, so
+	// that the kernel's outputs reach the frontend as the kernel signed
+	// them. Default: a fresh key.
+	Key string
 	// OnIOPub receives the kernel's iopub messages that belong to no
 	// pending request (late output of a finished cell, widgets). It runs on
 	// the client's goroutine: it must not block.
@@ -190,6 +195,7 @@ func (l *Local) launch() (*client.Kernel, error) {
 		Logger:  l.log,
 		Dir:     l.opts.Dir,
 		OnIOPub: l.opts.OnIOPub,
+		Key:     l.opts.Key,
 		Env:     append(slices.Clip(l.opts.Env), Mark(l.opts.Owner)),
 		Args:    l.opts.Args,
 	})

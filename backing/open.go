@@ -31,6 +31,9 @@ type Options struct {
 	Refuse error
 	// OnIOPub receives the iopub messages that belong to no request.
 	OnIOPub func(*wire.Message)
+	// Key is a local kernel's signing key (LocalOptions.Key); a kernel on
+	// a server has the server's.
+	Key string
 	// StartTimeout bounds a local kernel's start (LocalOptions).
 	StartTimeout time.Duration
 	// Logger; default a null logger.
@@ -45,7 +48,7 @@ func Open(o Options) (Runner, error) {
 	}
 	if o.Gateway == nil || o.Refuse != nil {
 		return NewLocal(LocalOptions{Kernel: o.Kernel, KernelDir: o.KernelDir, Args: o.Args, Dir: o.Dir, Owner: o.Owner, Refuse: o.Refuse,
-			OnIOPub: o.OnIOPub, StartTimeout: o.StartTimeout, Logger: o.Logger}), nil
+			OnIOPub: o.OnIOPub, Key: o.Key, StartTimeout: o.StartTimeout, Logger: o.Logger}), nil
 	}
 	if len(o.Args) > 0 {
 		o.Logger.Warn("a kernel on a server takes no command-line arguments; ignored", "args", o.Args)

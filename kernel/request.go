@@ -95,6 +95,17 @@ func (r *Request) PublishRaw(msgType string, content, metadata json.RawMessage, 
 	return r.srv.publish(r.Msg, msgType, content, metadata, buffers)
 }
 
+// Forward publishes m, an iopub message of a kernel this one proxies
+// whose parent is this request, on this kernel's iopub. When m was read
+// with this kernel's key (the proxied kernel was given it) it goes out as
+// it came, signature and all, and the frontend checks it; otherwise it is
+// checked (a lazily decoded m: wire.Message.Verify) and published anew
+// with this request as parent, as PublishRaw does.
+func (r *Request) Forward(m *wire.Message) error {
+	r.Busy()
+	return r.srv.forward(r.Msg, m)
+}
+
 // AllowStdin reports whether the frontend accepts input_request for this
 // request (allow_stdin in an execute_request; false otherwise).
 func (r *Request) AllowStdin() bool {

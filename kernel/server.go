@@ -354,6 +354,26 @@ func (s *Server) publish(parent *wire.Message, msgType string, content, metadata
 	return s.send(s.iopub, m)
 }
 
+// forward sends m on iopub as it was signed when it was read with our
+// key, else checked and published anew under parent (Request.Forward).
+func (s *Server) forward(parent, m *wire.Message) error {
+	if signed := s.signer.Signed(m); signed != nil {
+		frames := make([][]byte, 0, 2+len(signed))
+		frames = append(frames, []byte("kernel."+s.session+"."+m.Header.MsgType), delimiterFrame)
+		frames = append(frames, signed...)
+		if err := s.iopub.Send(frames); err != nil {
+			return fmt.Errorf("kernel: send %s: %w", m.Header.MsgType, err)
+		}
+		return nil
+	}
+	if err := m.Verify(); err != nil {
+		return fmt.Errorf("kernel: forward %s: %w", m.Header.MsgType, err)
+	}
+	return s.publish(parent, m.Header.MsgType, m.Content, m.Metadata, m.Buffers)
+}
+
+var delimiterFrame = []byte(wire.Delimiter)
+
 // welcome greets each new iopub subscriber with iopub_welcome naming its
 // subscription (protocol 5.5: the client then knows it will see what is
 // published from now on; clients that do not know the message ignore it).

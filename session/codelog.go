@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -110,24 +109,22 @@ func (l *CodeLog) UserCode(ctx context.Context, code string, res backing.Result)
 	l.userCell(ctx, code, res.Status, newCell(code, cellOutput(res, ims), ims))
 }
 
-// cellSettle is how long after a cell ends UserCodeOutput makes the
-// model's text of it, if no prompt asked for it first.
-const cellSettle = 20 * time.Millisecond
-
 // UserCodeOutput is UserCode for a cell whose outputs are still held as
 // they came (status is its reply's): output gives them, and is called
-// once, when the model's text of the cell is first needed or cellSettle
-// after this returns, whichever is first. Decoding a cell's outputs (a
-// megabyte of print is milliseconds of work) is then not done between
-// the backing kernel's reply and the kernel's idle, which the frontend
-// waits for.
+// once, when the model's text of the cell is first needed (the next
+// prompt). Decoding a cell's outputs (a megabyte of print is a
+// millisecond or two of work, and its signature's check another) is then
+// not done between the backing kernel's reply and the kernel's idle,
+// which the frontend waits for, nor beside the cells run after it, and
+// not at all for a cell no prompt follows before maxCells more ran. What
+// is held is bounded by maxCells cells of the caller's collected
+// outputs.
 func (l *CodeLog) UserCodeOutput(ctx context.Context, code, status string, output func() backing.Result) {
 	made := sync.OnceValue(func() cell {
 		res := output()
 		ims := codeResult(res).Images
 		return newCell(code, cellOutput(res, ims), ims)
 	})
-	time.AfterFunc(cellSettle, func() { made() }) // lets go of the outputs soon
 	l.userCell(ctx, code, status, cell{made: made})
 }
 

@@ -178,6 +178,12 @@ func (k *kernelRun) open(mode bridge.CellKind, nested error) (b *bridge.Bridge, 
 	// The runner's iopub goes to the bridge, which is made before the
 	// runner starts (b.Start).
 	bo.Args, bo.Refuse, bo.OnIOPub = k.passed, nested, func(m *wire.Message) { b.Unsolicited(m) }
+	// A local backing kernel signs with the frontend's key: its outputs
+	// go on to the frontend as they came, where they would otherwise be
+	// checked and signed again, a megabyte's HMAC each way (the
+	// frontend's key gives the kernel's code nothing it could not read
+	// from this kernel's connection file, the user's own).
+	bo.Key = k.conn.Key
 	a, err := app.Open(context.Background(), cfg, app.Surface{Kind: string(mode), Logger: k.log, Backing: bo})
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: %w", err)

@@ -54,6 +54,11 @@ type Options struct {
 	// the directory of a kernel's ipc sockets. Default: the Jupyter
 	// runtime dir (RuntimeDir).
 	ConnectionDir string
+	// Key, when set, is the signing key the kernel is given (Start)
+	// instead of a fresh one: a proxy gives it its own frontend's, so that
+	// the kernel's iopub messages can go on to the frontend as signed
+	// (Request.Forward, kernel.Request.Forward).
+	Key string
 	// OnIOPub receives the iopub messages that belong to no pending request
 	// (other clients' requests, "starting" status, …). It runs on the
 	// client's iopub goroutine: it must not block, and must not call Do.
@@ -353,8 +358,12 @@ func (l *link) close() {
 // receiver returns the handler of one of l's sockets: it verifies each
 // message and dispatches it, on the goroutine reading the socket.
 func (c *Client) receiver(l *link, channel string) func([][]byte) {
+	decode := c.signer.Decode
+	if channel == "iopub" {
+		decode = c.signer.DecodeLazy // checked in dispatch unless forwarded
+	}
 	return func(frames [][]byte) {
-		m, err := c.signer.Decode(frames)
+		m, err := decode(frames)
 		if err != nil {
 			c.log.Warn("dropping message", "channel", channel, "error", err)
 			return
@@ -372,6 +381,20 @@ func (c *Client) dispatch(l *link, channel string, m *wire.Message) {
 	if err != nil {
 		c.log.Warn("dropping message", "channel", channel, "msg_type", m.Header.MsgType, "error", err)
 		return
+	}
+	if m.Lazy() {
+		// A big message read lazily: checked now unless the request it
+		// answers only sends its messages on (Request.Forward).
+		c.mu.Lock()
+		p := c.pending[parent.MsgID]
+		forward := p != nil && p.forward
+		c.mu.Unlock()
+		if !forward {
+			if err := m.Verify(); err != nil {
+				c.log.Warn("dropping message", "channel", channel, "msg_type", m.Header.MsgType, "error", err)
+				return
+			}
+		}
 	}
 	c.mu.Lock()
 	p := c.pending[parent.MsgID]

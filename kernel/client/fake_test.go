@@ -164,6 +164,19 @@ func TestFakeKernel(t *testing.T) {
 			f.status(m, "busy")
 			f.reply(f.shell, m, "foreign_reply", nil)
 			f.status(m, "idle")
+		case "big_request": // a big output signed badly, then one signed right
+			big := map[string]string{"name": "stdout", "text": strings.Repeat("x", wire.LazyMin)}
+			r, _ := wire.Reply(m, f.session, "stream", big)
+			r.Identities = [][]byte{[]byte("kernel.stream")}
+			frames, _ := f.signer.Encode(r)
+			frames[2] = []byte("00" + string(frames[2][2:]))
+			f.status(m, "busy")
+			f.pubMu.Lock()
+			f.iopub.SendMulti(zmq4.NewMsgFrom(frames...))
+			f.pubMu.Unlock()
+			f.publish(m, "stream", big)
+			f.reply(f.shell, m, "big_reply", nil)
+			f.status(m, "idle")
 		case "hang_request": // never answers
 		}
 	})
@@ -191,6 +204,29 @@ func TestFakeKernel(t *testing.T) {
 		r, err := c.Do(testCtx(t), Request{MsgType: "forged_request"}, Handlers{})
 		if err != nil || content(t, r)["who"] != "kernel" {
 			t.Fatalf("got %v, %v", r, err)
+		}
+	})
+	t.Run("big output forged", func(t *testing.T) {
+		// A request whose handlers read their outputs gets only the one
+		// signed right; one that sends them on gets both, unchecked, and
+		// Verify refuses the forged one.
+		streams := func(forward bool) (got []*wire.Message) {
+			_, err := c.Do(testCtx(t), Request{MsgType: "big_request", Forward: forward}, Handlers{IOPub: func(m *wire.Message) {
+				if m.Header.MsgType == "stream" {
+					got = append(got, m)
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		if got := streams(false); len(got) != 1 || got[0].Verify() != nil {
+			t.Errorf("read: got %d streams, want the 1 signed right", len(got))
+		}
+		got := streams(true)
+		if len(got) != 2 || !got[0].Lazy() || !errors.Is(got[0].Verify(), wire.ErrBadSignature) || got[1].Verify() != nil {
+			t.Errorf("sent on: got %d streams, want 2, the first refused by Verify", len(got))
 		}
 	})
 	t.Run("foreign iopub to OnIOPub", func(t *testing.T) {

@@ -109,6 +109,9 @@ func startOnce(ctx context.Context, spec *Spec, opts Options) (*Kernel, error) {
 		return nil, fmt.Errorf("client: start %s: %w", spec.Name, err)
 	}
 	conn.KernelName = spec.Name
+	if opts.Key != "" {
+		conn.Key = opts.Key
+	}
 	connFile := filepath.Join(opts.ConnectionDir, "kernel-"+uuid.NewString()+".json")
 	c, err := newClient(conn, opts)
 	if err == nil {

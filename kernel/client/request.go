@@ -30,6 +30,12 @@ type Request struct {
 	// the frontend's msg_id this way). Its MsgType, Session, Username,
 	// Date and Version are filled in when empty.
 	Header *wire.Header
+	// Forward says the handlers send the request's iopub messages on
+	// (kernel.Request.Forward) rather than read them: a big one reaches
+	// IOPub decoded lazily (wire.Signer.DecodeLazy), and its content must
+	// be checked with Verify before it is used. Other requests' messages
+	// are checked before they reach their handlers.
+	Forward bool
 }
 
 // Handlers receive what the kernel sends about one request while Do waits.
@@ -75,6 +81,8 @@ type pending struct {
 	events []event
 	err    error
 	notify chan struct{} // cap 1: something was pushed or err set
+	// forward is the request's Request.Forward.
+	forward bool
 }
 
 func newPending(id string) *pending {
@@ -166,6 +174,7 @@ func (c *Client) sendTo(ctx context.Context, req Request, track bool, into *pend
 	p := into
 	if p == nil {
 		p = newPending(h.MsgID)
+		p.forward = req.Forward
 	}
 	var l *link
 	for l == nil {

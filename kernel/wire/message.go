@@ -50,6 +50,14 @@ type Message struct {
 	// rawHeader is the header exactly as received, so that forwarding or
 	// using it as a parent header does not re-encode it.
 	rawHeader json.RawMessage
+	// signed holds, for a message read from a socket, its frames from the
+	// signature on as they came, and signer the Signer that read them: a
+	// proxy with the same key can send them on unchanged (Signer.Signed).
+	signed [][]byte
+	signer *Signer
+	// check, for a message decoded lazily (Signer.DecodeLazy), verifies
+	// its signature and metadata and content, once (Verify).
+	check *lazyCheck
 }
 
 // RawHeader returns the header as JSON: the bytes received, or a fresh

@@ -49,9 +49,10 @@ func (l Limits) withDefaults() Limits {
 // signing (as Jupyter does): signatures are empty and not checked.
 // A Signer is safe for concurrent use.
 type Signer struct {
-	key    []byte
-	limits Limits
-	pool   sync.Pool
+	key     []byte
+	limits  Limits
+	lazyMin int // LazyMin; less in tests
+	pool    sync.Pool
 }
 
 // NewSigner returns a Signer for key using scheme ("" means hmac-sha256).
@@ -59,7 +60,7 @@ func NewSigner(scheme string, key []byte, limits Limits) (*Signer, error) {
 	if scheme != "" && scheme != SignatureScheme {
 		return nil, fmt.Errorf("wire: unsupported signature scheme %q (want %s)", scheme, SignatureScheme)
 	}
-	s := &Signer{key: bytes.Clone(key), limits: limits.withDefaults()}
+	s := &Signer{key: bytes.Clone(key), limits: limits.withDefaults(), lazyMin: LazyMin}
 	s.pool.New = func() any { return hmac.New(sha256.New, s.key) }
 	return s, nil
 }
@@ -111,15 +112,48 @@ var delimiter = []byte(Delimiter)
 // Decode verifies and parses frames read from a socket. It never panics; on
 // any error the message must be dropped.
 func (s *Signer) Decode(frames [][]byte) (*Message, error) {
+	d, err := s.frame(frames)
+	if err != nil {
+		return nil, err
+	}
+	rest := frames[d+1:]
+	sig, header, parent, meta, content := rest[0], rest[1], rest[2], rest[3], rest[4]
+	if !s.Enabled() {
+		return s.parse(frames, d)
+	}
+	verify := func() bool { return hmac.Equal(s.sign(make([]byte, 0, 64), header, parent, meta, content), sig) }
+	if len(content) < parallelVerify {
+		if !verify() {
+			return nil, ErrBadSignature
+		}
+		return s.parse(frames, d)
+	}
+	// A big message: its signature is checked beside the parse (the JSON
+	// checks), which reads the same bytes, and the parse's verdict is only
+	// told once the signature holds: a forged message is ErrBadSignature
+	// whatever its JSON.
+	ok := make(chan bool, 1)
+	go func() { ok <- verify() }()
+	m, err := s.parse(frames, d)
+	if !<-ok {
+		return nil, ErrBadSignature
+	}
+	return m, err
+}
+
+// frame checks the frames' shape (the limits, the delimiter, five frames
+// after it, a signature when messages are signed) and returns the
+// delimiter's index.
+func (s *Signer) frame(frames [][]byte) (int, error) {
 	if len(frames) > s.limits.MaxFrames {
-		return nil, fmt.Errorf("%w: %d frames (limit %d)", ErrTooLarge, len(frames), s.limits.MaxFrames)
+		return 0, fmt.Errorf("%w: %d frames (limit %d)", ErrTooLarge, len(frames), s.limits.MaxFrames)
 	}
 	total := 0
 	for _, f := range frames {
 		total += len(f)
 	}
 	if total > s.limits.MaxBytes {
-		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, total, s.limits.MaxBytes)
+		return 0, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, total, s.limits.MaxBytes)
 	}
 	d := -1
 	for i, f := range frames {
@@ -129,37 +163,15 @@ func (s *Signer) Decode(frames [][]byte) (*Message, error) {
 		}
 	}
 	if d < 0 {
-		return nil, ErrNoDelimiter
+		return 0, ErrNoDelimiter
 	}
-	rest := frames[d+1:]
-	if len(rest) < 5 {
-		return nil, fmt.Errorf("%w: got %d, need 5", ErrTooFewFrames, len(rest))
+	if rest := len(frames) - d - 1; rest < 5 {
+		return 0, fmt.Errorf("%w: got %d, need 5", ErrTooFewFrames, rest)
 	}
-	sig, header, parent, meta, content := rest[0], rest[1], rest[2], rest[3], rest[4]
-	if !s.Enabled() {
-		return parse(frames, d)
+	if s.Enabled() && len(frames[d+1]) == 0 {
+		return 0, ErrMissingSignature
 	}
-	if len(sig) == 0 {
-		return nil, ErrMissingSignature
-	}
-	verify := func() bool { return hmac.Equal(s.sign(make([]byte, 0, 64), header, parent, meta, content), sig) }
-	if len(content) < parallelVerify {
-		if !verify() {
-			return nil, ErrBadSignature
-		}
-		return parse(frames, d)
-	}
-	// A big message: its signature is checked beside the parse (the JSON
-	// checks), which reads the same bytes, and the parse's verdict is only
-	// told once the signature holds: a forged message is ErrBadSignature
-	// whatever its JSON.
-	ok := make(chan bool, 1)
-	go func() { ok <- verify() }()
-	m, err := parse(frames, d)
-	if !<-ok {
-		return nil, ErrBadSignature
-	}
-	return m, err
+	return d, nil
 }
 
 // parallelVerify is the content size from which Decode checks a
@@ -168,14 +180,104 @@ func (s *Signer) Decode(frames [][]byte) (*Message, error) {
 // goroutine is a microsecond.
 const parallelVerify = 256 << 10
 
+// LazyMin is the content size from which DecodeLazy leaves a message's
+// checks to Verify.
+const LazyMin = 64 << 10
+
+// DecodeLazy is Decode for a message that is likely only to be sent on:
+// one whose content is LazyMin or more (and that is not a status) has its
+// frames' shape checked and its header and parent header parsed, and its
+// signature and the JSON of its metadata and content are checked by
+// Verify, which must succeed before they are used. A proxy that shares
+// the key of the kernel it reads and of the frontend it serves sends such
+// a message on as signed (Signed), and the frontend checks the
+// signature; its own uses of the content call Verify first. Smaller
+// messages are decoded as Decode does.
+func (s *Signer) DecodeLazy(frames [][]byte) (*Message, error) {
+	d, err := s.frame(frames)
+	if err != nil {
+		return nil, err
+	}
+	if len(frames[d+5]) < s.lazyMin {
+		return s.Decode(frames)
+	}
+	rest := frames[d+1:]
+	m := &Message{Identities: frames[:d:d], rawHeader: json.RawMessage(rest[1]), signed: rest, signer: s}
+	if err := decodeHeader(rest[1], &m.Header); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrMalformed, err)
+	}
+	if m.Header.MsgType == "" || m.Header.MsgType == MsgStatus {
+		return s.Decode(frames)
+	}
+	if !isObject(rest[2]) {
+		return nil, fmt.Errorf("%w: parent_header is not a JSON object", ErrMalformed)
+	}
+	m.ParentHeader, m.Metadata, m.Content = rest[2], rest[3], rest[4]
+	if len(rest) > 5 {
+		m.Buffers = rest[5:]
+	}
+	m.check = &lazyCheck{s: s, frames: frames, d: d}
+	return m, nil
+}
+
+// lazyCheck is what DecodeLazy left to Verify.
+type lazyCheck struct {
+	once   sync.Once
+	err    error
+	s      *Signer
+	frames [][]byte
+	d      int
+}
+
+// Verify reports whether m may be used: nil for a message decoded by
+// Decode or built here; for one decoded lazily (DecodeLazy), the verdict
+// of the checks Decode would have made, reached once.
+func (m *Message) Verify() error {
+	c := m.check
+	if c == nil {
+		return nil
+	}
+	c.once.Do(func() {
+		_, c.err = c.s.Decode(c.frames)
+		c.frames = nil
+	})
+	return c.err
+}
+
+// Lazy reports whether m was decoded lazily: its Verify makes the checks
+// Decode would have made.
+func (m *Message) Lazy() bool { return m.check != nil }
+
+// Signed returns the frames of m from its signature on, as they were
+// read, when s can send them on unchanged: m was read from a socket by a
+// Signer with s's key, and its header, metadata, content and buffers are
+// still those frames. Otherwise nil: m must be encoded (Encode) to be
+// sent.
+func (s *Signer) Signed(m *Message) [][]byte {
+	f := m.signed
+	if f == nil || m.signer == nil || !bytes.Equal(m.signer.key, s.key) ||
+		!same(m.rawHeader, f[1]) || !same(m.Metadata, f[3]) || !same(m.Content, f[4]) || len(m.Buffers) != len(f)-5 {
+		return nil
+	}
+	return f
+}
+
+// same reports whether a and b are the same bytes in memory (not only
+// equal ones).
+func same(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // parse is Decode's part after the signature: frames[d] is the delimiter,
 // and at least five frames follow it.
-func parse(frames [][]byte, d int) (*Message, error) {
+func (s *Signer) parse(frames [][]byte, d int) (*Message, error) {
 	rest := frames[d+1:]
 	header, parent, meta, content := rest[1], rest[2], rest[3], rest[4]
 	m := &Message{
 		Identities: frames[:d:d],
 		rawHeader:  json.RawMessage(header),
+		signed:     rest,
+		signer:     s,
 	}
 	if err := decodeHeader(header, &m.Header); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrMalformed, err)

@@ -159,6 +159,68 @@ func TestBigMessageSignature(t *testing.T) {
 	}
 }
 
+// TestDecodeLazy: a big output read lazily is sent on as signed, to a
+// peer with the key, only while it is what was read; its checks wait for
+// Verify, which refuses a forged one; a small message or a status is
+// decoded at once.
+func TestDecodeLazy(t *testing.T) {
+	s := mustSigner(t, "secret")
+	m := sample()
+	m.Header.MsgType = MsgStream
+	m.Content = json.RawMessage(`{"name":"stdout","text":"` + strings.Repeat("x", LazyMin) + `\n"}`)
+	frames, _ := s.Encode(m)
+	got, err := s.DecodeLazy(frames)
+	if err != nil || !got.Lazy() || got.Header != m.Header {
+		t.Fatalf("DecodeLazy: %v, lazy %v, header %+v", err, err == nil && got.Lazy(), got)
+	}
+	if err := got.Verify(); err != nil {
+		t.Fatalf("Verify of a message signed right: %v", err)
+	}
+	signed := s.Signed(got)
+	if len(signed) != len(frames)-3 || !bytes.Equal(signed[0], frames[3]) || !bytes.Equal(signed[4], frames[7]) {
+		t.Fatalf("Signed gives %d frames, not the %d from the signature on", len(signed), len(frames)-3)
+	}
+	if mustSigner(t, "other").Signed(got) != nil {
+		t.Error("Signed under another key")
+	}
+	changed := *got
+	changed.Content = json.RawMessage(`{"name":"stdout","text":"y"}`)
+	if s.Signed(&changed) != nil {
+		t.Error("Signed gives the frames read for a message whose content was changed")
+	}
+	if s.Signed(m) != nil {
+		t.Error("Signed gives frames for a message built here")
+	}
+
+	forged := slices.Clone(frames)
+	forged[7] = bytes.Replace(frames[7], []byte("xx"), []byte("yy"), 1)
+	got, err = s.DecodeLazy(forged)
+	if err != nil {
+		t.Fatalf("DecodeLazy of a forged big message: %v (its checks are Verify's)", err)
+	}
+	if err := got.Verify(); !errors.Is(err, ErrBadSignature) {
+		t.Errorf("Verify of a forged message: %v, want %v", err, ErrBadSignature)
+	}
+
+	for name, mod := range map[string]func(*Message){
+		"small":  func(m *Message) { m.Content = json.RawMessage(`{"name":"stdout","text":"x"}`) },
+		"status": func(m *Message) { m.Header.MsgType = MsgStatus },
+	} {
+		c := *m
+		c.rawHeader = nil // encoded afresh
+		mod(&c)
+		frames, _ := s.Encode(&c)
+		forged := slices.Clone(frames)
+		forged[3] = bytes.Repeat([]byte("0"), 64)
+		if got, err := s.DecodeLazy(frames); err != nil || got.Lazy() {
+			t.Errorf("%s: DecodeLazy: %v, lazy %v", name, err, err == nil && got.Lazy())
+		}
+		if _, err := s.DecodeLazy(forged); !errors.Is(err, ErrBadSignature) {
+			t.Errorf("%s, forged: DecodeLazy: %v, want %v", name, err, ErrBadSignature)
+		}
+	}
+}
+
 func TestMalformed(t *testing.T) {
 	s := mustSigner(t, "")
 	base := func(h, p, m, c string) [][]byte {

@@ -58,6 +58,11 @@ type testConfig struct {
 	Backing string
 	Dir     string
 	Host    session.Config
+	// Key is the signing key of the kernel's connection and, unless
+	// OwnKey, of its backing kernel's, as the kernel command does; "" is
+	// a fresh one.
+	Key    string
+	OwnKey bool
 }
 
 // newBridge opens tc's runner and host and the Bridge over them.
@@ -70,8 +75,12 @@ func newBridge(t *testing.T, tc testConfig) *Bridge {
 		tc.Logger = logger()
 	}
 	var b *Bridge
-	r, err := backing.Open(backing.Options{Kernel: tc.Backing, Dir: tc.Dir, OnIOPub: func(m *wire.Message) { b.Unsolicited(m) },
-		Logger: tc.Logger})
+	bo := backing.Options{Kernel: tc.Backing, Dir: tc.Dir, OnIOPub: func(m *wire.Message) { b.Unsolicited(m) },
+		Logger: tc.Logger}
+	if !tc.OwnKey {
+		bo.Key = tc.Key
+	}
+	r, err := backing.Open(bo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +103,7 @@ func startWith(t *testing.T, tc testConfig) *harness {
 		t.Skip("Debian's python3-ipykernel is not installed")
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	tc.Key = cmp.Or(tc.Key, wire.NewKey())
 	b := newBridge(t, tc)
 	b.Start()
 	var (
@@ -109,6 +119,7 @@ func startWith(t *testing.T, tc testConfig) *harness {
 		if err != nil {
 			t.Fatal(err)
 		}
+		conn.Key = tc.Key
 		if srv, err = kernel.New(kernel.Config{Conn: conn, Handler: b, Logger: logger()}); err != nil {
 			t.Fatal(err)
 		}

@@ -209,10 +209,10 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 	if !b.runner.Running() {
 		r.Busy() // it died since DeferBusy: a start takes long
 	}
-	// The frontend's msg_id, so that the backing's replies name it; the
-	// client fills in our session, the date and the version.
-	hdr := wire.Header{MsgID: r.Msg.Header.MsgID, Username: r.Msg.Header.Username, MsgType: r.Type(),
-		SubshellID: r.Msg.Header.SubshellID}
+	// The frontend's header, so that the backing's replies and outputs
+	// name the frontend's request as their parent, as they go on to the
+	// frontend unchanged (relay); the client fills in what it lacks.
+	hdr := r.Msg.Header
 	b.recent.add(hdr.MsgID, r)
 	inputCtx, endInput := b.inputFor(ctx)
 	defer endInput()
@@ -224,6 +224,7 @@ func (b *Bridge) forward(ctx context.Context, r *kernel.Request, replyType strin
 		Metadata: r.Msg.Metadata,
 		Buffers:  r.Msg.Buffers,
 		Header:   &hdr,
+		Forward:  true,
 	}, client.Handlers{
 		IOPub: func(m *wire.Message) {
 			b.relay(r, m)
@@ -328,13 +329,15 @@ func (b *Bridge) forwardEnded(r *kernel.Request, reply *backingReply, rep *wire.
 	}
 }
 
-// relay republishes one backing iopub message with r as parent. Status is
-// dropped: the server publishes our own busy/idle around r.
+// relay sends one backing iopub message on to the frontend, under r: as
+// the backing signed it when it has the frontend's key, else anew with r
+// as parent (kernel.Request.Forward). Status is dropped: the server
+// publishes our own busy/idle around r.
 func (b *Bridge) relay(r *kernel.Request, m *wire.Message) {
 	if m.Header.MsgType == wire.MsgStatus {
 		return
 	}
-	if err := r.PublishRaw(m.Header.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
+	if err := r.Forward(m); err != nil {
 		b.log.Debug("relay failed", "msg_type", m.Header.MsgType, "error", err)
 	}
 }
@@ -423,7 +426,11 @@ func (c *collector) result() backing.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range c.msgs {
-		c.c.Add(m)
+		// A big output was sent on unchecked (client.Request.Forward);
+		// the model is given it only once it is.
+		if m.Verify() == nil {
+			c.c.Add(m)
+		}
 	}
 	c.msgs = nil
 	return c.c.Result()

@@ -15,12 +15,19 @@ import (
 // OpenAI API, approving as approve.
 func codeKernel(t *testing.T, approve agent.ApprovalPolicy) (*harness, *scripted.Server) {
 	t.Helper()
+	return codeKernelWith(t, testConfig{Config: Config{Approve: approve}})
+}
+
+// codeKernelWith is codeKernel with more of tc (its key).
+func codeKernelWith(t *testing.T, tc testConfig) (*harness, *scripted.Server) {
+	t.Helper()
 	srv := scripted.New(t)
 	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.OpenAIURL()}
-	h := startWith(t, testConfig{Dir: t.TempDir(), Host: session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
+	tc.Dir, tc.Cells = t.TempDir(), CodeCells
+	tc.Host = session.Config{Model: "openai:gpt-4.1", DataDir: t.TempDir(), OpenModel: func(spec string) (provider.Provider, error) {
 		return models.Open(spec, models.Options{Getenv: func(k string) string { return env[k] }})
-	}}, Config: Config{Cells: CodeCells, Approve: approve}})
-	return h, srv
+	}}
+	return startWith(t, tc), srv
 }
 
 // TestContextBlockCarriesTheNamespace: in code mode, after the user made a
@@ -146,7 +153,20 @@ func TestEmptyNamespaceIsNoBaseline(t *testing.T) {
 // cell run before the first prompt and one run between prompts, a
 // 200,000-character print among them and an error.
 func TestProxiedCellsReachTheModel(t *testing.T) {
-	h, srv := codeKernel(t, agent.ApproveAll)
+	for _, own := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the frontend's key", true: "a key of its own"}[own], func(t *testing.T) {
+			proxiedCellsReachTheModel(t, own)
+		})
+	}
+}
+
+// proxiedCellsReachTheModel is TestProxiedCellsReachTheModel with a
+// backing kernel that has the frontend's signing key, whose big output
+// goes on to the frontend as the backing kernel signed it, or (ownKey) a
+// key of its own, whose output the kernel checks and signs anew. The
+// frontend's client checks every signature either way.
+func proxiedCellsReachTheModel(t *testing.T, ownKey bool) {
+	h, srv := codeKernelWith(t, testConfig{Config: Config{Approve: agent.ApproveAll}, OwnKey: ownKey})
 	const big = "print('head-' + 'x' * 200000 + '-tail')"
 	rep, out := h.cell(big)
 	if rep["status"] != "ok" {
@@ -154,6 +174,17 @@ func TestProxiedCellsReachTheModel(t *testing.T) {
 	}
 	if got := strings.Join(texts(out, "stream", ""), ""); len(got) != 200011 || !strings.HasPrefix(got, "head-x") || !strings.HasSuffix(got, "x-tail\n") {
 		t.Fatalf("the frontend got %d characters of stream (%.20q…), want the print whole", len(got), got)
+	}
+	// The client gave the cell's handler only what names the cell as its
+	// parent and is signed with the frontend's key.
+	for _, m := range out.msgs {
+		if m.Header.MsgType != "stream" {
+			continue
+		}
+		if mine := m.Header.Session == h.srv.Session(); mine != ownKey {
+			t.Errorf("the stream's session is %s, the kernel's %s: with ownKey %v it should be the %s", m.Header.Session, h.srv.Session(),
+				ownKey, map[bool]string{false: "backing kernel's (sent on as signed)", true: "kernel's (signed anew)"}[ownKey])
+		}
 	}
 	srv.Enqueue(scripted.Reply(scripted.Text("Long.")))
 	if rep, _ := h.cell("%%agent\nWhat did I print?"); rep["status"] != "ok" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -112,19 +113,23 @@ func (l *CodeLog) UserCode(ctx context.Context, code string, res backing.Result)
 // UserCodeOutput is UserCode for a cell whose outputs are still held as
 // they came (status is its reply's): output gives them, and is called
 // once, when the model's text of the cell is first needed (the next
-// prompt). Decoding a cell's outputs (a megabyte of print is a
-// millisecond or two of work, and its signature's check another) is then
-// not done between the backing kernel's reply and the kernel's idle,
-// which the frontend waits for, nor beside the cells run after it, and
-// not at all for a cell no prompt follows before maxCells more ran. What
-// is held is bounded by maxCells cells of the caller's collected
-// outputs.
-func (l *CodeLog) UserCodeOutput(ctx context.Context, code, status string, output func() backing.Result) {
+// prompt), or, with settle above 0, settle after this returns if no prompt
+// asked first, which lets go of the outputs (a caller that holds many
+// megabytes asks for that). Decoding a cell's outputs (a megabyte of print
+// is a millisecond or two of work, and its signature's check another) is
+// then not done between the backing kernel's reply and the kernel's idle,
+// which the frontend waits for, nor, without settle, beside the cells run
+// after it, and not at all for a cell no prompt follows before maxCells
+// more ran.
+func (l *CodeLog) UserCodeOutput(ctx context.Context, code, status string, output func() backing.Result, settle time.Duration) {
 	made := sync.OnceValue(func() cell {
 		res := output()
 		ims := codeResult(res).Images
 		return newCell(code, cellOutput(res, ims), ims)
 	})
+	if settle > 0 {
+		time.AfterFunc(settle, func() { made() })
+	}
 	l.userCell(ctx, code, status, cell{made: made})
 }
 

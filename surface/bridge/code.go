@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/backing"
@@ -105,10 +106,13 @@ func (b *Bridge) execute(ctx context.Context, r *kernel.Request) {
 				res.Status = status
 				return res
 			}
-			if col.size() < decodeLater {
+			switch n := col.size(); {
+			case n < decodeLater:
 				b.host.CodeLog().UserCode(ctx, c.Code, output())
-			} else {
-				b.host.CodeLog().UserCodeOutput(ctx, c.Code, status, output)
+			case n <= holdOutputs:
+				b.host.CodeLog().UserCodeOutput(ctx, c.Code, status, output, 0)
+			default:
+				b.host.CodeLog().UserCodeOutput(ctx, c.Code, status, output, 20*time.Millisecond)
 			}
 		}
 		return
@@ -401,9 +405,16 @@ type collector struct {
 const maxCollected = 1 << 20
 
 // decodeLater is the size of a cell's outputs from which they are decoded
-// for the model after the cell's idle (session.CodeLog.UserCodeOutput);
-// smaller ones are decoded at once, which costs less than a timer.
-const decodeLater = 64 << 10
+// for the model after the cell's idle, when a prompt needs them
+// (session.CodeLog.UserCodeOutput); smaller ones are decoded at once,
+// which costs less than holding them. Outputs over holdOutputs (the first
+// message the collector took can be any size) are decoded 20 ms after the
+// cell, if no prompt came first, and let go of: the cells held for the
+// next prompt then hold at most holdOutputs each.
+const (
+	decodeLater = 64 << 10
+	holdOutputs = 2 << 20
+)
 
 // size is the size of the outputs collected.
 func (c *collector) size() int {

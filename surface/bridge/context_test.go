@@ -3,6 +3,7 @@ package bridge
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentkernel/agentkernel/agent"
 	"github.com/agentkernel/agentkernel/agent/provider"
@@ -212,5 +213,20 @@ func proxiedCellsReachTheModel(t *testing.T, ownKey bool) {
 	}
 	if strings.Contains(got, "head-x") {
 		t.Errorf("the second prompt repeats the first one's cell:\n%.3000s", got)
+	}
+	// Outputs over holdOutputs are decoded soon after the cell, and let go
+	// of; the model gets them all the same.
+	const huge = "print('huge-' + 'y' * (3 << 20) + '-end')"
+	if rep, _ := h.cell(huge); rep["status"] != "ok" {
+		t.Fatalf("huge cell: %v", rep)
+	}
+	time.Sleep(50 * time.Millisecond) // past the decode's 20 ms, so that it, not the prompt, makes the text
+	srv.Enqueue(scripted.Reply(scripted.Text("Huge.")))
+	h.cell("%%agent\nAnd now?")
+	got = srv.LastUserText()
+	for _, want := range []string{huge, "huge-yyy", "yyy-end"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the third prompt lacks %q:\n%.3000s", want, got)
+		}
 	}
 }

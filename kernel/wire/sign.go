@@ -116,6 +116,12 @@ func (s *Signer) Decode(frames [][]byte) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.decode(frames, d)
+}
+
+// decode is Decode once frame has checked the frames and found the
+// delimiter at d.
+func (s *Signer) decode(frames [][]byte, d int) (*Message, error) {
 	rest := frames[d+1:]
 	sig, header, parent, meta, content := rest[0], rest[1], rest[2], rest[3], rest[4]
 	if !s.Enabled() {
@@ -199,7 +205,7 @@ func (s *Signer) DecodeLazy(frames [][]byte) (*Message, error) {
 		return nil, err
 	}
 	if len(frames[d+5]) < s.lazyMin {
-		return s.Decode(frames)
+		return s.decode(frames, d)
 	}
 	rest := frames[d+1:]
 	m := &Message{Identities: frames[:d:d], rawHeader: json.RawMessage(rest[1]), signed: rest, signer: s}
@@ -207,7 +213,7 @@ func (s *Signer) DecodeLazy(frames [][]byte) (*Message, error) {
 		return nil, fmt.Errorf("%w: header: %v", ErrMalformed, err)
 	}
 	if m.Header.MsgType == "" || m.Header.MsgType == MsgStatus {
-		return s.Decode(frames)
+		return s.decode(frames, d)
 	}
 	if !isObject(rest[2]) {
 		return nil, fmt.Errorf("%w: parent_header is not a JSON object", ErrMalformed)
@@ -238,7 +244,7 @@ func (m *Message) Verify() error {
 		return nil
 	}
 	c.once.Do(func() {
-		_, c.err = c.s.Decode(c.frames)
+		_, c.err = c.s.decode(c.frames, c.d)
 		c.frames = nil
 	})
 	return c.err

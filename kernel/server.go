@@ -342,7 +342,7 @@ func (s *Server) send(sock socket, m *wire.Message) error {
 // publish sends a message on iopub with the given parent header.
 func (s *Server) publish(parent *wire.Message, msgType string, content, metadata json.RawMessage, buffers [][]byte) error {
 	m := &wire.Message{
-		Identities: [][]byte{[]byte("kernel." + s.session + "." + msgType)},
+		Identities: [][]byte{s.topic(msgType)},
 		Header:     wire.NewHeader(s.session, username(parent), msgType),
 		Metadata:   metadata,
 		Content:    content,
@@ -359,7 +359,7 @@ func (s *Server) publish(parent *wire.Message, msgType string, content, metadata
 func (s *Server) forward(parent, m *wire.Message) error {
 	if signed := s.signer.Signed(m); signed != nil {
 		frames := make([][]byte, 0, 2+len(signed))
-		frames = append(frames, []byte("kernel."+s.session+"."+m.Header.MsgType), delimiterFrame)
+		frames = append(frames, s.topic(m.Header.MsgType), delimiterFrame)
 		frames = append(frames, signed...)
 		if err := s.iopub.Send(frames); err != nil {
 			return fmt.Errorf("kernel: send %s: %w", m.Header.MsgType, err)
@@ -374,6 +374,12 @@ func (s *Server) forward(parent, m *wire.Message) error {
 
 var delimiterFrame = []byte(wire.Delimiter)
 
+// topic is the iopub topic of a message of type msgType:
+// "kernel.<session>.<msg_type>", the form ipykernel's topics take.
+func (s *Server) topic(msgType string) []byte {
+	return []byte("kernel." + s.session + "." + msgType)
+}
+
 // welcome greets each new iopub subscriber with iopub_welcome naming its
 // subscription (protocol 5.5: the client then knows it will see what is
 // published from now on; clients that do not know the message ignore it).
@@ -384,7 +390,7 @@ var delimiterFrame = []byte(wire.Delimiter)
 // no parent, as ipykernel's "starting" has none.
 func (s *Server) welcome(topic []byte, send func([][]byte)) {
 	hello := &wire.Message{
-		Identities: [][]byte{[]byte("kernel." + s.session + "." + wire.MsgIOPubWelcome)},
+		Identities: [][]byte{s.topic(wire.MsgIOPubWelcome)},
 		Header:     wire.NewHeader(s.session, username(nil), wire.MsgIOPubWelcome),
 	}
 	var err error
@@ -400,7 +406,7 @@ func (s *Server) welcome(topic []byte, send func([][]byte)) {
 		return
 	}
 	m := &wire.Message{
-		Identities: [][]byte{[]byte("kernel." + s.session + "." + wire.MsgStatus)},
+		Identities: [][]byte{s.topic(wire.MsgStatus)},
 		Header:     wire.NewHeader(s.session, username(nil), wire.MsgStatus),
 		Content:    statusIdle,
 	}
